@@ -1,0 +1,681 @@
+//! One flat error type for every protected call, and the configuration error.
+//!
+//! A protected call fails in exactly one of a few ways: the call itself failed
+//! ([`Error::Call`]), or a primitive refused to run it. Each refusal is a small
+//! struct carrying the name of the instance that refused, so a log line or a
+//! fallback can say *which* breaker, bulkhead or limiter said no. There are no
+//! nested per-primitive error enums and no boxed errors: a stack of five
+//! primitives around a call still yields one `Error<E>` to match on.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::circuit_breaker::State;
+
+/// The outcome of a protected call that did not produce a value.
+///
+/// `E` is the protected call's own error type. Everything else is a refusal by
+/// one of resil's primitives, and carries the instance name.
+///
+/// ```
+/// use resil_core::{Error, ErrorKind};
+/// use resil_core::error::BulkheadFull;
+///
+/// let err: Error<std::io::Error> = Error::from(BulkheadFull::new("reports"));
+/// assert_eq!(err.kind(), ErrorKind::BulkheadFull);
+/// assert_eq!(err.kind(), "bulkhead_full");
+/// assert_eq!(err.name(), Some("reports"));
+/// assert_eq!(err.to_string(), "bulkhead 'reports' is full and does not permit further calls");
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error<E> {
+    /// The protected call ran and returned this error.
+    Call(E),
+    /// A circuit breaker refused the call without running it.
+    CallNotPermitted(CallNotPermitted),
+    /// A bulkhead (semaphore or thread pool) had no free slot.
+    BulkheadFull(BulkheadFull),
+    /// A rate limiter had no permission for this call within its timeout.
+    RequestNotPermitted(RequestNotPermitted),
+    /// A time limiter stopped waiting for the call.
+    ///
+    /// The call may still have had its effect: a timeout stops *waiting*, it does
+    /// not undo what a remote service already did.
+    Timeout(Timeout),
+    /// A retry wanted to retry but its shared retry budget was spent.
+    RetryBudgetExhausted(RetryBudgetExhausted),
+    /// The task's end-to-end deadline (see [`crate::deadline`]) left no time for
+    /// the work, so it was not started or stopped waiting.
+    DeadlineExceeded(DeadlineExceeded),
+}
+
+/// A short, stable label for each [`Error`] variant, for logs, metrics tags and
+/// fallbacks. Compares equal to its label: `kind == "timeout"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// `"call"`: the protected call's own error.
+    Call,
+    /// `"call_not_permitted"`: a circuit breaker refused.
+    CallNotPermitted,
+    /// `"bulkhead_full"`: a bulkhead had no free slot.
+    BulkheadFull,
+    /// `"request_not_permitted"`: a rate limiter refused.
+    RequestNotPermitted,
+    /// `"timeout"`: a time limiter stopped waiting.
+    Timeout,
+    /// `"retry_budget_exhausted"`: a retry budget refused a retry.
+    RetryBudgetExhausted,
+    /// `"deadline_exceeded"`: the end-to-end deadline was spent.
+    DeadlineExceeded,
+}
+
+impl ErrorKind {
+    /// The stable snake_case label of this kind.
+    #[inline]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Call => "call",
+            ErrorKind::CallNotPermitted => "call_not_permitted",
+            ErrorKind::BulkheadFull => "bulkhead_full",
+            ErrorKind::RequestNotPermitted => "request_not_permitted",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::RetryBudgetExhausted => "retry_budget_exhausted",
+            ErrorKind::DeadlineExceeded => "deadline_exceeded",
+        }
+    }
+
+    /// Whether this kind is a refusal by a resil primitive (everything but `Call`).
+    #[inline]
+    pub const fn is_rejection(self) -> bool {
+        !matches!(self, ErrorKind::Call)
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for ErrorKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ErrorKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl<E> Error<E> {
+    /// The short, stable label of this error.
+    #[inline]
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Call(_) => ErrorKind::Call,
+            Error::CallNotPermitted(_) => ErrorKind::CallNotPermitted,
+            Error::BulkheadFull(_) => ErrorKind::BulkheadFull,
+            Error::RequestNotPermitted(_) => ErrorKind::RequestNotPermitted,
+            Error::Timeout(_) => ErrorKind::Timeout,
+            Error::RetryBudgetExhausted(_) => ErrorKind::RetryBudgetExhausted,
+            Error::DeadlineExceeded(_) => ErrorKind::DeadlineExceeded,
+        }
+    }
+
+    /// The name of the instance that refused the call, or `None` for
+    /// [`Error::Call`] (and for a deadline spent outside any instance).
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Error::Call(_) => None,
+            Error::CallNotPermitted(r) => Some(r.name()),
+            Error::BulkheadFull(r) => Some(r.name()),
+            Error::RequestNotPermitted(r) => Some(r.name()),
+            Error::Timeout(r) => Some(r.name()),
+            Error::RetryBudgetExhausted(r) => Some(r.name()),
+            Error::DeadlineExceeded(r) => r.name(),
+        }
+    }
+
+    /// Whether a resil primitive refused the call (it did not run, or was no
+    /// longer waited for).
+    #[inline]
+    pub fn is_rejection(&self) -> bool {
+        self.kind().is_rejection()
+    }
+
+    /// The call's own error, if this is [`Error::Call`].
+    pub fn as_call(&self) -> Option<&E> {
+        match self {
+            Error::Call(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The call's own error, if this is [`Error::Call`].
+    pub fn into_call(self) -> Option<E> {
+        match self {
+            Error::Call(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Maps the call's own error, keeping every rejection as it is.
+    pub fn map_call<F, E2>(self, f: F) -> Error<E2>
+    where
+        F: FnOnce(E) -> E2,
+    {
+        match self {
+            Error::Call(e) => Error::Call(f(e)),
+            Error::CallNotPermitted(r) => Error::CallNotPermitted(r),
+            Error::BulkheadFull(r) => Error::BulkheadFull(r),
+            Error::RequestNotPermitted(r) => Error::RequestNotPermitted(r),
+            Error::Timeout(r) => Error::Timeout(r),
+            Error::RetryBudgetExhausted(r) => Error::RetryBudgetExhausted(r),
+            Error::DeadlineExceeded(r) => Error::DeadlineExceeded(r),
+        }
+    }
+}
+
+impl<E> Error<Error<E>> {
+    /// Collapses a nested error (a protected call that itself returns a resil
+    /// error) into one level: an inner refusal stays a refusal.
+    pub fn flatten(self) -> Error<E> {
+        match self {
+            Error::Call(inner) => inner,
+            Error::CallNotPermitted(r) => Error::CallNotPermitted(r),
+            Error::BulkheadFull(r) => Error::BulkheadFull(r),
+            Error::RequestNotPermitted(r) => Error::RequestNotPermitted(r),
+            Error::Timeout(r) => Error::Timeout(r),
+            Error::RetryBudgetExhausted(r) => Error::RetryBudgetExhausted(r),
+            Error::DeadlineExceeded(r) => Error::DeadlineExceeded(r),
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for Error<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Call(e) => fmt::Display::fmt(e, f),
+            Error::CallNotPermitted(r) => fmt::Display::fmt(r, f),
+            Error::BulkheadFull(r) => fmt::Display::fmt(r, f),
+            Error::RequestNotPermitted(r) => fmt::Display::fmt(r, f),
+            Error::Timeout(r) => fmt::Display::fmt(r, f),
+            Error::RetryBudgetExhausted(r) => fmt::Display::fmt(r, f),
+            Error::DeadlineExceeded(r) => fmt::Display::fmt(r, f),
+        }
+    }
+}
+
+impl<E: fmt::Debug> fmt::Debug for Error<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Call(e) => f.debug_tuple("Call").field(e).finish(),
+            Error::CallNotPermitted(r) => f.debug_tuple("CallNotPermitted").field(r).finish(),
+            Error::BulkheadFull(r) => f.debug_tuple("BulkheadFull").field(r).finish(),
+            Error::RequestNotPermitted(r) => f.debug_tuple("RequestNotPermitted").field(r).finish(),
+            Error::Timeout(r) => f.debug_tuple("Timeout").field(r).finish(),
+            Error::RetryBudgetExhausted(r) => {
+                f.debug_tuple("RetryBudgetExhausted").field(r).finish()
+            }
+            Error::DeadlineExceeded(r) => f.debug_tuple("DeadlineExceeded").field(r).finish(),
+        }
+    }
+}
+
+impl<E> std::error::Error for Error<E>
+where
+    E: std::error::Error + 'static,
+{
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // `Display` is transparent for `Call`, so the source is the call
+            // error's own source, as thiserror's `#[error(transparent)]` does.
+            Error::Call(e) => e.source(),
+            _ => None,
+        }
+    }
+}
+
+macro_rules! rejection {
+    ($(#[$meta:meta])* $ty:ident => $variant:ident) => {
+        $(#[$meta])*
+        impl<E> From<$ty> for Error<E> {
+            #[inline]
+            fn from(r: $ty) -> Self {
+                Error::$variant(r)
+            }
+        }
+        impl std::error::Error for $ty {}
+    };
+}
+
+/// A circuit breaker refused the call without running it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CallNotPermitted {
+    name: Arc<str>,
+    state: State,
+}
+
+impl CallNotPermitted {
+    /// A refusal by breaker `name` while it was in `state`.
+    pub fn new(name: impl Into<Arc<str>>, state: State) -> Self {
+        CallNotPermitted {
+            name: name.into(),
+            state,
+        }
+    }
+
+    /// The breaker's name.
+    #[inline]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The state that refused: `Open`, `ForcedOpen` or `HalfOpen` (no probe slot left).
+    #[inline]
+    pub fn state(&self) -> State {
+        self.state
+    }
+}
+
+impl fmt::Display for CallNotPermitted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "circuit breaker '{}' is {} and does not permit further calls",
+            self.name, self.state
+        )
+    }
+}
+
+impl fmt::Debug for CallNotPermitted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallNotPermitted")
+            .field("name", &&*self.name)
+            .field("state", &self.state)
+            .finish()
+    }
+}
+
+rejection!(CallNotPermitted => CallNotPermitted);
+
+/// A named rejection with no further payload.
+macro_rules! named_rejection {
+    ($(#[$meta:meta])* $ty:ident, $fmt:literal) => {
+        $(#[$meta])*
+        #[derive(Clone, PartialEq, Eq)]
+        pub struct $ty {
+            name: Arc<str>,
+        }
+
+        impl $ty {
+            /// A refusal by the instance called `name`.
+            pub fn new(name: impl Into<Arc<str>>) -> Self {
+                $ty { name: name.into() }
+            }
+
+            /// The refusing instance's name.
+            #[inline]
+            pub fn name(&self) -> &str {
+                &self.name
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, $fmt, self.name)
+            }
+        }
+
+        impl fmt::Debug for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($ty)).field("name", &&*self.name).finish()
+            }
+        }
+
+        rejection!($ty => $ty);
+    };
+}
+
+named_rejection!(
+    /// A bulkhead had no free slot (and none came free within its `max_wait_duration`).
+    BulkheadFull,
+    "bulkhead '{}' is full and does not permit further calls"
+);
+named_rejection!(
+    /// A rate limiter had no permission for this call within its `timeout_duration`.
+    RequestNotPermitted,
+    "rate limiter '{}' does not permit further calls"
+);
+named_rejection!(
+    /// A retry wanted another attempt, but the retry budget it draws on was spent.
+    RetryBudgetExhausted,
+    "retry '{}' did not retry: its retry budget is exhausted"
+);
+
+/// A time limiter stopped waiting for the call after its `timeout_duration`.
+///
+/// Only the *waiting* stopped: whatever the call already sent may still take
+/// effect remotely.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Timeout {
+    name: Arc<str>,
+    after: Duration,
+}
+
+impl Timeout {
+    /// A timeout by time limiter `name` after waiting `after`.
+    pub fn new(name: impl Into<Arc<str>>, after: Duration) -> Self {
+        Timeout {
+            name: name.into(),
+            after,
+        }
+    }
+
+    /// The time limiter's name.
+    #[inline]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How long the limiter waited before giving up.
+    #[inline]
+    pub fn after(&self) -> Duration {
+        self.after
+    }
+}
+
+impl fmt::Display for Timeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "time limiter '{}' timed out after {:?}",
+            self.name, self.after
+        )
+    }
+}
+
+impl fmt::Debug for Timeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timeout")
+            .field("name", &&*self.name)
+            .field("after", &self.after)
+            .finish()
+    }
+}
+
+rejection!(Timeout => Timeout);
+
+/// The task's end-to-end deadline left no time for the work.
+///
+/// Returned by [`crate::deadline::within`] when the budget runs out (no instance
+/// name), and by a primitive that declined to start an attempt, a backoff or a
+/// wait that could not finish in the remaining budget (with its name).
+#[derive(Clone, PartialEq, Eq)]
+pub struct DeadlineExceeded {
+    name: Option<Arc<str>>,
+}
+
+impl DeadlineExceeded {
+    /// The deadline itself ran out while the work was in progress.
+    pub fn new() -> Self {
+        DeadlineExceeded { name: None }
+    }
+
+    /// Instance `name` declined work that could not finish before the deadline.
+    pub fn by(name: impl Into<Arc<str>>) -> Self {
+        DeadlineExceeded {
+            name: Some(name.into()),
+        }
+    }
+
+    /// The instance that declined, if the refusal came from one.
+    #[inline]
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+}
+
+impl Default for DeadlineExceeded {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for DeadlineExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.name {
+            None => f.write_str("deadline exceeded: the end-to-end budget is spent"),
+            Some(name) => write!(
+                f,
+                "deadline exceeded: '{name}' cannot finish within the remaining end-to-end budget"
+            ),
+        }
+    }
+}
+
+impl fmt::Debug for DeadlineExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeadlineExceeded")
+            .field("name", &self.name.as_deref())
+            .finish()
+    }
+}
+
+rejection!(DeadlineExceeded => DeadlineExceeded);
+
+/// An invalid configuration value, naming the field, the value given and what is
+/// allowed.
+///
+/// Returned by every config builder's `build()`, and by the registry when it
+/// reads a config file (there the field is the full key path).
+///
+/// ```
+/// use resil_core::ConfigError;
+///
+/// let err = ConfigError::new("failure_rate_threshold", "0", "a percentage in (0, 100]");
+/// assert_eq!(
+///     err.to_string(),
+///     "invalid `failure_rate_threshold`: got 0, expected a percentage in (0, 100]"
+/// );
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    field: Cow<'static, str>,
+    got: String,
+    expected: Cow<'static, str>,
+}
+
+impl ConfigError {
+    /// `field` was given `got`, but only `expected` is allowed.
+    pub fn new(
+        field: impl Into<Cow<'static, str>>,
+        got: impl fmt::Display,
+        expected: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        ConfigError {
+            field: field.into(),
+            got: got.to_string(),
+            expected: expected.into(),
+        }
+    }
+
+    /// The field (or key path) that holds the invalid value.
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+
+    /// The rejected value, as given.
+    pub fn got(&self) -> &str {
+        &self.got
+    }
+
+    /// What the field allows.
+    pub fn expected(&self) -> &str {
+        &self.expected
+    }
+
+    /// Prefixes the field with a path, e.g. a config file's key path:
+    /// `circuit_breaker.instances.inventory` + `sliding_window_size`.
+    pub fn in_path(mut self, path: &str) -> Self {
+        if !path.is_empty() {
+            self.field = Cow::Owned(format!("{path}.{}", self.field));
+        }
+        self
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid `{}`: got {}, expected {}",
+            self.field, self.got, self.expected
+        )
+    }
+}
+
+impl fmt::Debug for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConfigError")
+            .field("field", &&*self.field)
+            .field("got", &self.got)
+            .field("expected", &&*self.expected)
+            .finish()
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    struct Boom;
+
+    impl fmt::Display for Boom {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("boom")
+        }
+    }
+
+    #[test]
+    fn every_variant_displays_a_stable_lowercase_message_naming_the_instance() {
+        let cases: Vec<(Error<Boom>, &str, &str)> = vec![
+            (Error::Call(Boom), "call", "boom"),
+            (
+                CallNotPermitted::new("inventory", State::Open).into(),
+                "call_not_permitted",
+                "circuit breaker 'inventory' is OPEN and does not permit further calls",
+            ),
+            (
+                CallNotPermitted::new("inventory", State::ForcedOpen).into(),
+                "call_not_permitted",
+                "circuit breaker 'inventory' is FORCED_OPEN and does not permit further calls",
+            ),
+            (
+                BulkheadFull::new("reports").into(),
+                "bulkhead_full",
+                "bulkhead 'reports' is full and does not permit further calls",
+            ),
+            (
+                RequestNotPermitted::new("read").into(),
+                "request_not_permitted",
+                "rate limiter 'read' does not permit further calls",
+            ),
+            (
+                Timeout::new("slow", Duration::from_millis(800)).into(),
+                "timeout",
+                "time limiter 'slow' timed out after 800ms",
+            ),
+            (
+                RetryBudgetExhausted::new("inventory").into(),
+                "retry_budget_exhausted",
+                "retry 'inventory' did not retry: its retry budget is exhausted",
+            ),
+            (
+                DeadlineExceeded::new().into(),
+                "deadline_exceeded",
+                "deadline exceeded: the end-to-end budget is spent",
+            ),
+            (
+                DeadlineExceeded::by("inventory").into(),
+                "deadline_exceeded",
+                "deadline exceeded: 'inventory' cannot finish within the remaining end-to-end budget",
+            ),
+        ];
+        for (err, kind, display) in cases {
+            assert_eq!(err.kind(), kind);
+            assert_eq!(err.kind().to_string(), kind);
+            assert_eq!(err.to_string(), display);
+            assert_eq!(err.is_rejection(), kind != "call");
+        }
+    }
+
+    #[test]
+    fn debug_formats_are_pinned() {
+        let err: Error<Boom> = CallNotPermitted::new("inventory", State::HalfOpen).into();
+        assert_eq!(
+            format!("{err:?}"),
+            "CallNotPermitted(CallNotPermitted { name: \"inventory\", state: HalfOpen })"
+        );
+        let err: Error<Boom> = Error::Call(Boom);
+        assert_eq!(format!("{err:?}"), "Call(Boom)");
+        let err: Error<Boom> = Timeout::new("t", Duration::from_secs(1)).into();
+        assert_eq!(
+            format!("{err:?}"),
+            "Timeout(Timeout { name: \"t\", after: 1s })"
+        );
+        let err: Error<Boom> = DeadlineExceeded::new().into();
+        assert_eq!(
+            format!("{err:?}"),
+            "DeadlineExceeded(DeadlineExceeded { name: None })"
+        );
+        let err: Error<Boom> = BulkheadFull::new("b").into();
+        assert_eq!(
+            format!("{err:?}"),
+            "BulkheadFull(BulkheadFull { name: \"b\" })"
+        );
+    }
+
+    #[test]
+    fn rejections_carry_the_instance_name_and_calls_carry_none() {
+        let err: Error<Boom> = RequestNotPermitted::new("read").into();
+        assert_eq!(err.name(), Some("read"));
+        assert_eq!(Error::Call(Boom).name(), None);
+        assert_eq!(Error::<Boom>::from(DeadlineExceeded::new()).name(), None);
+    }
+
+    #[test]
+    fn map_call_and_flatten_keep_rejections() {
+        let err: Error<Boom> = BulkheadFull::new("b").into();
+        let mapped: Error<String> = err.map_call(|b| b.to_string());
+        assert_eq!(mapped.kind(), ErrorKind::BulkheadFull);
+        let nested: Error<Error<Boom>> = Error::Call(Error::Call(Boom));
+        assert_eq!(nested.flatten(), Error::Call(Boom));
+        let nested: Error<Error<Boom>> = Error::Call(Timeout::new("t", Duration::ZERO).into());
+        assert_eq!(nested.flatten().kind(), ErrorKind::Timeout);
+        assert_eq!(Error::Call(Boom).into_call(), Some(Boom));
+    }
+
+    #[test]
+    fn config_errors_name_the_field_and_can_be_prefixed_with_a_key_path() {
+        let err = ConfigError::new("sliding_window_size", 0, "an integer >= 1")
+            .in_path("circuit_breaker.instances.inventory");
+        assert_eq!(
+            err.field(),
+            "circuit_breaker.instances.inventory.sliding_window_size"
+        );
+        assert_eq!(
+            err.to_string(),
+            "invalid `circuit_breaker.instances.inventory.sliding_window_size`: got 0, expected an integer >= 1"
+        );
+    }
+}

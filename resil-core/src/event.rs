@@ -1,0 +1,177 @@
+//! Event delivery that never slows the caller.
+//!
+//! Every primitive publishes what happens to it (a success, a rejection, a state
+//! transition …) through an [`EventPublisher`]. Subscribers receive events on a
+//! bounded broadcast channel: publishing never waits for a consumer, a consumer
+//! that falls behind loses its oldest events (and learns how many through
+//! [`EventStream::missed`]), and with no subscriber the cost of publishing is one
+//! relaxed atomic load — the event is not even constructed.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::broadcast;
+
+/// How many events a subscriber may fall behind before it starts losing the
+/// oldest ones.
+pub const DEFAULT_EVENT_CAPACITY: usize = 256;
+
+/// The publishing side, owned by a primitive.
+pub struct EventPublisher<T> {
+    tx: broadcast::Sender<T>,
+    subscribers: Arc<AtomicUsize>,
+}
+
+impl<T: Clone + Send + 'static> EventPublisher<T> {
+    /// A publisher whose subscribers may each lag `capacity` events behind.
+    pub fn new(capacity: usize) -> Self {
+        let (tx, _) = broadcast::channel(capacity.max(1));
+        EventPublisher {
+            tx,
+            subscribers: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Whether anyone listens. Cheap: one relaxed load.
+    #[inline]
+    pub fn is_active(&self) -> bool {
+        self.subscribers.load(Ordering::Relaxed) != 0
+    }
+
+    /// Publishes the event `make` builds, building it only if someone listens.
+    /// Never blocks and never fails: a lagging subscriber loses its oldest event.
+    #[inline]
+    pub fn publish_with(&self, make: impl FnOnce() -> T) {
+        if self.is_active() {
+            let _ = self.tx.send(make());
+        }
+    }
+
+    /// A new subscription that receives every event published from now on.
+    pub fn subscribe(&self) -> EventStream<T> {
+        self.subscribers.fetch_add(1, Ordering::Relaxed);
+        EventStream {
+            rx: self.tx.subscribe(),
+            subscribers: Arc::clone(&self.subscribers),
+            missed: AtomicU64::new(0),
+        }
+    }
+}
+
+impl<T: Clone + Send + 'static> Default for EventPublisher<T> {
+    fn default() -> Self {
+        Self::new(DEFAULT_EVENT_CAPACITY)
+    }
+}
+
+impl<T> fmt::Debug for EventPublisher<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventPublisher")
+            .field("subscribers", &self.subscribers.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// A subscription to a primitive's events.
+///
+/// Dropping it unsubscribes. Receive with [`recv`](EventStream::recv) from async
+/// code or [`try_recv`](EventStream::try_recv) from anywhere.
+pub struct EventStream<T> {
+    rx: broadcast::Receiver<T>,
+    subscribers: Arc<AtomicUsize>,
+    missed: AtomicU64,
+}
+
+impl<T: Clone> EventStream<T> {
+    /// The next event, waiting for one; `None` once the primitive is gone.
+    /// Events lost to lagging are skipped and counted in [`missed`](Self::missed).
+    pub async fn recv(&mut self) -> Option<T> {
+        loop {
+            match self.rx.recv().await {
+                Ok(event) => return Some(event),
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    self.missed.fetch_add(n, Ordering::Relaxed);
+                }
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// The next event if one is ready, without waiting.
+    pub fn try_recv(&mut self) -> Option<T> {
+        loop {
+            match self.rx.try_recv() {
+                Ok(event) => return Some(event),
+                Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                    self.missed.fetch_add(n, Ordering::Relaxed);
+                }
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Every event ready now, in order.
+    pub fn drain(&mut self) -> Vec<T> {
+        std::iter::from_fn(|| self.try_recv()).collect()
+    }
+
+    /// How many events this subscriber lost by falling behind.
+    pub fn missed(&self) -> u64 {
+        self.missed.load(Ordering::Relaxed)
+    }
+}
+
+impl<T> Drop for EventStream<T> {
+    fn drop(&mut self) {
+        self.subscribers.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl<T> fmt::Debug for EventStream<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventStream")
+            .field("missed", &self.missed.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_subscribers_the_event_is_never_built() {
+        let publisher = EventPublisher::<u32>::new(4);
+        let mut built = false;
+        publisher.publish_with(|| {
+            built = true;
+            1
+        });
+        assert!(!built);
+        assert!(!publisher.is_active());
+    }
+
+    #[test]
+    fn a_lagging_subscriber_loses_the_oldest_events_and_never_blocks_the_publisher() {
+        let publisher = EventPublisher::<u32>::new(4);
+        let mut stream = publisher.subscribe();
+        for i in 0..10 {
+            publisher.publish_with(|| i);
+        }
+        assert_eq!(stream.drain(), vec![6, 7, 8, 9]);
+        assert_eq!(stream.missed(), 6);
+    }
+
+    #[test]
+    fn dropping_the_last_subscription_deactivates_publishing() {
+        let publisher = EventPublisher::<u32>::new(4);
+        let a = publisher.subscribe();
+        let b = publisher.subscribe();
+        assert!(publisher.is_active());
+        drop(a);
+        assert!(publisher.is_active());
+        drop(b);
+        assert!(!publisher.is_active());
+    }
+}

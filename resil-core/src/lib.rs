@@ -1,0 +1,29 @@
+//! The fault-tolerance primitives behind `resil`: Resilience4j's circuit breaker,
+//! retry, bulkheads, rate limiter and time limiter, with the same defaults and
+//! semantics, plus two protections Resilience4j lacks (a retry budget and
+//! task-scoped end-to-end deadlines).
+//!
+//! This crate holds no global state and no macros: every primitive is a value you
+//! create with `new(name, config)` (or `with_clock` to inject time) and share by
+//! cloning its handle. Named instances, configuration files and the process-wide
+//! registry live in `resil-registry`; the attribute macros in `resil-macros`.
+//!
+//! Every primitive speaks the same error type, [`Error<E>`]: `Call(E)` carries the
+//! protected call's own error, and each rejection carries the name of the instance
+//! that refused.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod bulkhead;
+pub mod circuit_breaker;
+pub mod clock;
+pub mod deadline;
+pub mod error;
+pub mod event;
+pub mod rate_limiter;
+pub mod retry;
+pub mod thread_pool_bulkhead;
+pub mod time_limiter;
+
+pub use crate::error::{ConfigError, Error, ErrorKind};
