@@ -1,0 +1,93 @@
+//! Shared bench support: a counting global allocator, so each bench can report
+//! heap allocations per call next to its timings, and a compact criterion setup.
+//!
+//! Include with `mod support;` and install the allocator in the bench's root:
+//! `#[global_allocator] static ALLOC: support::CountingAllocator = support::CountingAllocator;`
+#![allow(dead_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts every allocation (and reallocation) made through it, then defers to
+/// the system allocator. The counter is a relaxed atomic: it distorts timings a
+/// little, equally for every contender in the same run.
+pub struct CountingAllocator;
+
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+/// Heap allocations per call of `f`, averaged over `calls` calls after one
+/// warm-up call (which may initialise lazily allocated state).
+pub fn allocations_per_call(calls: u64, mut f: impl FnMut()) -> f64 {
+    f();
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    for _ in 0..calls {
+        f();
+    }
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    (after - before) as f64 / calls as f64
+}
+
+/// Prints one allocation figure in a fixed, greppable format.
+pub fn report_allocations(what: &str, per_call: f64) {
+    println!("allocations per call: {what}: {per_call:.3}");
+}
+
+/// Criterion settings that keep a whole bench file to a minute or two on a
+/// 2-core machine while still giving stable medians.
+pub fn criterion() -> criterion::Criterion {
+    criterion::Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(40)
+        .configure_from_args()
+}
+
+/// Runs `per_thread(iters)` on `threads` threads at once and returns the wall
+/// time of the slowest, for `Bencher::iter_custom`: criterion then reports the
+/// time per iteration of *each* thread, so throughput = threads / time.
+pub fn on_threads(
+    threads: usize,
+    iters: u64,
+    per_thread: impl Fn(u64) + Sync,
+) -> Duration {
+    let barrier = std::sync::Barrier::new(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    let start = std::time::Instant::now();
+                    per_thread(iters);
+                    start.elapsed()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("bench thread panicked"))
+            .max()
+            .unwrap_or_default()
+    })
+}
