@@ -1,0 +1,636 @@
+//! The circuit breaker's configuration, its builder and call classification.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::state::MAX_PROBE_SLOTS;
+use crate::error::ConfigError;
+use crate::retry::IntervalFunction;
+
+/// How the sliding window that feeds the failure and slow-call rates is cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SlidingWindowType {
+    /// The last `sliding_window_size` completed calls (Resilience4j `COUNT_BASED`).
+    #[default]
+    CountBased,
+    /// The calls completed in the last `sliding_window_size` seconds, in one-second
+    /// buckets (Resilience4j `TIME_BASED`).
+    TimeBased,
+}
+
+/// How one completed call counts in the sliding window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// Counted as a successful call (also every error no `record_error`
+    /// predicate matched, when some are configured).
+    Success,
+    /// Counted as a failed call.
+    Failure,
+    /// Not counted at all (an `ignore_error` predicate matched); in HALF_OPEN the
+    /// probe slot is given back.
+    Ignored,
+}
+
+/// What a call's result asks of the breaker, beyond being recorded
+/// (see [`CircuitBreakerConfigBuilder::transition_on_result`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ResultTransition {
+    /// No transition: the outcome is only recorded.
+    #[default]
+    Stay,
+    /// Open now, for the configured wait in the open state.
+    Open,
+    /// Open now, for exactly this long (e.g. an HTTP `Retry-After`).
+    OpenFor(Duration),
+}
+
+type Predicate = Arc<dyn Fn(&dyn Any) -> Option<bool> + Send + Sync>;
+type TransitionFn = Arc<dyn Fn(&dyn Any) -> Option<ResultTransition> + Send + Sync>;
+
+fn erase<X: 'static>(f: impl Fn(&X) -> bool + Send + Sync + 'static) -> Predicate {
+    Arc::new(move |any: &dyn Any| any.downcast_ref::<X>().map(&f))
+}
+
+fn erase_transition<X: 'static>(
+    f: impl Fn(&X) -> ResultTransition + Send + Sync + 'static,
+) -> TransitionFn {
+    Arc::new(move |any: &dyn Any| any.downcast_ref::<X>().map(&f))
+}
+
+/// The classification predicates, type-erased: one breaker is shared by calls
+/// of different `T`/`E` (a registry hands the same instance to many call sites),
+/// so each predicate is stored as `Fn(&dyn Any)` and applies to the values of the
+/// type its closure was written for; it does not match any other type.
+#[derive(Clone, Default)]
+struct Classifier {
+    record_error: Vec<Predicate>,
+    ignore_error: Vec<Predicate>,
+    record_result: Vec<Predicate>,
+    transition_on_result: Vec<TransitionFn>,
+    transition_on_error: Vec<TransitionFn>,
+}
+
+fn any_matches(predicates: &[Predicate], value: &dyn Any) -> bool {
+    predicates.iter().any(|p| p(value) == Some(true))
+}
+
+fn first_transition(fns: &[TransitionFn], value: &dyn Any) -> ResultTransition {
+    fns.iter()
+        .filter_map(|f| f(value))
+        .find(|t| *t != ResultTransition::Stay)
+        .unwrap_or_default()
+}
+
+/// A circuit breaker's configuration. [`Default`] is Resilience4j's defaults:
+///
+/// | setting | default |
+/// |---|---|
+/// | `failure_rate_threshold` | 50.0 % |
+/// | `slow_call_rate_threshold` | 100.0 % |
+/// | `slow_call_duration_threshold` | 60 s |
+/// | `sliding_window_type` | [`CountBased`](SlidingWindowType::CountBased) |
+/// | `sliding_window_size` | 100 |
+/// | `minimum_number_of_calls` | 100 |
+/// | `wait_duration_in_open_state` | 60 s |
+/// | `wait_interval_function_in_open_state` | none (the fixed wait above) |
+/// | `automatic_transition_from_open_to_half_open_enabled` | false |
+/// | `permitted_number_of_calls_in_half_open_state` | 10 |
+/// | `max_wait_duration_in_half_open_state` | 0 (unlimited) |
+/// | classification | every error is a failure, every value a success |
+///
+/// ```
+/// use std::time::Duration;
+/// use resil_core::circuit_breaker::{CircuitBreakerConfig, SlidingWindowType};
+///
+/// let config = CircuitBreakerConfig::builder()
+///     .sliding_window_type(SlidingWindowType::TimeBased)
+///     .sliding_window_size(10)
+///     .minimum_number_of_calls(20)
+///     .slow_call_duration_threshold(Duration::from_secs(2))
+///     .ignore_error(|e: &std::num::ParseIntError| true)
+///     .build()
+///     .unwrap();
+/// assert_eq!(config.minimum_number_of_calls(), 20);
+///
+/// let err = CircuitBreakerConfig::builder().failure_rate_threshold(0.0).build().unwrap_err();
+/// assert_eq!(err.to_string(), "invalid `failure_rate_threshold`: got 0, expected a percentage in (0, 100]");
+/// ```
+#[derive(Clone)]
+pub struct CircuitBreakerConfig {
+    pub(crate) failure_rate_threshold: f32,
+    pub(crate) slow_call_rate_threshold: f32,
+    pub(crate) slow_call_duration_threshold: Duration,
+    pub(crate) sliding_window_type: SlidingWindowType,
+    pub(crate) sliding_window_size: u32,
+    pub(crate) minimum_number_of_calls: u32,
+    pub(crate) wait_duration_in_open_state: Duration,
+    pub(crate) wait_interval_function_in_open_state: Option<IntervalFunction>,
+    pub(crate) automatic_transition: bool,
+    pub(crate) permitted_number_of_calls_in_half_open_state: u32,
+    pub(crate) max_wait_duration_in_half_open_state: Duration,
+    classifier: Classifier,
+}
+
+impl Default for CircuitBreakerConfig {
+    fn default() -> Self {
+        CircuitBreakerConfig {
+            failure_rate_threshold: 50.0,
+            slow_call_rate_threshold: 100.0,
+            slow_call_duration_threshold: Duration::from_secs(60),
+            sliding_window_type: SlidingWindowType::CountBased,
+            sliding_window_size: 100,
+            minimum_number_of_calls: 100,
+            wait_duration_in_open_state: Duration::from_secs(60),
+            wait_interval_function_in_open_state: None,
+            automatic_transition: false,
+            permitted_number_of_calls_in_half_open_state: 10,
+            max_wait_duration_in_half_open_state: Duration::ZERO,
+            classifier: Classifier::default(),
+        }
+    }
+}
+
+/// The largest count window (one byte per slot) and time window (one bucket per
+/// second) a configuration may ask for.
+pub const MAX_COUNT_WINDOW_SIZE: u32 = 1 << 24;
+/// The longest time window, in seconds: one week of one-second buckets.
+pub const MAX_TIME_WINDOW_SECONDS: u32 = 7 * 24 * 3600;
+
+impl CircuitBreakerConfig {
+    /// A builder starting from Resilience4j's defaults.
+    pub fn builder() -> CircuitBreakerConfigBuilder {
+        CircuitBreakerConfigBuilder {
+            config: CircuitBreakerConfig::default(),
+        }
+    }
+
+    /// A builder starting from this configuration (for derived configurations).
+    pub fn to_builder(&self) -> CircuitBreakerConfigBuilder {
+        CircuitBreakerConfigBuilder {
+            config: self.clone(),
+        }
+    }
+
+    /// Failure rate (percent) at or above which the breaker opens.
+    pub fn failure_rate_threshold(&self) -> f32 {
+        self.failure_rate_threshold
+    }
+
+    /// Slow-call rate (percent) at or above which the breaker opens.
+    pub fn slow_call_rate_threshold(&self) -> f32 {
+        self.slow_call_rate_threshold
+    }
+
+    /// A call strictly longer than this is slow.
+    pub fn slow_call_duration_threshold(&self) -> Duration {
+        self.slow_call_duration_threshold
+    }
+
+    /// Count- or time-based window.
+    pub fn sliding_window_type(&self) -> SlidingWindowType {
+        self.sliding_window_type
+    }
+
+    /// Window size: calls (count-based) or seconds (time-based).
+    pub fn sliding_window_size(&self) -> u32 {
+        self.sliding_window_size
+    }
+
+    /// Calls needed in the window before any rate is computed. For a count
+    /// window this is capped at the window size, as Resilience4j does.
+    pub fn minimum_number_of_calls(&self) -> u32 {
+        match self.sliding_window_type {
+            SlidingWindowType::CountBased => {
+                self.minimum_number_of_calls.min(self.sliding_window_size)
+            }
+            SlidingWindowType::TimeBased => self.minimum_number_of_calls,
+        }
+    }
+
+    /// The wait in OPEN before a probe is allowed (when no interval function is set).
+    pub fn wait_duration_in_open_state(&self) -> Duration {
+        self.wait_duration_in_open_state
+    }
+
+    /// The function of successive OPEN periods that replaces the fixed wait.
+    pub fn wait_interval_function_in_open_state(&self) -> Option<&IntervalFunction> {
+        self.wait_interval_function_in_open_state.as_ref()
+    }
+
+    /// Whether OPEN moves to HALF_OPEN by itself once the wait has passed.
+    pub fn automatic_transition_from_open_to_half_open_enabled(&self) -> bool {
+        self.automatic_transition
+    }
+
+    /// How many probe calls HALF_OPEN lets through.
+    pub fn permitted_number_of_calls_in_half_open_state(&self) -> u32 {
+        self.permitted_number_of_calls_in_half_open_state
+    }
+
+    /// How long HALF_OPEN waits for its probes before going back to OPEN (zero:
+    /// forever).
+    pub fn max_wait_duration_in_half_open_state(&self) -> Duration {
+        self.max_wait_duration_in_half_open_state
+    }
+
+    /// How an error counts: `Ignored` if an `ignore_error` predicate matches; else
+    /// `Failure` if no `record_error` predicate is configured or one matches; else
+    /// `Success` (Resilience4j: an error not recorded counts as a success).
+    ///
+    /// The error is passed as `&dyn Any` so layers that only see an erased error
+    /// (the `resil::Error<E>` a macro holds) can classify it.
+    pub fn classify_error(&self, error: &dyn Any) -> Outcome {
+        let c = &self.classifier;
+        if any_matches(&c.ignore_error, error) {
+            Outcome::Ignored
+        } else if c.record_error.is_empty() || any_matches(&c.record_error, error) {
+            Outcome::Failure
+        } else {
+            Outcome::Success
+        }
+    }
+
+    /// How a successful value counts: `Failure` if a `record_result` predicate
+    /// matches, else `Success`.
+    pub fn classify_value(&self, value: &dyn Any) -> Outcome {
+        if any_matches(&self.classifier.record_result, value) {
+            Outcome::Failure
+        } else {
+            Outcome::Success
+        }
+    }
+
+    /// The transition a successful value asks for (`transition_on_result`).
+    pub fn transition_for_value(&self, value: &dyn Any) -> ResultTransition {
+        first_transition(&self.classifier.transition_on_result, value)
+    }
+
+    /// The transition an error asks for (`transition_on_error`).
+    pub fn transition_for_error(&self, error: &dyn Any) -> ResultTransition {
+        first_transition(&self.classifier.transition_on_error, error)
+    }
+
+    /// Whether any predicate looks at successful values (else values skip
+    /// classification entirely: the hot path).
+    #[inline]
+    pub(crate) fn inspects_values(&self) -> bool {
+        !self.classifier.record_result.is_empty()
+            || !self.classifier.transition_on_result.is_empty()
+    }
+
+    /// Whether any predicate looks at errors beyond the default.
+    #[inline]
+    pub(crate) fn inspects_error_transitions(&self) -> bool {
+        !self.classifier.transition_on_error.is_empty()
+    }
+}
+
+impl fmt::Debug for CircuitBreakerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.classifier;
+        f.debug_struct("CircuitBreakerConfig")
+            .field("failure_rate_threshold", &self.failure_rate_threshold)
+            .field("slow_call_rate_threshold", &self.slow_call_rate_threshold)
+            .field(
+                "slow_call_duration_threshold",
+                &self.slow_call_duration_threshold,
+            )
+            .field("sliding_window_type", &self.sliding_window_type)
+            .field("sliding_window_size", &self.sliding_window_size)
+            .field("minimum_number_of_calls", &self.minimum_number_of_calls)
+            .field(
+                "wait_duration_in_open_state",
+                &self.wait_duration_in_open_state,
+            )
+            .field(
+                "wait_interval_function_in_open_state",
+                &self.wait_interval_function_in_open_state,
+            )
+            .field(
+                "automatic_transition_from_open_to_half_open_enabled",
+                &self.automatic_transition,
+            )
+            .field(
+                "permitted_number_of_calls_in_half_open_state",
+                &self.permitted_number_of_calls_in_half_open_state,
+            )
+            .field(
+                "max_wait_duration_in_half_open_state",
+                &self.max_wait_duration_in_half_open_state,
+            )
+            .field("record_error", &c.record_error.len())
+            .field("ignore_error", &c.ignore_error.len())
+            .field("record_result", &c.record_result.len())
+            .field("transition_on_result", &c.transition_on_result.len())
+            .field("transition_on_error", &c.transition_on_error.len())
+            .finish()
+    }
+}
+
+/// Builds a [`CircuitBreakerConfig`]; every setter takes and returns the builder,
+/// [`build`](Self::build) validates.
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build()` is called"]
+pub struct CircuitBreakerConfigBuilder {
+    config: CircuitBreakerConfig,
+}
+
+impl CircuitBreakerConfigBuilder {
+    /// Failure rate in percent, in (0, 100], at or above which the breaker opens.
+    pub fn failure_rate_threshold(mut self, percent: f32) -> Self {
+        self.config.failure_rate_threshold = percent;
+        self
+    }
+
+    /// Slow-call rate in percent, in (0, 100], at or above which the breaker opens.
+    pub fn slow_call_rate_threshold(mut self, percent: f32) -> Self {
+        self.config.slow_call_rate_threshold = percent;
+        self
+    }
+
+    /// A call that takes strictly longer than this is slow (≥ 1 ns).
+    pub fn slow_call_duration_threshold(mut self, threshold: Duration) -> Self {
+        self.config.slow_call_duration_threshold = threshold;
+        self
+    }
+
+    /// Count- or time-based sliding window.
+    pub fn sliding_window_type(mut self, kind: SlidingWindowType) -> Self {
+        self.config.sliding_window_type = kind;
+        self
+    }
+
+    /// The window's size: calls for a count window (1 to 16 777 216), seconds for
+    /// a time window (1 to 604 800, one week).
+    pub fn sliding_window_size(mut self, size: u32) -> Self {
+        self.config.sliding_window_size = size;
+        self
+    }
+
+    /// Calls the window must hold before rates are computed (≥ 1; capped at the
+    /// window size for a count window).
+    pub fn minimum_number_of_calls(mut self, calls: u32) -> Self {
+        self.config.minimum_number_of_calls = calls;
+        self
+    }
+
+    /// How long OPEN refuses calls before allowing probes (≥ 1 ms).
+    pub fn wait_duration_in_open_state(mut self, wait: Duration) -> Self {
+        self.config.wait_duration_in_open_state = wait;
+        self
+    }
+
+    /// Grows successive OPEN periods: the `n`-th consecutive OPEN period (without
+    /// an intervening CLOSED) lasts `f.interval(n)`. Replaces
+    /// `wait_duration_in_open_state`; the count restarts once the breaker closes.
+    pub fn wait_interval_function_in_open_state(mut self, f: IntervalFunction) -> Self {
+        self.config.wait_interval_function_in_open_state = Some(f);
+        self
+    }
+
+    /// Move OPEN → HALF_OPEN when the wait has passed even without a call (a
+    /// tokio timer when a runtime is current; `state()` also applies a due
+    /// transition, so the state is right without a runtime).
+    pub fn automatic_transition_from_open_to_half_open_enabled(mut self, enabled: bool) -> Self {
+        self.config.automatic_transition = enabled;
+        self
+    }
+
+    /// How many probe calls HALF_OPEN lets through (1 to 16 777 216). The
+    /// round is decided once all of them completed.
+    pub fn permitted_number_of_calls_in_half_open_state(mut self, calls: u32) -> Self {
+        self.config.permitted_number_of_calls_in_half_open_state = calls;
+        self
+    }
+
+    /// After this long in HALF_OPEN without a decision, go back to OPEN (zero,
+    /// the default: wait for the probes forever).
+    pub fn max_wait_duration_in_half_open_state(mut self, max_wait: Duration) -> Self {
+        self.config.max_wait_duration_in_half_open_state = max_wait;
+        self
+    }
+
+    /// Records errors of type `E` for which `predicate` holds as failures. Once
+    /// any `record_error` predicate is set, an error that no predicate matches
+    /// (including errors of other types) counts as a **success**, as in
+    /// Resilience4j's `recordExceptions`. May be called several times (any match).
+    pub fn record_error<E: 'static>(
+        mut self,
+        predicate: impl Fn(&E) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.config.classifier.record_error.push(erase(predicate));
+        self
+    }
+
+    /// Ignores errors of type `E` for which `predicate` holds: they count neither
+    /// as success nor as failure, and in HALF_OPEN give their probe slot back.
+    /// Checked before `record_error`.
+    pub fn ignore_error<E: 'static>(
+        mut self,
+        predicate: impl Fn(&E) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.config.classifier.ignore_error.push(erase(predicate));
+        self
+    }
+
+    /// Records successful values of type `T` for which `predicate` holds as
+    /// failures (an HTTP 503 returned as a value).
+    pub fn record_result<T: 'static>(
+        mut self,
+        predicate: impl Fn(&T) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.config.classifier.record_result.push(erase(predicate));
+        self
+    }
+
+    /// Lets a successful value of type `T` open the breaker: after the outcome is
+    /// recorded, [`ResultTransition::Open`] opens for the configured wait and
+    /// [`ResultTransition::OpenFor`] for the duration it names (HTTP 429/503 with
+    /// `Retry-After`). Applies in CLOSED and HALF_OPEN to calls permitted in the
+    /// current state.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resil_core::circuit_breaker::{CircuitBreakerConfig, ResultTransition};
+    ///
+    /// struct Response { status: u16, retry_after: Option<Duration> }
+    ///
+    /// let config = CircuitBreakerConfig::builder()
+    ///     .transition_on_result(|r: &Response| match (r.status, r.retry_after) {
+    ///         (429 | 503, Some(after)) => ResultTransition::OpenFor(after),
+    ///         _ => ResultTransition::Stay,
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = config;
+    /// ```
+    pub fn transition_on_result<T: 'static>(
+        mut self,
+        f: impl Fn(&T) -> ResultTransition + Send + Sync + 'static,
+    ) -> Self {
+        self.config
+            .classifier
+            .transition_on_result
+            .push(erase_transition(f));
+        self
+    }
+
+    /// As [`transition_on_result`](Self::transition_on_result), for errors of
+    /// type `E` (a `Retry-After` carried by an error).
+    pub fn transition_on_error<E: 'static>(
+        mut self,
+        f: impl Fn(&E) -> ResultTransition + Send + Sync + 'static,
+    ) -> Self {
+        self.config
+            .classifier
+            .transition_on_error
+            .push(erase_transition(f));
+        self
+    }
+
+    /// Validates every value and returns the configuration, or the first invalid
+    /// field with its allowed range.
+    pub fn build(self) -> Result<CircuitBreakerConfig, ConfigError> {
+        let c = &self.config;
+        percentage("failure_rate_threshold", c.failure_rate_threshold)?;
+        percentage("slow_call_rate_threshold", c.slow_call_rate_threshold)?;
+        if c.slow_call_duration_threshold.is_zero() {
+            return Err(ConfigError::new(
+                "slow_call_duration_threshold",
+                "0ns",
+                "a duration >= 1ns",
+            ));
+        }
+        let (max_size, expected) = match c.sliding_window_type {
+            SlidingWindowType::CountBased => {
+                (MAX_COUNT_WINDOW_SIZE, "a number of calls in [1, 16777216]")
+            }
+            SlidingWindowType::TimeBased => (
+                MAX_TIME_WINDOW_SECONDS,
+                "a number of seconds in [1, 604800]",
+            ),
+        };
+        if !(1..=max_size).contains(&c.sliding_window_size) {
+            return Err(ConfigError::new(
+                "sliding_window_size",
+                c.sliding_window_size,
+                expected,
+            ));
+        }
+        if c.minimum_number_of_calls == 0 {
+            return Err(ConfigError::new(
+                "minimum_number_of_calls",
+                0,
+                "an integer >= 1",
+            ));
+        }
+        if c.wait_duration_in_open_state < Duration::from_millis(1) {
+            return Err(ConfigError::new(
+                "wait_duration_in_open_state",
+                format!("{:?}", c.wait_duration_in_open_state),
+                "a duration >= 1ms",
+            ));
+        }
+        if let Some(f) = &c.wait_interval_function_in_open_state {
+            f.validate("wait_interval_function_in_open_state")?;
+        }
+        if !(1..=MAX_PROBE_SLOTS).contains(&c.permitted_number_of_calls_in_half_open_state) {
+            return Err(ConfigError::new(
+                "permitted_number_of_calls_in_half_open_state",
+                c.permitted_number_of_calls_in_half_open_state,
+                "an integer in [1, 16777216]",
+            ));
+        }
+        Ok(self.config)
+    }
+}
+
+fn percentage(field: &'static str, value: f32) -> Result<(), ConfigError> {
+    if value > 0.0 && value <= 100.0 {
+        Ok(())
+    } else {
+        Err(ConfigError::new(field, value, "a percentage in (0, 100]"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Io;
+    #[derive(Debug)]
+    struct Business;
+
+    #[test]
+    fn defaults_are_resilience4j_defaults() {
+        let c = CircuitBreakerConfig::default();
+        assert_eq!(c.sliding_window_type(), SlidingWindowType::CountBased);
+        assert_eq!(c.sliding_window_size(), 100);
+        assert_eq!(c.minimum_number_of_calls(), 100);
+        assert_eq!(c.failure_rate_threshold(), 50.0);
+        assert_eq!(c.slow_call_duration_threshold(), Duration::from_secs(60));
+        assert_eq!(c.slow_call_rate_threshold(), 100.0);
+        assert_eq!(c.wait_duration_in_open_state(), Duration::from_secs(60));
+        assert!(!c.automatic_transition_from_open_to_half_open_enabled());
+        assert_eq!(c.permitted_number_of_calls_in_half_open_state(), 10);
+        assert_eq!(c.max_wait_duration_in_half_open_state(), Duration::ZERO);
+        assert!(c.wait_interval_function_in_open_state().is_none());
+        assert_eq!(c.classify_error(&Io), Outcome::Failure);
+        assert_eq!(c.classify_value(&5u8), Outcome::Success);
+    }
+
+    #[test]
+    fn ignore_is_checked_before_record_and_unrecorded_errors_count_as_success() {
+        let c = CircuitBreakerConfig::builder()
+            .record_error(|_: &Io| true)
+            .ignore_error(|_: &Business| true)
+            .record_error(|_: &Business| true)
+            .build()
+            .unwrap();
+        assert_eq!(c.classify_error(&Io), Outcome::Failure);
+        assert_eq!(c.classify_error(&Business), Outcome::Ignored);
+        assert_eq!(c.classify_error(&"other"), Outcome::Success);
+    }
+
+    #[test]
+    fn a_count_window_caps_the_minimum_at_its_size_and_a_time_window_does_not() {
+        let count = CircuitBreakerConfig::builder()
+            .sliding_window_size(4)
+            .minimum_number_of_calls(10)
+            .build()
+            .unwrap();
+        assert_eq!(count.minimum_number_of_calls(), 4);
+        let time = count
+            .to_builder()
+            .sliding_window_type(SlidingWindowType::TimeBased)
+            .build()
+            .unwrap();
+        assert_eq!(time.minimum_number_of_calls(), 10);
+    }
+
+    #[test]
+    fn the_first_non_stay_transition_wins() {
+        let c = CircuitBreakerConfig::builder()
+            .transition_on_result(|v: &u16| {
+                if *v == 503 {
+                    ResultTransition::OpenFor(Duration::from_secs(7))
+                } else {
+                    ResultTransition::Stay
+                }
+            })
+            .transition_on_error(|_: &Io| ResultTransition::Open)
+            .build()
+            .unwrap();
+        assert_eq!(
+            c.transition_for_value(&503u16),
+            ResultTransition::OpenFor(Duration::from_secs(7))
+        );
+        assert_eq!(c.transition_for_value(&200u16), ResultTransition::Stay);
+        assert_eq!(c.transition_for_value(&503u32), ResultTransition::Stay);
+        assert_eq!(c.transition_for_error(&Io), ResultTransition::Open);
+        assert!(c.inspects_values() && c.inspects_error_transitions());
+    }
+}

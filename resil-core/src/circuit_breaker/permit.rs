@@ -1,0 +1,143 @@
+//! The RAII permission to make one call through a circuit breaker.
+
+use std::any::Any;
+use std::fmt;
+use std::time::Duration;
+
+use super::breaker::Inner;
+use super::config::{Outcome, ResultTransition};
+use super::state::Word;
+use super::State;
+use crate::clock::{self, Clock};
+
+/// Permission to make one call, from
+/// [`CircuitBreaker::try_acquire_permission`](super::CircuitBreaker::try_acquire_permission).
+///
+/// The call is timed from the moment the permit was granted. Record its outcome
+/// with exactly one of [`on_result`](Self::on_result), [`on_value`](Self::on_value),
+/// [`on_error`](Self::on_error), [`on_error_any`](Self::on_error_any),
+/// [`on_success`](Self::on_success) or [`record`](Self::record); each consumes
+/// the permit.
+///
+/// A permit dropped without an outcome (its future was cancelled, the call
+/// panicked) records nothing, and in HALF_OPEN gives its probe slot back, so an
+/// abandoned probe can never wedge the breaker in HALF_OPEN.
+///
+/// ```
+/// use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
+///
+/// let breaker = CircuitBreaker::new("inventory", CircuitBreakerConfig::default());
+/// let permit = breaker.try_acquire_permission().expect("a closed breaker permits");
+/// let result: Result<u32, std::io::Error> = Ok(7);
+/// permit.on_result(&result);
+/// assert_eq!(breaker.metrics().successful_calls(), 1);
+/// ```
+#[must_use = "a permit records nothing unless an outcome is given; dropping it abandons the call"]
+pub struct Permit<'a> {
+    inner: &'a Inner,
+    word: Word,
+    start: u64,
+    done: bool,
+}
+
+impl<'a> Permit<'a> {
+    #[inline]
+    pub(crate) fn new(inner: &'a Inner, word: Word, start: u64) -> Self {
+        Permit {
+            inner,
+            word,
+            start,
+            done: false,
+        }
+    }
+
+    /// The state that granted this permit.
+    pub fn state(&self) -> State {
+        self.word.state()
+    }
+
+    /// Time since the permit was granted, on the breaker's clock.
+    pub fn elapsed(&self) -> Duration {
+        clock::elapsed(self.start, self.inner.clock.now_nanos())
+    }
+
+    /// Records a success, without consulting any result predicate.
+    #[inline]
+    pub fn on_success(self) {
+        self.finish(Outcome::Success, ResultTransition::Stay);
+    }
+
+    /// Records a successful value, classified by the `record_result` and
+    /// `transition_on_result` predicates written for type `T`.
+    #[inline]
+    pub fn on_value<T: 'static>(self, value: &T) {
+        if !self.inner.inspects_values {
+            return self.finish(Outcome::Success, ResultTransition::Stay);
+        }
+        let config = &self.inner.config;
+        let outcome = config.classify_value(value);
+        let transition = config.transition_for_value(value);
+        self.finish(outcome, transition);
+    }
+
+    /// Records an error, classified by the `ignore_error` / `record_error` (and
+    /// `transition_on_error`) predicates written for type `E`.
+    #[inline]
+    pub fn on_error<E: 'static>(self, error: &E) {
+        self.on_error_any(error);
+    }
+
+    /// Records an error seen only as `&dyn Any` (for layers that hold an erased
+    /// error, e.g. the `E` inside a `resil::Error<E>`).
+    pub fn on_error_any(self, error: &dyn Any) {
+        let config = &self.inner.config;
+        let outcome = config.classify_error(error);
+        let transition = if config.inspects_error_transitions() {
+            config.transition_for_error(error)
+        } else {
+            ResultTransition::Stay
+        };
+        self.finish(outcome, transition);
+    }
+
+    /// Records a call's result: [`on_value`](Self::on_value) for `Ok`,
+    /// [`on_error`](Self::on_error) for `Err`.
+    #[inline]
+    pub fn on_result<T: 'static, E: 'static>(self, result: &Result<T, E>) {
+        match result {
+            Ok(value) => self.on_value(value),
+            Err(error) => self.on_error(error),
+        }
+    }
+
+    /// Records an outcome decided by the caller, bypassing every predicate.
+    pub fn record(self, outcome: Outcome) {
+        self.finish(outcome, ResultTransition::Stay);
+    }
+
+    #[inline]
+    fn finish(mut self, outcome: Outcome, transition: ResultTransition) {
+        self.done = true;
+        self.inner
+            .complete(self.word, self.start, outcome, transition);
+    }
+}
+
+impl Drop for Permit<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if !self.done && self.word.state() == State::HalfOpen {
+            self.inner.return_probe_slot(self.word);
+        }
+    }
+}
+
+impl fmt::Debug for Permit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Permit")
+            .field("breaker", &&*self.inner.name)
+            .field("state", &self.word.state())
+            .field("epoch", &self.word.epoch())
+            .finish()
+    }
+}
