@@ -130,7 +130,9 @@ pub struct CircuitBreakerConfig {
     pub(crate) automatic_transition: bool,
     pub(crate) permitted_number_of_calls_in_half_open_state: u32,
     pub(crate) max_wait_duration_in_half_open_state: Duration,
-    classifier: Classifier,
+    /// `None` while no predicate is configured (the common case keeps the
+    /// configuration, and so every breaker, small).
+    classifier: Option<Arc<Classifier>>,
 }
 
 impl Default for CircuitBreakerConfig {
@@ -147,7 +149,7 @@ impl Default for CircuitBreakerConfig {
             automatic_transition: false,
             permitted_number_of_calls_in_half_open_state: 10,
             max_wait_duration_in_half_open_state: Duration::ZERO,
-            classifier: Classifier::default(),
+            classifier: None,
         }
     }
 }
@@ -242,7 +244,9 @@ impl CircuitBreakerConfig {
     /// The error is passed as `&dyn Any` so layers that only see an erased error
     /// (the `resil::Error<E>` a macro holds) can classify it.
     pub fn classify_error(&self, error: &dyn Any) -> Outcome {
-        let c = &self.classifier;
+        let Some(c) = &self.classifier else {
+            return Outcome::Failure;
+        };
         if any_matches(&c.ignore_error, error) {
             Outcome::Ignored
         } else if c.record_error.is_empty() || any_matches(&c.record_error, error) {
@@ -255,7 +259,10 @@ impl CircuitBreakerConfig {
     /// How a successful value counts: `Failure` if a `record_result` predicate
     /// matches, else `Success`.
     pub fn classify_value(&self, value: &dyn Any) -> Outcome {
-        if any_matches(&self.classifier.record_result, value) {
+        let Some(c) = &self.classifier else {
+            return Outcome::Success;
+        };
+        if any_matches(&c.record_result, value) {
             Outcome::Failure
         } else {
             Outcome::Success
@@ -264,32 +271,42 @@ impl CircuitBreakerConfig {
 
     /// The transition a successful value asks for (`transition_on_result`).
     pub fn transition_for_value(&self, value: &dyn Any) -> ResultTransition {
-        first_transition(&self.classifier.transition_on_result, value)
+        match &self.classifier {
+            Some(c) => first_transition(&c.transition_on_result, value),
+            None => ResultTransition::Stay,
+        }
     }
 
     /// The transition an error asks for (`transition_on_error`).
     pub fn transition_for_error(&self, error: &dyn Any) -> ResultTransition {
-        first_transition(&self.classifier.transition_on_error, error)
+        match &self.classifier {
+            Some(c) => first_transition(&c.transition_on_error, error),
+            None => ResultTransition::Stay,
+        }
     }
 
     /// Whether any predicate looks at successful values (else values skip
     /// classification entirely: the hot path).
     #[inline]
     pub(crate) fn inspects_values(&self) -> bool {
-        !self.classifier.record_result.is_empty()
-            || !self.classifier.transition_on_result.is_empty()
+        self.classifier
+            .as_ref()
+            .is_some_and(|c| !c.record_result.is_empty() || !c.transition_on_result.is_empty())
     }
 
     /// Whether any predicate looks at errors beyond the default.
     #[inline]
     pub(crate) fn inspects_error_transitions(&self) -> bool {
-        !self.classifier.transition_on_error.is_empty()
+        self.classifier
+            .as_ref()
+            .is_some_and(|c| !c.transition_on_error.is_empty())
     }
 }
 
 impl fmt::Debug for CircuitBreakerConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let c = &self.classifier;
+        let empty = Classifier::default();
+        let c = self.classifier.as_deref().unwrap_or(&empty);
         f.debug_struct("CircuitBreakerConfig")
             .field("failure_rate_threshold", &self.failure_rate_threshold)
             .field("slow_call_rate_threshold", &self.slow_call_rate_threshold)
@@ -338,6 +355,10 @@ pub struct CircuitBreakerConfigBuilder {
 }
 
 impl CircuitBreakerConfigBuilder {
+    fn classifier(&mut self) -> &mut Classifier {
+        Arc::make_mut(self.config.classifier.get_or_insert_with(Default::default))
+    }
+
     /// Failure rate in percent, in (0, 100], at or above which the breaker opens.
     pub fn failure_rate_threshold(mut self, percent: f32) -> Self {
         self.config.failure_rate_threshold = percent;
@@ -420,7 +441,7 @@ impl CircuitBreakerConfigBuilder {
         mut self,
         predicate: impl Fn(&E) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.config.classifier.record_error.push(erase(predicate));
+        self.classifier().record_error.push(erase(predicate));
         self
     }
 
@@ -431,7 +452,7 @@ impl CircuitBreakerConfigBuilder {
         mut self,
         predicate: impl Fn(&E) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.config.classifier.ignore_error.push(erase(predicate));
+        self.classifier().ignore_error.push(erase(predicate));
         self
     }
 
@@ -441,7 +462,7 @@ impl CircuitBreakerConfigBuilder {
         mut self,
         predicate: impl Fn(&T) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.config.classifier.record_result.push(erase(predicate));
+        self.classifier().record_result.push(erase(predicate));
         self
     }
 
@@ -470,8 +491,7 @@ impl CircuitBreakerConfigBuilder {
         mut self,
         f: impl Fn(&T) -> ResultTransition + Send + Sync + 'static,
     ) -> Self {
-        self.config
-            .classifier
+        self.classifier()
             .transition_on_result
             .push(erase_transition(f));
         self
@@ -483,8 +503,7 @@ impl CircuitBreakerConfigBuilder {
         mut self,
         f: impl Fn(&E) -> ResultTransition + Send + Sync + 'static,
     ) -> Self {
-        self.config
-            .classifier
+        self.classifier()
             .transition_on_error
             .push(erase_transition(f));
         self

@@ -51,26 +51,17 @@ impl Aggregate {
         self.slow += u64::from(m.slow());
         self.slow_failed += u64::from(m.failed() && m.slow());
     }
-
-    #[inline]
-    fn subtract(&mut self, m: Measurement) {
-        debug_assert!(
-            self.calls > 0,
-            "an evicted measurement was counted in the totals"
-        );
-        self.calls -= 1;
-        self.failed -= u64::from(m.failed());
-        self.slow -= u64::from(m.slow());
-        self.slow_failed -= u64::from(m.failed() && m.slow());
-    }
 }
 
-/// The last `size` outcomes.
+/// The last `size` outcomes (at most 2^24, so the totals fit in `u32`).
 #[derive(Debug)]
 pub(crate) struct CountWindow {
     ring: Box<[u8]>,
-    head: usize,
-    total: Aggregate,
+    head: u32,
+    calls: u32,
+    failed: u32,
+    slow: u32,
+    slow_failed: u32,
 }
 
 impl CountWindow {
@@ -78,40 +69,62 @@ impl CountWindow {
         CountWindow {
             ring: vec![0; size as usize].into_boxed_slice(),
             head: 0,
-            total: Aggregate::default(),
+            calls: 0,
+            failed: 0,
+            slow: 0,
+            slow_failed: 0,
         }
     }
 
     #[inline]
     pub(crate) fn record(&mut self, m: Measurement) {
-        let slot = &mut self.ring[self.head];
-        if *slot & PRESENT != 0 {
-            self.total.subtract(Measurement(*slot));
+        let slot = &mut self.ring[self.head as usize];
+        let old = Measurement(*slot);
+        if old.0 & PRESENT != 0 {
+            debug_assert!(
+                self.calls > 0,
+                "an evicted measurement was counted in the totals"
+            );
+            self.calls -= 1;
+            self.failed -= u32::from(old.failed());
+            self.slow -= u32::from(old.slow());
+            self.slow_failed -= u32::from(old.failed() && old.slow());
         }
         *slot = m.0;
-        self.total.add(m);
+        self.calls += 1;
+        self.failed += u32::from(m.failed());
+        self.slow += u32::from(m.slow());
+        self.slow_failed += u32::from(m.failed() && m.slow());
         self.head += 1;
-        if self.head == self.ring.len() {
+        if self.head as usize == self.ring.len() {
             self.head = 0;
         }
     }
 
     #[inline]
     pub(crate) fn total(&self) -> Aggregate {
-        self.total
+        Aggregate {
+            calls: u64::from(self.calls),
+            failed: u64::from(self.failed),
+            slow: u64::from(self.slow),
+            slow_failed: u64::from(self.slow_failed),
+        }
     }
 
     /// Full, and every entry a fast success: recording another fast success
     /// would change neither the totals nor the ring's content.
     #[inline]
     pub(crate) fn is_saturated_clean(&self) -> bool {
-        self.total.calls == self.ring.len() as u64 && self.total.failed == 0 && self.total.slow == 0
+        self.calls as usize == self.ring.len() && self.failed == 0 && self.slow == 0
     }
 
     pub(crate) fn reset(&mut self) {
         self.ring.fill(0);
         self.head = 0;
-        self.total = Aggregate::default();
+        self.calls = 0;
+        self.failed = 0;
+        self.slow = 0;
+        self.slow_failed = 0;
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
