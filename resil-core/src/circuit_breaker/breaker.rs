@@ -230,12 +230,10 @@ impl CircuitBreaker {
     pub fn try_acquire_permission(&self) -> Result<Permit<'_>, CallNotPermitted> {
         let inner = &*self.inner;
         let w = inner.load();
-        match w.state() {
-            State::Closed | State::MetricsOnly => {
-                Ok(Permit::new(inner, w, inner.clock.now_nanos()))
-            }
-            State::Disabled => Ok(Permit::new(inner, w, 0)),
-            _ => inner.acquire_slow(w),
+        if w.state().passes_unguarded() {
+            Ok(Permit::new(inner, w, inner.start(w)))
+        } else {
+            inner.acquire_slow(w)
         }
     }
 
@@ -246,6 +244,26 @@ impl CircuitBreaker {
     /// probe slot); the panic continues.
     #[inline]
     pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
+    where
+        T: 'static,
+        E: 'static,
+        F: FnOnce() -> Result<T, E>,
+    {
+        let inner = &*self.inner;
+        let w = inner.load();
+        if !w.state().passes_unguarded() {
+            return self.call_guarded(f);
+        }
+        // CLOSED, METRICS_ONLY, DISABLED: no probe slot to give back on a panic,
+        // so no permit (and no drop guard) is needed.
+        let start = inner.start(w);
+        let result = f();
+        inner.complete_result(w, start, &result);
+        result.map_err(Error::Call)
+    }
+
+    #[inline(never)]
+    fn call_guarded<T, E, F>(&self, f: F) -> Result<T, Error<E>>
     where
         T: 'static,
         E: 'static,
@@ -347,10 +365,58 @@ impl fmt::Debug for CircuitBreaker {
     }
 }
 
+impl State {
+    /// CLOSED, METRICS_ONLY and DISABLED permit every call without a probe slot.
+    #[inline]
+    fn passes_unguarded(self) -> bool {
+        matches!(self, State::Closed | State::MetricsOnly | State::Disabled)
+    }
+}
+
 impl Inner {
     #[inline]
     fn load(&self) -> Word {
         Word(self.word.load(Ordering::Acquire))
+    }
+
+    /// The start time of a call permitted by `w` (DISABLED does not time calls).
+    #[inline]
+    fn start(&self, w: Word) -> u64 {
+        if w.state() == State::Disabled {
+            0
+        } else {
+            self.clock.now_nanos()
+        }
+    }
+
+    /// Classifies and records a result (the permit-free path of `call`).
+    #[inline]
+    fn complete_result<T: 'static, E: 'static>(&self, w: Word, start: u64, result: &Result<T, E>) {
+        match result {
+            Ok(_) if !self.inspects_values => {
+                self.complete(w, start, Outcome::Success, ResultTransition::Stay)
+            }
+            Ok(value) => self.complete_value(w, start, value),
+            Err(error) => self.complete_error(w, start, error),
+        }
+    }
+
+    #[inline(never)]
+    pub(crate) fn complete_value(&self, w: Word, start: u64, value: &dyn std::any::Any) {
+        let outcome = self.config.classify_value(value);
+        let transition = self.config.transition_for_value(value);
+        self.complete(w, start, outcome, transition);
+    }
+
+    #[inline(never)]
+    pub(crate) fn complete_error(&self, w: Word, start: u64, error: &dyn std::any::Any) {
+        let outcome = self.config.classify_error(error);
+        let transition = if self.config.inspects_error_transitions() {
+            self.config.transition_for_error(error)
+        } else {
+            ResultTransition::Stay
+        };
+        self.complete(w, start, outcome, transition);
     }
 
     #[inline]
@@ -467,6 +533,7 @@ impl Inner {
         self.complete_slow(permit, end, elapsed, slow, outcome, transition);
     }
 
+    #[cold]
     #[inline(never)]
     fn complete_slow(
         &self,

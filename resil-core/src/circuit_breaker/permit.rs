@@ -70,14 +70,18 @@ impl<'a> Permit<'a> {
     /// Records a successful value, classified by the `record_result` and
     /// `transition_on_result` predicates written for type `T`.
     #[inline]
-    pub fn on_value<T: 'static>(self, value: &T) {
-        if !self.inner.inspects_values {
-            return self.finish(Outcome::Success, ResultTransition::Stay);
+    pub fn on_value<T: 'static>(mut self, value: &T) {
+        self.done = true;
+        if self.inner.inspects_values {
+            self.inner.complete_value(self.word, self.start, value);
+        } else {
+            self.inner.complete(
+                self.word,
+                self.start,
+                Outcome::Success,
+                ResultTransition::Stay,
+            );
         }
-        let config = &self.inner.config;
-        let outcome = config.classify_value(value);
-        let transition = config.transition_for_value(value);
-        self.finish(outcome, transition);
     }
 
     /// Records an error, classified by the `ignore_error` / `record_error` (and
@@ -89,15 +93,9 @@ impl<'a> Permit<'a> {
 
     /// Records an error seen only as `&dyn Any` (for layers that hold an erased
     /// error, e.g. the `E` inside a `resil::Error<E>`).
-    pub fn on_error_any(self, error: &dyn Any) {
-        let config = &self.inner.config;
-        let outcome = config.classify_error(error);
-        let transition = if config.inspects_error_transitions() {
-            config.transition_for_error(error)
-        } else {
-            ResultTransition::Stay
-        };
-        self.finish(outcome, transition);
+    pub fn on_error_any(mut self, error: &dyn Any) {
+        self.done = true;
+        self.inner.complete_error(self.word, self.start, error);
     }
 
     /// Records a call's result: [`on_value`](Self::on_value) for `Ok`,
