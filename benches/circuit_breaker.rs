@@ -71,7 +71,7 @@ fn two_threads(c: &mut Criterion) {
         b.iter_custom(|iters| {
             support::on_threads(2, iters, |n| {
                 for _ in 0..n {
-                    black_box(trivial());
+                    let _ = black_box(trivial());
                 }
             })
         })
@@ -80,7 +80,7 @@ fn two_threads(c: &mut Criterion) {
         b.iter_custom(|iters| {
             support::on_threads(2, iters, |n| {
                 for _ in 0..n {
-                    black_box(resil.call(trivial));
+                    let _ = black_box(resil.call(trivial));
                 }
             })
         })
@@ -89,7 +89,7 @@ fn two_threads(c: &mut Criterion) {
         b.iter_custom(|iters| {
             support::on_threads(2, iters, |n| {
                 for _ in 0..n {
-                    black_box(failsafe.call(trivial));
+                    let _ = black_box(failsafe.call(trivial));
                 }
             })
         })
@@ -98,7 +98,7 @@ fn two_threads(c: &mut Criterion) {
         b.iter_custom(|iters| {
             support::on_threads(2, iters, |n| {
                 for _ in 0..n {
-                    black_box(recloser.call(trivial));
+                    let _ = black_box(recloser.call(trivial));
                 }
             })
         })
