@@ -95,10 +95,14 @@ enum Timer {
 }
 
 impl CircuitBreaker {
-    /// A breaker named `name` (used in errors, events and metrics), on the
-    /// system clock.
+    /// A breaker named `name` (used in errors, events and metrics), timing calls
+    /// on the [`CoarseClock`](crate::clock::CoarseClock): one atomic load per
+    /// reading, ±1 ms precision. Pass
+    /// [`SystemClock`](crate::clock::SystemClock) to
+    /// [`with_clock`](Self::with_clock) for nanosecond precision at ~9 ns a
+    /// reading.
     pub fn new(name: impl Into<Arc<str>>, config: CircuitBreakerConfig) -> Self {
-        Self::with_shared_clock(name.into(), config, SharedClock::system())
+        Self::with_shared_clock(name.into(), config, SharedClock::coarse())
     }
 
     /// A breaker that reads `clock` (a [`ManualClock`](crate::clock::ManualClock)
