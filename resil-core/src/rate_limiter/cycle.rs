@@ -41,7 +41,8 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 /// Division by a divisor fixed at construction, as a multiply and shifts
 /// (Granlund & Montgomery, "Division by invariant integers using
 /// multiplication", 1994, figure 4.1): a 64-bit `div` costs 10–40 cycles, this
-/// costs about 5, and every acquire divides the time by the period.
+/// costs about 5. Acquires divide the time by the period only when it left
+/// the cycle of the hint, but with short periods that is often.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Divider {
     divisor: u64,
@@ -216,6 +217,24 @@ pub(crate) struct Grant {
     pub(crate) end: u64,
 }
 
+impl Grant {
+    /// Permits granted at once by the fast path (nothing to give back).
+    pub(crate) const NOW: Grant = Grant {
+        wait: 0,
+        start: 0,
+        end: 0,
+    };
+}
+
+/// What [`Cycles::acquire_fast`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fast {
+    /// The permits were free and are taken.
+    Granted,
+    /// Nothing taken: acquire at `now` on the full path.
+    Slow { now: u64 },
+}
+
 /// Why [`Cycles::acquire`] granted nothing. Nothing was consumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refusal {
@@ -225,23 +244,45 @@ pub(crate) enum Refusal {
     WaitTooLong { wait: u64 },
 }
 
-/// The rate limiter's state; time is passed in as nanoseconds since creation.
+/// Keeps a value on its own cache line(s), so that writes to it do not slow
+/// down reads of its neighbours (128 bytes: adjacent-line prefetchers pull
+/// pairs of 64-byte lines).
+#[derive(Debug)]
+#[repr(align(128))]
+struct Padded<T>(T);
+
+/// The cursor and the cycle hint, written on every acquire.
+#[derive(Debug)]
+struct Hot {
+    /// The number of the next permit to hand out (see the module docs). Only
+    /// grows, except when a cancelled reservation that is still the latest
+    /// gives its permits back.
+    cursor: AtomicU64,
+    /// The cycle some recent acquire was in: a hint that spares most acquires
+    /// the division of the time by the period, checked on every use.
+    hint: AtomicU64,
+}
+
+/// The rate limiter's state. Time is passed in as readings of the limiter's
+/// clock; cycles count from `origin`, the reading at creation.
 #[derive(Debug)]
 pub(crate) struct Cycles {
-    /// The number of the next permit to hand out (see the module docs). Only grows,
-    /// except when a cancelled reservation that is still the latest gives its
-    /// permits back.
-    cursor: AtomicU64,
+    hot: Padded<Hot>,
     schedule: ScheduleCell,
     period: Divider,
+    origin: u64,
 }
 
 impl Cycles {
-    pub(crate) fn new(limit: u32, period_nanos: u64) -> Self {
+    pub(crate) fn new(limit: u32, period_nanos: u64, origin: u64) -> Self {
         Cycles {
-            cursor: AtomicU64::new(0),
+            hot: Padded(Hot {
+                cursor: AtomicU64::new(0),
+                hint: AtomicU64::new(0),
+            }),
             schedule: ScheduleCell::new(Schedule::initial(limit)),
             period: Divider::new(period_nanos),
+            origin,
         }
     }
 
@@ -251,11 +292,84 @@ impl Cycles {
         self.schedule.read().limit
     }
 
+    /// Nanoseconds since creation.
+    #[inline]
+    fn elapsed(&self, now: u64) -> u64 {
+        now.saturating_sub(self.origin)
+    }
+
+    /// The cycle `now` falls in: the hint's, if `now` is in it, else computed
+    /// (and the hint moved).
+    #[inline]
+    fn cycle_at(&self, now: u64) -> u64 {
+        let hint = self.hot.0.hint.load(Ordering::Acquire);
+        if self.is_in(hint, now) {
+            hint
+        } else {
+            let cycle = self.period.div(self.elapsed(now));
+            self.hot.0.hint.store(cycle, Ordering::Release);
+            cycle
+        }
+    }
+
+    /// Whether clock reading `now` falls in cycle `cycle`.
+    #[inline]
+    fn is_in(&self, cycle: u64, now: u64) -> bool {
+        let period = self.period.divisor();
+        let start = self.origin.wrapping_add(cycle.wrapping_mul(period));
+        now.wrapping_sub(start) < period
+    }
+
     /// Takes `permits` if they are free now, or reserves them if they come free
     /// within `max_wait()` nanoseconds (asked only when a wait is needed).
-    /// Consumes nothing when it refuses.
-    #[inline]
+    /// Consumes nothing when it refuses. `clock` is read once.
+    #[cfg(test)]
     pub(crate) fn acquire(
+        &self,
+        permits: u32,
+        clock: impl FnOnce() -> u64,
+        max_wait: impl FnMut() -> u64,
+    ) -> Result<Grant, Refusal> {
+        match self.acquire_fast(permits, clock) {
+            Fast::Granted => Ok(Grant::NOW),
+            Fast::Slow { now } => self.acquire_at(permits, now, max_wait),
+        }
+    }
+
+    /// The fast path of [`acquire`](Self::acquire): permits free in the cycle
+    /// of the hint. Small enough to return in registers and to inline.
+    #[inline]
+    pub(crate) fn acquire_fast(&self, permits: u32, clock: impl FnOnce() -> u64) -> Fast {
+        let hint = self.hot.0.hint.load(Ordering::Acquire);
+        let schedule = self.schedule.read();
+        let cycle = schedule.clamp(hint);
+        let (lo, hi) = schedule.window(cycle);
+        let now = clock();
+        if permits > schedule.limit || !self.is_in(cycle, now) {
+            return Fast::Slow { now };
+        }
+        let mut cursor = self.hot.0.cursor.load(Ordering::Acquire);
+        loop {
+            let end = cursor.max(lo).saturating_add(u64::from(permits));
+            if end > hi {
+                return Fast::Slow { now };
+            }
+            match self.hot.0.cursor.compare_exchange_weak(
+                cursor,
+                end,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Fast::Granted,
+                Err(actual) => cursor = actual,
+            }
+        }
+    }
+
+    /// [`acquire`](Self::acquire) at clock reading `now`, without the hint's
+    /// fast path.
+    #[inline(never)]
+    pub(crate) fn acquire_at(
         &self,
         permits: u32,
         now: u64,
@@ -267,10 +381,10 @@ impl Cycles {
                 limit: schedule.limit,
             });
         }
-        let cycle = schedule.clamp(self.period.div(now));
+        let cycle = schedule.clamp(self.cycle_at(now));
         let (lo, hi) = schedule.window(cycle);
         let n = u64::from(permits);
-        let mut cursor = self.cursor.load(Ordering::Acquire);
+        let mut cursor = self.hot.0.cursor.load(Ordering::Acquire);
         loop {
             let start = cursor.max(lo);
             let end = start.saturating_add(n);
@@ -283,13 +397,13 @@ impl Cycles {
                 debug_assert!(ready > cycle, "a permit past hi(c) belongs to a later cycle");
                 let wait = ready
                     .saturating_mul(self.period.divisor())
-                    .saturating_sub(now);
+                    .saturating_sub(self.elapsed(now));
                 if wait > max_wait() {
                     return Err(Refusal::WaitTooLong { wait });
                 }
                 wait
             };
-            match self.cursor.compare_exchange_weak(
+            match self.hot.0.cursor.compare_exchange_weak(
                 cursor,
                 end,
                 Ordering::AcqRel,
@@ -305,7 +419,9 @@ impl Cycles {
     /// after it (otherwise later callers' waits were computed behind it, and it
     /// stays consumed, as in Resilience4j). Returns whether it was given back.
     pub(crate) fn give_back(&self, grant: &Grant) -> bool {
-        self.cursor
+        self.hot
+            .0
+            .cursor
             .compare_exchange(grant.end, grant.start, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
     }
@@ -314,9 +430,9 @@ impl Cycles {
     /// are reserved (Resilience4j `availablePermissions`).
     pub(crate) fn available(&self, now: u64) -> i64 {
         let schedule = self.schedule.read();
-        let cycle = schedule.clamp(self.period.div(now));
+        let cycle = schedule.clamp(self.cycle_at(now));
         let (lo, hi) = schedule.window(cycle);
-        let cursor = self.cursor.load(Ordering::Acquire).max(lo);
+        let cursor = self.hot.0.cursor.load(Ordering::Acquire).max(lo);
         // Both fit i64: the cursor is at most the timeout's worth of permits
         // ahead of `hi`, and at most one permit per nanosecond.
         (hi as i64).wrapping_sub(cursor as i64)
@@ -326,7 +442,7 @@ impl Cycles {
     /// current cycle keeps its own. Callers serialise changes.
     pub(crate) fn change_limit(&self, limit: u32, now: u64) {
         let old = self.schedule.read();
-        let cycle = old.clamp(self.period.div(now));
+        let cycle = old.clamp(self.period.div(self.elapsed(now)));
         let next = cycle + 1;
         let (from_index, _) = old.window(next);
         self.schedule.write(Schedule {
@@ -380,31 +496,31 @@ mod tests {
 
     #[test]
     fn crossing_many_cycles_refills_only_up_to_the_limit() {
-        let c = Cycles::new(3, SEC);
+        let c = Cycles::new(3, SEC, 0);
         assert_eq!(c.available(0), 3);
-        c.acquire(2, 0, no_wait).unwrap();
+        c.acquire(2, || 0, no_wait).unwrap();
         assert_eq!(c.available(0), 1);
         assert_eq!(c.available(100 * SEC), 3);
         for _ in 0..3 {
-            assert_eq!(c.acquire(1, 100 * SEC, no_wait).unwrap().wait, 0);
+            assert_eq!(c.acquire(1, || 100 * SEC, no_wait).unwrap().wait, 0);
         }
         assert_eq!(
-            c.acquire(1, 100 * SEC, no_wait),
+            c.acquire(1, || 100 * SEC, no_wait),
             Err(Refusal::WaitTooLong { wait: SEC })
         );
     }
 
     #[test]
     fn a_reservation_waits_for_the_cycle_holding_its_last_permit() {
-        let c = Cycles::new(2, SEC);
-        c.acquire(2, 0, no_wait).unwrap();
-        let err = c.acquire(2, SEC / 4, no_wait).unwrap_err();
+        let c = Cycles::new(2, SEC, 0);
+        c.acquire(2, || 0, no_wait).unwrap();
+        let err = c.acquire(2, || SEC / 4, no_wait).unwrap_err();
         assert_eq!(err, Refusal::WaitTooLong { wait: SEC - SEC / 4 });
         assert_eq!(c.available(SEC / 4), 0, "a refusal consumes nothing");
-        let g = c.acquire(2, SEC / 4, || u64::MAX).unwrap();
+        let g = c.acquire(2, || SEC / 4, || u64::MAX).unwrap();
         assert_eq!(g.wait, SEC - SEC / 4);
         assert_eq!(c.available(SEC / 4), -2);
-        let g = c.acquire(1, SEC / 4, || u64::MAX).unwrap();
+        let g = c.acquire(1, || SEC / 4, || u64::MAX).unwrap();
         assert_eq!(g.wait, 2 * SEC - SEC / 4);
         assert_eq!(c.available(SEC / 4), -3);
         assert_eq!(c.available(SEC), -1);
@@ -413,9 +529,9 @@ mod tests {
 
     #[test]
     fn more_permits_than_the_limit_are_refused_without_consuming_any() {
-        let c = Cycles::new(2, SEC);
+        let c = Cycles::new(2, SEC, 0);
         assert_eq!(
-            c.acquire(3, 0, || u64::MAX),
+            c.acquire(3, || 0, || u64::MAX),
             Err(Refusal::ExceedsLimit { limit: 2 })
         );
         assert_eq!(c.available(0), 2);
@@ -423,10 +539,10 @@ mod tests {
 
     #[test]
     fn a_cancelled_reservation_is_given_back_only_while_it_is_the_latest() {
-        let c = Cycles::new(1, SEC);
-        c.acquire(1, 0, no_wait).unwrap();
-        let first = c.acquire(1, 0, || u64::MAX).unwrap();
-        let second = c.acquire(1, 0, || u64::MAX).unwrap();
+        let c = Cycles::new(1, SEC, 0);
+        c.acquire(1, || 0, no_wait).unwrap();
+        let first = c.acquire(1, || 0, || u64::MAX).unwrap();
+        let second = c.acquire(1, || 0, || u64::MAX).unwrap();
         assert_eq!(c.available(0), -2);
         assert!(!c.give_back(&first), "a later reservation depends on it");
         assert!(c.give_back(&second));
@@ -437,8 +553,8 @@ mod tests {
 
     #[test]
     fn a_limit_change_keeps_the_current_cycle_and_applies_from_the_next() {
-        let c = Cycles::new(5, SEC);
-        c.acquire(1, 0, no_wait).unwrap();
+        let c = Cycles::new(5, SEC, 0);
+        c.acquire(1, || 0, no_wait).unwrap();
         c.change_limit(2, SEC / 2);
         assert_eq!(c.available(SEC / 2), 4, "the current cycle keeps its permits");
         assert_eq!(

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::cycle::{Cycles, Grant, Refusal};
+use super::cycle::{Cycles, Fast, Grant, Refusal};
 use super::{
     AcquireError, ExceedsLimit, RateLimiterConfig, RateLimiterEvent, RateLimiterEventKind,
     RateLimiterMetrics,
@@ -57,8 +57,6 @@ pub struct RateLimiter {
 struct Inner {
     cycles: Cycles,
     clock: SharedClock,
-    /// The clock reading at creation: cycles count from here.
-    origin: u64,
     name: Arc<str>,
     /// The configuration at creation; limit and timeout may change since.
     config: RateLimiterConfig,
@@ -90,9 +88,8 @@ impl RateLimiter {
         let period = config.limit_refresh_period();
         RateLimiter {
             inner: Arc::new(Inner {
-                cycles: Cycles::new(config.limit_for_period(), clock::nanos(period)),
+                cycles: Cycles::new(config.limit_for_period(), clock::nanos(period), origin),
                 clock,
-                origin,
                 name: name.into(),
                 config,
                 timeout: AtomicU64::new(clock::nanos(config.timeout_duration())),
@@ -146,6 +143,7 @@ impl RateLimiter {
     /// Refused with [`Error::RequestNotPermitted`] when no permit comes free in
     /// time, or [`Error::DeadlineExceeded`] when the wait would outlast the
     /// task's [deadline](crate::deadline); `f` then does not run.
+    #[inline]
     pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
     where
         F: FnOnce() -> Result<T, E>,
@@ -175,7 +173,10 @@ impl RateLimiter {
     #[inline]
     pub fn try_acquire_permission(&self, permits: u32) -> bool {
         let inner = &*self.inner;
-        let granted = inner.cycles.acquire(permits, inner.now(), || 0).is_ok();
+        let granted = match inner.cycles.acquire_fast(permits, || inner.now()) {
+            Fast::Granted => true,
+            Fast::Slow { now } => inner.cycles.acquire_at(permits, now, || 0).is_ok(),
+        };
         inner.publish(granted, permits);
         granted
     }
@@ -185,11 +186,11 @@ impl RateLimiter {
     /// Refuses at once, consuming nothing, when the wait would exceed
     /// `timeout_duration` or the task's deadline, or `permits` exceeds
     /// `limit_for_period`.
+    #[inline]
     pub fn acquire_permission(&self, permits: u32) -> Result<(), AcquireError> {
         let grant = self.inner.reserve(permits)?;
         if grant.wait > 0 {
-            let _waiting = Waiting::enter(&self.inner.waiting);
-            self.inner.clock.sleep(Duration::from_nanos(grant.wait));
+            self.inner.sleep(grant.wait);
         }
         Ok(())
     }
@@ -255,10 +256,16 @@ impl RateLimiter {
 }
 
 impl Inner {
-    /// Nanoseconds since the limiter was created.
+    /// A reading of the limiter's clock.
     #[inline]
     fn now(&self) -> u64 {
-        self.clock.now_nanos().saturating_sub(self.origin)
+        self.clock.now_nanos()
+    }
+
+    #[inline(never)]
+    fn sleep(&self, nanos: u64) {
+        let _waiting = Waiting::enter(&self.waiting);
+        self.clock.sleep(Duration::from_nanos(nanos));
     }
 
     #[inline]
@@ -277,10 +284,21 @@ impl Inner {
     /// deadline; consumes nothing on refusal.
     #[inline]
     fn reserve(&self, permits: u32) -> Result<Grant, AcquireError> {
+        match self.cycles.acquire_fast(permits, || self.now()) {
+            Fast::Granted => {
+                self.publish(true, permits);
+                Ok(Grant::NOW)
+            }
+            Fast::Slow { now } => self.reserve_at(permits, now),
+        }
+    }
+
+    #[inline(never)]
+    fn reserve_at(&self, permits: u32, now: u64) -> Result<Grant, AcquireError> {
         // Both limits are read only when a wait is needed: the deadline is a
         // task-local look-up the immediate path does not pay for.
         let mut limits = None;
-        let outcome = self.cycles.acquire(permits, self.now(), || {
+        let outcome = self.cycles.acquire_at(permits, now, || {
             let timeout = self.timeout.load(Ordering::Relaxed);
             // A wait that ends at the deadline leaves no time for the call.
             let budget = deadline::remaining()
@@ -289,7 +307,12 @@ impl Inner {
             timeout.min(budget)
         });
         self.publish(outcome.is_ok(), permits);
-        outcome.map_err(|refusal| match refusal {
+        outcome.map_err(|refusal| self.refused(permits, refusal, limits))
+    }
+
+    #[cold]
+    fn refused(&self, permits: u32, refusal: Refusal, limits: Option<(u64, u64)>) -> AcquireError {
+        match refusal {
             Refusal::ExceedsLimit { limit } => {
                 AcquireError::ExceedsLimit(ExceedsLimit::new(&self.name, permits, limit))
             }
@@ -299,7 +322,7 @@ impl Inner {
                 }
                 _ => AcquireError::NotPermitted(RequestNotPermitted::new(Arc::clone(&self.name))),
             },
-        })
+        }
     }
 }
 
