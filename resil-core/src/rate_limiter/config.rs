@@ -210,7 +210,10 @@ mod tests {
 
     #[test]
     fn a_zero_or_overlong_refresh_period_is_rejected_naming_the_field() {
-        for bad in [Duration::ZERO, MAX_LIMIT_REFRESH_PERIOD + Duration::from_nanos(1)] {
+        for bad in [
+            Duration::ZERO,
+            MAX_LIMIT_REFRESH_PERIOD + Duration::from_nanos(1),
+        ] {
             let err = RateLimiterConfig::builder()
                 .limit_refresh_period(bad)
                 .build()

@@ -58,9 +58,8 @@ impl Divider {
         let divisor = divisor.max(1);
         // l = ceil(log2(divisor))
         let l = 64 - (divisor - 1).leading_zeros();
-        let multiplier = ((1u128 << 64) * ((1u128 << l) - u128::from(divisor))
-            / u128::from(divisor)
-            + 1) as u64;
+        let multiplier =
+            ((1u128 << 64) * ((1u128 << l) - u128::from(divisor)) / u128::from(divisor) + 1) as u64;
         Divider {
             divisor,
             multiplier,
@@ -194,7 +193,10 @@ impl ScheduleCell {
     /// Callers serialise writes (the limiter's change mutex).
     fn write(&self, s: Schedule) {
         let seq = self.seq.load(Ordering::Relaxed);
-        debug_assert!(seq & 1 == 0, "schedule writes are serialised by the change mutex");
+        debug_assert!(
+            seq & 1 == 0,
+            "schedule writes are serialised by the change mutex"
+        );
         self.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
         self.from_cycle.store(s.from_cycle, Ordering::Relaxed);
@@ -394,7 +396,10 @@ impl Cycles {
                 // `permits <= limit`, so the last permit's cycle is the first
                 // cycle by whose start all of them are free.
                 let ready = schedule.cycle_of(end - 1);
-                debug_assert!(ready > cycle, "a permit past hi(c) belongs to a later cycle");
+                debug_assert!(
+                    ready > cycle,
+                    "a permit past hi(c) belongs to a later cycle"
+                );
                 let wait = ready
                     .saturating_mul(self.period.divisor())
                     .saturating_sub(self.elapsed(now));
@@ -472,8 +477,32 @@ mod tests {
 
     #[test]
     fn the_divider_matches_hardware_division_at_the_edges() {
-        let divisors = [1, 2, 3, 7, 500, 1000, SEC, u64::MAX / 2, u64::MAX / 2 + 1, u64::MAX - 1, u64::MAX];
-        let numerators = [0, 1, 2, 499, 500, 501, SEC - 1, SEC, u64::MAX / 3, u64::MAX - 1, u64::MAX];
+        let divisors = [
+            1,
+            2,
+            3,
+            7,
+            500,
+            1000,
+            SEC,
+            u64::MAX / 2,
+            u64::MAX / 2 + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let numerators = [
+            0,
+            1,
+            2,
+            499,
+            500,
+            501,
+            SEC - 1,
+            SEC,
+            u64::MAX / 3,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
         for d in divisors {
             let div = Divider::new(d);
             for n in numerators {
@@ -515,7 +544,12 @@ mod tests {
         let c = Cycles::new(2, SEC, 0);
         c.acquire(2, || 0, no_wait).unwrap();
         let err = c.acquire(2, || SEC / 4, no_wait).unwrap_err();
-        assert_eq!(err, Refusal::WaitTooLong { wait: SEC - SEC / 4 });
+        assert_eq!(
+            err,
+            Refusal::WaitTooLong {
+                wait: SEC - SEC / 4
+            }
+        );
         assert_eq!(c.available(SEC / 4), 0, "a refusal consumes nothing");
         let g = c.acquire(2, || SEC / 4, || u64::MAX).unwrap();
         assert_eq!(g.wait, SEC - SEC / 4);
@@ -556,7 +590,11 @@ mod tests {
         let c = Cycles::new(5, SEC, 0);
         c.acquire(1, || 0, no_wait).unwrap();
         c.change_limit(2, SEC / 2);
-        assert_eq!(c.available(SEC / 2), 4, "the current cycle keeps its permits");
+        assert_eq!(
+            c.available(SEC / 2),
+            4,
+            "the current cycle keeps its permits"
+        );
         assert_eq!(
             c.schedule(),
             Schedule {

@@ -96,7 +96,10 @@ mod tests {
     #[test]
     fn event_formats_are_pinned() {
         let e = RateLimiterEvent::new(&Arc::from("read"), RateLimiterEventKind::FailedAcquire, 2);
-        assert_eq!(e.to_string(), "rate limiter 'read': failed_acquire of 2 permit(s)");
+        assert_eq!(
+            e.to_string(),
+            "rate limiter 'read': failed_acquire of 2 permit(s)"
+        );
         assert_eq!(
             format!("{e:?}"),
             "RateLimiterEvent { name: \"read\", kind: FailedAcquire, permits: 2 }"

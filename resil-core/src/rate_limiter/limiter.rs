@@ -301,8 +301,8 @@ impl Inner {
         let outcome = self.cycles.acquire_at(permits, now, || {
             let timeout = self.timeout.load(Ordering::Relaxed);
             // A wait that ends at the deadline leaves no time for the call.
-            let budget = deadline::remaining()
-                .map_or(u64::MAX, |left| clock::nanos(left).saturating_sub(1));
+            let budget =
+                deadline::remaining().map_or(u64::MAX, |left| clock::nanos(left).saturating_sub(1));
             limits = Some((timeout, budget));
             timeout.min(budget)
         });

@@ -145,7 +145,10 @@ mod tests {
             "ExceedsLimit(ExceedsLimit { name: \"read\", requested: 3, limit_for_period: 2 })"
         );
         let err: Error<()> = too_many.into();
-        assert_eq!(err, Error::RequestNotPermitted(RequestNotPermitted::new("read")));
+        assert_eq!(
+            err,
+            Error::RequestNotPermitted(RequestNotPermitted::new("read"))
+        );
 
         let late = AcquireError::DeadlineExceeded(DeadlineExceeded::by("read"));
         assert_eq!(late.kind(), ErrorKind::DeadlineExceeded);
@@ -157,6 +160,9 @@ mod tests {
         assert_eq!(err.kind(), ErrorKind::DeadlineExceeded);
 
         let no = AcquireError::NotPermitted(RequestNotPermitted::new("read"));
-        assert_eq!(no.to_string(), "rate limiter 'read' does not permit further calls");
+        assert_eq!(
+            no.to_string(),
+            "rate limiter 'read' does not permit further calls"
+        );
     }
 }
