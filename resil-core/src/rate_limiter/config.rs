@@ -1,0 +1,246 @@
+//! Rate limiter configuration: Resilience4j's `RateLimiterConfig`, validated once.
+
+use std::time::Duration;
+
+use crate::clock;
+use crate::error::ConfigError;
+
+/// The longest `limit_refresh_period`: `u64::MAX` nanoseconds (about 584 years),
+/// the range of the clock readings cycles are counted in.
+pub const MAX_LIMIT_REFRESH_PERIOD: Duration = Duration::from_nanos(u64::MAX);
+
+/// How many permits a [`RateLimiter`](super::RateLimiter) grants per cycle, how
+/// long a cycle lasts, and how long a call may wait for a permit.
+///
+/// The defaults are Resilience4j's: 50 permits every 500 ns, and a call waits
+/// up to 5 s for a permit of a later cycle.
+///
+/// # Limits
+///
+/// * `limit_for_period` is `1..=4_294_967_295` **and** at most one permit per
+///   nanosecond of `limit_refresh_period` (`limit_for_period <=
+///   limit_refresh_period` in nanoseconds, i.e. at most 10⁹ permits a second).
+///   The limiter's whole state is one `u64` counting permits handed out since it
+///   was created (see the [module docs](super)); at one permit per nanosecond
+///   that counter lasts 584 years, faster rates would let it wrap.
+/// * `limit_refresh_period` is `1ns..=`[`MAX_LIMIT_REFRESH_PERIOD`].
+/// * `timeout_duration` is any duration; beyond 584 years it means "forever".
+///
+/// ```
+/// use std::time::Duration;
+/// use resil_core::rate_limiter::RateLimiterConfig;
+///
+/// let config = RateLimiterConfig::default();
+/// assert_eq!(config.limit_for_period(), 50);
+/// assert_eq!(config.limit_refresh_period(), Duration::from_nanos(500));
+/// assert_eq!(config.timeout_duration(), Duration::from_secs(5));
+///
+/// let read = RateLimiterConfig::builder()
+///     .limit_for_period(2)
+///     .limit_refresh_period(Duration::from_secs(2))
+///     .timeout_duration(Duration::ZERO)
+///     .build()
+///     .unwrap();
+/// assert_eq!(read.limit_for_period(), 2);
+///
+/// let err = RateLimiterConfig::builder().limit_for_period(0).build().unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     "invalid `limit_for_period`: got 0, expected an integer in 1..=500 \
+///      (at most one permit per nanosecond of `limit_refresh_period`)"
+/// );
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RateLimiterConfig {
+    limit_for_period: u32,
+    limit_refresh_period: Duration,
+    timeout_duration: Duration,
+}
+
+impl RateLimiterConfig {
+    /// A builder starting from the defaults.
+    pub fn builder() -> RateLimiterConfigBuilder {
+        RateLimiterConfigBuilder {
+            config: RateLimiterConfig::default(),
+        }
+    }
+
+    /// A builder starting from this configuration, to change a few values.
+    pub fn to_builder(&self) -> RateLimiterConfigBuilder {
+        RateLimiterConfigBuilder { config: *self }
+    }
+
+    /// Permits granted per cycle (Resilience4j `limitForPeriod`, default 50).
+    #[inline]
+    pub fn limit_for_period(&self) -> u32 {
+        self.limit_for_period
+    }
+
+    /// The length of a cycle; each new cycle refills the permits up to
+    /// `limit_for_period` (Resilience4j `limitRefreshPeriod`, default 500 ns).
+    #[inline]
+    pub fn limit_refresh_period(&self) -> Duration {
+        self.limit_refresh_period
+    }
+
+    /// How long a call may wait for a permit of a later cycle before it is
+    /// refused with `RequestNotPermitted` (Resilience4j `timeoutDuration`,
+    /// default 5 s; zero never waits). Inside a [`deadline`](crate::deadline) a
+    /// wait that would not end before the deadline is refused too.
+    #[inline]
+    pub fn timeout_duration(&self) -> Duration {
+        self.timeout_duration
+    }
+
+    /// The largest `limit_for_period` allowed with this refresh period.
+    pub(crate) fn max_limit_for(period: Duration) -> u32 {
+        u32::try_from(clock::nanos(period)).unwrap_or(u32::MAX)
+    }
+
+    pub(crate) fn check_limit(limit: u32, period: Duration) -> Result<(), ConfigError> {
+        let max = Self::max_limit_for(period);
+        if limit == 0 || limit > max {
+            return Err(ConfigError::new(
+                "limit_for_period",
+                limit,
+                format!(
+                    "an integer in 1..={max} (at most one permit per nanosecond of `limit_refresh_period`)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn with_dynamic(self, limit_for_period: u32, timeout_duration: Duration) -> Self {
+        RateLimiterConfig {
+            limit_for_period,
+            timeout_duration,
+            ..self
+        }
+    }
+}
+
+impl Default for RateLimiterConfig {
+    /// Resilience4j's defaults: 50 permits per 500 ns, wait up to 5 s.
+    fn default() -> Self {
+        RateLimiterConfig {
+            limit_for_period: 50,
+            limit_refresh_period: Duration::from_nanos(500),
+            timeout_duration: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Builds a [`RateLimiterConfig`]; [`build`](Self::build) checks every value.
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build()` is called"]
+pub struct RateLimiterConfigBuilder {
+    config: RateLimiterConfig,
+}
+
+impl RateLimiterConfigBuilder {
+    /// Permits per cycle: at least 1, at most one per nanosecond of the period.
+    pub fn limit_for_period(mut self, limit: u32) -> Self {
+        self.config.limit_for_period = limit;
+        self
+    }
+
+    /// The cycle length: `1ns..=`[`MAX_LIMIT_REFRESH_PERIOD`].
+    pub fn limit_refresh_period(mut self, period: Duration) -> Self {
+        self.config.limit_refresh_period = period;
+        self
+    }
+
+    /// How long a call may wait for a permit; zero refuses at once.
+    pub fn timeout_duration(mut self, timeout: Duration) -> Self {
+        self.config.timeout_duration = timeout;
+        self
+    }
+
+    /// The configuration, or the first invalid value with its field name.
+    pub fn build(self) -> Result<RateLimiterConfig, ConfigError> {
+        let c = self.config;
+        if c.limit_refresh_period.is_zero() || c.limit_refresh_period > MAX_LIMIT_REFRESH_PERIOD {
+            return Err(ConfigError::new(
+                "limit_refresh_period",
+                format!("{:?}", c.limit_refresh_period),
+                "a duration in 1ns..=584 years (u64::MAX nanoseconds)",
+            ));
+        }
+        RateLimiterConfig::check_limit(c.limit_for_period, c.limit_refresh_period)?;
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_resilience4j_defaults() {
+        let c = RateLimiterConfig::default();
+        assert_eq!(c.limit_for_period(), 50);
+        assert_eq!(c.limit_refresh_period(), Duration::from_nanos(500));
+        assert_eq!(c.timeout_duration(), Duration::from_secs(5));
+        assert_eq!(RateLimiterConfig::builder().build(), Ok(c));
+    }
+
+    #[test]
+    fn a_zero_limit_or_more_than_one_permit_per_nanosecond_is_rejected_naming_the_field() {
+        let at = |limit, period| {
+            RateLimiterConfig::builder()
+                .limit_for_period(limit)
+                .limit_refresh_period(period)
+                .build()
+        };
+        assert!(at(1, Duration::from_nanos(1)).is_ok());
+        assert!(at(500, Duration::from_nanos(500)).is_ok());
+        assert!(at(u32::MAX, Duration::from_secs(10)).is_ok());
+        for (limit, period, max) in [
+            (0, Duration::from_secs(1), "1000000000"),
+            (501, Duration::from_nanos(500), "500"),
+            (2, Duration::from_nanos(1), "1"),
+        ] {
+            let err = at(limit, period).unwrap_err();
+            assert_eq!(err.field(), "limit_for_period");
+            assert_eq!(err.got(), limit.to_string());
+            assert!(err.expected().contains(&format!("1..={max} ")), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_zero_or_overlong_refresh_period_is_rejected_naming_the_field() {
+        for bad in [
+            Duration::ZERO,
+            MAX_LIMIT_REFRESH_PERIOD + Duration::from_nanos(1),
+        ] {
+            let err = RateLimiterConfig::builder()
+                .limit_refresh_period(bad)
+                .build()
+                .unwrap_err();
+            assert_eq!(err.field(), "limit_refresh_period");
+            assert_eq!(err.got(), format!("{bad:?}"));
+        }
+        let err = RateLimiterConfig::builder()
+            .limit_refresh_period(Duration::ZERO)
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid `limit_refresh_period`: got 0ns, expected a duration in 1ns..=584 years (u64::MAX nanoseconds)"
+        );
+    }
+
+    #[test]
+    fn any_timeout_is_accepted_and_to_builder_keeps_every_other_value() {
+        let c = RateLimiterConfig::builder()
+            .timeout_duration(Duration::MAX)
+            .limit_refresh_period(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        let d = c.to_builder().limit_for_period(7).build().unwrap();
+        assert_eq!(d.timeout_duration(), Duration::MAX);
+        assert_eq!(d.limit_refresh_period(), Duration::from_secs(1));
+        assert_eq!(d.limit_for_period(), 7);
+    }
+}

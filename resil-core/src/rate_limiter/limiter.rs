@@ -1,0 +1,386 @@
+//! The rate limiter handle: acquire, wait, call.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::cycle::{Cycles, Fast, Grant, Refusal};
+use super::{
+    AcquireError, ExceedsLimit, RateLimiterConfig, RateLimiterEvent, RateLimiterEventKind,
+    RateLimiterMetrics,
+};
+use crate::clock::{self, Clock, SharedClock, SystemClock};
+use crate::deadline;
+use crate::error::{ConfigError, DeadlineExceeded, Error, RequestNotPermitted};
+use crate::event::{EventPublisher, EventStream};
+
+/// Resilience4j's `AtomicRateLimiter`: at most `limit_for_period` permits per
+/// `limit_refresh_period` cycle, with reservation of later cycles' permits for
+/// callers willing to wait up to `timeout_duration`.
+///
+/// A cheap `Clone` handle: clones share the same permits. Permits are per
+/// instance, never per cluster (see the [module docs](super)).
+///
+/// ```
+/// use std::time::Duration;
+/// use resil_core::clock::ManualClock;
+/// use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig};
+/// use resil_core::Error;
+///
+/// let config = RateLimiterConfig::builder()
+///     .limit_for_period(2)
+///     .limit_refresh_period(Duration::from_secs(2))
+///     .timeout_duration(Duration::ZERO)
+///     .build()
+///     .unwrap();
+/// let clock = ManualClock::new();
+/// let limiter = RateLimiter::with_clock("read", config, clock.clone());
+///
+/// let call = || limiter.call(|| Ok::<_, std::io::Error>("ok"));
+/// assert!(call().is_ok());
+/// assert!(call().is_ok());
+/// assert!(matches!(call(), Err(Error::RequestNotPermitted(_))));
+///
+/// clock.advance(Duration::from_secs(2));
+/// assert_eq!(limiter.available_permissions(), 2);
+/// assert!(call().is_ok());
+/// ```
+#[derive(Clone)]
+pub struct RateLimiter {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    cycles: Cycles,
+    clock: SharedClock,
+    name: Arc<str>,
+    /// The configuration at creation; limit and timeout may change since.
+    config: RateLimiterConfig,
+    /// `timeout_duration` in nanoseconds (saturated), changeable at run time.
+    timeout: AtomicU64,
+    waiting: AtomicU32,
+    events: EventPublisher<RateLimiterEvent>,
+    /// Serialises `change_limit_for_period` (the schedule's single writer).
+    changes: Mutex<()>,
+}
+
+impl RateLimiter {
+    /// A rate limiter named `name`, timed by the system's monotonic clock.
+    pub fn new(name: impl Into<Arc<str>>, config: RateLimiterConfig) -> Self {
+        Self::with_clock(name, config, SystemClock)
+    }
+
+    /// A rate limiter timed by `clock` (a [`ManualClock`](crate::clock::ManualClock)
+    /// in tests, a [`TokioClock`](crate::clock::TokioClock) under paused tokio time).
+    /// Sync waits sleep through [`Clock::sleep`], async waits await
+    /// [`Clock::sleep_async`].
+    pub fn with_clock(
+        name: impl Into<Arc<str>>,
+        config: RateLimiterConfig,
+        clock: impl Clock,
+    ) -> Self {
+        let clock = SharedClock::new(clock);
+        let origin = clock.now_nanos();
+        let period = config.limit_refresh_period();
+        RateLimiter {
+            inner: Arc::new(Inner {
+                cycles: Cycles::new(config.limit_for_period(), clock::nanos(period), origin),
+                clock,
+                name: name.into(),
+                config,
+                timeout: AtomicU64::new(clock::nanos(config.timeout_duration())),
+                waiting: AtomicU32::new(0),
+                events: EventPublisher::default(),
+                changes: Mutex::new(()),
+            }),
+        }
+    }
+
+    /// The name given at creation.
+    #[inline]
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The configuration in force, including run-time changes of the limit
+    /// (the one for cycles after the current) and of the timeout.
+    pub fn config(&self) -> RateLimiterConfig {
+        self.inner
+            .config
+            .with_dynamic(self.inner.cycles.limit(), self.timeout_duration())
+    }
+
+    fn timeout_duration(&self) -> Duration {
+        Duration::from_nanos(self.inner.timeout.load(Ordering::Relaxed))
+    }
+
+    /// Permits still free in the current cycle; negative while permits of later
+    /// cycles are reserved (Resilience4j `availablePermissions`).
+    pub fn available_permissions(&self) -> i64 {
+        self.inner.cycles.available(self.inner.now())
+    }
+
+    /// A snapshot of the permits and the waiting callers.
+    pub fn metrics(&self) -> RateLimiterMetrics {
+        RateLimiterMetrics {
+            available_permissions: self.available_permissions(),
+            number_of_waiting_threads: self.inner.waiting.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Every acquisition from now on, successful or not.
+    pub fn subscribe(&self) -> EventStream<RateLimiterEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Runs `f` once it has a permit, waiting (by sleeping the thread through the
+    /// clock) for a reserved one up to `timeout_duration`.
+    ///
+    /// Refused with [`Error::RequestNotPermitted`] when no permit comes free in
+    /// time, or [`Error::DeadlineExceeded`] when the wait would outlast the
+    /// task's [deadline](crate::deadline); `f` then does not run.
+    #[inline]
+    pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+    {
+        self.acquire_permission(1)?;
+        f().map_err(Error::Call)
+    }
+
+    /// Awaits `fut` once it has a permit, awaiting the clock's timer (no thread
+    /// blocked) for a reserved one up to `timeout_duration`. `fut` is not polled
+    /// before the permit is there.
+    ///
+    /// Refused as [`call`](Self::call). Dropping the returned future while it
+    /// waits gives the reserved permit back if no later caller reserved behind
+    /// it; otherwise the permit stays consumed, as in Resilience4j (later
+    /// callers' waits were computed behind it).
+    pub async fn call_async<T, E, F>(&self, fut: F) -> Result<T, Error<E>>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        self.acquire_permission_async(1).await?;
+        fut.await.map_err(Error::Call)
+    }
+
+    /// Takes `permits` only if they are free in the current cycle: never waits,
+    /// never reserves. `false` consumed nothing.
+    #[inline]
+    pub fn try_acquire_permission(&self, permits: u32) -> bool {
+        let inner = &*self.inner;
+        let granted = match inner.cycles.acquire_fast(permits, || inner.now()) {
+            Fast::Granted => true,
+            Fast::Slow { now } => inner.cycles.acquire_at(permits, now, || 0).is_ok(),
+        };
+        inner.publish(granted, permits);
+        granted
+    }
+
+    /// Takes `permits`, sleeping the thread (through the clock) until a reserved
+    /// cycle starts if they are not free now (Resilience4j `acquirePermission`).
+    /// Refuses at once, consuming nothing, when the wait would exceed
+    /// `timeout_duration` or the task's deadline, or `permits` exceeds
+    /// `limit_for_period`.
+    #[inline]
+    pub fn acquire_permission(&self, permits: u32) -> Result<(), AcquireError> {
+        let grant = self.inner.reserve(permits)?;
+        if grant.wait > 0 {
+            self.inner.sleep(grant.wait);
+        }
+        Ok(())
+    }
+
+    /// [`acquire_permission`](Self::acquire_permission) for async code: awaits
+    /// the clock's timer instead of sleeping a thread. Dropping the future while
+    /// it waits gives the reservation back if it is still the latest one.
+    pub async fn acquire_permission_async(&self, permits: u32) -> Result<(), AcquireError> {
+        let grant = self.inner.reserve(permits)?;
+        if grant.wait > 0 {
+            let reserved = Reserved::new(&self.inner, grant);
+            self.inner
+                .clock
+                .sleep_async(Duration::from_nanos(grant.wait))
+                .await;
+            reserved.used();
+        }
+        Ok(())
+    }
+
+    /// Reserves `permits` without waiting and returns how long the caller must
+    /// wait before using them (zero if they are free now); refuses as
+    /// [`acquire_permission`](Self::acquire_permission) (Resilience4j
+    /// `reservePermission`). A reservation is consumed whether or not the
+    /// caller waits for it.
+    pub fn reserve_permission(&self, permits: u32) -> Result<Duration, AcquireError> {
+        self.inner
+            .reserve(permits)
+            .map(|grant| Duration::from_nanos(grant.wait))
+    }
+
+    /// Changes `limit_for_period` at run time (Resilience4j
+    /// `changeLimitForPeriod`).
+    ///
+    /// The current cycle keeps the permits it has; every later cycle grants the
+    /// new limit. Reservations already made keep the wake-up time they were
+    /// given, and the permits they took are counted against the cycles that
+    /// follow, under the new limit. Resilience4j applies a new limit at the next
+    /// refill as well; the one difference is that when nobody acquired during
+    /// the current cycle before the change, Resilience4j refills the current
+    /// cycle to the new limit, while here it keeps the old one. An acquire
+    /// racing with the change may still lay out its permits with the old limit.
+    ///
+    /// The new limit is validated like the builder's (`1..=` one permit per
+    /// nanosecond of the period).
+    pub fn change_limit_for_period(&self, limit_for_period: u32) -> Result<(), ConfigError> {
+        RateLimiterConfig::check_limit(limit_for_period, self.inner.config.limit_refresh_period())?;
+        let _serial = self.inner.changes.lock();
+        self.inner
+            .cycles
+            .change_limit(limit_for_period, self.inner.now());
+        Ok(())
+    }
+
+    /// Changes `timeout_duration` at run time (Resilience4j
+    /// `changeTimeoutDuration`): it applies to acquisitions that start after the
+    /// change; callers already waiting keep their wake-up time.
+    pub fn change_timeout_duration(&self, timeout_duration: Duration) {
+        self.inner
+            .timeout
+            .store(clock::nanos(timeout_duration), Ordering::Relaxed);
+    }
+}
+
+impl Inner {
+    /// A reading of the limiter's clock.
+    #[inline]
+    fn now(&self) -> u64 {
+        self.clock.now_nanos()
+    }
+
+    #[inline(never)]
+    fn sleep(&self, nanos: u64) {
+        let _waiting = Waiting::enter(&self.waiting);
+        self.clock.sleep(Duration::from_nanos(nanos));
+    }
+
+    #[inline]
+    fn publish(&self, granted: bool, permits: u32) {
+        self.events.publish_with(|| {
+            let kind = if granted {
+                RateLimiterEventKind::SuccessfulAcquire
+            } else {
+                RateLimiterEventKind::FailedAcquire
+            };
+            RateLimiterEvent::new(&self.name, kind, permits)
+        });
+    }
+
+    /// Takes or reserves `permits`, allowing a wait up to the timeout and the
+    /// deadline; consumes nothing on refusal.
+    #[inline]
+    fn reserve(&self, permits: u32) -> Result<Grant, AcquireError> {
+        match self.cycles.acquire_fast(permits, || self.now()) {
+            Fast::Granted => {
+                self.publish(true, permits);
+                Ok(Grant::NOW)
+            }
+            Fast::Slow { now } => self.reserve_at(permits, now),
+        }
+    }
+
+    #[inline(never)]
+    fn reserve_at(&self, permits: u32, now: u64) -> Result<Grant, AcquireError> {
+        // Both limits are read only when a wait is needed: the deadline is a
+        // task-local look-up the immediate path does not pay for.
+        let mut limits = None;
+        let outcome = self.cycles.acquire_at(permits, now, || {
+            let timeout = self.timeout.load(Ordering::Relaxed);
+            // A wait that ends at the deadline leaves no time for the call.
+            let budget =
+                deadline::remaining().map_or(u64::MAX, |left| clock::nanos(left).saturating_sub(1));
+            limits = Some((timeout, budget));
+            timeout.min(budget)
+        });
+        self.publish(outcome.is_ok(), permits);
+        outcome.map_err(|refusal| self.refused(permits, refusal, limits))
+    }
+
+    #[cold]
+    fn refused(&self, permits: u32, refusal: Refusal, limits: Option<(u64, u64)>) -> AcquireError {
+        match refusal {
+            Refusal::ExceedsLimit { limit } => {
+                AcquireError::ExceedsLimit(ExceedsLimit::new(&self.name, permits, limit))
+            }
+            Refusal::WaitTooLong { wait } => match limits {
+                Some((timeout, _)) if wait <= timeout => {
+                    AcquireError::DeadlineExceeded(DeadlineExceeded::by(Arc::clone(&self.name)))
+                }
+                _ => AcquireError::NotPermitted(RequestNotPermitted::new(Arc::clone(&self.name))),
+            },
+        }
+    }
+}
+
+impl fmt::Debug for RateLimiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimiter")
+            .field("name", &&*self.inner.name)
+            .field("config", &self.config())
+            .field("available_permissions", &self.available_permissions())
+            .finish()
+    }
+}
+
+/// Counts a caller in `number_of_waiting_threads` while it lives.
+struct Waiting<'a>(&'a AtomicU32);
+
+impl<'a> Waiting<'a> {
+    fn enter(count: &'a AtomicU32) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A reservation being waited for by an async caller. Dropped before
+/// [`used`](Reserved::used) (the caller's future was cancelled), it gives its
+/// permits back if they are still the latest taken.
+struct Reserved<'a> {
+    inner: &'a Inner,
+    grant: Grant,
+    used: bool,
+    _waiting: Waiting<'a>,
+}
+
+impl<'a> Reserved<'a> {
+    fn new(inner: &'a Inner, grant: Grant) -> Self {
+        Reserved {
+            inner,
+            grant,
+            used: false,
+            _waiting: Waiting::enter(&inner.waiting),
+        }
+    }
+
+    fn used(mut self) {
+        self.used = true;
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if !self.used {
+            self.inner.cycles.give_back(&self.grant);
+        }
+    }
+}
