@@ -74,6 +74,7 @@ struct Tsc {
     origin: u64,
 }
 
+#[inline]
 fn tsc() -> &'static Tsc {
     static TSC: OnceLock<Tsc> = OnceLock::new();
     TSC.get_or_init(|| {

@@ -84,6 +84,6 @@ mod refusal;
 
 pub use self::config::{RateLimiterConfig, RateLimiterConfigBuilder, MAX_LIMIT_REFRESH_PERIOD};
 pub use self::event::{RateLimiterEvent, RateLimiterEventKind};
-pub use self::limiter::RateLimiter;
+pub use self::limiter::{RateLimiter, COARSE_PERIOD};
 pub use self::metrics::RateLimiterMetrics;
 pub use self::refusal::{AcquireError, ExceedsLimit};
