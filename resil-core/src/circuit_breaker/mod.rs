@@ -47,8 +47,12 @@
 //!
 //! # Cost
 //!
-//! Asking for permission is one atomic load in CLOSED. Every call is timed on
-//! the TSC-backed [`SystemClock`](crate::clock::SystemClock) (no virtual call).
+//! Asking for permission is one atomic load in CLOSED. Every call is timed, by
+//! default on the [`CoarseClock`](crate::clock::CoarseClock): a reading is one
+//! atomic load, precise to about ±1 ms, so a call within a millisecond of
+//! `slow_call_duration_threshold` may be classified either way. Pass
+//! [`SystemClock`](crate::clock::SystemClock) (TSC, nanoseconds, ~9 ns a
+//! reading) to [`CircuitBreaker::with_clock`] when thresholds are that tight.
 //! Outcomes are recorded under a short lock, except that a fast success arriving
 //! while a count window is full of fast successes changes nothing and takes no
 //! lock and writes no shared memory, so a healthy breaker shared by many threads
