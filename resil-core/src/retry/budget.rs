@@ -223,9 +223,8 @@ impl RetryBudget {
     /// A budget reading `clock`.
     pub fn with_clock(config: RetryBudgetConfig, clock: impl Clock) -> Self {
         let window = clock::nanos(config.window).max(BUCKETS as u64);
-        let reserve = f64::from(config.min_retries_per_second)
-            * config.window.as_secs_f64()
-            * UNIT as f64;
+        let reserve =
+            f64::from(config.min_retries_per_second) * config.window.as_secs_f64() * UNIT as f64;
         RetryBudget {
             inner: Arc::new(Bank {
                 config,

@@ -47,7 +47,9 @@ pub const DEFAULT_WAIT_DURATION: Duration = Duration::from_millis(500);
 /// Predicates are written for concrete types (`|e: &std::io::Error| …`) and are
 /// type-erased, so one retry can serve call sites with different error types:
 /// a predicate answers "no" for values of any other type. Calling a predicate
-/// setter again adds a predicate (either one accepting is enough).
+/// setter again adds a predicate (either one accepting is enough). The type must
+/// be the call's exact type: a predicate on `Option<u32>` never sees the
+/// `Option<i32>` an unannotated `Some(7)` produces, so annotate literals.
 ///
 /// ```
 /// use std::time::Duration;

@@ -45,11 +45,13 @@ impl<'a> Context<'a> {
     #[inline]
     pub(crate) fn begin_attempt(&mut self) -> Result<(), Refusal> {
         if deadline::remaining().is_some_and(|left| left.is_zero()) {
-            self.retry.events.publish_with(|| RetryEvent::DeadlineExceeded {
-                name: self.retry.name.clone(),
-                attempts: self.attempts,
-                wait: None,
-            });
+            self.retry
+                .events
+                .publish_with(|| RetryEvent::DeadlineExceeded {
+                    name: self.retry.name.clone(),
+                    attempts: self.attempts,
+                    wait: None,
+                });
             self.finish(Outcome::Failure, Some(Refusal::Deadline));
             return Err(Refusal::Deadline);
         }
@@ -64,8 +66,14 @@ impl<'a> Context<'a> {
 
     /// Judges the outcome of the attempt just made.
     #[inline]
-    pub(crate) fn judge<T: 'static, E: 'static>(&mut self, outcome: &Result<T, Error<E>>) -> Verdict {
-        debug_assert!(self.attempts >= 1, "an outcome is judged only after an attempt began");
+    pub(crate) fn judge<T: 'static, E: 'static>(
+        &mut self,
+        outcome: &Result<T, Error<E>>,
+    ) -> Verdict {
+        debug_assert!(
+            self.attempts >= 1,
+            "an outcome is judged only after an attempt began"
+        );
         let config = &self.retry.config;
         match outcome {
             Ok(value) => {
@@ -125,11 +133,13 @@ impl<'a> Context<'a> {
         }
         if let Some(budget) = retry.config.budget() {
             if !budget.withdraw() {
-                retry.events.publish_with(|| RetryEvent::RetryBudgetExhausted {
-                    name: retry.name.clone(),
-                    attempts: self.attempts,
-                    cause,
-                });
+                retry
+                    .events
+                    .publish_with(|| RetryEvent::RetryBudgetExhausted {
+                        name: retry.name.clone(),
+                        attempts: self.attempts,
+                        cause,
+                    });
                 self.finish(Outcome::Failure, Some(Refusal::Budget));
                 return Verdict::Refuse(Refusal::Budget);
             }
