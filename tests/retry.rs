@@ -674,7 +674,7 @@ async fn dropping_an_async_call_mid_backoff_counts_it_as_cancelled_with_its_atte
 async fn dropping_an_async_call_mid_attempt_counts_the_attempt_it_started() {
     use futures::FutureExt;
     let retry = Retry::with_clock("inventory", RetryConfig::default(), TokioClock::new());
-    let mut call = Box::pin(retry.call_async(|| std::future::pending::<Result<(), Fault>>()));
+    let mut call = Box::pin(retry.call_async(std::future::pending::<Result<(), Fault>>));
     assert!(call.as_mut().now_or_never().is_none());
     drop(call);
     let m = retry.metrics();

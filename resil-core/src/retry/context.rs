@@ -7,7 +7,30 @@ use super::event::{RetryCause, RetryEvent};
 use super::metrics::{Outcome, Refusal};
 use super::Inner;
 use crate::deadline;
-use crate::error::{DeadlineExceeded, Error, RetryBudgetExhausted};
+use crate::error::{DeadlineExceeded, Error, ErrorKind, RetryBudgetExhausted};
+
+/// What an attempt's error is, for classification.
+pub(crate) enum Class<'a> {
+    /// The call's own error (type-erased for the predicates).
+    Call(&'a dyn Any),
+    /// A refusal by a resil primitive inside the retried call.
+    Rejection(ErrorKind),
+}
+
+/// The class of an error returned by a plain call.
+#[inline]
+pub(crate) fn plain<E: 'static>(error: &E) -> Class<'_> {
+    Class::Call(error)
+}
+
+/// The class of an error returned by a nested resil call.
+#[inline]
+pub(crate) fn nested<E: 'static>(error: &Error<E>) -> Class<'_> {
+    match error {
+        Error::Call(error) => Class::Call(error),
+        rejection => Class::Rejection(rejection.kind()),
+    }
+}
 
 /// What the loop does after an attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,18 +65,10 @@ impl<'a> Context<'a> {
 
     /// Called before each attempt: refuses when the deadline is already spent,
     /// otherwise counts the attempt (and pays the budget for a first one).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn begin_attempt(&mut self) -> Result<(), Refusal> {
         if deadline::remaining().is_some_and(|left| left.is_zero()) {
-            self.retry
-                .events
-                .publish_with(|| RetryEvent::DeadlineExceeded {
-                    name: self.retry.name.clone(),
-                    attempts: self.attempts,
-                    wait: None,
-                });
-            self.finish(Outcome::Failure, Some(Refusal::Deadline));
-            return Err(Refusal::Deadline);
+            return Err(self.deadline_spent());
         }
         if self.attempts == 0 {
             if let Some(budget) = self.retry.config.budget() {
@@ -64,21 +79,35 @@ impl<'a> Context<'a> {
         Ok(())
     }
 
-    /// Judges the outcome of the attempt just made.
-    #[inline]
-    pub(crate) fn judge<T: 'static, E: 'static>(
+    #[cold]
+    fn deadline_spent(&mut self) -> Refusal {
+        self.retry
+            .events
+            .publish_with(|| RetryEvent::DeadlineExceeded {
+                name: self.retry.name.clone(),
+                attempts: self.attempts,
+                wait: None,
+            });
+        self.finish(Outcome::Failure, Some(Refusal::Deadline));
+        Refusal::Deadline
+    }
+
+    /// Judges the outcome of the attempt just made; `class` tells what kind of
+    /// failure an error is.
+    #[inline(always)]
+    pub(crate) fn judge<T: 'static, R>(
         &mut self,
-        outcome: &Result<T, Error<E>>,
+        outcome: &Result<T, R>,
+        class: impl FnOnce(&R) -> Class<'_>,
     ) -> Verdict {
         debug_assert!(
             self.attempts >= 1,
             "an outcome is judged only after an attempt began"
         );
-        let config = &self.retry.config;
         match outcome {
             Ok(value) => {
-                if config.retries_result(value as &dyn Any) {
-                    return self.failed_attempt(RetryCause::Result);
+                if self.retry.config.retries_result(value as &dyn Any) {
+                    return self.retry_result();
                 }
                 self.retry.events.publish_with(|| RetryEvent::Success {
                     name: self.retry.name.clone(),
@@ -87,8 +116,21 @@ impl<'a> Context<'a> {
                 self.finish(Outcome::Success, None);
                 Verdict::Return
             }
-            Err(Error::Call(error)) => {
-                let error = error as &dyn Any;
+            Err(error) => self.judge_error(class(error)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn retry_result(&mut self) -> Verdict {
+        self.failed_attempt(RetryCause::Result)
+    }
+
+    #[inline(never)]
+    fn judge_error(&mut self, class: Class<'_>) -> Verdict {
+        let config = &self.retry.config;
+        match class {
+            Class::Call(error) => {
                 if config.is_ignored(error) {
                     self.retry.events.publish_with(|| RetryEvent::IgnoredError {
                         name: self.retry.name.clone(),
@@ -102,8 +144,7 @@ impl<'a> Context<'a> {
                     self.give_up(RetryCause::Error)
                 }
             }
-            Err(rejection) => {
-                let kind = rejection.kind();
+            Class::Rejection(kind) => {
                 if config.retries_rejection(kind) {
                     self.failed_attempt(RetryCause::Rejection(kind))
                 } else {
@@ -164,16 +205,29 @@ impl<'a> Context<'a> {
         Verdict::Return
     }
 
-    #[inline]
+    #[inline(always)]
     fn finish(&mut self, outcome: Outcome, refusal: Option<Refusal>) {
         debug_assert!(!self.finished, "a call is counted once");
         self.finished = true;
         self.retry.counters.record(outcome, self.attempts, refusal);
     }
+}
 
+impl Context<'_> {
+    #[cold]
+    #[inline(never)]
+    fn cancelled(&mut self) {
+        self.retry
+            .counters
+            .record(Outcome::Cancelled, self.attempts, None);
+    }
+}
+
+impl Inner {
     /// The error a refusal returns to the caller.
+    #[cold]
     pub(crate) fn refusal<E>(&self, refusal: Refusal) -> Error<E> {
-        let name = self.retry.name.clone();
+        let name = self.name.clone();
         match refusal {
             Refusal::Budget => Error::RetryBudgetExhausted(RetryBudgetExhausted::new(name)),
             Refusal::Deadline => Error::DeadlineExceeded(DeadlineExceeded::by(name)),
@@ -182,12 +236,10 @@ impl<'a> Context<'a> {
 }
 
 impl Drop for Context<'_> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         if !self.finished {
-            self.retry
-                .counters
-                .record(Outcome::Cancelled, self.attempts, None);
+            self.cancelled();
         }
     }
 }

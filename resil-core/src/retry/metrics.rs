@@ -124,6 +124,7 @@ struct Padded(AtomicU64);
 #[derive(Default)]
 struct Striped([Padded; SHARDS]);
 
+#[inline]
 fn shard() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
@@ -185,13 +186,18 @@ pub(crate) enum Refusal {
 
 impl Counters {
     /// Records a finished call that made `attempts` attempts.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn record(&self, outcome: Outcome, attempts: u32, refusal: Option<Refusal>) {
-        let retried = attempts > 1;
-        if outcome == Outcome::Success && !retried {
+        if outcome == Outcome::Success && attempts == 1 {
             self.successful_without_retry.increment();
-            return;
+        } else {
+            self.record_slow(outcome, attempts, refusal);
         }
+    }
+
+    #[inline(never)]
+    fn record_slow(&self, outcome: Outcome, attempts: u32, refusal: Option<Refusal>) {
+        let retried = attempts > 1;
         let counter = match (outcome, retried) {
             (Outcome::Success, _) => &self.successful_with_retry,
             (Outcome::Failure, false) => &self.failed_without_retry,

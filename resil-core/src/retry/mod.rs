@@ -76,8 +76,9 @@ pub use self::event::{RetryCause, RetryEvent};
 pub use self::interval::{IntervalFunction, DEFAULT_MULTIPLIER, DEFAULT_RANDOMIZATION_FACTOR};
 pub use self::metrics::RetryMetrics;
 
-use self::context::{Context, Verdict};
+use self::context::{Class, Context, Verdict};
 use self::metrics::Counters;
+use self::metrics::Refusal;
 use crate::clock::{Clock, SharedClock};
 use crate::error::Error;
 use crate::event::{EventPublisher, EventStream};
@@ -155,13 +156,17 @@ impl Retry {
     /// assert_eq!(out, Err(Error::Call("boom")));
     /// ```
     #[inline]
-    pub fn call<T, E, F>(&self, mut f: F) -> Result<T, Error<E>>
+    pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
     where
         F: FnMut() -> Result<T, E>,
         T: 'static,
         E: 'static,
     {
-        self.call_nested(|| f().map_err(Error::Call))
+        match self.run(f, context::plain) {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(Error::Call(error)),
+            Err(refusal) => Err(self.inner.refusal(refusal)),
+        }
     }
 
     /// Like [`call`](Self::call), for a closure that is itself protected by resil
@@ -169,21 +174,52 @@ impl Retry {
     /// like an error of `call`; a refusal is retried only if
     /// [`retry_on_rejection`](RetryConfigBuilder::retry_on_rejection) allows it
     /// (by default only timeouts), and is otherwise returned at once.
-    pub fn call_nested<T, E, F>(&self, mut f: F) -> Result<T, Error<E>>
+    ///
+    /// ```
+    /// use resil_core::circuit_breaker::State;
+    /// use resil_core::error::CallNotPermitted;
+    /// use resil_core::retry::{Retry, RetryConfig};
+    /// use resil_core::{Error, ErrorKind};
+    ///
+    /// let retry = Retry::new("inventory", RetryConfig::default());
+    /// let mut attempts = 0;
+    /// let out: Result<(), Error<std::io::Error>> = retry.call_nested(|| {
+    ///     attempts += 1;
+    ///     Err(CallNotPermitted::new("inventory", State::Open).into())
+    /// });
+    /// assert_eq!(out.unwrap_err().kind(), ErrorKind::CallNotPermitted);
+    /// assert_eq!(attempts, 1); // an open breaker is not retried
+    /// ```
+    #[inline]
+    pub fn call_nested<T, E, F>(&self, f: F) -> Result<T, Error<E>>
     where
         F: FnMut() -> Result<T, Error<E>>,
         T: 'static,
         E: 'static,
     {
+        self.run(f, context::nested)
+            .unwrap_or_else(|refusal| Err(self.inner.refusal(refusal)))
+    }
+
+    /// The sync retry loop: the outcome of the last attempt, or why the retry
+    /// stopped without one.
+    #[inline]
+    fn run<T, R, F>(
+        &self,
+        mut f: F,
+        class: impl Fn(&R) -> Class<'_>,
+    ) -> Result<Result<T, R>, Refusal>
+    where
+        F: FnMut() -> Result<T, R>,
+        T: 'static,
+    {
         let mut cx = Context::new(&self.inner);
         loop {
-            if let Err(refusal) = cx.begin_attempt() {
-                return Err(cx.refusal(refusal));
-            }
+            cx.begin_attempt()?;
             let outcome = f();
-            match cx.judge(&outcome) {
-                Verdict::Return => return outcome,
-                Verdict::Refuse(refusal) => return Err(cx.refusal(refusal)),
+            match cx.judge(&outcome, &class) {
+                Verdict::Return => return Ok(outcome),
+                Verdict::Refuse(refusal) => return Err(refusal),
                 Verdict::Wait(wait) => {
                     drop(outcome);
                     if !wait.is_zero() {
@@ -221,41 +257,67 @@ impl Retry {
     /// # }
     /// ```
     #[inline]
-    pub async fn call_async<T, E, F, Fut>(&self, mut f: F) -> Result<T, Error<E>>
+    pub fn call_async<'a, T, E, F, Fut>(
+        &'a self,
+        f: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + 'a
     where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
+        F: FnMut() -> Fut + 'a,
+        Fut: Future<Output = Result<T, E>> + 'a,
         T: 'static,
         E: 'static,
     {
-        self.call_async_nested(|| {
-            let attempt = f();
-            async move { attempt.await.map_err(Error::Call) }
+        self.run_async(f, context::plain, |retry, exit| match exit {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(Error::Call(error)),
+            Err(refusal) => Err(retry.refusal(refusal)),
         })
-        .await
     }
 
     /// Like [`call_async`](Self::call_async), for a closure whose futures are
     /// themselves protected by resil primitives (see [`call_nested`](Self::call_nested)).
-    pub async fn call_async_nested<T, E, F, Fut>(&self, mut f: F) -> Result<T, Error<E>>
+    #[inline]
+    pub fn call_async_nested<'a, T, E, F, Fut>(
+        &'a self,
+        f: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + 'a
     where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, Error<E>>>,
+        F: FnMut() -> Fut + 'a,
+        Fut: Future<Output = Result<T, Error<E>>> + 'a,
         T: 'static,
         E: 'static,
+    {
+        self.run_async(f, context::nested, |retry, exit| {
+            exit.unwrap_or_else(|refusal| Err(retry.refusal(refusal)))
+        })
+    }
+
+    /// The async retry loop, deciding exactly as [`run`](Self::run) does.
+    /// `exit` turns the outcome of the last attempt (or the refusal that
+    /// stopped the retry) into the caller's result, inside the same future.
+    async fn run_async<T, R, F, Fut, O>(
+        &self,
+        mut f: F,
+        class: impl Fn(&R) -> Class<'_>,
+        exit: impl FnOnce(&Inner, Result<Result<T, R>, Refusal>) -> O,
+    ) -> O
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, R>>,
+        T: 'static,
     {
         let mut cx = Context::new(&self.inner);
         loop {
             if let Err(refusal) = cx.begin_attempt() {
-                return Err(cx.refusal(refusal));
+                return exit(&self.inner, Err(refusal));
             }
             // The outcome is dropped before the backoff, so it is not held
             // across the await (nor required to be `Send` for it).
             let wait = {
                 let outcome = f().await;
-                match cx.judge(&outcome) {
-                    Verdict::Return => return outcome,
-                    Verdict::Refuse(refusal) => return Err(cx.refusal(refusal)),
+                match cx.judge(&outcome, &class) {
+                    Verdict::Return => return exit(&self.inner, Ok(outcome)),
+                    Verdict::Refuse(refusal) => return exit(&self.inner, Err(refusal)),
                     Verdict::Wait(wait) => wait,
                 }
             };
