@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::{self, Clock, SharedClock};
+use crate::clock::{self, Clock, SharedClock, SystemClock};
 use crate::error::ConfigError;
 
 /// How many buckets a window is split into: expired retries and deposits leave
@@ -217,7 +217,7 @@ fn age(now: u32, stored: u32) -> i32 {
 impl RetryBudget {
     /// A budget on the system clock.
     pub fn new(config: RetryBudgetConfig) -> Self {
-        Self::with_clock(config, SharedClock::system())
+        Self::with_clock(config, SystemClock)
     }
 
     /// A budget reading `clock`.

@@ -283,6 +283,8 @@ impl RetryConfigBuilder {
     /// A retry budget shared with other retries: each call deposits into it,
     /// each retry withdraws, and a retry it refuses ends the call with
     /// [`Error::RetryBudgetExhausted`](crate::Error::RetryBudgetExhausted).
+    /// The budget is a shared handle: retries built from clones of this
+    /// configuration draw on the same balance.
     pub fn budget(mut self, budget: RetryBudget) -> Self {
         self.config.budget = Some(budget);
         self

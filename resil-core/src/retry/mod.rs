@@ -79,7 +79,7 @@ pub use self::metrics::RetryMetrics;
 use self::context::{Class, Context, Verdict};
 use self::metrics::Counters;
 use self::metrics::Refusal;
-use crate::clock::{Clock, SharedClock};
+use crate::clock::{Clock, SharedClock, SystemClock};
 use crate::error::Error;
 use crate::event::{EventPublisher, EventStream};
 
@@ -104,7 +104,7 @@ pub(crate) struct Inner {
 impl Retry {
     /// A retry sleeping on the system clock.
     pub fn new(name: impl Into<Arc<str>>, config: RetryConfig) -> Self {
-        Self::with_clock(name, config, SharedClock::system())
+        Self::with_clock(name, config, SystemClock)
     }
 
     /// A retry whose backoffs wait on `clock`: a
