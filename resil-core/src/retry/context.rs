@@ -1,0 +1,245 @@
+//! One logical call's retry state: attempts so far, and what to do after each.
+
+use std::any::Any;
+use std::time::Duration;
+
+use super::event::{RetryCause, RetryEvent};
+use super::metrics::{Outcome, Refusal};
+use super::Inner;
+use crate::deadline;
+use crate::error::{DeadlineExceeded, Error, ErrorKind, RetryBudgetExhausted};
+
+/// What an attempt's error is, for classification.
+pub(crate) enum Class<'a> {
+    /// The call's own error (type-erased for the predicates).
+    Call(&'a dyn Any),
+    /// A refusal by a resil primitive inside the retried call.
+    Rejection(ErrorKind),
+}
+
+/// The class of an error returned by a plain call.
+#[inline]
+pub(crate) fn plain<E: 'static>(error: &E) -> Class<'_> {
+    Class::Call(error)
+}
+
+/// The class of an error returned by a nested resil call.
+#[inline]
+pub(crate) fn nested<E: 'static>(error: &Error<E>) -> Class<'_> {
+    match error {
+        Error::Call(error) => Class::Call(error),
+        rejection => Class::Rejection(rejection.kind()),
+    }
+}
+
+/// What the loop does after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Return the attempt's outcome as it is.
+    Return,
+    /// Wait this long, then make the next attempt.
+    Wait(Duration),
+    /// Return this refusal instead of the attempt's outcome.
+    Refuse(Refusal),
+}
+
+/// The state of one logical call, shared by the sync and async loops so both
+/// decide identically. It is also the call's cancellation guard: dropped before
+/// [`finish`](Context::finish) (a dropped future, a panicking closure), it
+/// counts the call as cancelled with the attempts it made.
+pub(crate) struct Context<'a> {
+    retry: &'a Inner,
+    attempts: u32,
+    finished: bool,
+}
+
+impl<'a> Context<'a> {
+    #[inline]
+    pub(crate) fn new(retry: &'a Inner) -> Self {
+        Context {
+            retry,
+            attempts: 0,
+            finished: false,
+        }
+    }
+
+    /// Called before each attempt: refuses when the deadline is already spent,
+    /// otherwise counts the attempt (and pays the budget for a first one).
+    #[inline(always)]
+    pub(crate) fn begin_attempt(&mut self) -> Result<(), Refusal> {
+        if deadline::remaining().is_some_and(|left| left.is_zero()) {
+            return Err(self.deadline_spent());
+        }
+        if self.attempts == 0 {
+            if let Some(budget) = self.retry.config.budget() {
+                budget.deposit();
+            }
+        }
+        self.attempts += 1;
+        Ok(())
+    }
+
+    #[cold]
+    fn deadline_spent(&mut self) -> Refusal {
+        self.retry
+            .events
+            .publish_with(|| RetryEvent::DeadlineExceeded {
+                name: self.retry.name.clone(),
+                attempts: self.attempts,
+                wait: None,
+            });
+        self.finish(Outcome::Failure, Some(Refusal::Deadline));
+        Refusal::Deadline
+    }
+
+    /// Judges the outcome of the attempt just made; `class` tells what kind of
+    /// failure an error is.
+    #[inline(always)]
+    pub(crate) fn judge<T: 'static, R>(
+        &mut self,
+        outcome: &Result<T, R>,
+        class: impl FnOnce(&R) -> Class<'_>,
+    ) -> Verdict {
+        debug_assert!(
+            self.attempts >= 1,
+            "an outcome is judged only after an attempt began"
+        );
+        match outcome {
+            Ok(value) => {
+                if self.retry.config.retries_result(value as &dyn Any) {
+                    return self.retry_result();
+                }
+                self.retry.events.publish_with(|| RetryEvent::Success {
+                    name: self.retry.name.clone(),
+                    attempts: self.attempts,
+                });
+                self.finish(Outcome::Success, None);
+                Verdict::Return
+            }
+            Err(error) => self.judge_error(class(error)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn retry_result(&mut self) -> Verdict {
+        self.failed_attempt(RetryCause::Result)
+    }
+
+    #[inline(never)]
+    fn judge_error(&mut self, class: Class<'_>) -> Verdict {
+        let config = &self.retry.config;
+        match class {
+            Class::Call(error) => {
+                if config.is_ignored(error) {
+                    self.retry.events.publish_with(|| RetryEvent::IgnoredError {
+                        name: self.retry.name.clone(),
+                        attempts: self.attempts,
+                    });
+                    self.finish(Outcome::Ignored, None);
+                    Verdict::Return
+                } else if config.retries_error(error) {
+                    self.failed_attempt(RetryCause::Error)
+                } else {
+                    self.give_up(RetryCause::Error)
+                }
+            }
+            Class::Rejection(kind) => {
+                if config.retries_rejection(kind) {
+                    self.failed_attempt(RetryCause::Rejection(kind))
+                } else {
+                    self.give_up(RetryCause::Rejection(kind))
+                }
+            }
+        }
+    }
+
+    /// A retryable failure: retry after the interval, unless the attempts, the
+    /// deadline or the budget say no.
+    fn failed_attempt(&mut self, cause: RetryCause) -> Verdict {
+        let retry = self.retry;
+        if self.attempts >= retry.config.max_attempts() {
+            return self.give_up(cause);
+        }
+        let wait = retry.config.interval_function().interval(self.attempts);
+        // The backoff must end with time left for the attempt after it.
+        if deadline::remaining().is_some_and(|left| wait >= left) {
+            retry.events.publish_with(|| RetryEvent::DeadlineExceeded {
+                name: retry.name.clone(),
+                attempts: self.attempts,
+                wait: Some(wait),
+            });
+            self.finish(Outcome::Failure, Some(Refusal::Deadline));
+            return Verdict::Refuse(Refusal::Deadline);
+        }
+        if let Some(budget) = retry.config.budget() {
+            if !budget.withdraw() {
+                retry
+                    .events
+                    .publish_with(|| RetryEvent::RetryBudgetExhausted {
+                        name: retry.name.clone(),
+                        attempts: self.attempts,
+                        cause,
+                    });
+                self.finish(Outcome::Failure, Some(Refusal::Budget));
+                return Verdict::Refuse(Refusal::Budget);
+            }
+        }
+        retry.events.publish_with(|| RetryEvent::Retry {
+            name: retry.name.clone(),
+            attempt: self.attempts,
+            wait,
+            cause,
+        });
+        Verdict::Wait(wait)
+    }
+
+    /// The call fails with the attempt's own outcome.
+    fn give_up(&mut self, cause: RetryCause) -> Verdict {
+        self.retry.events.publish_with(|| RetryEvent::Error {
+            name: self.retry.name.clone(),
+            attempts: self.attempts,
+            cause,
+        });
+        self.finish(Outcome::Failure, None);
+        Verdict::Return
+    }
+
+    #[inline(always)]
+    fn finish(&mut self, outcome: Outcome, refusal: Option<Refusal>) {
+        debug_assert!(!self.finished, "a call is counted once");
+        self.finished = true;
+        self.retry.counters.record(outcome, self.attempts, refusal);
+    }
+}
+
+impl Context<'_> {
+    #[cold]
+    #[inline(never)]
+    fn cancelled(&mut self) {
+        self.retry
+            .counters
+            .record(Outcome::Cancelled, self.attempts, None);
+    }
+}
+
+impl Inner {
+    /// The error a refusal returns to the caller.
+    #[cold]
+    pub(crate) fn refusal<E>(&self, refusal: Refusal) -> Error<E> {
+        let name = self.name.clone();
+        match refusal {
+            Refusal::Budget => Error::RetryBudgetExhausted(RetryBudgetExhausted::new(name)),
+            Refusal::Deadline => Error::DeadlineExceeded(DeadlineExceeded::by(name)),
+        }
+    }
+}
+
+impl Drop for Context<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if !self.finished {
+            self.cancelled();
+        }
+    }
+}
