@@ -307,7 +307,7 @@ fn order() {
     // Retry outside the breaker: every attempt is a sample.
     let retry = Retry::new("order", retry_config());
     let cb = CircuitBreaker::new("retry-outside", breaker_config());
-    let _ = retry.call(|| cb.call(|| downstream.get("503")));
+    let _ = retry.call_nested(|| cb.call(|| downstream.get("503")));
     let retry_outside = cb.metrics().failed_calls();
 
     // The breaker outside the retry: one logical call is one sample.
