@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use super::semaphore::{Enqueued, Wake, Waiter};
+use super::semaphore::{Enqueued, Waiter, Wake};
 use super::{AcquireError, BulkheadPermit, Inner};
 use crate::clock::{self, Clock};
 use crate::deadline;
@@ -72,11 +72,7 @@ impl<'a> Future for AcquirePermission<'a> {
             if wait.is_zero() {
                 return this.refused(cut);
             }
-            match this
-                .inner
-                .sem
-                .enqueue(Wake::Task(Some(cx.waker().clone())))
-            {
+            match this.inner.sem.enqueue(Wake::Task(Some(cx.waker().clone()))) {
                 Enqueued::Acquired => return this.granted(),
                 Enqueued::Queued(waiter) => {
                     this.state = State::Waiting {
@@ -153,12 +149,13 @@ impl Inner {
         if wait.is_zero() {
             return Err(self.rejected(cut));
         }
+        // The wait is timed from before the caller becomes visible in the queue.
+        let start = self.clock.now_nanos();
         let waiter = match self.sem.enqueue(Wake::Thread(std::thread::current())) {
             Enqueued::Acquired => return Ok(self.permitted()),
             Enqueued::Queued(waiter) => waiter,
         };
         let limit = clock::nanos(wait);
-        let start = self.clock.now_nanos();
         loop {
             if waiter.is_granted() {
                 return Ok(self.permitted());

@@ -215,7 +215,11 @@ impl Bulkhead {
     /// A bulkhead whose waits are timed on `clock` (tests inject
     /// [`TokioClock`](crate::clock::TokioClock) with paused tokio time, or
     /// [`ManualClock`](crate::clock::ManualClock) for blocking waits).
-    pub fn with_clock(name: impl Into<Arc<str>>, config: BulkheadConfig, clock: impl Clock) -> Self {
+    pub fn with_clock(
+        name: impl Into<Arc<str>>,
+        config: BulkheadConfig,
+        clock: impl Clock,
+    ) -> Self {
         Bulkhead {
             inner: Arc::new(Inner {
                 sem: Semaphore::new(

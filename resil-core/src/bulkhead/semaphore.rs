@@ -173,12 +173,10 @@ impl Semaphore {
             if in_use(s) >= max(s) || queued {
                 return false;
             }
-            match self.state.compare_exchange_weak(
-                s,
-                s + 1,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
+            match self
+                .state
+                .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
                 Ok(_) => return true,
                 Err(actual) => s = actual,
             }

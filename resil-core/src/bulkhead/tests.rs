@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use super::semaphore::{Enqueued, Semaphore, Wake, Waiter};
+use super::semaphore::{Enqueued, Semaphore, Waiter, Wake};
 
 /// What the semaphore should do, written the obvious way.
 #[derive(Debug, Default)]
@@ -27,7 +27,9 @@ impl Model {
 
     fn grant(&mut self) {
         while self.in_use < self.max {
-            let Some(w) = self.queue.pop_front() else { break };
+            let Some(w) = self.queue.pop_front() else {
+                break;
+            };
             self.in_use += 1;
             self.granted.push(w);
         }
@@ -187,12 +189,20 @@ proptest! {
 fn a_release_hands_the_slot_to_the_longest_waiting_caller() {
     let sem = Semaphore::new(1, true);
     assert!(sem.try_acquire());
-    let Enqueued::Queued(first) = new_waiter(&sem) else { panic!("must queue") };
-    let Enqueued::Queued(second) = new_waiter(&sem) else { panic!("must queue") };
+    let Enqueued::Queued(first) = new_waiter(&sem) else {
+        panic!("must queue")
+    };
+    let Enqueued::Queued(second) = new_waiter(&sem) else {
+        panic!("must queue")
+    };
     sem.release();
     assert!(first.is_granted());
     assert!(!second.is_granted());
-    assert_eq!(sem.snapshot(), (1, 1), "the slot moved without ever being free");
+    assert_eq!(
+        sem.snapshot(),
+        (1, 1),
+        "the slot moved without ever being free"
+    );
     assert!(!sem.try_acquire(), "a newcomer cannot overtake the queue");
 }
 
@@ -204,10 +214,15 @@ fn lowering_the_limit_revokes_nothing_and_waiters_wait_until_in_flight_drops_bel
     }
     sem.resize(1);
     assert_eq!(sem.snapshot(), (3, 1));
-    let Enqueued::Queued(waiter) = new_waiter(&sem) else { panic!("must queue") };
+    let Enqueued::Queued(waiter) = new_waiter(&sem) else {
+        panic!("must queue")
+    };
     sem.release();
     sem.release();
-    assert!(!waiter.is_granted(), "one held slot still fills the new limit");
+    assert!(
+        !waiter.is_granted(),
+        "one held slot still fills the new limit"
+    );
     sem.release();
     assert!(waiter.is_granted());
     assert_eq!(sem.snapshot(), (1, 1));
@@ -227,7 +242,10 @@ fn raising_the_limit_wakes_as_many_waiters_as_there_is_new_room() {
     sem.resize(35);
     let granted = nodes.iter().filter(|n| n.is_granted()).count();
     assert_eq!(granted, 34);
-    assert!(nodes[..34].iter().all(|n| n.is_granted()), "in arrival order");
+    assert!(
+        nodes[..34].iter().all(|n| n.is_granted()),
+        "in arrival order"
+    );
     assert_eq!(sem.waiting(), 6);
 }
 
@@ -236,12 +254,18 @@ fn only_an_unfair_newcomer_may_take_a_slot_in_the_instant_before_it_is_handed_of
     for fair in [true, false] {
         let sem = Semaphore::new(1, fair);
         assert!(sem.try_acquire());
-        let Enqueued::Queued(waiter) = new_waiter(&sem) else { panic!("must queue") };
+        let Enqueued::Queued(waiter) = new_waiter(&sem) else {
+            panic!("must queue")
+        };
         sem.release_before_hand_off();
         assert_eq!(sem.try_acquire(), !fair, "fair = {fair}");
         sem.finish_hand_off();
         assert_eq!(waiter.is_granted(), fair, "fair = {fair}");
-        assert_eq!(sem.snapshot(), (1, 1), "exactly one slot is held either way");
+        assert_eq!(
+            sem.snapshot(),
+            (1, 1),
+            "exactly one slot is held either way"
+        );
         assert_eq!(sem.waiting(), usize::from(!fair));
     }
 }
