@@ -18,7 +18,7 @@ use crate::deadline;
 /// joins the wait queue, bounded by `max_wait_duration` cut to the task's
 /// deadline. Cancellation-safe: dropping it while it waits leaves the queue, and
 /// if a slot was handed to it at that very instant the slot is passed on, never
-/// lost.
+/// lost. Like most futures it must not be polled again after it completed.
 #[must_use = "futures do nothing unless polled"]
 pub struct AcquirePermission<'a> {
     inner: &'a Inner,
@@ -61,12 +61,9 @@ impl<'a> Future for AcquirePermission<'a> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         if let State::Start = this.state {
-            if let Some(spent) = this.inner.deadline_spent() {
+            if let Some(now) = this.inner.try_acquire_now() {
                 this.state = State::Done;
-                return Poll::Ready(Err(spent));
-            }
-            if this.inner.sem.try_acquire() {
-                return this.granted();
+                return Poll::Ready(now);
             }
             let (wait, cut) = deadline::cap(this.inner.max_wait());
             if wait.is_zero() {
@@ -134,13 +131,10 @@ impl Inner {
     /// Takes a slot for a blocking caller, parking the thread for at most
     /// `max_wait_duration` (cut to the task's deadline, if any).
     pub(crate) fn acquire_blocking(&self) -> Result<BulkheadPermit<'_>, AcquireError> {
-        if let Some(spent) = self.deadline_spent() {
-            return Err(spent);
+        match self.try_acquire_now() {
+            Some(now) => now,
+            None => self.acquire_blocking_slow(),
         }
-        if self.sem.try_acquire() {
-            return Ok(self.permitted());
-        }
-        self.acquire_blocking_slow()
     }
 
     #[cold]

@@ -4,8 +4,9 @@ use std::fmt;
 use std::sync::Arc;
 
 /// Something that happened to a call at a [`Bulkhead`](super::Bulkhead),
-/// published to [`subscribe`](super::Bulkhead::subscribe)rs (Resilience4j's
-/// `BulkheadOnCallPermittedEvent`, `…RejectedEvent`, `…FinishedEvent`).
+/// delivered to every stream from [`Bulkhead::subscribe`](super::Bulkhead::subscribe)
+/// (Resilience4j's `BulkheadOnCallPermittedEvent`, `…RejectedEvent`,
+/// `…FinishedEvent`).
 #[derive(Clone, PartialEq, Eq)]
 pub struct BulkheadEvent {
     name: Arc<str>,

@@ -194,6 +194,19 @@ impl Inner {
             .publish_with(|| BulkheadEvent::new(&self.name, BulkheadEventKind::CallRejected));
     }
 
+    /// The non-waiting start of every acquisition: `Some` outcome if the
+    /// deadline is spent or a slot is free, `None` if the caller must wait.
+    #[inline]
+    fn try_acquire_now(&self) -> Option<Result<BulkheadPermit<'_>, AcquireError>> {
+        if let Some(spent) = self.deadline_spent() {
+            return Some(Err(spent));
+        }
+        if self.sem.try_acquire() {
+            return Some(Ok(self.permitted()));
+        }
+        None
+    }
+
     /// `Some` refusal if the task's deadline is already spent.
     #[inline]
     fn deadline_spent(&self) -> Option<AcquireError> {
@@ -274,7 +287,11 @@ impl Bulkhead {
     where
         F: Future<Output = Result<T, E>>,
     {
-        let _permit = self.acquire_permission().await?;
+        // The fast path inline, so an uncontended call builds no wait state.
+        let _permit = match self.inner.try_acquire_now() {
+            Some(ready) => ready?,
+            None => self.acquire_permission().await?,
+        };
         work.await.map_err(Error::Call)
     }
 
