@@ -471,6 +471,19 @@ async fn a_slot_handed_to_a_dropped_waiter_with_nobody_behind_it_becomes_free() 
     assert_eq!(reports.metrics().concurrent_calls(), 0);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_slot_granted_at_the_instant_the_wait_expires_is_kept_not_refused() {
+    let reports = bulkhead("reports", 1, Duration::from_millis(100));
+    let held = reports.try_acquire_permission().unwrap();
+    let mut waiter = Box::pin(reports.call_async(async { Ok::<_, Infallible>(9) }));
+    assert!(poll!(&mut waiter).is_pending());
+    tokio::time::advance(Duration::from_millis(100)).await; // the wait has run out …
+    drop(held); // … and the slot arrives at the same instant
+    assert_eq!(poll!(&mut waiter), Poll::Ready(Ok(9)));
+    assert_eq!(reports.metrics().rejected_calls(), 0);
+    assert_eq!(reports.available_concurrent_calls(), 1);
+}
+
 #[test]
 fn a_panic_inside_call_returns_the_slot() {
     let reports = Bulkhead::new("reports", config(1, Duration::ZERO));
