@@ -338,57 +338,48 @@ async fn timeout() {
     );
 }
 
+const EXPERIMENTS: [&str; 8] = [
+    "circuit",
+    "slow",
+    "classification",
+    "bulkhead",
+    "async",
+    "rate",
+    "order",
+    "timeout",
+];
+
+async fn run(experiment: &str) {
+    match experiment {
+        "circuit" => circuit(),
+        "slow" => slow(),
+        "classification" => classification(),
+        "bulkhead" => bulkhead().await,
+        "async" => async_permits().await,
+        "rate" => rate(),
+        "order" => order(),
+        "timeout" => timeout().await,
+        other => unreachable!("{other} is not in EXPERIMENTS"),
+    }
+}
+
 #[tokio::main]
 async fn main() {
-    let which = std::env::args().nth(1);
-    let all = which.is_none();
-    let run = |name: &str| all || which.as_deref() == Some(name);
-    let mut ran = false;
-    if run("circuit") {
-        println!("== circuit");
-        circuit();
-        ran = true;
-    }
-    if run("slow") {
-        println!("== slow");
-        slow();
-        ran = true;
-    }
-    if run("classification") {
-        println!("== classification");
-        classification();
-        ran = true;
-    }
-    if run("bulkhead") {
-        println!("== bulkhead");
-        bulkhead().await;
-        ran = true;
-    }
-    if run("async") {
-        println!("== async");
-        async_permits().await;
-        ran = true;
-    }
-    if run("rate") {
-        println!("== rate");
-        rate();
-        ran = true;
-    }
-    if run("order") {
-        println!("== order");
-        order();
-        ran = true;
-    }
-    if run("timeout") {
-        println!("== timeout");
-        timeout().await;
-        ran = true;
-    }
-    if !ran {
-        eprintln!(
-            "unknown experiment {:?}; expected one of: circuit, slow, classification, bulkhead, async, rate, order, timeout",
-            which.unwrap_or_default()
-        );
-        std::process::exit(2);
+    let selected = match std::env::args().nth(1) {
+        None => EXPERIMENTS.to_vec(),
+        Some(name) => match EXPERIMENTS.iter().find(|e| **e == name) {
+            Some(e) => vec![*e],
+            None => {
+                eprintln!(
+                    "unknown experiment `{name}`; expected one of: {}",
+                    EXPERIMENTS.join(", ")
+                );
+                std::process::exit(2);
+            }
+        },
+    };
+    for experiment in selected {
+        println!("== {experiment}");
+        run(experiment).await;
     }
 }
