@@ -67,11 +67,7 @@ pub fn criterion() -> criterion::Criterion {
 /// Runs `per_thread(iters)` on `threads` threads at once and returns the wall
 /// time of the slowest, for `Bencher::iter_custom`: criterion then reports the
 /// time per iteration of *each* thread, so throughput = threads / time.
-pub fn on_threads(
-    threads: usize,
-    iters: u64,
-    per_thread: impl Fn(u64) + Sync,
-) -> Duration {
+pub fn on_threads(threads: usize, iters: u64, per_thread: impl Fn(u64) + Sync) -> Duration {
     let barrier = std::sync::Barrier::new(threads);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)

@@ -359,3 +359,41 @@ fn the_handle_is_send_sync_and_its_future_is_send_when_the_work_is() {
     let limiter = TimeLimiter::new("t", TimeLimiterConfig::default());
     assert_send(&limiter.call_async(async { Ok::<_, ()>(()) }));
 }
+
+#[test]
+fn counts_from_many_threads_add_up_exactly() {
+    const THREADS: usize = 6;
+    const CALLS: u64 = 500;
+    let limiter = TimeLimiter::new("shared", TimeLimiterConfig::default());
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let limiter = &limiter;
+            s.spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()
+                    .unwrap();
+                rt.block_on(async {
+                    for i in 0..CALLS {
+                        let ok = (i + t as u64) % 4 != 0;
+                        let _ = limiter
+                            .call_async(async move {
+                                if ok {
+                                    Ok(())
+                                } else {
+                                    Err(())
+                                }
+                            })
+                            .await;
+                    }
+                });
+            });
+        }
+    });
+    let m = limiter.metrics();
+    assert_eq!(
+        m.successful_calls() + m.failed_calls(),
+        THREADS as u64 * CALLS
+    );
+    assert_eq!(m.failed_calls(), THREADS as u64 * CALLS / 4);
+}
