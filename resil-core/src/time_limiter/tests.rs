@@ -315,6 +315,15 @@ async fn the_timeout_fires_even_when_the_future_always_spends_the_whole_coop_bud
     // task never lets the runtime idle, so time would not auto-advance.
     tokio::task::yield_now().await;
     tokio::time::advance(Duration::from_millis(100)).await;
+    // Give the scheduler plenty of turns (it checks timers every few dozen);
+    // a timer starved of budget would leave the call spinning forever.
+    for _ in 0..10_000 {
+        if call.is_finished() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(call.is_finished(), "the timeout never fired");
     let out = call.await.unwrap();
     assert_eq!(out.unwrap_err().kind(), ErrorKind::Timeout);
 }
