@@ -35,7 +35,7 @@
 //! queued task whose caller has stopped waiting**: when the future returned by
 //! [`call_async`](ThreadPoolBulkhead::call_async) is dropped (the caller's own
 //! cancellation, a [`TimeLimiter`](crate::time_limiter::TimeLimiter) timeout,
-//! a [`deadline::within`](crate::deadline::within) running out) while the task
+//! a [`deadline::within`] running out) while the task
 //! is still queued, the worker that reaches it drops it unrun and counts it in
 //! [`abandoned_calls`](ThreadPoolBulkheadMetrics::abandoned_calls). Its queue
 //! slot stays taken until then. A task that is already running when its caller
@@ -44,7 +44,7 @@
 //!
 //! # Deadlines
 //!
-//! A task submitted when the task's [deadline](crate::deadline) is already
+//! A task submitted when the task's [deadline] is already
 //! spent is refused with [`Error::DeadlineExceeded`] and never queued. A task
 //! that waits in the queue past the deadline is not cut off by the bulkhead:
 //! the caller's future is bounded by `deadline::within`, whose expiry drops it,
@@ -197,7 +197,7 @@ impl ThreadPoolBulkhead {
     /// Submission happens when the returned future is first polled. With no
     /// free thread and no free queue slot it resolves at once to
     /// [`Error::BulkheadFull`], and `work` is dropped without running; inside a
-    /// spent [deadline](crate::deadline), to [`Error::DeadlineExceeded`].
+    /// spent [deadline], to [`Error::DeadlineExceeded`].
     ///
     /// Dropping the future before it resolves: a task still in the queue is
     /// skipped when a worker reaches it; a running task runs to the end and its

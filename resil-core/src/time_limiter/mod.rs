@@ -24,7 +24,7 @@
 //!   sockets and server resources; the time limiter only bounds how long the
 //!   caller waits;
 //! * keep `timeout_duration` below the end-to-end budget of the request (or run
-//!   inside [`deadline::within`](crate::deadline::within), which this limiter
+//!   inside [`deadline::within`], which this limiter
 //!   respects).
 //!
 //! # Cancelling or detaching the work
@@ -61,7 +61,7 @@
 //!
 //! # Deadlines
 //!
-//! Inside [`deadline::within`](crate::deadline::within) the limiter waits at
+//! Inside [`deadline::within`] the limiter waits at
 //! most `min(timeout_duration, remaining budget)`. When the deadline, not the
 //! limiter's own timeout, ends the wait, the call fails with
 //! [`Error::DeadlineExceeded`] naming this limiter. The timer starts when
@@ -204,7 +204,7 @@ impl TimeLimiter {
     }
 
     /// Waits for `fut` at most `timeout_duration` (and at most the task's
-    /// remaining [deadline](crate::deadline)); when the wait ends first, drops
+    /// remaining [deadline]); when the wait ends first, drops
     /// `fut` and resolves to [`Error::Timeout`] (or
     /// [`Error::DeadlineExceeded`] when the deadline ended it).
     ///
