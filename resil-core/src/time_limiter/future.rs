@@ -1,0 +1,128 @@
+//! The future a time limiter returns: the caller's future and a tokio timer,
+//! side by side in one struct, with nothing boxed on the cancelling path.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+use tokio::task::Unconstrained;
+use tokio::time::Sleep;
+
+use super::TimeLimiter;
+use crate::error::Error;
+
+pin_project! {
+    /// The future returned by [`TimeLimiter::call_async`] and
+    /// [`TimeLimiter::call_async_detachable`]: resolves to the wrapped future's
+    /// result, or to [`Error::Timeout`] / [`Error::DeadlineExceeded`] when the
+    /// wait ends first.
+    ///
+    /// The wrapped future is polled first, so a future that is ready when first
+    /// polled is never timed out (as with `tokio::time::timeout`).
+    #[must_use = "futures do nothing unless polled; the timer is already running"]
+    pub struct TimeLimited<'a, F> {
+        #[pin]
+        work: Work<F>,
+        // Polled without tokio's cooperative budget, as `tokio::time::Timeout`
+        // does when the wrapped future spent it: otherwise a future that always
+        // exhausts the budget would never see its timeout fire.
+        #[pin]
+        timer: Unconstrained<Sleep>,
+        limiter: &'a TimeLimiter,
+        // The timer ends at the task's deadline, earlier than `timeout_duration`.
+        by_deadline: bool,
+        // Clock reading at the start, taken only while someone subscribes to events.
+        started: Option<u64>,
+    }
+}
+
+pin_project! {
+    #[project = WorkProj]
+    #[project_replace = WorkReplace]
+    enum Work<F> {
+        // Polled in place; dropped where it stands when the wait ends.
+        Inline { #[pin] fut: F },
+        // Boxed so it can move to a spawned task when the wait ends.
+        Detachable { fut: Pin<Box<F>>, detach: fn(Pin<Box<F>>) },
+        // The wait ended; the future was dropped or detached.
+        Done,
+    }
+}
+
+impl<'a, F> TimeLimited<'a, F> {
+    pub(super) fn inline(limiter: &'a TimeLimiter, fut: F) -> Self {
+        Self::new(limiter, Work::Inline { fut })
+    }
+
+    pub(super) fn detachable(
+        limiter: &'a TimeLimiter,
+        fut: Pin<Box<F>>,
+        detach: fn(Pin<Box<F>>),
+    ) -> Self {
+        Self::new(limiter, Work::Detachable { fut, detach })
+    }
+
+    #[inline]
+    fn new(limiter: &'a TimeLimiter, work: Work<F>) -> Self {
+        let (at, by_deadline) = limiter.wait_until();
+        TimeLimited {
+            work,
+            timer: tokio::task::unconstrained(tokio::time::sleep_until(at)),
+            limiter,
+            by_deadline,
+            started: limiter.start_reading(),
+        }
+    }
+}
+
+impl<F, T, E> Future for TimeLimited<'_, F>
+where
+    F: Future<Output = Result<T, E>>,
+{
+    type Output = Result<T, Error<E>>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let polled = match this.work.as_mut().project() {
+            WorkProj::Inline { fut } => fut.poll(cx),
+            WorkProj::Detachable { fut, .. } => fut.as_mut().poll(cx),
+            WorkProj::Done => panic!("`TimeLimited` polled after it completed"),
+        };
+        if let Poll::Ready(result) = polled {
+            return Poll::Ready(this.limiter.finished(result, *this.started));
+        }
+        if this.timer.poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        // The wait is over. Cancel (drop in place) or detach the work now, not
+        // when the caller gets round to dropping this future.
+        match this.work.project_replace(Work::Done) {
+            WorkReplace::Inline { .. } => this.limiter.dropped_on_timeout(),
+            WorkReplace::Detachable { fut, detach } => detach(fut),
+            WorkReplace::Done => {}
+        }
+        Poll::Ready(Err(this.limiter.gave_up(*this.by_deadline, *this.started)))
+    }
+}
+
+/// Hands a timed-out future to tokio, which runs it to completion and drops its
+/// output: the `cancel_running_future = false` path.
+pub(super) fn detach<F>(fut: Pin<Box<F>>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    drop(tokio::spawn(fut));
+}
+
+impl<F> fmt::Debug for TimeLimited<'_, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimeLimited")
+            .field("limiter", &self.limiter.name())
+            .field("by_deadline", &self.by_deadline)
+            .finish_non_exhaustive()
+    }
+}
