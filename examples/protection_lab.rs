@@ -177,11 +177,7 @@ async fn bulkhead() {
         .map(|_| {
             let (reports, downstream, release) =
                 (reports.clone(), downstream.clone(), release.clone());
-            tokio::spawn(async move {
-                reports
-                    .call_async(downstream.get_held(&release))
-                    .await
-            })
+            tokio::spawn(async move { reports.call_async(downstream.get_held(&release)).await })
         })
         .collect();
     while downstream.active.load(Ordering::SeqCst) < 2 {
@@ -271,7 +267,9 @@ fn rate() {
         .build()
         .expect("valid rate limiter config");
     let limiter = RateLimiter::new("read", config);
-    let outcomes: Vec<_> = (0..3).map(|_| limiter.call(|| downstream.get("ok"))).collect();
+    let outcomes: Vec<_> = (0..3)
+        .map(|_| limiter.call(|| downstream.get("ok")))
+        .collect();
     let accepted = outcomes.iter().filter(|o| o.is_ok()).count();
     let rejected = outcomes
         .iter()

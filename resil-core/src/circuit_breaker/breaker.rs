@@ -173,13 +173,15 @@ impl CircuitBreaker {
         match w.state() {
             State::Open
                 if inner.config.automatic_transition
-                    && inner.clock.now_nanos() >= inner.open_until.load(Ordering::Acquire) =>
+                    && inner.clock.precise_now_nanos()
+                        >= inner.open_until.load(Ordering::Acquire) =>
             {
                 inner.fire(w.epoch(), Timer::OpenToHalfOpen);
                 inner.load().state()
             }
             State::HalfOpen
-                if inner.clock.now_nanos() >= inner.half_open_until.load(Ordering::Acquire) =>
+                if inner.clock.precise_now_nanos()
+                    >= inner.half_open_until.load(Ordering::Acquire) =>
             {
                 inner.fire(w.epoch(), Timer::HalfOpenToOpen);
                 inner.load().state()
@@ -450,14 +452,14 @@ impl Inner {
                 State::Disabled => return Ok(Permit::new(self, w, 0)),
                 State::ForcedOpen => return Err(self.reject(State::ForcedOpen)),
                 State::Open => {
-                    if self.clock.now_nanos() < self.open_until.load(Ordering::Acquire) {
+                    if self.clock.precise_now_nanos() < self.open_until.load(Ordering::Acquire) {
                         return Err(self.reject(State::Open));
                     }
                     // The wait has passed: the first to get here moves to HALF_OPEN.
                     self.fire(w.epoch(), Timer::OpenToHalfOpen);
                 }
                 State::HalfOpen => {
-                    let now = self.clock.now_nanos();
+                    let now = self.clock.precise_now_nanos();
                     if now >= self.half_open_until.load(Ordering::Acquire) {
                         self.fire(w.epoch(), Timer::HalfOpenToOpen);
                     } else if w.slots() == 0 {
@@ -654,7 +656,7 @@ impl Inner {
         if w.epoch() != epoch {
             return;
         }
-        let now = self.clock.now_nanos();
+        let now = self.clock.precise_now_nanos();
         match timer {
             Timer::OpenToHalfOpen
                 if w.state() == State::Open && now >= self.open_until.load(Ordering::Acquire) =>
@@ -685,7 +687,7 @@ impl Inner {
             timer.abort();
         }
         self.clean.store(false, Ordering::Relaxed);
-        let now = self.clock.now_nanos();
+        let now = self.clock.precise_now_nanos();
         let epoch = from_word.epoch().wrapping_add(1);
         let mut slots = 0;
         core.thresholds_reported = false;
@@ -750,7 +752,7 @@ impl Inner {
         let task = handle.spawn(async move {
             loop {
                 let Some(inner) = me.upgrade() else { return };
-                let now = inner.clock.now_nanos();
+                let now = inner.clock.precise_now_nanos();
                 if now >= at {
                     inner.fire(epoch, timer);
                     return;

@@ -192,7 +192,10 @@ impl RateLimiter {
         let inner = &*self.inner;
         let granted = match inner.cycles.acquire_fast(permits, || inner.now()) {
             Fast::Granted => true,
-            Fast::Slow { now } => inner.cycles.acquire_at(permits, now, || 0).is_ok(),
+            Fast::Slow { .. } => inner
+                .cycles
+                .acquire_at(permits, inner.precise_now(), || 0)
+                .is_ok(),
         };
         inner.publish(granted, permits);
         granted
@@ -279,6 +282,13 @@ impl Inner {
         self.clock.now_nanos()
     }
 
+    /// A reading for the slow path, where a refusal or a wait is decided: on
+    /// the coarse clock it is the precise one, so a caller that waited out a
+    /// cycle is never refused because the coarse reading lags.
+    fn precise_now(&self) -> u64 {
+        self.clock.precise_now_nanos()
+    }
+
     #[inline(never)]
     fn sleep(&self, nanos: u64) {
         let _waiting = Waiting::enter(&self.waiting);
@@ -306,7 +316,7 @@ impl Inner {
                 self.publish(true, permits);
                 Ok(Grant::NOW)
             }
-            Fast::Slow { now } => self.reserve_at(permits, now),
+            Fast::Slow { .. } => self.reserve_at(permits, self.precise_now()),
         }
     }
 
