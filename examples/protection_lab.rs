@@ -170,7 +170,7 @@ async fn bulkhead() {
         .max_wait_duration(Duration::ZERO)
         .build()
         .expect("valid bulkhead config");
-    let reports = Bulkhead::new("reports", config.clone());
+    let reports = Bulkhead::new("reports", config);
     let payment = Bulkhead::new("payment", config);
 
     let held: Vec<_> = (0..2)
