@@ -23,6 +23,7 @@ pub mod error;
 pub mod event;
 pub mod rate_limiter;
 pub mod retry;
+mod striped;
 pub mod thread_pool_bulkhead;
 pub mod time_limiter;
 

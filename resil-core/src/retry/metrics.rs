@@ -1,7 +1,7 @@
 //! Retry metrics: logical calls by outcome, and the physical attempts they made.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::striped::Striped;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A snapshot of a [`Retry`](super::Retry)'s counters (seed 000 §15.2, §27).
 ///
@@ -112,49 +112,12 @@ impl RetryMetrics {
     }
 }
 
-/// Shards for the hot counter, so threads calling one retry concurrently do not
-/// fight over one cache line on the success path.
-const SHARDS: usize = 8;
-
-#[repr(align(128))]
-#[derive(Default)]
-struct Padded(AtomicU64);
-
-/// A counter split across cache lines; each thread adds to its own shard.
-#[derive(Default)]
-struct Striped([Padded; SHARDS]);
-
-#[inline]
-fn shard() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
-    }
-    SHARD.with(|s| {
-        let mut i = s.get();
-        if i == usize::MAX {
-            i = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
-            s.set(i);
-        }
-        i
-    })
-}
-
-impl Striped {
-    #[inline]
-    fn increment(&self) {
-        self.0[shard()].0.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn sum(&self) -> u64 {
-        self.0.iter().map(|p| p.0.load(Ordering::Relaxed)).sum()
-    }
-}
-
 /// The live counters behind [`RetryMetrics`].
 #[derive(Default)]
 pub(crate) struct Counters {
-    successful_without_retry: Striped,
+    /// Striped: threads calling one retry concurrently must not fight over
+    /// one cache line on the success path.
+    successful_without_retry: Striped<AtomicU64>,
     successful_with_retry: AtomicU64,
     failed_without_retry: AtomicU64,
     failed_with_retry: AtomicU64,

@@ -1,10 +1,7 @@
 //! Call counts of a time limiter: successful, failed, timed out.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-
-/// How many cache-line-sized stripes the counters are spread over (a power of two).
-const STRIPES: usize = 8;
+use crate::striped::Striped;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Live counters, one relaxed increment per finished call.
 ///
@@ -14,11 +11,10 @@ const STRIPES: usize = 8;
 /// otherwise share it). A snapshot adds the stripes up.
 #[derive(Debug, Default)]
 pub(super) struct Counters {
-    stripes: [Stripe; STRIPES],
+    stripes: Striped<Stripe>,
 }
 
 #[derive(Debug, Default)]
-#[repr(align(128))] // two lines: x86 prefetches cache lines in adjacent pairs
 struct Stripe {
     successful: AtomicU64,
     failed: AtomicU64,
@@ -26,27 +22,10 @@ struct Stripe {
     deadline_exceeded: AtomicU64,
 }
 
-/// This thread's stripe index, handed out round-robin on first use.
-#[inline]
-fn stripe_index() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
-    }
-    INDEX.with(|index| {
-        let mut i = index.get();
-        if i == usize::MAX {
-            i = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
-            index.set(i);
-        }
-        i
-    })
-}
-
 impl Counters {
     #[inline]
     fn stripe(&self) -> &Stripe {
-        &self.stripes[stripe_index() % STRIPES]
+        self.stripes.mine()
     }
 
     #[inline]
