@@ -1,7 +1,48 @@
 //! resil: Resilience4j's fault-tolerance semantics for Rust.
 //!
-//! The facade re-exports the primitives of `resil-core`; see the README for the
-//! model and the semantics each primitive follows.
+//! Circuit breaker, retry (with a retry budget), semaphore and thread-pool
+//! bulkheads, rate limiter, time limiter and end-to-end deadlines, with the
+//! defaults, windows, thresholds, states and permits Resilience4j documents.
+//!
+//! Every primitive is created once with a name and a config and shared by
+//! cloning its handle; `call` protects sync work and `call_async` async work,
+//! and both return `Result<T, resil::Error<E>>`: [`Error::Call`] for the
+//! call's own error, or a refusal naming the instance that refused.
+//!
+//! ```
+//! use std::time::Duration;
+//! use resil::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig, State};
+//! use resil::retry::{Retry, RetryConfig};
+//! use resil::clock::ManualClock;
+//! use resil::{Error, ErrorKind};
+//!
+//! let clock = ManualClock::new(); // tests move time by hand; production omits it
+//! let breaker = CircuitBreaker::with_clock(
+//!     "inventory",
+//!     CircuitBreakerConfig::builder()
+//!         .sliding_window_size(4)
+//!         .minimum_number_of_calls(4)
+//!         .build()?,
+//!     clock.clone(),
+//! );
+//! let retry = Retry::with_clock("inventory", RetryConfig::default(), clock.clone());
+//!
+//! // Retry outside the breaker: each attempt is one sample in the window.
+//! let out: Result<u32, Error<&str>> =
+//!     retry.call_nested(|| breaker.call(|| Err("HTTP 503")));
+//! assert_eq!(out, Err(Error::Call("HTTP 503")));
+//! assert_eq!(breaker.metrics().failed_calls(), 3); // max_attempts counts the first call
+//!
+//! let _ = breaker.call(|| Err::<u32, _>("HTTP 503")); // the 4th sample opens it
+//! assert_eq!(breaker.state(), State::Open);
+//! let refused = breaker.call(|| Ok::<u32, &str>(42));
+//! assert_eq!(refused.unwrap_err().kind(), ErrorKind::CallNotPermitted);
+//! # Ok::<(), resil::ConfigError>(())
+//! ```
+//!
+//! The crates behind the facade: `resil-core` (the primitives, re-exported
+//! here module by module), `resil-registry` and `resil-macros` (named
+//! instances and the attribute macros, still to land).
 #![warn(missing_docs)]
 
 pub use resil_core::{
