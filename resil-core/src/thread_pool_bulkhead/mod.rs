@@ -119,7 +119,6 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use self::pool::{Job, Pool};
-use crate::clock::Clock;
 use crate::deadline;
 use crate::error::{BulkheadFull, DeadlineExceeded, Error};
 use crate::event::{EventPublisher, EventStream};
@@ -148,6 +147,11 @@ impl Drop for Handle {
 impl ThreadPoolBulkhead {
     /// A thread-pool bulkhead called `name`. No thread starts until the first
     /// task arrives.
+    ///
+    /// Unlike the other primitives it has no `with_clock`: it reads no clock.
+    /// Keep-alive is a real wait of an OS thread on a condition variable, which
+    /// no injected clock could advance; tests hold workers with channels or
+    /// barriers instead of timing them.
     pub fn new(name: impl Into<Arc<str>>, config: ThreadPoolBulkheadConfig) -> Self {
         let pool = Pool::new(name.into(), config, EventPublisher::default());
         ThreadPoolBulkhead {
@@ -155,19 +159,6 @@ impl ThreadPoolBulkhead {
                 pool: Arc::new(pool),
             }),
         }
-    }
-
-    /// The same as [`new`](Self::new), for symmetry with the other primitives.
-    ///
-    /// The pool reads no clock: keep-alive is a real wait of an OS thread on a
-    /// condition variable, which no injected clock can advance. Tests hold
-    /// workers with channels or barriers instead of timing them.
-    pub fn with_clock(
-        name: impl Into<Arc<str>>,
-        config: ThreadPoolBulkheadConfig,
-        _clock: impl Clock,
-    ) -> Self {
-        Self::new(name, config)
     }
 
     /// The instance name.
