@@ -19,6 +19,7 @@ pub mod bulkhead;
 pub mod circuit_breaker;
 pub mod clock;
 pub mod deadline;
+mod erased;
 pub mod error;
 pub mod event;
 pub mod rate_limiter;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::state::MAX_PROBE_SLOTS;
+use crate::erased::{erase, Erased};
 use crate::error::ConfigError;
 use crate::retry::IntervalFunction;
 
@@ -46,18 +47,8 @@ pub enum ResultTransition {
     OpenFor(Duration),
 }
 
-type Predicate = Arc<dyn Fn(&dyn Any) -> Option<bool> + Send + Sync>;
-type TransitionFn = Arc<dyn Fn(&dyn Any) -> Option<ResultTransition> + Send + Sync>;
-
-fn erase<X: 'static>(f: impl Fn(&X) -> bool + Send + Sync + 'static) -> Predicate {
-    Arc::new(move |any: &dyn Any| any.downcast_ref::<X>().map(&f))
-}
-
-fn erase_transition<X: 'static>(
-    f: impl Fn(&X) -> ResultTransition + Send + Sync + 'static,
-) -> TransitionFn {
-    Arc::new(move |any: &dyn Any| any.downcast_ref::<X>().map(&f))
-}
+type Predicate = Erased<bool>;
+type TransitionFn = Erased<ResultTransition>;
 
 /// The classification predicates, type-erased: one breaker is shared by calls
 /// of different `T`/`E` (a registry hands the same instance to many call sites),
@@ -491,9 +482,7 @@ impl CircuitBreakerConfigBuilder {
         mut self,
         f: impl Fn(&T) -> ResultTransition + Send + Sync + 'static,
     ) -> Self {
-        self.classifier()
-            .transition_on_result
-            .push(erase_transition(f));
+        self.classifier().transition_on_result.push(erase(f));
         self
     }
 
@@ -503,9 +492,7 @@ impl CircuitBreakerConfigBuilder {
         mut self,
         f: impl Fn(&E) -> ResultTransition + Send + Sync + 'static,
     ) -> Self {
-        self.classifier()
-            .transition_on_error
-            .push(erase_transition(f));
+        self.classifier().transition_on_error.push(erase(f));
         self
     }
 

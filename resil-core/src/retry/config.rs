@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use super::budget::RetryBudget;
 use super::interval::IntervalFunction;
+use crate::erased::{erase, Erased};
 use crate::error::{ConfigError, ErrorKind};
 
-/// A type-erased predicate over an error or a result. It answers `false` for a
-/// value of any type other than the one it was written for.
-pub(crate) type Predicate = Arc<dyn Fn(&dyn Any) -> bool + Send + Sync>;
+/// A type-erased predicate over an error or a result (`None` for a value of
+/// any type other than the one it was written for).
+type Predicate = Erased<bool>;
 type KindPredicate = Arc<dyn Fn(ErrorKind) -> bool + Send + Sync>;
 
 /// Resilience4j's default `max_attempts` (the first call plus two retries).
@@ -123,17 +124,19 @@ impl RetryConfig {
 
     #[inline]
     pub(crate) fn is_ignored(&self, error: &dyn Any) -> bool {
-        self.ignore_error.as_ref().is_some_and(|p| p(error))
+        self.ignore_error.as_ref().is_some_and(|p| holds(p, error))
     }
 
     #[inline]
     pub(crate) fn retries_error(&self, error: &dyn Any) -> bool {
-        self.retry_on_error.as_ref().is_none_or(|p| p(error))
+        self.retry_on_error.as_ref().is_none_or(|p| holds(p, error))
     }
 
     #[inline]
     pub(crate) fn retries_result(&self, value: &dyn Any) -> bool {
-        self.retry_on_result.as_ref().is_some_and(|p| p(value))
+        self.retry_on_result
+            .as_ref()
+            .is_some_and(|p| holds(p, value))
     }
 
     #[inline]
@@ -194,12 +197,13 @@ pub struct RetryConfigBuilder {
 fn any_of(previous: Option<Predicate>, next: Predicate) -> Option<Predicate> {
     Some(match previous {
         None => next,
-        Some(previous) => Arc::new(move |v: &dyn Any| previous(v) || next(v)),
+        Some(previous) => Arc::new(move |v: &dyn Any| Some(holds(&previous, v) || holds(&next, v))),
     })
 }
 
-fn erase<V: 'static>(f: impl Fn(&V) -> bool + Send + Sync + 'static) -> Predicate {
-    Arc::new(move |v: &dyn Any| v.downcast_ref::<V>().is_some_and(&f))
+/// Whether `predicate` was written for `value`'s type and accepts it.
+fn holds(predicate: &Predicate, value: &dyn Any) -> bool {
+    predicate(value) == Some(true)
 }
 
 impl RetryConfigBuilder {
