@@ -30,6 +30,7 @@ mod event;
 mod global;
 mod handle;
 mod kind;
+mod manage;
 mod registry;
 
 pub use crate::classes::{ErrorClass, ErrorList, ERROR_KIND_NAMES};
@@ -38,6 +39,7 @@ pub use crate::event::{RegistryEvent, RegistryEventKind};
 pub use crate::global::{init, registry};
 pub use crate::handle::Handle;
 pub use crate::kind::{Kind, Primitive};
+pub use crate::manage::{ManualOverride, Transition};
 pub use crate::registry::{
     Registry, RegistryBuilder, DEFAULT_CONFIG, DEFAULT_MAX_INSTANCES_PER_KIND,
 };

@@ -2,7 +2,7 @@
 //! the events that announce changes.
 
 use std::any::Any;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -25,6 +25,7 @@ use crate::error::RegistryError;
 use crate::event::{RegistryEvent, RegistryEventKind};
 use crate::handle::{Handle, Slot};
 use crate::kind::{Kind, Primitive};
+use crate::manage::Overrides;
 
 /// The name of the config every instance and config without a `base-config`
 /// inherits from.
@@ -49,6 +50,11 @@ pub(crate) struct InstanceCode<B> {
     pub(crate) config: Option<String>,
     /// The `configure_*` closure, applied last.
     pub(crate) settings: Option<CodeFn<B>>,
+    /// Set by `circuit_breaker_for(id, group)` when `id` has no settings of
+    /// its own: resolve as `group` would be.
+    pub(crate) group: Option<String>,
+    /// Tags set in code (labels in metrics, shown in the snapshot).
+    pub(crate) tags: BTreeMap<String, String>,
 }
 
 impl<B> Default for InstanceCode<B> {
@@ -56,7 +62,16 @@ impl<B> Default for InstanceCode<B> {
         InstanceCode {
             config: None,
             settings: None,
+            group: None,
+            tags: BTreeMap::new(),
         }
+    }
+}
+
+impl<B> InstanceCode<B> {
+    /// Whether code chose a config or settings for this name.
+    fn has_settings(&self) -> bool {
+        self.config.is_some() || self.settings.is_some()
     }
 }
 
@@ -110,6 +125,10 @@ pub(crate) struct Inner {
     rate_limiters: Store<RateLimiter>,
     time_limiters: Store<TimeLimiter>,
     pub(crate) clock: Option<SharedClock>,
+    /// The registry's clock for its own timers (override TTLs): `clock`, or
+    /// the system clock.
+    pub(crate) ttl_clock: SharedClock,
+    pub(crate) overrides: Overrides,
     pub(crate) max_per_kind: usize,
     pub(crate) classes: ErrorClasses,
     events: EventPublisher<RegistryEvent>,
@@ -180,7 +199,9 @@ impl RegistryBuilder {
                 pools: Store::default(),
                 rate_limiters: Store::default(),
                 time_limiters: Store::default(),
+                ttl_clock: self.clock.clone().unwrap_or_else(SharedClock::system),
                 clock: self.clock,
+                overrides: Overrides::default(),
                 max_per_kind: self.max_per_kind.unwrap_or(DEFAULT_MAX_INSTANCES_PER_KIND),
                 classes: ErrorClasses::default(),
                 events: EventPublisher::default(),
@@ -326,6 +347,48 @@ impl Registry {
                 Ok(Handle::from_slot(slot))
             }
         }
+    }
+
+    /// The circuit breaker `id` of the group `group`, with Spring Cloud
+    /// CircuitBreakerFactory's precedence: `id`'s own settings if it has any,
+    /// else the settings of `group` (a named config, or an instance, called
+    /// `group`), else the default config. Same `id` → same instance.
+    pub fn circuit_breaker_for(&self, id: &str, group: &str) -> Handle<CircuitBreaker> {
+        if let Some(existing) = self.find::<CircuitBreaker>(id) {
+            return existing;
+        }
+        {
+            let mut code = self.store::<CircuitBreaker>().code.write();
+            let entry = code.instances.entry(id.to_owned()).or_default();
+            if !entry.has_settings() {
+                entry.group = Some(group.to_owned());
+            }
+        }
+        self.get::<CircuitBreaker>(id)
+    }
+
+    /// Sets the tags of the instance of kind `P` called `name` (replacing
+    /// earlier code tags; a file's tags for the same key are overridden).
+    /// Tags label its metrics and appear in the snapshot.
+    pub fn set_tags<P: Primitive, K: Into<String>, V: Into<String>>(
+        &self,
+        name: &str,
+        tags: impl IntoIterator<Item = (K, V)>,
+    ) {
+        let mut code = self.store::<P>().code.write();
+        code.instances.entry(name.to_owned()).or_default().tags = tags
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+    }
+
+    /// The tags of the instance of kind `P` called `name`.
+    pub fn tags<P: Primitive>(&self, name: &str) -> BTreeMap<String, String> {
+        let code = self.store::<P>().code.read();
+        code.instances
+            .get(name)
+            .map(|i| i.tags.clone())
+            .unwrap_or_default()
     }
 
     /// The existing instance called `name`, without creating one.
@@ -484,8 +547,32 @@ impl Registry {
         code: &CodeSettings<P::Builder>,
         name: &str,
     ) -> Result<P::Config, RegistryError> {
-        let instance = code.instances.get(name);
-        let chain = config_chain(P::KIND, code, instance.and_then(|i| i.config.as_deref()))?;
+        let mut instance = code.instances.get(name);
+        if let Some(group) = instance
+            .filter(|i| !i.has_settings())
+            .and_then(|i| i.group.as_deref())
+        {
+            if code.configs.contains_key(group) {
+                return self.resolve_chain::<P>(code, name, Some(group), None);
+            }
+            instance = code.instances.get(group);
+        }
+        self.resolve_chain::<P>(
+            code,
+            name,
+            instance.and_then(|i| i.config.as_deref()),
+            instance.and_then(|i| i.settings.as_ref()),
+        )
+    }
+
+    fn resolve_chain<P: Primitive>(
+        &self,
+        code: &CodeSettings<P::Builder>,
+        name: &str,
+        config: Option<&str>,
+        settings: Option<&CodeFn<P::Builder>>,
+    ) -> Result<P::Config, RegistryError> {
+        let chain = config_chain(P::KIND, code, config)?;
         let mut builder = P::default_builder();
         let applied = |b: P::Builder, f: &CodeFn<P::Builder>, at: &str| {
             catch_unwind(AssertUnwindSafe(|| f(b))).map_err(|_| RegistryError::SettingsPanicked {
@@ -500,7 +587,7 @@ impl Registry {
                 }
             }
         }
-        if let Some(f) = instance.and_then(|i| i.settings.as_ref()) {
+        if let Some(f) = settings {
             builder = applied(builder, f, name)?;
         }
         P::build(builder).map_err(|source| RegistryError::InvalidConfig {
@@ -517,6 +604,9 @@ impl Registry {
         if let Some(entry) = store.entries.get(name) {
             let name = Arc::clone(entry.key());
             let instance = P::create(Arc::clone(&name), config, self.inner.clock.as_ref());
+            if let Some(breaker) = (&instance as &dyn Any).downcast_ref::<CircuitBreaker>() {
+                self.reapply_override(&name, breaker);
+            }
             entry.slot.replace(instance);
             self.publish(
                 P::KIND,
