@@ -122,6 +122,9 @@ impl<E: fmt::Display> TransitionOutcome for Result<(), E> {
     }
 }
 
+// Bridges the breaker's transitions returning `()` today and `Result` once
+// they report illegal transitions; `()` is the value being adapted.
+#[allow(clippy::unit_arg)]
 fn apply(breaker: &CircuitBreaker, to: Transition) -> Result<(), String> {
     match to {
         Transition::Closed => breaker.transition_to_closed().into_result(),
