@@ -161,6 +161,16 @@ impl Registry {
             })
     }
 
+    fn publish_breaker(&self, name: &str, what: RegistryEventKind) {
+        let entry = self.store::<CircuitBreaker>().entries.get(name);
+        self.publish(
+            Kind::CircuitBreaker,
+            name.into(),
+            what,
+            entry.as_ref().map(|e| &e.ring),
+        );
+    }
+
     fn now(&self) -> Duration {
         Duration::from_nanos(self.inner.ttl_clock.now_nanos())
     }
@@ -190,9 +200,8 @@ impl Registry {
         overrides.remove(name);
         drop(overrides);
         tracing::info!(kind = "circuit_breaker", name, to = %to, "manual transition");
-        self.publish(
-            Kind::CircuitBreaker,
-            name.into(),
+        self.publish_breaker(
+            name,
             RegistryEventKind::ManualTransition {
                 to,
                 reason: None,
@@ -272,9 +281,8 @@ impl Registry {
             kind = "circuit_breaker", name, to = %to, reason = &*reason, ttl = ?ttl,
             "manual override"
         );
-        self.publish(
-            Kind::CircuitBreaker,
-            name.into(),
+        self.publish_breaker(
+            name,
             RegistryEventKind::ManualTransition {
                 to,
                 reason: Some(reason),
@@ -322,9 +330,8 @@ impl Registry {
                 kind = "circuit_breaker", name = &**name, back_to = %to,
                 reason = &*expired.reason, "manual override expired"
             );
-            self.publish(
-                Kind::CircuitBreaker,
-                Arc::clone(name),
+            self.publish_breaker(
+                name,
                 RegistryEventKind::OverrideExpired {
                     to,
                     reason: Arc::clone(&expired.reason),
