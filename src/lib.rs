@@ -46,8 +46,8 @@
 #![warn(missing_docs)]
 
 pub use resil_core::{
-    bulkhead, circuit_breaker, clock, deadline, error, event, rate_limiter, retry,
-    thread_pool_bulkhead, time_limiter, ConfigError, Error, ErrorKind,
+    bulkhead, circuit_breaker, clock, deadline, error, event, interval, rate_limiter, retry,
+    thread_pool_bulkhead, time_limiter, ConfigError, Error, ErrorKind, IntervalFunction,
 };
 
 pub use resil_registry::{init, registry, ErrorClass, Handle, Registry};
