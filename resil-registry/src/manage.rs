@@ -104,40 +104,22 @@ impl Overrides {
     }
 }
 
-/// What both the current `()`-returning and a `Result`-returning breaker
-/// transition give back, as a `Result`.
-trait TransitionOutcome {
-    fn into_result(self) -> Result<(), String>;
-}
-
-impl TransitionOutcome for () {
-    fn into_result(self) -> Result<(), String> {
-        Ok(())
-    }
-}
-
-impl<E: fmt::Display> TransitionOutcome for Result<(), E> {
-    fn into_result(self) -> Result<(), String> {
-        self.map_err(|e| e.to_string())
-    }
-}
-
-// Bridges the breaker's transitions returning `()` today and `Result` once
-// they report illegal transitions; `()` is the value being adapted.
-#[allow(clippy::unit_arg)]
+/// Runs a transition; an illegal one (Resilience4j's transition table) comes
+/// back as the breaker's message.
 fn apply(breaker: &CircuitBreaker, to: Transition) -> Result<(), String> {
-    match to {
-        Transition::Closed => breaker.transition_to_closed().into_result(),
-        Transition::Open => breaker.transition_to_open().into_result(),
-        Transition::HalfOpen => breaker.transition_to_half_open().into_result(),
-        Transition::ForcedOpen => breaker.transition_to_forced_open().into_result(),
-        Transition::Disabled => breaker.transition_to_disabled().into_result(),
-        Transition::MetricsOnly => breaker.transition_to_metrics_only().into_result(),
+    let result = match to {
+        Transition::Closed => breaker.transition_to_closed(),
+        Transition::Open => breaker.transition_to_open(),
+        Transition::HalfOpen => breaker.transition_to_half_open(),
+        Transition::ForcedOpen => breaker.transition_to_forced_open(),
+        Transition::Disabled => breaker.transition_to_disabled(),
+        Transition::MetricsOnly => breaker.transition_to_metrics_only(),
         Transition::Reset => {
             breaker.reset();
             Ok(())
         }
-    }
+    };
+    result.map_err(|e| e.to_string())
 }
 
 /// The transition that puts a breaker back into `state` after an override.

@@ -197,3 +197,23 @@ fn tags_are_kept_per_instance() {
     assert_eq!(tags.len(), 2);
     assert!(registry.tags::<CircuitBreaker>("other").is_empty());
 }
+
+#[test]
+fn an_illegal_transition_is_an_error_naming_both_states_and_changes_nothing() {
+    let (registry, _clock) = registry();
+    let cb = registry.circuit_breaker("x");
+    let mut events = registry.subscribe();
+    let err = registry
+        .transition_circuit_breaker("x", Transition::HalfOpen)
+        .unwrap_err();
+    assert!(
+        matches!(err, RegistryError::IllegalOperation { .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("CLOSED to HALF_OPEN"), "{err}");
+    assert_eq!(cb.state(), State::Closed);
+    assert!(
+        events.drain().is_empty(),
+        "no event for a refused transition"
+    );
+}

@@ -146,6 +146,9 @@ fn health_is_the_worst_component_with_reasons_opt_out_and_not_allowed_to_fail() 
     assert_eq!(h.components.len(), 3);
 
     registry
+        .transition_circuit_breaker("a", resil_registry::Transition::Open)
+        .unwrap();
+    registry
         .transition_circuit_breaker("a", resil_registry::Transition::HalfOpen)
         .unwrap();
     let h = registry.health();
