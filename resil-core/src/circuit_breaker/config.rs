@@ -10,7 +10,7 @@ use super::state::MAX_PROBE_SLOTS;
 use super::State;
 use crate::erased::{erase, Erased};
 use crate::error::{ConfigError, Error};
-use crate::retry::IntervalFunction;
+use crate::interval::IntervalFunction;
 
 /// How the sliding window that feeds the failure and slow-call rates is cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
