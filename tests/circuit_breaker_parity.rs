@@ -362,6 +362,37 @@ fn a_custom_interval_that_later_drops_below_1ms_is_raised_to_1ms() {
 }
 
 #[test]
+fn a_randomized_open_interval_builds_every_time_and_waits_at_least_1ms() {
+    // Draws of randomized(1 ms, 0.9) fall in [0.1 ms, 1.9 ms]: validation must
+    // not depend on the draw, and no OPEN period may be shorter than 1 ms.
+    for _ in 0..200 {
+        CircuitBreakerConfig::builder()
+            .wait_interval_function_in_open_state(IntervalFunction::randomized(MS(1), 0.9))
+            .build()
+            .unwrap();
+    }
+    let (cb, clock) = manual(
+        CircuitBreakerConfig::builder()
+            .wait_interval_function_in_open_state(IntervalFunction::randomized(MS(1), 0.9))
+            .permitted_number_of_calls_in_half_open_state(1)
+            .build()
+            .unwrap(),
+    );
+    cb.transition_to_open().unwrap();
+    for _ in 0..50 {
+        assert!(cb.try_acquire_permission().is_err(), "refused at the start");
+        clock.advance(MS(1) - TICK);
+        assert!(
+            cb.try_acquire_permission().is_err(),
+            "OPEN for at least 1 ms"
+        );
+        clock.advance(MS(1) + TICK);
+        let _ = cb.call(|| Err::<(), _>(Io)); // the probe fails: OPEN again
+        assert_eq!(cb.state(), State::Open);
+    }
+}
+
+#[test]
 fn setting_both_open_waits_on_one_builder_is_an_error_naming_both() {
     let err = CircuitBreakerConfig::builder()
         .wait_duration_in_open_state(SECS(5))
@@ -805,6 +836,29 @@ fn a_half_open_breaker_at_the_maximum_reading_answers_with_or_without_a_max_wait
     }
 }
 
+#[test]
+fn a_closed_breaker_whose_clock_reads_its_maximum_records_and_opens() {
+    for window in [
+        resil::circuit_breaker::SlidingWindowType::CountBased,
+        resil::circuit_breaker::SlidingWindowType::TimeBased,
+    ] {
+        let config = CircuitBreakerConfig::builder()
+            .sliding_window_type(window)
+            .sliding_window_size(4)
+            .minimum_number_of_calls(4)
+            .build()
+            .unwrap();
+        let (cb, _clock) = saturated(config);
+        let state = answers("calls at u64::MAX", move || {
+            for _ in 0..4 {
+                let _ = cb.call(|| Err::<(), _>(Io));
+            }
+            (cb.state(), cb.metrics().failure_rate())
+        });
+        assert_eq!(state, (State::Open, Some(100.0)), "{window:?}");
+    }
+}
+
 // ---- item 13: probe storage sized to what is used ----
 
 #[test]
@@ -817,6 +871,7 @@ fn the_largest_probe_count_costs_no_memory_until_used_and_little_after() {
         .unwrap();
     let (cb, clock) = manual(config);
     let closed = cb.memory_footprint();
+    println!("memory_footprint with 2^24 permitted probes: {closed} bytes");
     assert!(closed < 4096, "{closed} bytes with 2^24 permitted probes");
     cb.transition_to_open().unwrap();
     clock.advance(SECS(60) + TICK);

@@ -264,7 +264,7 @@ impl CircuitBreaker {
 
     /// Asks for permission to make one call. CLOSED, DISABLED and METRICS_ONLY
     /// always permit (a breaker never limits concurrency); OPEN permits nothing
-    /// until its wait has passed, then moves to HALF_OPEN; HALF_OPEN hands out
+    /// until strictly after its wait, then moves to HALF_OPEN; HALF_OPEN hands out
     /// exactly `permitted_number_of_calls_in_half_open_state` probe permits;
     /// FORCED_OPEN permits nothing. A refusal is counted as not permitted.
     #[inline]
@@ -821,11 +821,15 @@ impl Inner {
                         self.check_thresholds(&mut core, state, total, minimum);
                     }
                     State::HalfOpen => {
-                        add(&mut core.probes, outcome == Outcome::Failure, slow);
-                        let total = core.probes;
                         // Decided as soon as min(minimum_number_of_calls, permitted)
                         // probes completed: every branch below leaves the round.
                         let minimum = self.config.half_open_minimum_number_of_calls();
+                        debug_assert!(
+                            core.probes.calls < u64::from(minimum),
+                            "a decided round takes no more outcomes"
+                        );
+                        add(&mut core.probes, outcome == Outcome::Failure, slow);
+                        let total = core.probes;
                         if !self.check_thresholds(&mut core, state, total, minimum)
                             && total.calls >= u64::from(minimum)
                         {

@@ -560,8 +560,9 @@ impl CircuitBreakerConfigBuilder {
     /// and FORCED_OPEN do not advance the count.
     ///
     /// Every interval must be at least 1 ms, as the fixed wait: `build` checks
-    /// the function's parameters and its first interval, and a later interval
-    /// below 1 ms (a custom function's) is raised to 1 ms when used. Do not
+    /// the function's parameters and the first interval of a fixed, exponential
+    /// or custom function; any interval below 1 ms met later (a custom
+    /// function's, a randomized draw) is raised to 1 ms when used. Do not
     /// combine with `wait_duration_in_open_state` on one builder (see there).
     pub fn wait_interval_function_in_open_state(mut self, f: IntervalFunction) -> Self {
         self.config.wait_interval_function_in_open_state = Some(f);
@@ -739,9 +740,14 @@ impl CircuitBreakerConfigBuilder {
         if let Some(f) = &c.wait_interval_function_in_open_state {
             let field = "wait_interval_function_in_open_state";
             f.validate(field)?;
-            match catch_unwind(AssertUnwindSafe(|| f.interval(1))) {
-                Ok(first) if first >= MIN_OPEN_WAIT => {}
-                Ok(first) => {
+            // The first interval, twice: two different answers mean a
+            // randomized function, whose parameters `validate` checked and whose
+            // every draw is raised to 1 ms when used; checking one random draw
+            // here would make `build` itself random.
+            match catch_unwind(AssertUnwindSafe(|| (f.interval(1), f.interval(1)))) {
+                Ok((first, again)) if first != again => {}
+                Ok((first, _)) if first >= MIN_OPEN_WAIT => {}
+                Ok((first, _)) => {
                     return Err(ConfigError::new(
                         field,
                         format!("a first interval of {first:?}"),
