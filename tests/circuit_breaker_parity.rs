@@ -859,6 +859,38 @@ fn a_closed_breaker_whose_clock_reads_its_maximum_records_and_opens() {
     }
 }
 
+/// A faulty custom clock: every other reading is its maximum, the rest zero.
+#[derive(Debug, Default)]
+struct FlappingClock(std::sync::atomic::AtomicU64);
+
+impl resil::clock::Clock for FlappingClock {
+    fn now_nanos(&self) -> u64 {
+        if self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2 == 0 {
+            u64::MAX
+        } else {
+            0
+        }
+    }
+}
+
+#[test]
+fn a_clock_that_jumps_back_and_forth_cannot_make_an_acquire_spin() {
+    for config in [with_max_wait(), CircuitBreakerConfig::default()] {
+        let cb = CircuitBreaker::with_clock("flapping", config, FlappingClock::default());
+        cb.transition_to_open().unwrap();
+        let answered = answers("acquire on a flapping clock", move || {
+            (0..100)
+                .filter(|_| {
+                    let permit = cb.try_acquire_permission();
+                    let _ = cb.state();
+                    permit.is_ok()
+                })
+                .count()
+        });
+        assert!(answered <= 100);
+    }
+}
+
 // ---- item 13: probe storage sized to what is used ----
 
 #[test]
