@@ -231,6 +231,54 @@ fn a_first_time_success_counts_without_retry_and_never_waits() {
     assert_eq!((m.calls(), m.attempts(), m.retry_attempts()), (3, 3, 0));
 }
 
+// Issue 6, item 6: Resilience4j publishes SUCCESS only for a success that
+// needed retries (`RetryImpl.onComplete`: `numOfAttempts > 0`).
+#[test]
+fn a_first_attempt_success_publishes_no_event_sync_and_async() {
+    let (retry, _) = manual(RetryConfig::default());
+    let mut events = retry.subscribe();
+    assert_eq!(retry.call(|| Ok::<_, Fault>(1)), Ok(1));
+    assert_eq!(retry.call_nested(|| Ok::<_, Error<Fault>>(2)), Ok(2));
+    let out = futures::executor::block_on(retry.call_async(|| async { Ok::<_, Fault>(3) }));
+    assert_eq!(out, Ok(3));
+    assert_eq!(events.drain(), []);
+    assert_eq!(retry.metrics().successful_calls_without_retry(), 3);
+}
+
+// Resilience4j's `RetryImpl.onError`: an exception the retry predicate turns
+// down publishes IGNORED_ERROR, whether `ignoreExceptions` or a
+// `retryOnException` predicate that does not accept it turned it down.
+#[test]
+fn an_error_no_retry_predicate_accepts_publishes_ignored_error_not_error() {
+    let config = RetryConfig::builder()
+        .retry_on_error(|e: &Fault| *e == Fault::Unavailable)
+        .build()
+        .unwrap();
+    let (retry, _) = manual(config);
+    let mut events = retry.subscribe();
+    let mut calls = 0;
+    let out: Result<(), _> = retry.call(|| {
+        calls += 1;
+        Err(if calls == 1 {
+            Fault::Unavailable
+        } else {
+            Fault::BadRequest
+        })
+    });
+    assert_eq!(out, Err(Error::Call(Fault::BadRequest)));
+    let events = events.drain();
+    assert_eq!(
+        events[1],
+        RetryEvent::IgnoredError {
+            name: "inventory".into(),
+            attempts: 2,
+            cause: RetryCause::Error,
+        }
+    );
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(matches!(events[0], RetryEvent::Retry { attempt: 1, .. }));
+}
+
 #[test]
 fn retry_on_error_restricts_retries_to_the_errors_it_accepts() {
     let config = RetryConfig::builder()
@@ -291,6 +339,7 @@ fn ignore_wins_over_retry_and_is_counted_apart_from_failures() {
         [RetryEvent::IgnoredError {
             name: "inventory".into(),
             attempts: 1,
+            cause: RetryCause::Error,
         }]
     );
     let m = retry.metrics();
@@ -359,7 +408,7 @@ fn an_open_breaker_inside_the_retry_is_not_retried_in_a_tight_loop() {
     assert_eq!((calls, clock.elapsed()), (1, Duration::ZERO));
     assert_eq!(
         events.drain(),
-        [RetryEvent::Error {
+        [RetryEvent::IgnoredError {
             name: "inventory".into(),
             attempts: 1,
             cause: RetryCause::Rejection(ErrorKind::CallNotPermitted),

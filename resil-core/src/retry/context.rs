@@ -109,15 +109,25 @@ impl<'a> Context<'a> {
                 if self.retry.config.retries_result(value as &dyn Any) {
                     return self.retry_result();
                 }
-                self.retry.events.publish_with(|| RetryEvent::Success {
-                    name: self.retry.name.clone(),
-                    attempts: self.attempts,
-                });
+                // As Resilience4j: SUCCESS only for a success that needed
+                // retries; a first-attempt success is only counted.
+                if self.attempts > 1 {
+                    self.succeeded_after_retries();
+                }
                 self.finish(Outcome::Success, None);
                 Verdict::Return
             }
             Err(error) => self.judge_error(class(error)),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn succeeded_after_retries(&self) {
+        self.retry.events.publish_with(|| RetryEvent::Success {
+            name: self.retry.name.clone(),
+            attempts: self.attempts,
+        });
     }
 
     #[cold]
@@ -132,23 +142,24 @@ impl<'a> Context<'a> {
         match class {
             Class::Call(error) => {
                 if config.is_ignored(error) {
-                    self.retry.events.publish_with(|| RetryEvent::IgnoredError {
-                        name: self.retry.name.clone(),
-                        attempts: self.attempts,
-                    });
+                    self.not_retryable(RetryCause::Error);
                     self.finish(Outcome::Ignored, None);
                     Verdict::Return
                 } else if config.retries_error(error) {
                     self.failed_attempt(RetryCause::Error)
                 } else {
-                    self.give_up(RetryCause::Error)
+                    self.not_retryable(RetryCause::Error);
+                    self.finish(Outcome::Failure, None);
+                    Verdict::Return
                 }
             }
             Class::Rejection(kind) => {
                 if config.retries_rejection(kind) {
                     self.failed_attempt(RetryCause::Rejection(kind))
                 } else {
-                    self.give_up(RetryCause::Rejection(kind))
+                    self.not_retryable(RetryCause::Rejection(kind));
+                    self.finish(Outcome::Failure, None);
+                    Verdict::Return
                 }
             }
         }
@@ -194,7 +205,18 @@ impl<'a> Context<'a> {
         Verdict::Wait(wait)
     }
 
-    /// The call fails with the attempt's own outcome.
+    /// An error the retry does not retry (ignored, not accepted by
+    /// `retry_on_error`, or a refusal `retry_on_rejection` turns down): the
+    /// call ends with it. Resilience4j publishes IGNORED_ERROR for all of them.
+    fn not_retryable(&self, cause: RetryCause) {
+        self.retry.events.publish_with(|| RetryEvent::IgnoredError {
+            name: self.retry.name.clone(),
+            attempts: self.attempts,
+            cause,
+        });
+    }
+
+    /// The attempts ran out: the call fails with the last attempt's outcome.
     fn give_up(&mut self, cause: RetryCause) -> Verdict {
         self.retry.events.publish_with(|| RetryEvent::Error {
             name: self.retry.name.clone(),
