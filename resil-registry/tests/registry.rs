@@ -424,7 +424,8 @@ fn error_names_become_predicates_and_an_unknown_name_lists_the_registered_ones()
     // A retry-errors list of error kinds retries those refusals.
     let retry = registry
         .retry_error_names(
-            resil_core::retry::RetryConfig::builder(),
+            // No real waits between attempts in a test.
+            resil_core::retry::RetryConfig::builder().wait_duration(std::time::Duration::ZERO),
             ErrorList::RetryOn,
             &["db_timeout".into()],
             "retry",
