@@ -204,6 +204,7 @@ impl<E: 'static> Error<E> {
             Error::RequestNotPermitted(r) => (r, true),
             Error::Timeout(r) => (r, true),
             Error::RetryBudgetExhausted(r) => (r, true),
+            Error::MaxRetriesExceeded(r) => (r, true),
             Error::DeadlineExceeded(r) => (r, true),
         }
     }
@@ -218,6 +219,7 @@ impl<E: 'static> Error<E> {
             Error::RequestNotPermitted(_) => std::any::type_name::<RequestNotPermitted>(),
             Error::Timeout(_) => std::any::type_name::<Timeout>(),
             Error::RetryBudgetExhausted(_) => std::any::type_name::<RetryBudgetExhausted>(),
+            Error::MaxRetriesExceeded(_) => std::any::type_name::<MaxRetriesExceeded>(),
             Error::DeadlineExceeded(_) => std::any::type_name::<DeadlineExceeded>(),
         }
     }
