@@ -195,6 +195,10 @@ impl<E: 'static> Error<E> {
             Error::Timeout(r) => (r, true),
             Error::RetryBudgetExhausted(r) => (r, true),
             Error::DeadlineExceeded(r) => (r, true),
+            // A rejection added without an arm here is still a rejection (a
+            // failure by default); its predicates see the whole `Error<E>`.
+            #[allow(unreachable_patterns)]
+            _ => (self, true),
         }
     }
 
@@ -209,6 +213,8 @@ impl<E: 'static> Error<E> {
             Error::Timeout(_) => std::any::type_name::<Timeout>(),
             Error::RetryBudgetExhausted(_) => std::any::type_name::<RetryBudgetExhausted>(),
             Error::DeadlineExceeded(_) => std::any::type_name::<DeadlineExceeded>(),
+            #[allow(unreachable_patterns)]
+            _ => std::any::type_name::<Self>(),
         }
     }
 }
