@@ -1,6 +1,11 @@
 //! Named resil instances and their configuration.
 //!
-//! This crate will hold the registry (default and named configs, `base-config`
-//! inheritance, config files, the process-wide registry). Until that lands it
-//! only re-exports nothing and provides nothing: depend on `resil-core` directly.
+//! [`config`] loads Resilience4j-style config files (TOML and YAML, behind the
+//! `toml` and `yaml` features) and `RESIL_…` environment overrides into a
+//! validated [`FileConfig`].
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod config;
+
+pub use config::{ConfigFileError, FileConfig};
