@@ -717,6 +717,23 @@ fn backoff_keys_build_resil_cores_interval_functions() {
         MS(1500),
         "Resilience4j's default multiplier 1.5"
     );
+    // resil-core's interval checks land on the key that set the part it names.
+    let p = only_problem(yaml(
+        "resilience4j:\n  retry:\n    instances:\n      z:\n        wait-duration: 0\n        \
+         enable-exponential-backoff: true\n",
+    ));
+    assert_eq!(
+        p.to_string(),
+        "invalid `resilience4j.retry.instances.z.wait-duration`: got initial interval 0ns, \
+         expected initial interval >= 1ms"
+    );
+    let p = only_problem(yaml(
+        "resilience4j:\n  retry:\n    instances:\n      z:\n        exponential-max-wait-duration: 0\n",
+    ));
+    assert_eq!(
+        p.path(),
+        Some("resilience4j.retry.instances.z.exponential-max-wait-duration")
+    );
 }
 
 #[test]

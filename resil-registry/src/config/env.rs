@@ -62,7 +62,7 @@ fn apply_one(
         // (RESIL_CONFIG, …) belong to someone else.
         if let Some(at) = tokens.iter().position(|t| is_section(t)) {
             let written = tokens[..at].join("_");
-            let kinds = Kind::ALL.map(|k| k.key().replace('-', "_").to_ascii_uppercase());
+            let kinds = Kind::ALL.map(|k| k.config_key().replace('-', "_").to_ascii_uppercase());
             let suggestion = closest(&written, kinds.iter().map(String::as_str));
             let mut message = format!("`{var}` names no kind: `{written}`");
             if let Some(s) = suggestion {
@@ -238,7 +238,7 @@ fn unknown_key(var: &str, kind: Kind, rest: &[&str]) -> Problem {
             format!("{prefix}{k}")
         })
     });
-    let mut message = format!("`{var}` does not end with a {kind} key");
+    let mut message = format!("`{var}` does not end with a {} key", kind.label());
     if let Some(s) = &suggestion {
         message.push_str(&format!("; did you mean `{s}`?"));
     }

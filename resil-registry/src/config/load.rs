@@ -49,7 +49,7 @@ impl KindDoc {
     pub(crate) fn path_or_default(&self, kind: Kind) -> String {
         self.path
             .clone()
-            .unwrap_or_else(|| format!("{ROOT}.{}", kind.key()))
+            .unwrap_or_else(|| format!("{ROOT}.{}", kind.config_key()))
     }
 }
 
@@ -308,7 +308,13 @@ fn unknown_entry_key(kind: Kind, key_path: String, key: &str) -> Problem {
     let other_kind = Kind::ALL
         .into_iter()
         .find(|k| *k != kind && k.option(key).is_some())
-        .map(|k| format!("`{key}` is a {k} option, not a {kind} one"));
+        .map(|k| {
+            format!(
+                "`{key}` is a {} option, not a {} one",
+                k.label(),
+                kind.label()
+            )
+        });
     Problem::unknown_key(key_path, suggestion, other_kind.as_deref())
 }
 
@@ -329,13 +335,22 @@ pub(crate) fn read_option(
     };
     match (spec.key, &val) {
         ("exponential-backoff-multiplier", Val::F64(m)) => {
-            IntervalFunction::exponential(Duration::ZERO, *m)
+            IntervalFunction::exponential(Duration::from_secs(1), *m)
                 .validate("multiplier")
                 .map_err(invalid)?;
         }
         ("randomized-wait-factor", Val::F64(f)) => {
-            IntervalFunction::randomized(Duration::ZERO, *f)
+            IntervalFunction::randomized(Duration::from_secs(1), *f)
                 .validate("factor")
+                .map_err(invalid)?;
+        }
+        (
+            "exponential-max-wait-duration" | "exponential-max-wait-duration-in-open-state",
+            Val::Duration(max),
+        ) => {
+            IntervalFunction::fixed(Duration::from_secs(1))
+                .with_max(*max)
+                .validate("max")
                 .map_err(invalid)?;
         }
         (EVENT_CONSUMER_BUFFER_SIZE, Val::Usize(0)) => {

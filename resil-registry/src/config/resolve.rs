@@ -266,7 +266,7 @@ fn validate<C: Apply>(entry_path: &str, values: &Values, problems: &mut Vec<Prob
             Ok(config) => return if failed { None } else { Some(config) },
             Err(error) => {
                 failed = true;
-                let key = key_for_field(kind, error.field());
+                let key = key_for_field(kind, error.field(), error.got());
                 if blamed.contains(&key) {
                     // The value was dropped and its default conflicts with the
                     // others: a consequence of what was already reported.
@@ -297,17 +297,29 @@ fn validate<C: Apply>(entry_path: &str, values: &Values, problems: &mut Vec<Prob
     }
 }
 
-/// The canonical key of the option resil-core names `field`.
-fn key_for_field(kind: Kind, field: &str) -> &'static str {
-    kind.options()
-        .iter()
-        .find(|o| o.field == field)
-        .map(|o| o.key)
-        .unwrap_or(match field {
-            "wait_interval_function_in_open_state" => "wait-duration-in-open-state",
-            "interval_function" => "wait-duration",
-            _ => "(unknown)",
-        })
+/// The canonical key of the option resil-core names `field` (for an interval
+/// function, the part its message names: `multiplier 0.5`, `max 0ns`, …).
+fn key_for_field(kind: Kind, field: &str, got: &str) -> &'static str {
+    if let Some(o) = kind.options().iter().find(|o| o.field == field) {
+        return o.key;
+    }
+    let open = field == "wait_interval_function_in_open_state";
+    if open || field == "interval_function" {
+        return if got.starts_with("multiplier") {
+            "exponential-backoff-multiplier"
+        } else if got.starts_with("randomization factor") {
+            "randomized-wait-factor"
+        } else if got.starts_with("max") && open {
+            "exponential-max-wait-duration-in-open-state"
+        } else if got.starts_with("max") {
+            "exponential-max-wait-duration"
+        } else if open {
+            "wait-duration-in-open-state"
+        } else {
+            "wait-duration"
+        };
+    }
+    "(unknown)"
 }
 
 /// resil-core's messages name related fields in snake case

@@ -5,40 +5,16 @@
 //! `apply.rs` (how it reaches the resil-core builder).
 
 use std::fmt;
+
+pub use crate::kind::Kind;
 use std::time::Duration;
 
 use super::duration::format_duration;
 
-/// The six kinds of instance a config file configures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Kind {
-    /// `resilience4j.circuitbreaker` (also `circuit-breaker`).
-    CircuitBreaker,
-    /// `resilience4j.retry`.
-    Retry,
-    /// `resilience4j.bulkhead`.
-    Bulkhead,
-    /// `resilience4j.thread-pool-bulkhead`.
-    ThreadPoolBulkhead,
-    /// `resilience4j.ratelimiter` (also `rate-limiter`).
-    RateLimiter,
-    /// `resilience4j.timelimiter` (also `time-limiter`).
-    TimeLimiter,
-}
-
 impl Kind {
-    /// Every kind, in the order of this enum.
-    pub const ALL: [Kind; 6] = [
-        Kind::CircuitBreaker,
-        Kind::Retry,
-        Kind::Bulkhead,
-        Kind::ThreadPoolBulkhead,
-        Kind::RateLimiter,
-        Kind::TimeLimiter,
-    ];
-
-    /// The key under `resilience4j` as Resilience4j spells it.
-    pub fn key(self) -> &'static str {
+    /// The key under `resilience4j` in a config file, as Resilience4j spells
+    /// it (`circuitbreaker`, `thread-pool-bulkhead`, `ratelimiter`, …).
+    pub fn config_key(self) -> &'static str {
         match self {
             Kind::CircuitBreaker => "circuitbreaker",
             Kind::Retry => "retry",
@@ -50,7 +26,7 @@ impl Kind {
     }
 
     /// How the kind reads in a sentence: `circuit breaker`.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Kind::CircuitBreaker => "circuit breaker",
             Kind::Retry => "retry",
@@ -68,7 +44,9 @@ impl Kind {
     /// The kind a key under `resilience4j` names, in any accepted spelling.
     pub(crate) fn from_key(key: &str) -> Option<Kind> {
         let key = normalize(key);
-        Kind::ALL.into_iter().find(|k| normalize(k.key()) == key)
+        Kind::ALL
+            .into_iter()
+            .find(|k| normalize(k.config_key()) == key)
     }
 
     /// The options the kind's configs and instances accept.
@@ -98,12 +76,6 @@ impl Kind {
             .iter()
             .find(|r| normalize(r.key) == key && (r.kinds.is_empty() || r.kinds.contains(&self)))
             .map(|r| r.why)
-    }
-}
-
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.label())
     }
 }
 
