@@ -363,7 +363,8 @@ fn the_registry_clock_times_its_instances() {
     let _ = cb.call(|| Err::<(), _>(1));
     let _ = cb.call(|| Err::<(), _>(1));
     assert_eq!(cb.state(), State::Open);
-    clock.advance(std::time::Duration::from_secs(5));
+    // OPEN is left strictly after its wait.
+    clock.advance(std::time::Duration::from_secs(5) + std::time::Duration::from_nanos(1));
     assert!(
         cb.call(|| Ok::<_, ()>(())).is_ok(),
         "half-open after the manual wait"
