@@ -77,11 +77,10 @@ fn trivial() -> Result<u64, u32> {
 
 /// A registry, a bare dashmap and a RwLock'd HashMap, each holding the same
 /// 1 000 names, so the looked-up name shares its shard with others.
-fn maps() -> (
-    Registry,
-    DashMap<Arc<str>, Arc<CircuitBreaker>>,
-    RwLock<HashMap<Arc<str>, Arc<CircuitBreaker>>>,
-) {
+type Dash = DashMap<Arc<str>, Arc<CircuitBreaker>>;
+type StdMap = RwLock<HashMap<Arc<str>, Arc<CircuitBreaker>>>;
+
+fn maps() -> (Registry, Dash, StdMap) {
     let registry = Registry::new();
     let dash = DashMap::new();
     let mut std_map = HashMap::new();
@@ -112,15 +111,7 @@ fn lookup(c: &mut Criterion) {
         b.iter(|| black_box(dash.get(black_box(NAME)).map(|e| Arc::clone(e.value()))))
     });
     g.bench_function("RwLock<HashMap> read + Arc clone", |b| {
-        b.iter(|| {
-            black_box(
-                std_map
-                    .read()
-                    .unwrap()
-                    .get(black_box(NAME))
-                    .map(Arc::clone),
-            )
-        })
+        b.iter(|| black_box(std_map.read().unwrap().get(black_box(NAME)).map(Arc::clone)))
     });
     g.bench_function("resil Registry::circuit_breaker, 2 threads", |b| {
         b.iter_custom(|iters| {
@@ -144,13 +135,7 @@ fn lookup(c: &mut Criterion) {
         b.iter_custom(|iters| {
             support::on_threads(2, iters, |n| {
                 for _ in 0..n {
-                    black_box(
-                        std_map
-                            .read()
-                            .unwrap()
-                            .get(black_box(NAME))
-                            .map(Arc::clone),
-                    );
+                    black_box(std_map.read().unwrap().get(black_box(NAME)).map(Arc::clone));
                 }
             })
         })
@@ -184,36 +169,47 @@ fn create(c: &mut Criterion) {
     let names = names();
     let mut g = c.benchmark_group("create 100 000 breakers");
     g.sample_size(10);
-    g.bench_function(BenchmarkId::new("resil Registry get-or-create", INSTANCES), |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let registry = Registry::builder().max_instances_per_kind(INSTANCES).build();
-                let start = Instant::now();
-                for name in &names {
-                    black_box(registry.circuit_breaker(name));
+    g.bench_function(
+        BenchmarkId::new("resil Registry get-or-create", INSTANCES),
+        |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let registry = Registry::builder()
+                        .max_instances_per_kind(INSTANCES)
+                        .build();
+                    let start = Instant::now();
+                    for name in &names {
+                        black_box(registry.circuit_breaker(name));
+                    }
+                    total += start.elapsed();
+                    drop(registry);
                 }
-                total += start.elapsed();
-                drop(registry);
-            }
-            total
-        })
-    });
-    g.bench_function(BenchmarkId::new("bare CircuitBreaker::new into a Vec", INSTANCES), |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let mut all = Vec::with_capacity(INSTANCES);
-                let start = Instant::now();
-                for name in &names {
-                    all.push(CircuitBreaker::new(name.as_str(), CircuitBreakerConfig::default()));
+                total
+            })
+        },
+    );
+    g.bench_function(
+        BenchmarkId::new("bare CircuitBreaker::new into a Vec", INSTANCES),
+        |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let mut all = Vec::with_capacity(INSTANCES);
+                    let start = Instant::now();
+                    for name in &names {
+                        all.push(CircuitBreaker::new(
+                            name.as_str(),
+                            CircuitBreakerConfig::default(),
+                        ));
+                    }
+                    total += start.elapsed();
+                    drop(all);
                 }
-                total += start.elapsed();
-                drop(all);
-            }
-            total
-        })
-    });
+                total
+            })
+        },
+    );
     g.finish();
 }
 
@@ -222,7 +218,9 @@ fn create(c: &mut Criterion) {
 fn report_bytes_per_instance() {
     let names = names();
     let before = LIVE_BYTES.load(Ordering::Relaxed);
-    let registry = Registry::builder().max_instances_per_kind(INSTANCES).build();
+    let registry = Registry::builder()
+        .max_instances_per_kind(INSTANCES)
+        .build();
     for name in &names {
         let _ = registry.circuit_breaker(name);
     }
@@ -232,7 +230,10 @@ fn report_bytes_per_instance() {
     let before = LIVE_BYTES.load(Ordering::Relaxed);
     let mut all = Vec::with_capacity(INSTANCES);
     for name in &names {
-        all.push(CircuitBreaker::new(name.as_str(), CircuitBreakerConfig::default()));
+        all.push(CircuitBreaker::new(
+            name.as_str(),
+            CircuitBreakerConfig::default(),
+        ));
     }
     let bare_bytes = LIVE_BYTES.load(Ordering::Relaxed) - before;
     drop(all);

@@ -39,13 +39,14 @@ mod handle;
 mod kind;
 mod manage;
 mod registry;
+mod reload;
 mod telemetry;
 
 pub use crate::classes::{ErrorClass, ErrorList, ERROR_KIND_NAMES};
 pub use crate::config::{ConfigFileError, FileConfig};
 pub use crate::error::{InitError, RegistryError};
 pub use crate::event::{RegistryEvent, RegistryEventKind};
-pub use crate::global::{init, registry};
+pub use crate::global::{init, registry, try_registry, RESIL_CONFIG};
 pub use crate::handle::Handle;
 pub use crate::kind::{Kind, Primitive};
 pub use crate::manage::{ManualOverride, Transition};
@@ -53,6 +54,7 @@ pub use crate::registry::{
     Registry, RegistryBuilder, DEFAULT_CONFIG, DEFAULT_EVENT_BUFFER_SIZE,
     DEFAULT_MAX_INSTANCES_PER_KIND,
 };
+pub use crate::reload::{ReloadError, ReloadReport};
 pub use crate::telemetry::health::{ComponentHealth, Health, Status};
 pub use crate::telemetry::ring::RecordedEvent;
 pub use crate::telemetry::snapshot::{

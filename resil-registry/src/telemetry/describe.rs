@@ -488,3 +488,25 @@ impl Describe for TimeLimiter {
         (Status::Up, None)
     }
 }
+
+/// The configuration values of any kind's config, with the keys a config
+/// file uses (empty for a type that is not a primitive's config).
+pub(crate) fn describe_config(config: &dyn std::any::Any) -> Vec<(&'static str, String)> {
+    if let Some(c) = config.downcast_ref::<CircuitBreakerConfig>() {
+        breaker_config(c)
+    } else if let Some(c) = config.downcast_ref::<resil_core::retry::RetryConfig>() {
+        retry_config(c)
+    } else if let Some(c) = config.downcast_ref::<resil_core::bulkhead::BulkheadConfig>() {
+        bulkhead_config(*c)
+    } else if let Some(c) =
+        config.downcast_ref::<resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig>()
+    {
+        pool_config(c)
+    } else if let Some(c) = config.downcast_ref::<resil_core::rate_limiter::RateLimiterConfig>() {
+        limiter_config(*c)
+    } else if let Some(c) = config.downcast_ref::<resil_core::time_limiter::TimeLimiterConfig>() {
+        time_limiter_config(c)
+    } else {
+        Vec::new()
+    }
+}
