@@ -135,9 +135,6 @@ impl Apply for CircuitBreakerConfig {
         if let Some(x) = u32_of(v, "minimum-number-of-calls") {
             b = b.minimum_number_of_calls(x);
         }
-        if let Some(x) = duration(v, "wait-duration-in-open-state") {
-            b = b.wait_duration_in_open_state(x);
-        }
         if let Some(x) = flag(v, "automatic-transition-from-open-to-half-open-enabled") {
             b = b.automatic_transition_from_open_to_half_open_enabled(x);
         }
@@ -149,8 +146,12 @@ impl Apply for CircuitBreakerConfig {
         }
         let wait = duration(v, "wait-duration-in-open-state")
             .unwrap_or(CircuitBreakerConfig::default().wait_duration_in_open_state());
+        // With a backoff the wait is its first interval (Resilience4j's Spring
+        // binding); the breaker refuses both set on one builder.
         if let Some(f) = backoff(v, wait, "exponential-max-wait-duration-in-open-state") {
             b = b.wait_interval_function_in_open_state(f);
+        } else if let Some(x) = duration(v, "wait-duration-in-open-state") {
+            b = b.wait_duration_in_open_state(x);
         }
         b
     }
