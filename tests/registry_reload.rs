@@ -333,3 +333,43 @@ fn circuit_breaker_for_uses_a_file_group_and_the_seed_example_loads_with_its_cla
     );
     let _: Option<Handle<RateLimiter>> = seed.find::<RateLimiter>("none");
 }
+
+#[test]
+fn reloads_snapshots_health_configure_and_new_names_running_together_never_deadlock() {
+    let registry = std::sync::Arc::new(loaded());
+    let next = FILE.replace(
+        "slow-call-rate-threshold = 45",
+        "slow-call-rate-threshold = 55",
+    );
+    let files = [file(FILE), file(&next)];
+    std::thread::scope(|s| {
+        let r = &registry;
+        s.spawn(move || {
+            for i in 0..100 {
+                r.reload(files[i % 2].clone()).unwrap();
+            }
+        });
+        s.spawn(move || {
+            for _ in 0..100 {
+                let _ = r.snapshot();
+                let _ = r.health();
+            }
+        });
+        s.spawn(move || {
+            for i in 0..100 {
+                let _ = r.circuit_breaker(&format!("new-{i}"));
+                r.configure_circuit_breaker("inventory", move |b| {
+                    b.permitted_number_of_calls_in_half_open_state(1 + i % 5)
+                })
+                .unwrap();
+            }
+        });
+        s.spawn(move || {
+            for i in 0..100 {
+                let _ = r.circuit_breaker("inventory").call(|| Ok::<_, ()>(i));
+                let _ = r.tags::<CircuitBreaker>("inventory");
+            }
+        });
+    });
+    assert_eq!(registry.len(Kind::CircuitBreaker), 101);
+}

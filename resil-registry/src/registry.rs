@@ -374,11 +374,8 @@ impl Registry {
         }
         let code = store.code.read();
         let file = self.file();
-        let config = self.resolve::<P>(&file, &code, name)?;
-        let ring_capacity = plan::<P>(&file, &code, name)
-            .ok()
-            .and_then(|p| p.entry.event_consumer_buffer_size())
-            .unwrap_or(self.inner.event_buffer_size);
+        let (config, ring_capacity) = self.resolve_full::<P>(&file, &code, name)?;
+        let ring_capacity = ring_capacity.unwrap_or(self.inner.event_buffer_size);
         match store.entries.entry(Arc::from(name)) {
             MapEntry::Occupied(o) => Ok(Handle::from_slot(Arc::clone(&o.get().slot))),
             MapEntry::Vacant(v) => {
@@ -398,14 +395,16 @@ impl Registry {
                     .record_instance_events
                     .then(|| Mutex::new(instance.subscribe_events()));
                 let slot = Arc::new(Slot::new(Arc::clone(&name), instance));
-                let entry = v.insert(Entry {
+                v.insert(Entry {
                     slot: Arc::clone(&slot),
                     ring: Ring::new(ring_capacity),
                     capture,
                 });
                 // Published while the shard is still locked: nobody can remove
-                // or replace this name before `Added` is out.
-                self.publish(P::KIND, name, RegistryEventKind::Added, Some(&entry.ring));
+                // or replace this name before `Added` is out. Not kept in the
+                // instance's ring (its existence says as much), which saves
+                // the ring's buffer for the many instances nothing happens to.
+                self.publish(P::KIND, name, RegistryEventKind::Added, None);
                 Ok(Handle::from_slot(slot))
             }
         }
@@ -628,7 +627,19 @@ impl Registry {
         code: &CodeSettings<P::Builder>,
         name: &str,
     ) -> Result<P::Config, RegistryError> {
+        self.resolve_full::<P>(file, code, name)
+            .map(|(config, _)| config)
+    }
+
+    /// As `resolve`, plus the size of the ring of recent events the file asks for.
+    fn resolve_full<P: Primitive>(
+        &self,
+        file: &FileConfig,
+        code: &CodeSettings<P::Builder>,
+        name: &str,
+    ) -> Result<(P::Config, Option<usize>), RegistryError> {
         let plan = plan::<P>(file, code, name)?;
+        let ring_capacity = plan.entry.event_consumer_buffer_size();
         let mut builder = P::file_builder(plan.entry);
         for (names, list) in P::error_lists(plan.entry) {
             self.check_error_names(names.names(), names.path())?;
@@ -650,11 +661,12 @@ impl Registry {
         if let Some(f) = plan.settings {
             builder = applied(builder, f, name)?;
         }
-        P::build(builder).map_err(|source| RegistryError::InvalidConfig {
+        let config = P::build(builder).map_err(|source| RegistryError::InvalidConfig {
             kind: P::KIND,
             name: name.to_owned(),
             source,
-        })
+        })?;
+        Ok((config, ring_capacity))
     }
 
     /// Installs a new instance built from `config` under `name`, if the name
@@ -1045,6 +1057,8 @@ pub(crate) fn plan<'a, P: Primitive>(
             section.config(config).unwrap_or(section.default_config()),
             config_chain(P::KIND, code, Some(config), &in_file)?,
         ),
+        // No config registered in code: no code settings to apply, no chain.
+        None if code.configs.is_empty() => (section.for_name(lookup), Vec::new()),
         None => {
             let entry = section.for_name(lookup);
             let mut chain: Vec<String> = vec![DEFAULT_CONFIG.to_owned()];
@@ -1059,9 +1073,13 @@ pub(crate) fn plan<'a, P: Primitive>(
                     chain = config_chain(P::KIND, code, Some(lookup), &in_file)?;
                 }
             }
-            let mut seen = std::collections::HashSet::new();
-            chain.retain(|c| seen.insert(c.clone()));
-            (entry, chain)
+            let mut unique: Vec<String> = Vec::with_capacity(chain.len());
+            for c in chain {
+                if !unique.contains(&c) {
+                    unique.push(c);
+                }
+            }
+            (entry, unique)
         }
     };
     Ok(Plan {

@@ -127,8 +127,23 @@ impl Registry {
     }
 
     /// Installs `file` as the registry's configuration (the first load, or a
-    /// reload of a running registry): see the [module docs](self) for what
-    /// is validated, what changes and what does not. All or nothing.
+    /// reload of a running registry). All or nothing.
+    ///
+    /// Validated first: the file itself (by [`FileConfig`]), every
+    /// error-class name it uses against the registered ones, and the
+    /// configuration every existing instance would get with the new file plus
+    /// its code settings. On any error nothing is applied, the running
+    /// instances keep working, and the error lists every problem.
+    ///
+    /// Then each instance whose file settings changed is updated: a rate
+    /// limiter's limit and timeout and a bulkhead's configuration through
+    /// their run-time setters (same instance, nothing lost); any other change
+    /// by building a new instance and swapping it into the handles' slot (one
+    /// atomic swap per instance). Unchanged instances are not touched. A
+    /// replaced breaker keeps its mode (FORCED_OPEN, DISABLED, METRICS_ONLY, a
+    /// manual override) but otherwise starts CLOSED with an empty window, and
+    /// its `Replaced` event says so (`state_carried_over: false`): resil-core
+    /// cannot move a sliding window between breakers yet.
     pub fn reload(&self, file: FileConfig) -> Result<ReloadReport, ReloadError> {
         let _one_at_a_time = self.inner.reload_lock.lock();
         // Every kind's settings, for writing: no instance is created, and no
