@@ -1037,3 +1037,48 @@ proptest! {
         }
     }
 }
+
+/// Counts debug events from the rate limiter module.
+#[derive(Default, Clone)]
+struct DebugEvents(Arc<AtomicU64>);
+
+impl tracing::Subscriber for DebugEvents {
+    fn enabled(&self, meta: &tracing::Metadata<'_>) -> bool {
+        meta.target().starts_with("resil_core::rate_limiter")
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if *event.metadata().level() == tracing::Level::DEBUG {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn a_drain_predicate_for_other_types_never_drains_and_is_traced_once_per_limiter() {
+    let events = DebugEvents::default();
+    tracing::subscriber::with_default(events.clone(), || {
+        let config = RateLimiterConfig::builder()
+            .limit_for_period(10)
+            .limit_refresh_period(SEC)
+            .drain_permissions_on_result(|r: Result<&u16, &()>| r == Ok(&429))
+            .build()
+            .unwrap();
+        let limiter = RateLimiter::with_clock("partner", config.clone(), ManualClock::new());
+        for _ in 0..3 {
+            // The call returns `u32`: the `u16` predicate can never match.
+            assert_eq!(limiter.call(|| Ok::<u32, ()>(429)), Ok(429));
+        }
+        assert_eq!(limiter.available_permissions(), 7);
+        let other = RateLimiter::with_clock("partner-2", config, ManualClock::new());
+        let _ = other.call(|| Ok::<u32, ()>(429));
+        let _ = other.call(|| Ok::<u16, ()>(200)); // its own types: never traced
+    });
+    assert_eq!(events.0.load(Ordering::Relaxed), 2, "once per limiter");
+}

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -77,6 +77,8 @@ struct Inner {
     timeout: AtomicU64,
     waiting: AtomicU32,
     events: EventPublisher<RateLimiterEvent>,
+    /// Set once a call's types met a drain predicate written for others.
+    warned_foreign: AtomicBool,
 }
 
 impl RefillRateLimiter {
@@ -113,6 +115,7 @@ impl RefillRateLimiter {
                 config,
                 waiting: AtomicU32::new(0),
                 events: EventPublisher::default(),
+                warned_foreign: AtomicBool::new(false),
             }),
         }
     }
@@ -307,8 +310,13 @@ impl Inner {
     #[inline]
     fn on_result<T: 'static, E: 'static>(&self, result: &Result<T, E>) {
         if let Some(drain) = self.config.drain_on_result() {
-            if drain.holds(result) {
-                self.drain();
+            match drain.check(result) {
+                Some(true) => self.drain(),
+                Some(false) => {}
+                None if !self.warned_foreign.load(Ordering::Relaxed) => {
+                    drain.foreign::<T, E>(&self.name, &self.warned_foreign)
+                }
+                None => {}
             }
         }
     }
