@@ -192,6 +192,39 @@ impl<E> Error<E> {
     }
 }
 
+impl<E: 'static> Error<E> {
+    /// What a classifying predicate is shown: the call's own error for
+    /// [`Error::Call`], else the rejection's own struct ([`Timeout`],
+    /// [`BulkheadFull`], …), and whether it is a rejection.
+    pub(crate) fn classified(&self) -> (&dyn std::any::Any, bool) {
+        match self {
+            Error::Call(e) => (e, false),
+            Error::CallNotPermitted(r) => (r, true),
+            Error::BulkheadFull(r) => (r, true),
+            Error::RequestNotPermitted(r) => (r, true),
+            Error::Timeout(r) => (r, true),
+            Error::RetryBudgetExhausted(r) => (r, true),
+            Error::MaxRetriesExceeded(r) => (r, true),
+            Error::DeadlineExceeded(r) => (r, true),
+        }
+    }
+
+    /// The type name of what [`classified`](Self::classified) shows, for
+    /// diagnostics.
+    pub(crate) fn classified_type_name(&self) -> &'static str {
+        match self {
+            Error::Call(_) => std::any::type_name::<E>(),
+            Error::CallNotPermitted(_) => std::any::type_name::<CallNotPermitted>(),
+            Error::BulkheadFull(_) => std::any::type_name::<BulkheadFull>(),
+            Error::RequestNotPermitted(_) => std::any::type_name::<RequestNotPermitted>(),
+            Error::Timeout(_) => std::any::type_name::<Timeout>(),
+            Error::RetryBudgetExhausted(_) => std::any::type_name::<RetryBudgetExhausted>(),
+            Error::MaxRetriesExceeded(_) => std::any::type_name::<MaxRetriesExceeded>(),
+            Error::DeadlineExceeded(_) => std::any::type_name::<DeadlineExceeded>(),
+        }
+    }
+}
+
 impl<E> Error<Error<E>> {
     /// Collapses a nested error (a protected call that itself returns a resil
     /// error) into one level: an inner refusal stays a refusal.

@@ -27,19 +27,12 @@ pub(crate) fn plain<E: 'static>(error: &E) -> Class<'_> {
 }
 
 /// The class of an error returned by a nested resil call: the call's own error
-/// as itself, a rejection as its struct.
+/// as itself, a rejection as its struct (the breaker's classification too).
 #[inline]
 pub(crate) fn nested<E: 'static>(error: &Error<E>) -> Class<'_> {
-    let kind = error.kind();
-    match error {
-        Error::Call(error) => Class::Call(error, std::any::type_name::<E>()),
-        Error::CallNotPermitted(r) => Class::Rejection(kind, r),
-        Error::BulkheadFull(r) => Class::Rejection(kind, r),
-        Error::RequestNotPermitted(r) => Class::Rejection(kind, r),
-        Error::Timeout(r) => Class::Rejection(kind, r),
-        Error::RetryBudgetExhausted(r) => Class::Rejection(kind, r),
-        Error::MaxRetriesExceeded(r) => Class::Rejection(kind, r),
-        Error::DeadlineExceeded(r) => Class::Rejection(kind, r),
+    match error.classified() {
+        (error, false) => Class::Call(error, std::any::type_name::<E>()),
+        (rejection, true) => Class::Rejection(error.kind(), rejection),
     }
 }
 
