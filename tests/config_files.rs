@@ -184,7 +184,7 @@ fn provenance_lists_every_option_with_its_value_and_source() {
     );
     assert_eq!(
         p.len(),
-        20,
+        22,
         "every circuit-breaker option once, and no tags"
     );
     let _ = Kind::CircuitBreaker;
@@ -955,5 +955,57 @@ fn the_readme_error_example_is_what_the_loader_prints() {
     assert_eq!(
         text.lines().next(),
         Some("5 problems in the configuration:")
+    );
+}
+
+#[test]
+fn state_keys_and_fail_after_max_attempts_reach_resil_core() {
+    let file = yaml(
+        "resilience4j:
+  circuitbreaker:
+    instances:
+      quiet:
+        initial-state: metrics_only
+        transition-to-state-after-wait-duration: CLOSED
+  retry:
+    instances:
+      strict: {fail-after-max-attempts: true}
+",
+    )
+    .unwrap();
+    let quiet = file.circuit_breaker().instance("quiet").unwrap();
+    assert_eq!(
+        quiet.config().initial_state(),
+        resil::circuit_breaker::State::MetricsOnly
+    );
+    assert_eq!(
+        quiet.config().transition_to_state_after_wait_duration(),
+        resil::circuit_breaker::State::Closed
+    );
+    let p = quiet.provenance();
+    let initial = p.iter().find(|p| p.key == "initial-state").unwrap();
+    assert_eq!(initial.value.as_deref(), Some("METRICS_ONLY"));
+    assert!(file
+        .retry()
+        .instance("strict")
+        .unwrap()
+        .config()
+        .fail_after_max_attempts());
+    // resil-core decides which states are allowed after the half-open wait.
+    let p = only_problem(yaml(
+        "resilience4j:\n  circuitbreaker:\n    instances:\n      x:\n        \
+         transition-to-state-after-wait-duration: HALF_OPEN\n",
+    ));
+    assert_eq!(
+        p.path(),
+        Some("resilience4j.circuitbreaker.instances.x.transition-to-state-after-wait-duration")
+    );
+    let p = only_problem(yaml(
+        "resilience4j:\n  circuitbreaker:\n    instances:\n      x:\n        initial-state: HALF-OPENED\n",
+    ));
+    assert!(
+        p.to_string()
+            .contains("expected one of `CLOSED`, `OPEN`, `HALF_OPEN`"),
+        "{p}"
     );
 }

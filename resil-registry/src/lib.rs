@@ -37,7 +37,9 @@ mod event;
 mod global;
 mod handle;
 mod kind;
+mod manage;
 mod registry;
+mod telemetry;
 
 pub use crate::classes::{ErrorClass, ErrorList, ERROR_KIND_NAMES};
 pub use crate::config::{ConfigFileError, FileConfig};
@@ -46,6 +48,13 @@ pub use crate::event::{RegistryEvent, RegistryEventKind};
 pub use crate::global::{init, registry};
 pub use crate::handle::Handle;
 pub use crate::kind::{Kind, Primitive};
+pub use crate::manage::{ManualOverride, Transition};
 pub use crate::registry::{
-    Registry, RegistryBuilder, DEFAULT_CONFIG, DEFAULT_MAX_INSTANCES_PER_KIND,
+    Registry, RegistryBuilder, DEFAULT_CONFIG, DEFAULT_EVENT_BUFFER_SIZE,
+    DEFAULT_MAX_INSTANCES_PER_KIND,
+};
+pub use crate::telemetry::health::{ComponentHealth, Health, Status};
+pub use crate::telemetry::ring::RecordedEvent;
+pub use crate::telemetry::snapshot::{
+    ConfigValue, InstanceSnapshot, MetricSnapshot, OverrideSnapshot, Snapshot,
 };

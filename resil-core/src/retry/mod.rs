@@ -65,6 +65,7 @@ mod metrics;
 
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 pub use self::budget::{RetryBudget, RetryBudgetConfig, RetryBudgetConfigBuilder};
@@ -100,6 +101,8 @@ pub(crate) struct Inner {
     clock: SharedClock,
     counters: Counters,
     events: EventPublisher<RetryEvent>,
+    /// Set once an error met predicates all written for other types (traced once).
+    warned_foreign: AtomicBool,
 }
 
 impl Retry {
@@ -119,6 +122,7 @@ impl Retry {
                 clock: SharedClock::new(clock),
                 counters: Counters::default(),
                 events: EventPublisher::default(),
+                warned_foreign: AtomicBool::new(false),
             }),
         }
     }
@@ -220,9 +224,12 @@ impl Retry {
             let outcome = f();
             match cx.judge(&outcome, &class) {
                 Verdict::Return => return Ok(outcome),
-                Verdict::Refuse(refusal) => return Err(refusal),
+                Verdict::Refuse(refusal) => {
+                    cx.discard(outcome);
+                    return Err(refusal);
+                }
                 Verdict::Wait(wait) => {
-                    drop(outcome);
+                    cx.discard(outcome);
                     if !wait.is_zero() {
                         self.inner.clock.sleep(wait);
                     }
@@ -318,8 +325,14 @@ impl Retry {
                 let outcome = f().await;
                 match cx.judge(&outcome, &class) {
                     Verdict::Return => return exit(&self.inner, Ok(outcome)),
-                    Verdict::Refuse(refusal) => return exit(&self.inner, Err(refusal)),
-                    Verdict::Wait(wait) => wait,
+                    Verdict::Refuse(refusal) => {
+                        cx.discard(outcome);
+                        return exit(&self.inner, Err(refusal));
+                    }
+                    Verdict::Wait(wait) => {
+                        cx.discard(outcome);
+                        wait
+                    }
                 }
             };
             if !wait.is_zero() {
