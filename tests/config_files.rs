@@ -1009,3 +1009,136 @@ fn state_keys_and_fail_after_max_attempts_reach_resil_core() {
         "{p}"
     );
 }
+
+// ---- robustness: no input makes the loader panic ---------------------------
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    const KEYS: &[&str] = &[
+        "resilience4j",
+        "circuitbreaker",
+        "retry",
+        "bulkhead",
+        "thread-pool-bulkhead",
+        "ratelimiter",
+        "timelimiter",
+        "configs",
+        "instances",
+        "default",
+        "a",
+        "b",
+        "base-config",
+        "tags",
+        "failure-rate-threshold",
+        "sliding-window-size",
+        "sliding-window-type",
+        "wait-duration-in-open-state",
+        "max-attempts",
+        "wait-duration",
+        "retry-exceptions",
+        "enable-exponential-backoff",
+        "exponential-backoff-multiplier",
+        "initial-state",
+        "core-thread-pool-size",
+        "max-thread-pool-size",
+        "limit-for-period",
+        "limit-refresh-period",
+        "timeout-duration",
+        "max-concurrent-calls",
+        "fail-after-max-attempts",
+    ];
+    const VALUES: &[&str] = &[
+        "0",
+        "1",
+        "-1",
+        "50",
+        "101",
+        "1.5",
+        "true",
+        "null",
+        "[]",
+        "[a, b]",
+        "{}",
+        "10s",
+        "500ms",
+        "PT0.5S",
+        "P",
+        "1.5s",
+        "18446744073709551615",
+        "COUNT_BASED",
+        "OPEN",
+        "a",
+        "b",
+        "default",
+        "~",
+        "\"\"",
+        "é",
+        "9999999999999999999999d",
+    ];
+
+    /// A YAML document of nested maps built from the schema's own words, so
+    /// most inputs get deep into the loader instead of failing to parse.
+    fn document() -> impl Strategy<Value = String> {
+        let line = (
+            0usize..6,
+            0..KEYS.len(),
+            proptest::option::of(0..VALUES.len()),
+        );
+        proptest::collection::vec(line, 0..40).prop_map(|lines| {
+            let mut out = String::new();
+            let mut depth = 0;
+            for (indent, key, value) in lines {
+                let indent = indent.min(depth);
+                out.push_str(&"  ".repeat(indent));
+                out.push_str(KEYS[key]);
+                match value {
+                    Some(v) => {
+                        out.push_str(": ");
+                        out.push_str(VALUES[v]);
+                        depth = indent;
+                    }
+                    None => {
+                        out.push(':');
+                        depth = indent + 1;
+                    }
+                }
+                out.push('\n');
+            }
+            out
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn any_document_loads_or_lists_problems_that_each_say_where(doc in document()) {
+            if let Err(err) = FileConfig::from_yaml_str(&doc) {
+                prop_assert!(!err.problems().is_empty());
+                for p in err.problems() {
+                    prop_assert!(
+                        p.path().is_some() || p.kind() == ProblemKind::Syntax,
+                        "{p}"
+                    );
+                }
+            }
+        }
+
+        #[test]
+        fn any_text_is_a_duration_or_an_error(text in "\\PC{0,12}") {
+            let _ = resil::config::parse_duration(&text);
+            let _ = resil::config::parse_duration(&format!("PT{text}"));
+        }
+
+        #[test]
+        fn any_override_variable_is_applied_or_reported(
+            words in proptest::collection::vec("(CIRCUITBREAKER|RETRY|INSTANCES|CONFIGS|A|B|MAX|ATTEMPTS|WAIT|DURATION|BASE|CONFIG|_|)", 0..8),
+            value in "(0|1|10s|x|a,b|)",
+        ) {
+            let var = format!("RESIL_{}", words.join("_"));
+            let _ = FileConfig::from_env([(var.as_str(), value.as_str())]);
+        }
+    }
+}
