@@ -206,6 +206,10 @@ impl<E: 'static> Error<E> {
             Error::RetryBudgetExhausted(r) => (r, true),
             Error::MaxRetriesExceeded(r) => (r, true),
             Error::DeadlineExceeded(r) => (r, true),
+            // A rejection added without an arm here is still a rejection (a
+            // failure by default); its predicates see the whole `Error<E>`.
+            #[allow(unreachable_patterns)]
+            _ => (self, true),
         }
     }
 
@@ -221,6 +225,8 @@ impl<E: 'static> Error<E> {
             Error::RetryBudgetExhausted(_) => std::any::type_name::<RetryBudgetExhausted>(),
             Error::MaxRetriesExceeded(_) => std::any::type_name::<MaxRetriesExceeded>(),
             Error::DeadlineExceeded(_) => std::any::type_name::<DeadlineExceeded>(),
+            #[allow(unreachable_patterns)]
+            _ => std::any::type_name::<Self>(),
         }
     }
 }
