@@ -43,9 +43,16 @@
 //! The crates behind the facade: `resil-core` (the primitives, re-exported
 //! here module by module), `resil-registry` and `resil-macros` (named
 //! instances and the attribute macros, still to land).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 pub use resil_core::{
     bulkhead, circuit_breaker, clock, deadline, error, event, rate_limiter, retry,
     thread_pool_bulkhead, time_limiter, ConfigError, Error, ErrorKind,
 };
+
+/// The distributed rate limiter: one quota in Redis shared by every instance
+/// of a service (feature `redis`).
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use resil_core::distributed_rate_limiter;
