@@ -190,10 +190,7 @@ fn processes_sharing_a_gcra_quota_stay_within_burst_plus_n_minus_one_per_window(
         grants.len()
     );
     let most = max_in_any_window(&grants, 200_000, false);
-    assert!(
-        most <= 3 + 10 - 1,
-        "burst + N - 1 per window of T, got {most}"
-    );
+    assert!(most < 3 + 10, "burst + N - 1 per window of T, got {most}");
     // Paced: GCRA with emission I = 20 ms and tolerance L = (burst - 1) I
     // admits at most floor((w - 1 µs + L) / I) + 1 in any window [t, t + w):
     // 7 in 100 ms, where a sliding window may put all 10.

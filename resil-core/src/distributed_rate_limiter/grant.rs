@@ -20,7 +20,6 @@ pub enum DecidedBy {
 /// its siblings. There is nothing to give back: a permit counts against the
 /// quota for its interval whether or not it is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[must_use = "a grant says who decided; ignore it with `let _ =` if that does not matter"]
 pub struct Grant {
     pub(crate) decided_by: DecidedBy,
     pub(crate) server_time_micros: Option<u64>,
