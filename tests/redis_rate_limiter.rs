@@ -11,6 +11,8 @@ mod redis_server;
 
 use std::collections::HashSet;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use redis_server::{command_calls, RedisServer};
@@ -426,6 +428,115 @@ fn client_pause_times_out_into_the_policy_without_hanging_or_resending() {
             command_calls(&mut control, "evalsha") - calls_before,
             m.script_calls() - 1,
             "one EVALSHA per acquire: nothing resent"
+        );
+    });
+}
+
+/// A TCP proxy in front of Redis whose existing connections can be made to
+/// swallow everything (a peer gone without closing, a black-holed route),
+/// while new connections still go through.
+struct BlackholeProxy {
+    port: u16,
+    blackholed: Arc<AtomicBool>,
+}
+
+impl BlackholeProxy {
+    async fn start(target: u16) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let blackholed = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&blackholed);
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                // Connections opened after the switch are not affected.
+                let opened_after_switch = flag.load(Ordering::SeqCst);
+                let server = tokio::net::TcpStream::connect(("127.0.0.1", target))
+                    .await
+                    .unwrap();
+                tokio::spawn(pump(client, server, Arc::clone(&flag), opened_after_switch));
+            }
+        });
+        BlackholeProxy { port, blackholed }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+/// Copies both ways until `dead` is set (then reads and drops everything).
+async fn pump(
+    client: tokio::net::TcpStream,
+    server: tokio::net::TcpStream,
+    dead: Arc<AtomicBool>,
+    opened_after_switch: bool,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dead = if opened_after_switch {
+        Arc::new(AtomicBool::new(false))
+    } else {
+        dead
+    };
+    let (mut cr, mut cw) = client.into_split();
+    let (mut sr, mut sw) = server.into_split();
+    let d = Arc::clone(&dead);
+    let up = async move {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = cr.read(&mut buf).await {
+            if !d.load(Ordering::SeqCst) && sw.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    };
+    let down = async move {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = sr.read(&mut buf).await {
+            if !dead.load(Ordering::SeqCst) && cw.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::join!(up, down);
+}
+
+#[test]
+fn a_connection_that_silently_stops_answering_is_replaced_and_service_resumes() {
+    let server = RedisServer::start();
+    run(async {
+        let proxy = BlackholeProxy::start(server.port()).await;
+        let limiter = limiter(
+            "blackholed",
+            DistributedRateLimiterConfig::builder()
+                .redis_url(proxy.url())
+                .key_prefix("test:")
+                .timeout_duration(Duration::ZERO)
+                .limit_for_period(1000)
+                .redis_timeout(Duration::from_millis(100)),
+        );
+        assert_eq!(
+            limiter.acquire_async().await.unwrap().decided_by(),
+            DecidedBy::Redis
+        );
+        proxy.blackholed.store(true, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            if let Ok(g) = limiter.acquire_async().await {
+                if g.decided_by() == DecidedBy::Redis {
+                    break;
+                }
+            }
+            assert!(attempts < 200, "never reconnected: {:?}", limiter.metrics());
+        }
+        let m = limiter.metrics();
+        assert!(
+            m.redis_timeouts() >= 2,
+            "the old connection timed out first: {m:?}"
+        );
+        assert_eq!(
+            m.fallback_refusals(),
+            m.redis_timeouts() + m.redis_unavailable()
         );
     });
 }

@@ -1,8 +1,9 @@
 //! The connection to Redis and the per-call time limit.
 
 use std::fmt;
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Client;
@@ -48,26 +49,46 @@ impl fmt::Display for BackendFailure {
 /// A lazily opened, automatically reconnecting connection (the `redis`
 /// crate's `ConnectionManager`: one multiplexed TCP connection shared by
 /// every clone of the limiter, so concurrent acquires pipeline on it).
+///
+/// The manager reconnects when the connection breaks (an RST, a refused
+/// connect). A connection that silently stops answering (a peer that vanished
+/// without closing, a black-holed route) only produces timeouts; when nothing
+/// has answered for [`STALE_AFTER`] and calls keep timing out, the connection
+/// is dropped and the next call opens a new one.
 pub(crate) struct Backend {
     client: Client,
     redis_timeout: Duration,
-    conn: OnceLock<ConnectionManager>,
+    conn: Mutex<Conn>,
 }
+
+struct Conn {
+    manager: Option<ConnectionManager>,
+    /// The last answer, or the last time the connection was replaced.
+    last_answer: Instant,
+}
+
+/// How long calls may keep timing out, with no answer at all, before the
+/// connection is replaced (at least this, and at least 10 × `redis_timeout`).
+pub(crate) const STALE_AFTER: Duration = Duration::from_secs(2);
 
 impl Backend {
     pub(crate) fn new(client: Client, redis_timeout: Duration) -> Self {
         Backend {
             client,
             redis_timeout,
-            conn: OnceLock::new(),
+            conn: Mutex::new(Conn {
+                manager: None,
+                last_answer: Instant::now(),
+            }),
         }
     }
 
     /// The connection, created on first use (so a limiter can be built before
     /// Redis is up, and outside any runtime).
     fn connection(&self) -> Result<ConnectionManager, BackendFailure> {
-        if let Some(conn) = self.conn.get() {
-            return Ok(conn.clone());
+        let mut conn = self.conn.lock();
+        if let Some(manager) = &conn.manager {
+            return Ok(manager.clone());
         }
         let config = ConnectionManagerConfig::new()
             // Reconnect quickly after a restart; the per-call timeout, not the
@@ -75,14 +96,44 @@ impl Backend {
             .set_min_delay(Duration::from_millis(20))
             .set_max_delay(Duration::from_millis(500))
             .set_number_of_retries(usize::MAX)
-            .set_connection_timeout(Some(self.redis_timeout.max(Duration::from_millis(250))));
-        let conn = ConnectionManager::new_lazy_with_config(self.client.clone(), config)
+            .set_connection_timeout(Some(self.redis_timeout.max(Duration::from_millis(250))))
+            // The limiter times each call itself (`redis_timeout`); the
+            // manager's own response timeout would also tear the connection
+            // down, cutting off the other calls pipelined on it.
+            .set_response_timeout(None);
+        let manager = ConnectionManager::new_lazy_with_config(self.client.clone(), config)
             .map_err(|_| BackendFailure::Error)?;
-        Ok(self.conn.get_or_init(|| conn).clone())
+        conn.manager = Some(manager.clone());
+        Ok(manager)
+    }
+
+    fn answered(&self) {
+        self.conn.lock().last_answer = Instant::now();
+    }
+
+    /// A call timed out: replace a connection that has not answered for long.
+    fn timed_out(&self) {
+        let stale_after = STALE_AFTER.max(self.redis_timeout.saturating_mul(10));
+        let mut conn = self.conn.lock();
+        if conn.last_answer.elapsed() > stale_after {
+            conn.manager = None;
+            conn.last_answer = Instant::now();
+        }
     }
 
     /// One script call, bounded by `redis_timeout`.
     pub(crate) async fn run(&self, quota: &Quota, permits: u32) -> Result<Verdict, BackendFailure> {
+        let outcome = self.call(quota, permits).await;
+        match outcome {
+            Err(BackendFailure::Timeout) => self.timed_out(),
+            // An error reply is an answer too: the connection works.
+            Ok(_) | Err(BackendFailure::Error) => self.answered(),
+            Err(_) => {}
+        }
+        outcome
+    }
+
+    async fn call(&self, quota: &Quota, permits: u32) -> Result<Verdict, BackendFailure> {
         let mut conn = self.connection()?;
         match tokio::time::timeout(self.redis_timeout, quota.invoke(&mut conn, permits)).await {
             Err(_elapsed) => Err(BackendFailure::Timeout),

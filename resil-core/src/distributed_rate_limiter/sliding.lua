@@ -29,32 +29,44 @@ local horizon = now - interval
 
 local fields = redis.call('HGETALL', KEYS[1])
 local used = 0
-local live = {}
-local stale = {}
+local stale = nil
+local newest = 0
 for i = 1, #fields, 2 do
   local e = tonumber(fields[i])
   if e > horizon then
-    local count = tonumber(fields[i + 1])
-    used = used + count
-    live[#live + 1] = { e, count }
+    used = used + tonumber(fields[i + 1])
+    if e > newest then newest = e end
   else
+    stale = stale or {}
     stale[#stale + 1] = fields[i]
   end
 end
-if #stale > 0 then
+if stale then
   redis.call('HDEL', KEYS[1], unpack(stale))
 end
 
 if used + permits <= limit then
   local e = (math.floor(now / width) + 1) * width
-  redis.call('HINCRBY', KEYS[1], string.format('%.0f', e), permits)
-  -- The newest bucket counts until e + interval; after that the key holds
-  -- nothing that counts, so it may go (whole milliseconds, rounded up).
-  redis.call('PEXPIRE', KEYS[1], math.ceil((e + interval - now) / 1000) + 1)
+  if redis.call('HINCRBY', KEYS[1], string.format('%.0f', e), permits) == permits then
+    -- A new bucket: the newest bucket counts until its end + interval, and
+    -- after that the key holds nothing that counts, so it may go then (whole
+    -- milliseconds, rounded up; the newest is normally this one, unless the
+    -- server's clock stepped back). A grant into an existing bucket needs no
+    -- new TTL: the one set when that bucket was created ends at the same time.
+    if e > newest then newest = e end
+    redis.call('PEXPIRE', KEYS[1], math.ceil((newest + interval - now) / 1000) + 1)
+  end
   return { 1, limit - used - permits, 0, now }
 end
 
 -- Refused: the wait ends when the oldest buckets holding the excess leave.
+local live = {}
+for i = 1, #fields, 2 do
+  local e = tonumber(fields[i])
+  if e > horizon then
+    live[#live + 1] = { e, tonumber(fields[i + 1]) }
+  end
+end
 table.sort(live, function(a, b) return a[1] < b[1] end)
 local excess = used + permits - limit
 local wait = interval + width
