@@ -2,7 +2,9 @@
 -- any window of `interval` microseconds of Redis server time.
 --
 -- KEYS[1]  a hash: field = the end of a time bucket (microseconds since the
---          epoch, server time), value = permits granted in that bucket.
+--          epoch, server time), value = permits granted in that bucket; plus
+--          `n`, the sum of those counts, and `o`, the oldest bucket's end, so
+--          that a grant reads two fields, not every bucket.
 -- ARGV[1]  limit      permits per interval
 -- ARGV[2]  interval   microseconds
 -- ARGV[3]  width      bucket width, microseconds
@@ -22,58 +24,80 @@ local limit = tonumber(ARGV[1])
 local interval = tonumber(ARGV[2])
 local width = tonumber(ARGV[3])
 local permits = tonumber(ARGV[4])
+local key = KEYS[1]
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local horizon = now - interval
 
-local fields = redis.call('HGETALL', KEYS[1])
-local used = 0
-local stale = nil
-local newest = 0
-for i = 1, #fields, 2 do
-  local e = tonumber(fields[i])
-  if e > horizon then
-    used = used + tonumber(fields[i + 1])
-    if e > newest then newest = e end
-  else
-    stale = stale or {}
-    stale[#stale + 1] = fields[i]
+-- The live buckets, {end, count}, after dropping those that no longer count.
+local function buckets()
+  local fields = redis.call('HGETALL', key)
+  local live, stale = {}, {}
+  for i = 1, #fields, 2 do
+    local f = fields[i]
+    if f ~= 'n' and f ~= 'o' then
+      local e = tonumber(f)
+      if e > horizon then
+        live[#live + 1] = { e, tonumber(fields[i + 1]) }
+      else
+        stale[#stale + 1] = f
+      end
+    end
   end
+  if #stale > 0 then
+    redis.call('HDEL', key, unpack(stale))
+  end
+  return live
 end
-if stale then
-  redis.call('HDEL', KEYS[1], unpack(stale))
+
+local state = redis.call('HMGET', key, 'n', 'o')
+local used = tonumber(state[1]) or 0
+local oldest = tonumber(state[2])
+if oldest and oldest <= horizon then
+  -- The oldest bucket left the window (about once per bucket width).
+  used, oldest = 0, nil
+  for _, b in ipairs(buckets()) do
+    used = used + b[2]
+    if not oldest or b[1] < oldest then oldest = b[1] end
+  end
+  if oldest then
+    redis.call('HSET', key, 'n', used, 'o', string.format('%.0f', oldest))
+  else
+    redis.call('HDEL', key, 'n', 'o')
+  end
 end
 
 if used + permits <= limit then
   local e = (math.floor(now / width) + 1) * width
-  if redis.call('HINCRBY', KEYS[1], string.format('%.0f', e), permits) == permits then
-    -- A new bucket: the newest bucket counts until its end + interval, and
-    -- after that the key holds nothing that counts, so it may go then (whole
-    -- milliseconds, rounded up; the newest is normally this one, unless the
-    -- server's clock stepped back). A grant into an existing bucket needs no
-    -- new TTL: the one set when that bucket was created ends at the same time.
-    if e > newest then newest = e end
-    redis.call('PEXPIRE', KEYS[1], math.ceil((newest + interval - now) / 1000) + 1)
+  local field = string.format('%.0f', e)
+  local count = redis.call('HINCRBY', key, field, permits)
+  redis.call('HINCRBY', key, 'n', permits)
+  if count == permits then
+    -- A new bucket. It counts until e + interval; after that the key holds
+    -- nothing that counts, so it may go then (whole milliseconds, rounded
+    -- up; extended only, in case the server's clock stepped back). Grants
+    -- into an existing bucket need no new TTL.
+    if not oldest or e < oldest then
+      redis.call('HSET', key, 'o', field)
+    end
+    local ttl = math.ceil((e + interval - now) / 1000) + 1
+    if redis.call('PTTL', key) < ttl then
+      redis.call('PEXPIRE', key, ttl)
+    end
   end
   return { 1, limit - used - permits, 0, now }
 end
 
 -- Refused: the wait ends when the oldest buckets holding the excess leave.
-local live = {}
-for i = 1, #fields, 2 do
-  local e = tonumber(fields[i])
-  if e > horizon then
-    live[#live + 1] = { e, tonumber(fields[i + 1]) }
-  end
-end
+local live = buckets()
 table.sort(live, function(a, b) return a[1] < b[1] end)
 local excess = used + permits - limit
 local wait = interval + width
-for _, bucket in ipairs(live) do
-  excess = excess - bucket[2]
+for _, b in ipairs(live) do
+  excess = excess - b[2]
   if excess <= 0 then
-    wait = bucket[1] + interval - now
+    wait = b[1] + interval - now
     break
   end
 end
