@@ -31,7 +31,7 @@
 //!   **Bursts:** the whole quota may go at once (N grants in one millisecond),
 //!   after which nothing is granted until those grants' bucket leaves the
 //!   window. State: one hash of at most `buckets + 1` small fields per limiter,
-//!   whatever the traffic.
+//!   whatever the traffic (plus the live total and the oldest bucket's end).
 //! * [`Algorithm::Gcra`]: **one grant every T / N** (the emission interval,
 //!   rounded up to a whole microsecond), with up to `burst` grants at once
 //!   after an idle spell (`burst` defaults to N). The long-run rate is N per T;
@@ -104,7 +104,10 @@
 //!
 //! One round trip per acquire that finds its permits free; a sleep and one
 //! more per wake-up otherwise. The script does a bounded amount of work
-//! (reads at most `buckets + 1` fields, or one string) whatever the rate. The
+//! whatever the rate: the sliding window reads two fields of its hash (the
+//! live total and the oldest bucket) and increments two, and reads every
+//! bucket only when the oldest leaves the window (once per bucket width) or
+//! when it refuses; GCRA reads and writes one string. The
 //! bench `benches/redis_rate_limiter.rs` measures acquires per second, Redis
 //! CPU per acquire and memory per limiter against a Redisson-style
 //! sorted-set script on the same server.
