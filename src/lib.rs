@@ -46,10 +46,21 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
+/// Config files: Resilience4j's `resilience4j.*` tree in TOML or YAML, and
+/// `RESIL_…` environment overrides (see the README's *Config files*).
+pub use resil_registry::config;
+
 pub use resil_core::{
-    bulkhead, circuit_breaker, clock, deadline, error, event, rate_limiter, retry,
-    thread_pool_bulkhead, time_limiter, ConfigError, Error, ErrorKind,
+    bulkhead, circuit_breaker, clock, deadline, error, event, interval, rate_limiter, retry,
+    thread_pool_bulkhead, time_limiter, ConfigError, Error, ErrorKind, IntervalFunction,
 };
+
+pub use resil_registry::{init, registry, ErrorClass, Handle, Registry};
+
+/// Everything about named instances beyond the five names re-exported at the
+/// root: [`RegistryError`](resil_registry::RegistryError), events, kinds, the
+/// registry builder (clock, cardinality cap).
+pub use resil_registry as registry_crate;
 
 /// The distributed rate limiter: one quota in Redis shared by every instance
 /// of a service (feature `redis`).

@@ -25,6 +25,7 @@ pub mod distributed_rate_limiter;
 mod erased;
 pub mod error;
 pub mod event;
+pub mod interval;
 pub mod rate_limiter;
 pub mod retry;
 mod striped;
@@ -32,3 +33,4 @@ pub mod thread_pool_bulkhead;
 pub mod time_limiter;
 
 pub use crate::error::{ConfigError, Error, ErrorKind};
+pub use crate::interval::IntervalFunction;
