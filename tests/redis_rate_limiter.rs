@@ -887,3 +887,37 @@ fn a_blocking_acquire_on_a_current_thread_runtime_lets_the_policy_decide_instead
             assert_eq!(grant.decided_by(), DecidedBy::Redis);
         });
 }
+
+#[test]
+fn a_panicking_call_spends_its_permit_and_leaves_the_limiter_working() {
+    let server = RedisServer::start();
+    let limiter = limiter(
+        "panics",
+        config(&server)
+            .limit_for_period(3)
+            .limit_refresh_period(Duration::from_secs(30)),
+    );
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        limiter.call(|| -> Result<(), ()> { panic!("user code panics") })
+    }));
+    assert!(caught.is_err());
+    run(async {
+        let task = tokio::spawn({
+            let limiter = limiter.clone();
+            async move {
+                limiter
+                    .call_async(async { panic!("user future panics") })
+                    .await as Result<(), Error<()>>
+            }
+        });
+        assert!(task.await.unwrap_err().is_panic());
+        let grant = limiter.acquire_async().await.unwrap();
+        assert_eq!(
+            grant.remaining(),
+            Some(0),
+            "both panicking calls had their permit"
+        );
+        assert_eq!(limiter.metrics().number_of_waiting_tasks(), 0);
+        assert!(limiter.acquire_async().await.is_err());
+    });
+}
