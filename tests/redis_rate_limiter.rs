@@ -905,9 +905,10 @@ fn a_panicking_call_spends_its_permit_and_leaves_the_limiter_working() {
         let task = tokio::spawn({
             let limiter = limiter.clone();
             async move {
-                limiter
+                let out: Result<(), Error<()>> = limiter
                     .call_async(async { panic!("user future panics") })
-                    .await as Result<(), Error<()>>
+                    .await;
+                out
             }
         });
         assert!(task.await.unwrap_err().is_panic());
