@@ -31,10 +31,19 @@ use resil::Registry;
 use routes::Running;
 use serde_json::Value;
 
-/// The example's config, with the retry's wait taken out (a real sleep per
-/// failing request otherwise) plus any overrides a test adds.
+/// The example's config, with real time taken out (the time limiter and the
+/// retry's wait are the only primitives on tokio's clock): no wait between
+/// attempts, and an hour's time limit so that a request held up by a busy
+/// machine never times out. Plus any overrides a test adds.
 fn config(extra: &[(&str, &str)]) -> FileConfig {
-    let mut vars = vec![("RESIL_RETRY_INSTANCES_INVENTORY_QUERY_WAIT_DURATION", "0")];
+    let mut vars = vec![
+        ("RESIL_RETRY_INSTANCES_INVENTORY_QUERY_WAIT_DURATION", "0"),
+        (
+            "RESIL_TIMELIMITER_INSTANCES_INVENTORY_QUERY_TIMEOUT_DURATION",
+            "1h",
+        ),
+    ];
+    vars.retain(|(key, _)| extra.iter().all(|(k, _)| k != key));
     vars.extend_from_slice(extra);
     FileConfig::from_file_with_env(routes::CONFIG, vars).unwrap()
 }
@@ -414,6 +423,76 @@ async fn the_rate_limiter_refuses_past_its_limit_with_a_degraded_answer_the_brea
 }
 
 #[tokio::test]
+async fn a_full_bulkhead_answers_unknown_at_once_and_its_slots_come_back_when_the_calls_end() {
+    let (running, _clock) = start().await;
+    // Resized at run time, through the registry's management API.
+    running
+        .registry
+        .set_bulkhead_size(inventory::INSTANCE, 2)
+        .unwrap();
+    let bulkhead = running.registry.bulkhead(inventory::INSTANCE);
+    running.downstream.set_mode(Mode::Holding);
+    let addr = running.service.addr();
+    let held: Vec<_> = (0..2)
+        .map(|_| tokio::spawn(async move { http::get(addr, "/inventory/SKU-1").await }))
+        .collect();
+    running.downstream.held(2).await;
+    assert_eq!(bulkhead.available_concurrent_calls(), 0);
+
+    assert_eq!(
+        stock(&running, "SKU-1").await,
+        unknown("SKU-1", "bulkhead_full")
+    );
+    assert_eq!(
+        running.downstream.stock_requests(),
+        2,
+        "refused without a call"
+    );
+
+    running.downstream.release();
+    for request in held {
+        let answer = request.await.unwrap().unwrap();
+        assert_eq!(answer.json()["status"], "AVAILABLE");
+    }
+    assert_eq!(bulkhead.available_concurrent_calls(), 2);
+    let b = breaker(&running).await;
+    assert_eq!(metric(&b, "circuitbreaker_calls", Some("successful")), 2.0);
+    assert_eq!(metric(&b, "circuitbreaker_calls", Some("failed")), 0.0);
+    assert_eq!(
+        metric(&b, "circuitbreaker_calls", Some("ignored")),
+        1.0,
+        "our own bulkhead's refusal is not the downstream's failure"
+    );
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_downstream_that_never_answers_times_out_and_the_abandoned_attempts_give_their_slots_back(
+) {
+    // Real time passes here (2 × 20 ms), but the outcome cannot depend on it:
+    // a held request only ends when released, which happens after the answer.
+    let (running, _clock) = start_with(&[(
+        "RESIL_TIMELIMITER_INSTANCES_INVENTORY_QUERY_TIMEOUT_DURATION",
+        "20ms",
+    )])
+    .await;
+    running.downstream.set_mode(Mode::Holding);
+    assert_eq!(stock(&running, "SKU-1").await, unknown("SKU-1", "timeout"));
+    // A timeout is retried (resil's default for refusals): two attempts.
+    assert_eq!(running.downstream.stock_requests(), 2);
+    let bulkhead = running.registry.bulkhead(inventory::INSTANCE);
+    assert_eq!(
+        bulkhead.available_concurrent_calls(),
+        20,
+        "the timed-out attempts were dropped, and their permits with them"
+    );
+    let b = breaker(&running).await;
+    assert_eq!(metric(&b, "circuitbreaker_calls", Some("failed")), 2.0);
+    running.downstream.release();
+    running.stop().await;
+}
+
+#[tokio::test]
 async fn the_downstream_control_endpoint_switches_its_behaviour_over_http() {
     let (running, _clock) = start().await;
     let control = running.downstream_server.addr();
@@ -428,6 +507,10 @@ async fn the_downstream_control_endpoint_switches_its_behaviour_over_http() {
         running.downstream.mode(),
         Mode::Throttled(Duration::from_secs(7))
     );
+    let answer = http::post(control, "/control/hold").await.unwrap();
+    assert_eq!(answer.json()["mode"], "hold");
+    let answer = http::post(control, "/control/release").await.unwrap();
+    assert_eq!(answer.json()["mode"], "healthy");
     let answer = http::post(control, "/control/slow?ms=soon").await.unwrap();
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
     assert!(answer.json()["error"].as_str().unwrap().contains("`ms`"));

@@ -9,6 +9,8 @@
 //! POST /control/slow?ms=1500         answer after 1500 ms
 //! POST /control/throttle?retry_after=30   429 with `Retry-After: 30`
 //! POST /control/out-of-stock         409 {"error":"out_of_stock"} (a business answer)
+//! POST /control/hold                 hold every stock request until …
+//! POST /control/release              … this: the held ones answer 200, the mode is healthy
 //! GET  /control                      {"mode":…, "stock_requests":n}
 //! ```
 
@@ -22,6 +24,7 @@ use hyper::header::{HeaderValue, RETRY_AFTER};
 use hyper::{Method, Request, StatusCode};
 use parking_lot::Mutex;
 use serde_json::json;
+use tokio::sync::watch;
 
 use crate::http::{self, Reply, Server};
 
@@ -38,6 +41,8 @@ pub enum Mode {
     Throttled(Duration),
     /// 409 with `{"error":"out_of_stock"}`: the API works, the item is gone.
     OutOfStock,
+    /// No answer until released, then 200 (tests fill a bulkhead with it).
+    Holding,
 }
 
 impl Mode {
@@ -49,6 +54,7 @@ impl Mode {
             Mode::Slow(d) => format!("slow ({} ms)", d.as_millis()),
             Mode::Throttled(d) => format!("throttle (Retry-After: {})", d.as_secs()),
             Mode::OutOfStock => "out-of-stock".into(),
+            Mode::Holding => "hold".into(),
         }
     }
 }
@@ -57,6 +63,10 @@ impl Mode {
 pub struct Downstream {
     mode: Mutex<Mode>,
     stock_requests: AtomicU64,
+    /// How many stock requests are being held.
+    held: watch::Sender<usize>,
+    /// Bumped by every release: a held request waits for it to change.
+    releases: watch::Sender<u64>,
 }
 
 impl Downstream {
@@ -65,6 +75,8 @@ impl Downstream {
         let downstream = Arc::new(Downstream {
             mode: Mutex::new(Mode::Healthy),
             stock_requests: AtomicU64::new(0),
+            held: watch::Sender::new(0),
+            releases: watch::Sender::new(0),
         });
         let state = Arc::clone(&downstream);
         let server = Server::start(addr, move |req| Arc::clone(&state).handle(req)).await?;
@@ -79,6 +91,19 @@ impl Downstream {
     /// Switches the mode (the control endpoint does the same over HTTP).
     pub fn set_mode(&self, mode: Mode) {
         *self.mode.lock() = mode;
+    }
+
+    /// Answers every held request (200) and makes the mode healthy.
+    pub fn release(&self) {
+        self.set_mode(Mode::Healthy);
+        self.releases.send_modify(|n| *n += 1);
+    }
+
+    /// Waits until `n` stock requests are being held (no sleeping: the
+    /// downstream reports each one).
+    pub async fn held(&self, n: usize) {
+        let mut held = self.held.subscribe();
+        let _ = held.wait_for(|h| *h >= n).await;
     }
 
     /// How many stock requests reached the downstream so far.
@@ -114,12 +139,17 @@ impl Downstream {
                         Err(why) => return http::error(StatusCode::BAD_REQUEST, why),
                     },
                     "out-of-stock" => Mode::OutOfStock,
+                    "hold" => Mode::Holding,
+                    "release" => {
+                        self.release();
+                        return self.status();
+                    }
                     other => {
                         return http::error(
                             StatusCode::NOT_FOUND,
                             format!(
                                 "unknown mode `{other}`: use healthy, fail, slow?ms=N, \
-                                 throttle?retry_after=S or out-of-stock"
+                                 throttle?retry_after=S, out-of-stock, hold or release"
                             ),
                         )
                     }
@@ -134,7 +164,11 @@ impl Downstream {
     fn status(&self) -> Reply {
         http::json(
             StatusCode::OK,
-            &json!({ "mode": self.mode().label(), "stock_requests": self.stock_requests() }),
+            &json!({
+                "mode": self.mode().label(),
+                "stock_requests": self.stock_requests(),
+                "held": *self.held.borrow(),
+            }),
         )
     }
 
@@ -157,11 +191,35 @@ impl Downstream {
                     .insert(RETRY_AFTER, HeaderValue::from(after.as_secs()));
                 reply
             }
+            Mode::Holding => {
+                let mut releases = self.releases.subscribe();
+                releases.mark_unchanged();
+                // Counted only once subscribed: a release after this is seen.
+                let _held = Held::count(&self.held);
+                let _ = releases.changed().await;
+                http::json(StatusCode::OK, &available())
+            }
             Mode::OutOfStock => http::json(
                 StatusCode::CONFLICT,
                 &json!({ "error": "out_of_stock", "sku": sku }),
             ),
         }
+    }
+}
+
+/// One held request, counted until it ends or is dropped (the client hung up).
+struct Held<'a>(&'a watch::Sender<usize>);
+
+impl<'a> Held<'a> {
+    fn count(held: &'a watch::Sender<usize>) -> Held<'a> {
+        held.send_modify(|h| *h += 1);
+        Held(held)
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|h| *h -= 1);
     }
 }
 
