@@ -101,6 +101,7 @@ impl Downstream {
 
     /// Waits until `n` stock requests are being held (no sleeping: the
     /// downstream reports each one).
+    #[allow(dead_code)] // the tests' (tests/inventory_service.rs) way to wait
     pub async fn held(&self, n: usize) {
         let mut held = self.held.subscribe();
         let _ = held.wait_for(|h| *h >= n).await;
