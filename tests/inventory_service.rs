@@ -3,9 +3,15 @@
 //! what a client sees (answers, health, the breaker snapshot) and how many
 //! requests reached the downstream.
 //!
-//! Deterministic: the registry runs on a `ManualClock` (a breaker's open wait
-//! and an override's TTL pass only when the test advances it), the retry's
-//! wait is overridden to zero, and everything else is counted, never timed.
+//! The service's instances come from the process-wide registry, as they do in
+//! the example (and at an annotated fn's call site): this binary configures it
+//! once, on a `ManualClock`, and its tests take turns, each starting from a
+//! reset breaker and a fresh downstream.
+//!
+//! Deterministic: a breaker's open wait, an override's TTL and a rate-limit
+//! cycle pass only when a test advances the clock; the retry's wait is zero and
+//! the time limit an hour (the only primitives on tokio's clock), except where
+//! a test shortens it on purpose; everything else is counted, never timed.
 
 #[allow(dead_code)]
 #[path = "../examples/inventory_service/downstream.rs"]
@@ -21,61 +27,106 @@ mod inventory;
 mod routes;
 
 use std::net::SocketAddr;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use downstream::Mode;
 use hyper::StatusCode;
+use inventory::INSTANCE;
 use resil::clock::ManualClock;
 use resil::config::FileConfig;
+use resil::registry_crate::Transition;
 use resil::Registry;
 use routes::Running;
 use serde_json::Value;
+use tokio::sync::{Mutex, MutexGuard};
 
-/// The example's config, with real time taken out (the time limiter and the
-/// retry's wait are the only primitives on tokio's clock): no wait between
-/// attempts, and an hour's time limit so that a request held up by a busy
-/// machine never times out. Plus any overrides a test adds.
-fn config(extra: &[(&str, &str)]) -> FileConfig {
-    let mut vars = vec![
-        ("RESIL_RETRY_INSTANCES_INVENTORY_QUERY_WAIT_DURATION", "0"),
-        (
-            "RESIL_TIMELIMITER_INSTANCES_INVENTORY_QUERY_TIMEOUT_DURATION",
-            "1h",
-        ),
-    ];
-    vars.retain(|(key, _)| extra.iter().all(|(k, _)| k != key));
-    vars.extend_from_slice(extra);
-    FileConfig::from_file_with_env(routes::CONFIG, vars).unwrap()
-}
-
-async fn start_with(extra: &[(&str, &str)]) -> (Running, ManualClock) {
-    let clock = ManualClock::new();
-    let registry = routes::configure(
-        Registry::builder().clock(clock.clone()).build(),
-        config(extra),
-    )
-    .unwrap();
-    let running = Running::start(registry, SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
+/// The registry's clock, shared by every test (they take turns).
+fn clock() -> &'static ManualClock {
+    static CLOCK: OnceLock<ManualClock> = OnceLock::new();
+    CLOCK.get_or_init(|| {
+        let clock = ManualClock::new();
+        // The example's config, with tokio's clock taken out of the outcomes:
+        // no wait between attempts, and an hour's time limit, so a request
+        // held up by a busy machine never times out.
+        let file = FileConfig::from_file_with_env(
+            routes::CONFIG,
+            [
+                ("RESIL_RETRY_INSTANCES_INVENTORY_QUERY_WAIT_DURATION", "0"),
+                (
+                    "RESIL_TIMELIMITER_INSTANCES_INVENTORY_QUERY_TIMEOUT_DURATION",
+                    "1h",
+                ),
+            ],
+        )
         .unwrap();
-    (running, clock)
+        let registry =
+            routes::configure(Registry::builder().clock(clock.clone()).build(), file).unwrap();
+        resil::init(registry).unwrap();
+        clock
+    })
 }
 
-async fn start() -> (Running, ManualClock) {
-    start_with(&[]).await
+/// One test's service, downstream and turn.
+struct Test {
+    running: Running,
+    clock: &'static ManualClock,
+    _turn: MutexGuard<'static, ()>,
 }
 
-async fn get(running: &Running, path: &str) -> (StatusCode, Value) {
+impl std::ops::Deref for Test {
+    type Target = Running;
+    fn deref(&self) -> &Running {
+        &self.running
+    }
+}
+
+impl Test {
+    /// Waits for its turn, then starts from a clean slate: a reset breaker,
+    /// the configured sizes and limits, a new rate-limit cycle, and a fresh
+    /// downstream.
+    async fn start() -> Test {
+        static TURN: Mutex<()> = Mutex::const_new(());
+        let turn = TURN.lock().await;
+        let clock = clock();
+        let registry = resil::registry();
+        registry.set_bulkhead_size(INSTANCE, 20).ok();
+        registry.set_rate_limit(INSTANCE, 100).ok();
+        registry
+            .configure_time_limiter(INSTANCE, |b| b.timeout_duration(Duration::from_secs(3600)))
+            .unwrap();
+        let running = Running::start(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .unwrap();
+        // Past any wait or TTL an earlier test left, into a new cycle.
+        clock.advance(Duration::from_secs(24 * 3600));
+        registry
+            .transition_circuit_breaker(INSTANCE, Transition::Reset)
+            .unwrap();
+        Test {
+            running,
+            clock,
+            _turn: turn,
+        }
+    }
+
+    async fn stop(self) {
+        let Test { running, _turn, .. } = self;
+        running.stop().await;
+    }
+}
+
+async fn get(running: &Test, path: &str) -> (StatusCode, Value) {
     let answer = http::get(running.service.addr(), path).await.unwrap();
     (answer.status, answer.json())
 }
 
-async fn post(running: &Running, path: &str) -> (StatusCode, Value) {
+async fn post(running: &Test, path: &str) -> (StatusCode, Value) {
     let answer = http::post(running.service.addr(), path).await.unwrap();
     (answer.status, answer.json())
 }
 
-async fn stock(running: &Running, sku: &str) -> Value {
+async fn stock(running: &Test, sku: &str) -> Value {
     let (status, body) = get(running, &format!("/inventory/{sku}")).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body
@@ -86,7 +137,7 @@ fn unknown(sku: &str, reason: &str) -> Value {
 }
 
 /// The `inventory-query` breaker in the snapshot endpoint's answer.
-async fn breaker(running: &Running) -> Value {
+async fn breaker(running: &Test) -> Value {
     let (status, body) = get(running, "/actuator/circuitbreakers").await;
     assert_eq!(status, StatusCode::OK);
     let instances = body["instances"].as_array().unwrap();
@@ -113,7 +164,7 @@ fn metric(breaker: &Value, name: &str, kind: Option<&str>) -> f64 {
 
 #[tokio::test]
 async fn a_healthy_downstream_gives_the_real_stock_level_and_health_is_up() {
-    let (running, _clock) = start().await;
+    let running = Test::start().await;
     let body = stock(&running, "SKU-1").await;
     assert_eq!(
         body,
@@ -136,7 +187,7 @@ async fn a_healthy_downstream_gives_the_real_stock_level_and_health_is_up() {
 #[tokio::test]
 async fn a_failing_downstream_opens_the_breaker_after_its_window_then_the_service_answers_unknown_without_calling_it(
 ) {
-    let (running, _clock) = start().await;
+    let running = Test::start().await;
     running.downstream.set_mode(Mode::Failing);
     // Retry( CircuitBreaker( … )): each request is two attempts, two samples.
     // Window and minimum are 10: four requests leave it CLOSED at 8 failures.
@@ -196,7 +247,8 @@ async fn a_failing_downstream_opens_the_breaker_after_its_window_then_the_servic
 #[tokio::test]
 async fn an_open_breaker_lets_probes_through_after_its_wait_and_closes_when_the_downstream_recovered(
 ) {
-    let (running, clock) = start().await;
+    let running = Test::start().await;
+    let clock = running.clock;
     running.downstream.set_mode(Mode::Failing);
     for _ in 0..5 {
         stock(&running, "SKU-1").await;
@@ -220,7 +272,7 @@ async fn an_open_breaker_lets_probes_through_after_its_wait_and_closes_when_the_
 
 #[tokio::test]
 async fn out_of_stock_business_errors_are_answered_as_such_and_never_open_the_breaker() {
-    let (running, _clock) = start().await;
+    let running = Test::start().await;
     running.downstream.set_mode(Mode::OutOfStock);
     for _ in 0..30 {
         assert_eq!(
@@ -241,7 +293,8 @@ async fn out_of_stock_business_errors_are_answered_as_such_and_never_open_the_br
 
 #[tokio::test]
 async fn a_429_with_retry_after_opens_the_breaker_for_exactly_that_long() {
-    let (running, clock) = start().await;
+    let running = Test::start().await;
+    let clock = running.clock;
     running
         .downstream
         .set_mode(Mode::Throttled(Duration::from_secs(30)));
@@ -270,7 +323,8 @@ async fn a_429_with_retry_after_opens_the_breaker_for_exactly_that_long() {
 
 #[tokio::test]
 async fn an_operator_forces_the_breaker_open_with_a_ttl_and_a_reason_and_it_expires_on_time() {
-    let (running, clock) = start().await;
+    let running = Test::start().await;
+    let clock = running.clock;
     assert_eq!(stock(&running, "SKU-1").await["status"], "AVAILABLE");
 
     let (status, body) = post(
@@ -322,7 +376,7 @@ async fn an_operator_forces_the_breaker_open_with_a_ttl_and_a_reason_and_it_expi
 
 #[tokio::test]
 async fn management_endpoints_disable_close_and_reset_the_breaker_by_name() {
-    let (running, _clock) = start().await;
+    let running = Test::start().await;
     running.downstream.set_mode(Mode::Failing);
     for _ in 0..5 {
         stock(&running, "SKU-1").await;
@@ -356,7 +410,7 @@ async fn management_endpoints_disable_close_and_reset_the_breaker_by_name() {
 
 #[tokio::test]
 async fn management_mistakes_get_a_clear_error_naming_what_is_wrong() {
-    let (running, _clock) = start().await;
+    let running = Test::start().await;
     stock(&running, "SKU-1").await;
     let (status, body) = post(&running, "/actuator/circuitbreakers/nope/forced-open").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
@@ -397,12 +451,11 @@ async fn management_mistakes_get_a_clear_error_naming_what_is_wrong() {
 #[tokio::test]
 async fn the_rate_limiter_refuses_past_its_limit_with_a_degraded_answer_the_breaker_does_not_count()
 {
-    // One cycle never ends on the manual clock: 3 permits in all.
-    let (running, _clock) = start_with(&[(
-        "RESIL_RATELIMITER_INSTANCES_INVENTORY_QUERY_LIMIT_FOR_PERIOD",
-        "3",
-    )])
-    .await;
+    let running = Test::start().await;
+    // Through the registry's management API: 3 a period from the next cycle
+    // on, and the next cycle starts when the manual clock says so.
+    running.registry.set_rate_limit(INSTANCE, 3).unwrap();
+    running.clock.advance(Duration::from_secs(1));
     for _ in 0..3 {
         assert_eq!(stock(&running, "SKU-1").await["status"], "AVAILABLE");
     }
@@ -419,18 +472,25 @@ async fn the_rate_limiter_refuses_past_its_limit_with_a_degraded_answer_the_brea
         "our own refusals are not the downstream's failures"
     );
     assert_eq!(metric(&b, "circuitbreaker_calls", Some("failed")), 0.0);
+    // The next cycle brings 3 new permits, and only 3.
+    running.clock.advance(Duration::from_secs(1));
+    for _ in 0..3 {
+        assert_eq!(stock(&running, "SKU-1").await["status"], "AVAILABLE");
+    }
+    assert_eq!(
+        stock(&running, "SKU-1").await,
+        unknown("SKU-1", "request_not_permitted")
+    );
+    assert_eq!(running.downstream.stock_requests(), 6);
     running.stop().await;
 }
 
 #[tokio::test]
 async fn a_full_bulkhead_answers_unknown_at_once_and_its_slots_come_back_when_the_calls_end() {
-    let (running, _clock) = start().await;
+    let running = Test::start().await;
     // Resized at run time, through the registry's management API.
-    running
-        .registry
-        .set_bulkhead_size(inventory::INSTANCE, 2)
-        .unwrap();
-    let bulkhead = running.registry.bulkhead(inventory::INSTANCE);
+    running.registry.set_bulkhead_size(INSTANCE, 2).unwrap();
+    let bulkhead = running.registry.bulkhead(INSTANCE);
     running.downstream.set_mode(Mode::Holding);
     let addr = running.service.addr();
     let held: Vec<_> = (0..2)
@@ -471,16 +531,17 @@ async fn a_downstream_that_never_answers_times_out_and_the_abandoned_attempts_gi
 ) {
     // Real time passes here (2 × 20 ms), but the outcome cannot depend on it:
     // a held request only ends when released, which happens after the answer.
-    let (running, _clock) = start_with(&[(
-        "RESIL_TIMELIMITER_INSTANCES_INVENTORY_QUERY_TIMEOUT_DURATION",
-        "20ms",
-    )])
-    .await;
+    let running = Test::start().await;
+    // Code settings replace the instance; the service's handle follows.
+    running
+        .registry
+        .configure_time_limiter(INSTANCE, |b| b.timeout_duration(Duration::from_millis(20)))
+        .unwrap();
     running.downstream.set_mode(Mode::Holding);
     assert_eq!(stock(&running, "SKU-1").await, unknown("SKU-1", "timeout"));
     // A timeout is retried (resil's default for refusals): two attempts.
     assert_eq!(running.downstream.stock_requests(), 2);
-    let bulkhead = running.registry.bulkhead(inventory::INSTANCE);
+    let bulkhead = running.registry.bulkhead(INSTANCE);
     assert_eq!(
         bulkhead.available_concurrent_calls(),
         20,
@@ -494,7 +555,7 @@ async fn a_downstream_that_never_answers_times_out_and_the_abandoned_attempts_gi
 
 #[tokio::test]
 async fn the_downstream_control_endpoint_switches_its_behaviour_over_http() {
-    let (running, _clock) = start().await;
+    let running = Test::start().await;
     let control = running.downstream_server.addr();
     let answer = http::post(control, "/control/out-of-stock").await.unwrap();
     assert_eq!(answer.status, StatusCode::OK);

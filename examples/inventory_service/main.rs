@@ -67,16 +67,22 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let registry = match routes::load_registry(&args.config) {
-        Ok(registry) => registry,
+    // The process-wide registry, which the service's instances come from.
+    match routes::load_registry(&args.config) {
+        Ok(registry) => {
+            if resil::init(registry).is_err() {
+                eprintln!("the process-wide registry was used before it was configured");
+                return ExitCode::FAILURE;
+            }
+        }
         Err(e) => {
             eprintln!("cannot load {}: {e}", args.config.display());
             return ExitCode::FAILURE;
         }
-    };
+    }
     // The demo talks to itself: any free port will do.
     let port = if args.demo { 0 } else { args.port };
-    let running = match Running::start(registry, SocketAddr::from(([127, 0, 0, 1], port))).await {
+    let running = match Running::start(SocketAddr::from(([127, 0, 0, 1], port))).await {
         Ok(running) => running,
         Err(e) => {
             eprintln!("cannot listen on 127.0.0.1:{port}: {e} (try `--port 0`)");

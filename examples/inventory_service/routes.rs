@@ -119,7 +119,7 @@ mod bridge {
 
 /// The service: the protected query and the registry it reports on.
 pub struct App {
-    registry: Arc<Registry>,
+    registry: &'static Registry,
     inventory: Inventory,
 }
 
@@ -230,8 +230,8 @@ impl App {
 /// The whole program, running: the downstream and the service, each on its
 /// own port.
 pub struct Running {
-    /// The registry the service reports on.
-    pub registry: Arc<Registry>,
+    /// The registry the service reports on (the process-wide one).
+    pub registry: &'static Registry,
     /// The fake downstream's state (its mode, its request count).
     pub downstream: Arc<Downstream>,
     /// The downstream's server.
@@ -242,14 +242,15 @@ pub struct Running {
 
 impl Running {
     /// Starts the downstream on any free 127.0.0.1 port and the service on
-    /// `service_addr`, protected by `registry`.
-    pub async fn start(registry: Registry, service_addr: SocketAddr) -> std::io::Result<Running> {
-        let registry = Arc::new(registry);
+    /// `service_addr`, protected by the process-wide registry (see
+    /// [`resil::init`]).
+    pub async fn start(service_addr: SocketAddr) -> std::io::Result<Running> {
+        let registry = resil::registry();
         let (downstream, downstream_server) =
             Downstream::start(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
         let app = Arc::new(App {
-            inventory: Inventory::new(&registry, downstream_server.addr()),
-            registry: Arc::clone(&registry),
+            inventory: Inventory::new(registry, downstream_server.addr()),
+            registry,
         });
         let service = Server::start(service_addr, move |req| Arc::clone(&app).handle(req)).await?;
         Ok(Running {
