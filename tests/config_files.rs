@@ -1142,3 +1142,43 @@ mod never_panics {
         }
     }
 }
+
+#[test]
+fn problems_carry_the_line_of_the_file_they_are_on() {
+    let err = toml(
+        "[resilience4j.retry.configs.base]\nmax-attempts = 0\n\n[resilience4j.retry.instances.a]\n\
+         base-config = \"base\"\nwait-duration = \"soon\"\nretry-exceptions = [\"ok\", 5]\n",
+    )
+    .unwrap_err();
+    let lines: Vec<_> = err
+        .problems()
+        .iter()
+        .map(|p| (p.path().unwrap(), p.line()))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("resilience4j.retry.configs.base.max-attempts", Some(2)),
+            (
+                "resilience4j.retry.instances.a.retry-exceptions[1]",
+                Some(7)
+            ),
+            ("resilience4j.retry.instances.a.wait-duration", Some(6)),
+        ]
+    );
+    assert!(err
+        .to_string()
+        .contains("\n  line 6: invalid `resilience4j.retry.instances.a.wait-duration`"));
+    // A default that does not fit the values around it is placed on its entry.
+    let p = only_problem(toml(
+        "[resilience4j.ratelimiter.instances.api]\nlimit-refresh-period = \"10ns\"\n",
+    ));
+    assert_eq!(
+        p.path(),
+        Some("resilience4j.ratelimiter.instances.api.limit-for-period")
+    );
+    assert_eq!(p.line(), Some(1));
+    // Environment problems have no line.
+    let p = only_problem(env("", &[("RESIL_RETRY_INSTANCES_A_MAX_ATTEMPTS", "0")]));
+    assert_eq!(p.line(), None);
+}
