@@ -23,9 +23,11 @@ mod erased;
 pub mod error;
 pub mod event;
 pub mod rate_limiter;
+pub mod rejection;
 pub mod retry;
 mod striped;
 pub mod thread_pool_bulkhead;
 pub mod time_limiter;
 
 pub use crate::error::{ConfigError, Error, ErrorKind};
+pub use crate::rejection::Rejection;
