@@ -339,11 +339,11 @@ fn outer_call(
         (Aspect::Retry, true) => quote!(#p::Retry::call_async_nested(#h, || { #rebind #inner })),
         (Aspect::Retry, false) => quote!(#p::Retry::call_nested(#h, || { #rebind #inner })),
         (aspect, true) => {
-            let f = format_ident!("{}_async", aspect.as_str());
+            let f = format_ident!("around_{}_async", aspect.as_str());
             quote!(#p::#f(#h, #inner))
         }
         (aspect, false) => {
-            let f = Ident::new(aspect.as_str(), Span::call_site());
+            let f = format_ident!("around_{}", aspect.as_str());
             quote!(#p::#f(#h, || #inner))
         }
     }

@@ -42,6 +42,8 @@ pub trait RejectionParam: Sized {
     const RANK: u8;
     /// What [`DistinctFallbacks`] compares.
     type Id;
+    /// [`Yes`] when this type takes every refusal.
+    type All;
     /// Whether `err` is this refusal.
     fn matches<E>(err: &Error<E>) -> bool;
     /// The refusal out of `err`, which [`matches`](Self::matches).
@@ -55,6 +57,7 @@ macro_rules! rejection_params {
         impl RejectionParam for $ty {
             const RANK: u8 = 2;
             type Id = $id;
+            type All = No;
             #[inline]
             fn matches<E>(err: &Error<E>) -> bool {
                 matches!(err, Error::$ty(_))
@@ -89,6 +92,7 @@ pub struct IdAnyRejection;
 impl RejectionParam for Rejection {
     const RANK: u8 = 1;
     type Id = IdAnyRejection;
+    type All = Yes;
     #[inline]
     fn matches<E>(err: &Error<E>) -> bool {
         err.is_rejection()
@@ -182,7 +186,7 @@ macro_rules! fallback_arity {
         {
             type Output = R;
             type Id = X::Id;
-            type Covers = Covers<No, <X as RejectionCoverage>::All>;
+            type Covers = Covers<No, X::All>;
             #[inline]
             fn rank(err: &Error<E>) -> Option<u8> {
                 X::matches(err).then_some(X::RANK)
@@ -219,35 +223,6 @@ pub struct No;
 
 /// Which errors a set of fallbacks takes over: call errors `C`, every refusal `R`.
 pub struct Covers<C, R>(PhantomData<(C, R)>);
-
-/// Whether a refusal parameter covers every refusal (`resil::Rejection`).
-pub trait RejectionCoverage {
-    /// [`Yes`] or [`No`].
-    type All;
-}
-
-impl<X: RejectionParam> RejectionCoverage for X {
-    type All = <X::Id as AnyRejectionId>::All;
-}
-
-#[doc(hidden)]
-pub trait AnyRejectionId {
-    type All;
-}
-impl AnyRejectionId for IdAnyRejection {
-    type All = Yes;
-}
-macro_rules! not_all {
-    ($($id:ident),*) => {$(impl AnyRejectionId for $id { type All = No; })*};
-}
-not_all!(
-    IdCallNotPermitted,
-    IdBulkheadFull,
-    IdRequestNotPermitted,
-    IdTimeout,
-    IdRetryBudgetExhausted,
-    IdDeadlineExceeded
-);
 
 /// Type-level or.
 pub trait Or<B> {

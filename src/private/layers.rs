@@ -15,7 +15,7 @@ use resil_core::Error;
 /// (so an `ignore_error` predicate written for `E` keeps its meaning), an
 /// inner refusal as the refusal.
 #[inline]
-pub fn circuit_breaker<T: 'static, E: 'static>(
+pub fn around_circuit_breaker<T: 'static, E: 'static>(
     breaker: &CircuitBreaker,
     f: impl FnOnce() -> Result<T, Error<E>>,
 ) -> Result<T, Error<E>> {
@@ -27,9 +27,9 @@ pub fn circuit_breaker<T: 'static, E: 'static>(
     result
 }
 
-/// [`circuit_breaker`] for a future.
+/// [`around_circuit_breaker`] for a future.
 #[inline]
-pub async fn circuit_breaker_async<T: 'static, E: 'static>(
+pub async fn around_circuit_breaker_async<T: 'static, E: 'static>(
     breaker: &CircuitBreaker,
     inner: impl Future<Output = Result<T, Error<E>>>,
 ) -> Result<T, Error<E>> {
@@ -55,16 +55,16 @@ fn record<T: 'static, E: 'static>(
 
 /// The semaphore bulkhead around an inner stack.
 #[inline]
-pub fn bulkhead<T, E>(
+pub fn around_bulkhead<T, E>(
     bulkhead: &Bulkhead,
     f: impl FnOnce() -> Result<T, Error<E>>,
 ) -> Result<T, Error<E>> {
     bulkhead.call(f).map_err(Error::flatten)
 }
 
-/// [`bulkhead`] for a future.
+/// [`around_bulkhead`] for a future.
 #[inline]
-pub async fn bulkhead_async<T, E>(
+pub async fn around_bulkhead_async<T, E>(
     bulkhead: &Bulkhead,
     inner: impl Future<Output = Result<T, Error<E>>>,
 ) -> Result<T, Error<E>> {
@@ -73,16 +73,16 @@ pub async fn bulkhead_async<T, E>(
 
 /// The rate limiter around an inner stack.
 #[inline]
-pub fn rate_limiter<T, E>(
+pub fn around_rate_limiter<T, E>(
     limiter: &RateLimiter,
     f: impl FnOnce() -> Result<T, Error<E>>,
 ) -> Result<T, Error<E>> {
     limiter.call(f).map_err(Error::flatten)
 }
 
-/// [`rate_limiter`] for a future.
+/// [`around_rate_limiter`] for a future.
 #[inline]
-pub async fn rate_limiter_async<T, E>(
+pub async fn around_rate_limiter_async<T, E>(
     limiter: &RateLimiter,
     inner: impl Future<Output = Result<T, Error<E>>>,
 ) -> Result<T, Error<E>> {
@@ -91,7 +91,7 @@ pub async fn rate_limiter_async<T, E>(
 
 /// The time limiter around an inner stack.
 #[inline]
-pub async fn time_limiter_async<T, E>(
+pub async fn around_time_limiter_async<T, E>(
     limiter: &TimeLimiter,
     inner: impl Future<Output = Result<T, Error<E>>>,
 ) -> Result<T, Error<E>> {
