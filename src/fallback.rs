@@ -23,7 +23,7 @@
 //! assert_eq!(m.failed(), 0);
 //! ```
 
-use crate::__private::{KINDS, SITES};
+use crate::checks::{KINDS, SITES};
 use crate::ErrorKind;
 
 /// A snapshot of the fallback counters of one protected fn.

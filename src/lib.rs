@@ -63,6 +63,9 @@ pub mod fallback;
 #[path = "private/mod.rs"]
 pub mod __private;
 
+#[doc(hidden)]
+pub mod checks;
+
 pub use resil_registry::{init, registry, ErrorClass, Handle, Registry};
 
 /// Everything about named instances beyond the five names re-exported at the

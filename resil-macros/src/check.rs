@@ -15,6 +15,7 @@ pub(crate) fn dispatch(
     fallbacks: &[Path],
     paths: &[TokenStream],
     args: &[TokenStream],
+    arg_types: &[TokenStream],
     ret: &Type,
     is_async: bool,
     fn_name: &Ident,
@@ -23,8 +24,8 @@ pub(crate) fn dispatch(
     let err = Ident::new("__resil_err", Span::mixed_site());
     let cov = Ident::new("__resil_cov", Span::mixed_site());
     let site = Ident::new("__RESIL_FALLBACK", Span::mixed_site());
-    let holes: Vec<TokenStream> = args.iter().map(|_| quote!(_)).collect();
-    let args_ty = quote!((#(#holes,)*));
+    let args_ty = quote!((#(#arg_types,)*));
+    let e = quote!(<#ret as #p::ProtectedResult>::Err);
     let args_val = quote!((#(#args,)*));
 
     let mut binds = TokenStream::new();
@@ -39,12 +40,12 @@ pub(crate) fn dispatch(
     let mut checks = TokenStream::new();
     for (j, (b, span)) in vars.iter().enumerate() {
         for (a, _) in &vars[..j] {
-            checks.extend(quote_spanned!(*span=> #p::distinct::<_, _, _, _, #args_ty, _>(#a, #b, &#err);));
+            checks.extend(quote_spanned!(*span=> #p::distinct::<_, _, _, _, #args_ty, #e>(#a, #b, &#err);));
         }
     }
     let mut coverage = TokenStream::new();
     for (i, (var, span)) in vars.iter().enumerate() {
-        let one = quote_spanned!(*span=> #p::coverage::<_, #args_ty, _, _>(#var, &#err));
+        let one = quote_spanned!(*span=> #p::coverage::<_, #args_ty, #e, _>(#var, &#err));
         coverage.extend(if i == 0 {
             quote!(let #cov = #one;)
         } else {
@@ -52,13 +53,13 @@ pub(crate) fn dispatch(
         });
     }
     let ranks = vars.iter().map(|(var, span)| {
-        quote_spanned!(*span=> #p::rank::<_, #args_ty, _, _>(#var, &#err))
+        quote_spanned!(*span=> #p::rank::<_, #args_ty, #e, _>(#var, &#err))
     });
     let arms = vars.iter().enumerate().map(|(i, (var, span))| {
         let call = if is_async {
-            quote_spanned!(*span=> #p::invoke_async::<#ret, _, _, _, _>(#var, #args_val, #err).await)
+            quote_spanned!(*span=> #p::invoke_async::<#ret, _, #args_ty, #e, _>(#var, #args_val, #err).await)
         } else {
-            quote_spanned!(*span=> #p::invoke::<#ret, _, _, _, _>(#var, #args_val, #err))
+            quote_spanned!(*span=> #p::invoke::<#ret, _, #args_ty, #e, _>(#var, #args_val, #err))
         };
         quote! {
             ::core::option::Option::Some(#i) => {
@@ -67,6 +68,8 @@ pub(crate) fn dispatch(
             }
         }
     });
+    let ret_span = ret.span();
+    let leftover = quote_spanned!(ret_span=> #p::leftover(#cov, #err));
     let key = quote!(::core::concat!(::core::module_path!(), "::", ::core::stringify!(#fn_name)));
     quote! {
         match #out {
@@ -78,7 +81,7 @@ pub(crate) fn dispatch(
                 #coverage
                 match #p::pick(&[#(#ranks),*]) {
                     #(#arms)*
-                    _ => ::core::result::Result::Err(#p::leftover(#cov, #err)),
+                    _ => ::core::result::Result::Err(#leftover),
                 }
             }
         }

@@ -216,8 +216,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
     let ret_span = ret.span();
     let result_check = quote_spanned!(ret_span=> #p::protected_result::<#ret>(););
     let finish = if plan.fallbacks.is_empty() {
-        let convert = quote_spanned!(ret_span=> #p::into_fn_error);
-        quote!(#out.map_err(#convert))
+        quote_spanned!(ret_span=> #p::into_fn_result(#out))
     } else {
         let receiver = plan
             .item
@@ -231,11 +230,13 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
             .map(|f| fallback_path(f, receiver))
             .collect();
         let names: Vec<TokenStream> = params.iter().map(|p| p.name.clone()).collect();
+        let types: Vec<TokenStream> = plan.item.sig.inputs.iter().map(arg_type).collect();
         check::dispatch(
             &out,
             &plan.fallbacks,
             &paths,
             &names,
+            &types,
             &ret,
             is_async,
             &plan.item.sig.ident,
@@ -276,6 +277,28 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         #(#attrs)*
         #vis #sig #group
     }
+}
+
+/// The parameter's type for the fallback check, `_` where it cannot be
+/// written in an expression (`impl Trait`).
+fn arg_type(arg: &FnArg) -> TokenStream {
+    let ty = match arg {
+        FnArg::Receiver(r) => &r.ty,
+        FnArg::Typed(t) => &t.ty,
+    };
+    if mentions_impl(ty.to_token_stream()) {
+        quote!(_)
+    } else {
+        ty.to_token_stream()
+    }
+}
+
+fn mentions_impl(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|t| match t {
+        TokenTree::Ident(i) => i == "impl",
+        TokenTree::Group(g) => mentions_impl(g.stream()),
+        _ => false,
+    })
 }
 
 fn fallback_path(path: &Path, receiver: bool) -> TokenStream {
@@ -319,7 +342,9 @@ fn innermost_call(
         }
         (Aspect::Retry, false) => quote!(#p::Retry::call(#h, || { #rebind #body })),
         (Aspect::Bulkhead, true) if layer.thread_pool => {
-            quote!(#p::ThreadPoolBulkhead::call_async(#h, move || #body))
+            let span = layer.span;
+            let work = quote_spanned!(span=> #p::pool_work(move || #body));
+            quote!(#p::ThreadPoolBulkhead::call_async(#h, #work))
         }
         (_, true) => quote!(#p::#ty::call_async(#h, async move { #body })),
         (_, false) => quote!(#p::#ty::call(#h, || #body)),

@@ -3,7 +3,7 @@
 //! ones codegen re-uses for user-facing checks).
 
 use proc_macro2::{Span, TokenStream};
-use quote::quote;
+use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, Lit, Path, ReturnType, Type};
 
@@ -25,6 +25,8 @@ pub(crate) struct Plan {
 pub(crate) struct Layer {
     pub(crate) aspect: Aspect,
     pub(crate) thread_pool: bool,
+    /// The attribute, where checks of generated code about it point.
+    pub(crate) span: Span,
     pub(crate) name: String,
     /// Builder calls applied once at call-site initialisation.
     pub(crate) settings: Vec<Setting>,
@@ -247,6 +249,22 @@ fn check_override(
     })
 }
 
+/// `Result<…>`, `io::Result<…>`, `anyhow::Result<…>`, `FetchResult<…>`: a
+/// path whose last segment ends in `Result`. Other aliases are left to the
+/// generated `ProtectedResult` check.
+fn looks_like_result(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident.to_string().ends_with("Result")),
+        Type::Group(g) => looks_like_result(&g.elem),
+        Type::Paren(p) => looks_like_result(&p.elem),
+        _ => false,
+    }
+}
+
 fn mut_reference_arg(arg: &FnArg) -> Option<Span> {
     match arg {
         FnArg::Receiver(r) if r.reference.is_some() && r.mutability.is_some() => Some(r.span()),
@@ -269,7 +287,7 @@ impl Model {
         if already_protected {
             errors.push(syn::Error::new(
                 aspects[0].span,
-                "this fn is already protected by a resil attribute written above this one, which could not recognise this attribute as its sibling (a renamed import?); write it as `#[resil::…(…)]` or `#[…(…)]` with its own name",
+                format!("this fn is protected already by a resil attribute above it, which could not see this one: a renamed resil attribute is not recognised as a sibling; write `#[resil::{}(…)]`", aspects[0].aspect),
             ));
         }
         let sig = &item.sig;
@@ -289,12 +307,15 @@ impl Model {
                     sig.ident
                 ),
             )),
-            (None, ReturnType::Type(_, ty)) if matches!(**ty, Type::ImplTrait(_)) => {
-                errors.push(syn::Error::new(
+            (None, ReturnType::Type(_, ty)) if !looks_like_result(ty) => errors.push(
+                syn::Error::new(
                     ty.span(),
-                    "a protected fn must return `Result<T, E>`, not `impl Trait`",
-                ))
-            }
+                    format!(
+                        "a protected fn must return `Result<T, E>`, not `{}`: resil needs an error to count and to retry on",
+                        ty.to_token_stream().to_string().replace(" < ", "<").replace(" >", ">").replace("& ", "&")
+                    ),
+                ),
+            ),
             _ => {}
         }
 
@@ -480,6 +501,7 @@ fn check_aspect(a: &AspectArgs, item: &ItemFn, errors: &mut Errors) -> Option<La
     Some(Layer {
         aspect: a.aspect,
         thread_pool: kind == BulkheadKind::ThreadPool,
+        span: a.kind.map_or(a.span, |k| k.1),
         name: name?,
         settings,
     })

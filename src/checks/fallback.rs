@@ -328,7 +328,10 @@ pub fn pick(ranks: &[Option<u8>]) -> Option<usize> {
 pub trait DistinctFallbacks {}
 
 macro_rules! distinct {
-    ($a:ident: $($b:ident),*) => {$(impl DistinctFallbacks for ($a, $b) {})*};
+    ($a:ident: $($b:ident),*) => {$(
+        #[diagnostic::do_not_recommend]
+        impl DistinctFallbacks for ($a, $b) {}
+    )*};
 }
 distinct!(IdEverything: IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdDeadlineExceeded);
 distinct!(IdCall: IdEverything, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdDeadlineExceeded);
@@ -405,7 +408,7 @@ pub fn invoke_async<Ret, F, Args, E, M>(
     f: &F,
     args: Args,
     err: Error<E>,
-) -> <F::Output as AsyncOutput<Ret>>::Future
+) -> impl Future<Output = Ret>
 where
     F: Fallback<Args, E, M>,
     F::Output: AsyncOutput<Ret>,
