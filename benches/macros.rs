@@ -149,7 +149,10 @@ fn async_stack(c: &mut Criterion) {
                 .unwrap()
             }),
         ),
-        ("annotated", Box::new(|x| ready(annotated_async(x)).unwrap())),
+        (
+            "annotated",
+            Box::new(|x| ready(annotated_async(x)).unwrap()),
+        ),
     ];
     bench_group(c, "macros: retry+breaker+bulkhead, async", &contenders);
 }

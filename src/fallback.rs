@@ -59,7 +59,9 @@ impl FallbackMetrics {
 /// fn's name; for a method, the fn's name alone after the module path). All
 /// zero for a fn whose fallback never ran.
 pub fn metrics(path: &str) -> FallbackMetrics {
-    let sites = SITES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let sites = SITES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut out = FallbackMetrics::default();
     for site in sites.iter().filter(|s| s.key() == path) {
         for (i, kind) in KINDS.iter().enumerate() {

@@ -45,17 +45,19 @@
 //! instances and the attribute macros, still to land).
 #![warn(missing_docs)]
 
+/// Config files: Resilience4j's `resilience4j.*` tree in TOML or YAML, and
+/// `RESIL_…` environment overrides (see the README's *Config files*).
+pub use resil_registry::config;
+
 pub use resil_core::{
-    bulkhead, circuit_breaker, clock, deadline, error, event, rate_limiter, retry,
-    thread_pool_bulkhead, time_limiter, ConfigError, Error, ErrorKind, Rejection,
+    bulkhead, circuit_breaker, clock, deadline, error, event, interval, rate_limiter, retry,
+    thread_pool_bulkhead, time_limiter, ConfigError, Error, ErrorKind, IntervalFunction, Rejection,
 };
 
 // The attributes live in the macro namespace, so `resil::circuit_breaker` is
 // both the module above and the attribute here; the derive shares its name
 // with the `ErrorClass` trait, as serde's derives do.
-pub use resil_macros::{
-    bulkhead, circuit_breaker, rate_limiter, retry, time_limiter, ErrorClass,
-};
+pub use resil_macros::{bulkhead, circuit_breaker, rate_limiter, retry, time_limiter, ErrorClass};
 
 pub mod fallback;
 

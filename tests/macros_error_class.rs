@@ -18,7 +18,10 @@ enum InventoryError {
 #[test]
 fn each_variant_has_a_stable_snake_case_name_unless_renamed() {
     assert_eq!(InventoryError::NotFound.error_class(), "not_found");
-    assert_eq!(InventoryError::Unavailable(503).error_class(), "unavailable");
+    assert_eq!(
+        InventoryError::Unavailable(503).error_class(),
+        "unavailable"
+    );
     assert_eq!(
         InventoryError::Throttled { retry_after_ms: 5 }.error_class(),
         "rate-limited-upstream"
@@ -26,7 +29,12 @@ fn each_variant_has_a_stable_snake_case_name_unless_renamed() {
     assert_eq!(InventoryError::HTTPTimeout.error_class(), "http_timeout");
     assert_eq!(
         InventoryError::error_classes(),
-        ["not_found", "unavailable", "rate-limited-upstream", "http_timeout"]
+        [
+            "not_found",
+            "unavailable",
+            "rate-limited-upstream",
+            "http_timeout"
+        ]
     );
 }
 

@@ -72,7 +72,8 @@ fn the_most_specific_fallback_wins_whatever_the_list_order_and_none_runs_on_succ
 
     registry()
         .circuit_breaker("macros-fallback-price")
-        .transition_to_forced_open();
+        .transition_to_forced_open()
+        .unwrap();
     let live = LIVE_CALLS.load(Ordering::SeqCst);
     assert_eq!(price("abc", false), Ok(Price::Cached(7, "open")));
     assert_eq!(LIVE_CALLS.load(Ordering::SeqCst), live);
@@ -97,7 +98,10 @@ async fn quote(sku: String, delay_ms: u64) -> Result<u32, PriceError> {
 
 async fn quote_on_timeout(sku: String, _delay_ms: u64, why: Timeout) -> Result<u32, PriceError> {
     if sku == "broken" {
-        return Err(PriceError::Rejected(format!("fallback failed after {:?}", why.after())));
+        return Err(PriceError::Rejected(format!(
+            "fallback failed after {:?}",
+            why.after()
+        )));
     }
     Ok(sku.len() as u32 + 100)
 }
@@ -110,7 +114,9 @@ async fn an_async_fallback_takes_its_rejection_type_only_and_its_own_error_propa
     assert_eq!(quote(String::new(), 10).await, Err(PriceError::Unavailable));
     assert_eq!(
         quote("broken".to_owned(), 500).await,
-        Err(PriceError::Rejected("fallback failed after 100ms".to_owned()))
+        Err(PriceError::Rejected(
+            "fallback failed after 100ms".to_owned()
+        ))
     );
     let m = fallback::metrics(path);
     assert_eq!(m.degraded(ErrorKind::Timeout), 2);

@@ -33,7 +33,11 @@ fn always_503() -> Result<u32, Failure> {
     sliding_window_size = 10,
     minimum_number_of_calls = 10
 )]
-#[resil::retry(name = "macros-order-retry-outside", max_attempts = 3, wait_duration = "0ms")]
+#[resil::retry(
+    name = "macros-order-retry-outside",
+    max_attempts = 3,
+    wait_duration = "0ms"
+)]
 fn retry_outside() -> Result<u32, Failure> {
     always_503()
 }
@@ -44,7 +48,11 @@ fn retry_outside() -> Result<u32, Failure> {
     minimum_number_of_calls = 10,
     order = [circuit_breaker, retry]
 )]
-#[resil::retry(name = "macros-order-circuit-outside", max_attempts = 3, wait_duration = "0ms")]
+#[resil::retry(
+    name = "macros-order-circuit-outside",
+    max_attempts = 3,
+    wait_duration = "0ms"
+)]
 fn circuit_outside() -> Result<u32, Failure> {
     always_503()
 }
@@ -65,7 +73,11 @@ fn retry_outside_the_breaker_gives_three_failed_samples_and_the_override_gives_o
         .failed_calls();
 
     assert_eq!(
-        (retry_outside, circuit_outside, HTTP_CALLS.load(Ordering::SeqCst)),
+        (
+            retry_outside,
+            circuit_outside,
+            HTTP_CALLS.load(Ordering::SeqCst)
+        ),
         (3, 1, 6),
         "retryOutside failedSamples=3 circuitOutside failedSamples=1 httpCalls=6"
     );
@@ -116,11 +128,16 @@ fn an_open_breaker_reaches_a_caller_without_fallback_as_its_own_error_and_is_not
     assert_eq!(guarded(false), Ok(1));
     registry()
         .circuit_breaker("macros-order-guarded")
-        .transition_to_forced_open();
+        .transition_to_forced_open()
+        .unwrap();
     let out = guarded(true);
     assert!(
         matches!(&out, Err(Failure::Rejected(Rejection::CallNotPermitted(r))) if r.name() == "macros-order-guarded"),
         "{out:?}"
     );
-    assert_eq!(GUARDED_CALLS.load(Ordering::SeqCst), 1, "a refused call never runs, and is not retried");
+    assert_eq!(
+        GUARDED_CALLS.load(Ordering::SeqCst),
+        1,
+        "a refused call never runs, and is not retried"
+    );
 }

@@ -10,8 +10,8 @@
 use std::fmt;
 
 use crate::error::{
-    BulkheadFull, CallNotPermitted, DeadlineExceeded, Error, RequestNotPermitted,
-    RetryBudgetExhausted, Timeout,
+    BulkheadFull, CallNotPermitted, DeadlineExceeded, Error, MaxRetriesExceeded,
+    RequestNotPermitted, RetryBudgetExhausted, Timeout,
 };
 use crate::ErrorKind;
 
@@ -42,6 +42,8 @@ pub enum Rejection {
     Timeout(Timeout),
     /// A retry budget refused a retry.
     RetryBudgetExhausted(RetryBudgetExhausted),
+    /// A retry ran out of attempts on a result it retries on.
+    MaxRetriesExceeded(MaxRetriesExceeded),
     /// The end-to-end deadline was spent.
     DeadlineExceeded(DeadlineExceeded),
 }
@@ -61,6 +63,7 @@ impl Rejection {
             Rejection::RequestNotPermitted(r) => Some(r.name()),
             Rejection::Timeout(r) => Some(r.name()),
             Rejection::RetryBudgetExhausted(r) => Some(r.name()),
+            Rejection::MaxRetriesExceeded(r) => Some(r.name()),
             Rejection::DeadlineExceeded(r) => r.name(),
         }
     }
@@ -78,6 +81,7 @@ impl<E> From<Rejection> for Error<E> {
             Rejection::RequestNotPermitted(r) => Error::RequestNotPermitted(r),
             Rejection::Timeout(r) => Error::Timeout(r),
             Rejection::RetryBudgetExhausted(r) => Error::RetryBudgetExhausted(r),
+            Rejection::MaxRetriesExceeded(r) => Error::MaxRetriesExceeded(r),
             Rejection::DeadlineExceeded(r) => Error::DeadlineExceeded(r),
         }
     }
@@ -93,6 +97,7 @@ impl<E> Error<E> {
             Error::RequestNotPermitted(r) => Ok(Rejection::RequestNotPermitted(r)),
             Error::Timeout(r) => Ok(Rejection::Timeout(r)),
             Error::RetryBudgetExhausted(r) => Ok(Rejection::RetryBudgetExhausted(r)),
+            Error::MaxRetriesExceeded(r) => Ok(Rejection::MaxRetriesExceeded(r)),
             Error::DeadlineExceeded(r) => Ok(Rejection::DeadlineExceeded(r)),
         }
     }
@@ -106,6 +111,7 @@ impl fmt::Display for Rejection {
             Rejection::RequestNotPermitted(r) => fmt::Display::fmt(r, f),
             Rejection::Timeout(r) => fmt::Display::fmt(r, f),
             Rejection::RetryBudgetExhausted(r) => fmt::Display::fmt(r, f),
+            Rejection::MaxRetriesExceeded(r) => fmt::Display::fmt(r, f),
             Rejection::DeadlineExceeded(r) => fmt::Display::fmt(r, f),
         }
     }
@@ -119,6 +125,7 @@ impl fmt::Debug for Rejection {
             Rejection::RequestNotPermitted(r) => fmt::Debug::fmt(r, f),
             Rejection::Timeout(r) => fmt::Debug::fmt(r, f),
             Rejection::RetryBudgetExhausted(r) => fmt::Debug::fmt(r, f),
+            Rejection::MaxRetriesExceeded(r) => fmt::Debug::fmt(r, f),
             Rejection::DeadlineExceeded(r) => fmt::Debug::fmt(r, f),
         }
     }
@@ -143,6 +150,9 @@ mod tests {
             "CallNotPermitted { name: \"inventory\", state: Open }"
         );
         assert_eq!(Error::Call(7u8).into_rejection(), Err(7));
-        assert_eq!(Rejection::DeadlineExceeded(DeadlineExceeded::new()).name(), None);
+        assert_eq!(
+            Rejection::DeadlineExceeded(DeadlineExceeded::new()).name(),
+            None
+        );
     }
 }

@@ -88,19 +88,18 @@ pub(crate) fn override_keys(aspect: Aspect) -> &'static [&'static str] {
             "queue_capacity",
             "keep_alive_duration",
         ],
-        Aspect::RateLimiter => &["limit_for_period", "limit_refresh_period", "timeout_duration"],
+        Aspect::RateLimiter => &[
+            "limit_for_period",
+            "limit_refresh_period",
+            "timeout_duration",
+        ],
         Aspect::TimeLimiter => &["timeout_duration", "cancel_running_future"],
     }
 }
 
 /// Puts `value` in `slot` unless the argument was already given: the one
 /// duplicate check every argument goes through.
-fn set_once<T>(
-    slot: &mut Option<(T, Span)>,
-    value: T,
-    key: &Ident,
-    errors: &mut Errors,
-) {
+fn set_once<T>(slot: &mut Option<(T, Span)>, value: T, key: &Ident, errors: &mut Errors) {
     if slot.is_some() {
         errors.push(syn::Error::new(
             key.span(),

@@ -32,7 +32,11 @@ pub(crate) fn dispatch(
     let mut vars = Vec::new();
     for (i, (f, path)) in fallbacks.iter().zip(paths).enumerate() {
         let span = f.span();
-        let var = format_ident!("__resil_fallback{}", i, span = span.resolved_at(Span::mixed_site()));
+        let var = format_ident!(
+            "__resil_fallback{}",
+            i,
+            span = span.resolved_at(Span::mixed_site())
+        );
         binds.extend(quote_spanned!(span=> let #var = &#path;));
         vars.push((var, span));
     }
@@ -40,7 +44,9 @@ pub(crate) fn dispatch(
     let mut checks = TokenStream::new();
     for (j, (b, span)) in vars.iter().enumerate() {
         for (a, _) in &vars[..j] {
-            checks.extend(quote_spanned!(*span=> #p::distinct::<_, _, _, _, #args_ty, #e>(#a, #b, &#err);));
+            checks.extend(
+                quote_spanned!(*span=> #p::distinct::<_, _, _, _, #args_ty, #e>(#a, #b, &#err);),
+            );
         }
     }
     let mut coverage = TokenStream::new();
@@ -52,9 +58,9 @@ pub(crate) fn dispatch(
             quote!(let #cov = #p::join(#cov, #one);)
         });
     }
-    let ranks = vars.iter().map(|(var, span)| {
-        quote_spanned!(*span=> #p::rank::<_, #args_ty, #e, _>(#var, &#err))
-    });
+    let ranks = vars
+        .iter()
+        .map(|(var, span)| quote_spanned!(*span=> #p::rank::<_, #args_ty, #e, _>(#var, &#err)));
     let arms = vars.iter().enumerate().map(|(i, (var, span))| {
         let call = if is_async {
             quote_spanned!(*span=> #p::invoke_async::<#ret, _, #args_ty, #e, _>(#var, #args_val, #err).await)
@@ -70,7 +76,11 @@ pub(crate) fn dispatch(
     });
     let ret_span = ret.span();
     let leftover = quote_spanned!(ret_span=> #p::leftover(#cov, #err));
-    let key = quote!(::core::concat!(::core::module_path!(), "::", ::core::stringify!(#fn_name)));
+    let key = quote!(::core::concat!(
+        ::core::module_path!(),
+        "::",
+        ::core::stringify!(#fn_name)
+    ));
     quote! {
         match #out {
             ::core::result::Result::Ok(value) => ::core::result::Result::Ok(value),

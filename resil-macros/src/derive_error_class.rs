@@ -33,7 +33,10 @@ fn variant_name(v: &syn::Variant) -> syn::Result<(String, proc_macro2::Span)> {
             if meta.path.is_ident("name") {
                 let lit: LitStr = meta.value()?.parse()?;
                 if lit.value().trim().is_empty() {
-                    return Err(syn::Error::new(lit.span(), "an error class name may not be empty"));
+                    return Err(syn::Error::new(
+                        lit.span(),
+                        "an error class name may not be empty",
+                    ));
                 }
                 if name.is_some() {
                     return Err(meta.error("duplicate `name`; give it once"));

@@ -43,7 +43,8 @@ fn replace_self(tokens: TokenStream, with: &Ident) -> TokenStream {
     for (i, t) in tokens.iter().enumerate() {
         match t {
             TokenTree::Ident(id) if id == "self" => {
-                let path = matches!(tokens.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == ':');
+                let path =
+                    matches!(tokens.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == ':');
                 if path {
                     out.push(t.clone());
                 } else {
@@ -363,6 +364,8 @@ fn outer_call(
     match (layer.aspect, is_async) {
         (Aspect::Retry, true) => quote!(#p::Retry::call_async_nested(#h, || { #rebind #inner })),
         (Aspect::Retry, false) => quote!(#p::Retry::call_nested(#h, || { #rebind #inner })),
+        (Aspect::CircuitBreaker, true) => quote!(#p::CircuitBreaker::call_async_nested(#h, #inner)),
+        (Aspect::CircuitBreaker, false) => quote!(#p::CircuitBreaker::call_nested(#h, || #inner)),
         (aspect, true) => {
             let f = format_ident!("around_{}_async", aspect.as_str());
             quote!(#p::#f(#h, #inner))

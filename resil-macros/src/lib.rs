@@ -151,7 +151,7 @@ use crate::order::Aspect;
 /// }
 ///
 /// assert_eq!(price("sku"), Ok(1));
-/// resil::registry().circuit_breaker("doc-fallback").transition_to_forced_open();
+/// resil::registry().circuit_breaker("doc-fallback").transition_to_forced_open().unwrap();
 /// assert_eq!(price("sku"), Ok(2)); // the more specific one, though listed last
 /// ```
 ///

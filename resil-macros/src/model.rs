@@ -73,7 +73,12 @@ impl Model {
                     TokenStream::new()
                 }
             };
-            aspects.push(AspectArgs::parse(sibling, attr.path().span(), tokens, errors));
+            aspects.push(AspectArgs::parse(
+                sibling,
+                attr.path().span(),
+                tokens,
+                errors,
+            ));
         }
         item.attrs = kept;
         let already_protected = mentions_marker(item.body.clone());

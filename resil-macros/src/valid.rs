@@ -41,11 +41,18 @@ pub(crate) struct Setting {
 /// What a literal override must be.
 enum Expect {
     /// An integer in `min..=max`, emitted with the builder's integer type.
-    Int { min: u64, max: u64, ty: &'static str },
+    Int {
+        min: u64,
+        max: u64,
+        ty: &'static str,
+    },
     /// A percentage in (0, 100].
     Percent,
     /// A duration string with a unit, at least `min_nanos`.
-    Duration { min_nanos: u128, min_text: &'static str },
+    Duration {
+        min_nanos: u128,
+        min_text: &'static str,
+    },
     Bool,
 }
 
@@ -209,28 +216,32 @@ fn check_override(
                 }
             }
         }
-        (Expect::Duration { min_nanos, min_text }, Lit::Str(s)) => {
-            match parse_duration(&s.value()) {
-                Some(n) if n >= *min_nanos => {
-                    let n = n as u64;
-                    quote!(::core::time::Duration::from_nanos(#n))
-                }
-                Some(_) => {
-                    errors.push(syn::Error::new(
-                        span,
-                        format!("`{key}` must be at least {min_text}"),
-                    ));
-                    return None;
-                }
-                None => {
-                    errors.push(syn::Error::new(
+        (
+            Expect::Duration {
+                min_nanos,
+                min_text,
+            },
+            Lit::Str(s),
+        ) => match parse_duration(&s.value()) {
+            Some(n) if n >= *min_nanos => {
+                let n = n as u64;
+                quote!(::core::time::Duration::from_nanos(#n))
+            }
+            Some(_) => {
+                errors.push(syn::Error::new(
+                    span,
+                    format!("`{key}` must be at least {min_text}"),
+                ));
+                return None;
+            }
+            None => {
+                errors.push(syn::Error::new(
                         span,
                         format!("`{key}` takes a duration with a unit: `\"500ms\"`, `\"2s\"`; units are `ns`, `us`, `ms`, `s`, `m`, `h`"),
                     ));
-                    return None;
-                }
+                return None;
             }
-        }
+        },
         (Expect::Bool, Lit::Bool(b)) => quote!(#b),
         _ => {
             let what = match expect {
@@ -405,7 +416,9 @@ impl Model {
         // must be the innermost layer and the fn async.
         if let Some(pos) = layers.iter().position(|l| l.thread_pool) {
             let bulkhead = aspects.iter().find(|a| a.aspect == Aspect::Bulkhead);
-            let at = bulkhead.and_then(|b| b.kind.map(|k| k.1)).unwrap_or(Span::call_site());
+            let at = bulkhead
+                .and_then(|b| b.kind.map(|k| k.1))
+                .unwrap_or(Span::call_site());
             if !item.is_async() {
                 errors.push(syn::Error::new(
                     at,
@@ -493,7 +506,9 @@ fn check_aspect(a: &AspectArgs, item: &ItemFn, errors: &mut Errors) -> Option<La
             if max < core {
                 errors.push(syn::Error::new(
                     span,
-                    format!("`max_thread_pool_size` must be at least `core_thread_pool_size` ({core})"),
+                    format!(
+                        "`max_thread_pool_size` must be at least `core_thread_pool_size` ({core})"
+                    ),
                 ));
             }
         }

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use resil_core::error::{
-    BulkheadFull, CallNotPermitted, DeadlineExceeded, RequestNotPermitted, RetryBudgetExhausted,
-    Timeout,
+    BulkheadFull, CallNotPermitted, DeadlineExceeded, MaxRetriesExceeded, RequestNotPermitted,
+    RetryBudgetExhausted, Timeout,
 };
 use resil_core::{Error, ErrorKind, Rejection};
 
@@ -79,6 +79,7 @@ rejection_params! {
     RequestNotPermitted => IdRequestNotPermitted,
     Timeout => IdTimeout,
     RetryBudgetExhausted => IdRetryBudgetExhausted,
+    MaxRetriesExceeded => IdMaxRetriesExceeded,
     DeadlineExceeded => IdDeadlineExceeded
 }
 
@@ -333,15 +334,16 @@ macro_rules! distinct {
         impl DistinctFallbacks for ($a, $b) {}
     )*};
 }
-distinct!(IdEverything: IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdDeadlineExceeded);
-distinct!(IdCall: IdEverything, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdDeadlineExceeded);
-distinct!(IdAnyRejection: IdEverything, IdCall, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdDeadlineExceeded);
-distinct!(IdCallNotPermitted: IdEverything, IdCall, IdAnyRejection, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdDeadlineExceeded);
-distinct!(IdBulkheadFull: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdDeadlineExceeded);
-distinct!(IdRequestNotPermitted: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdTimeout, IdRetryBudgetExhausted, IdDeadlineExceeded);
-distinct!(IdTimeout: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdRetryBudgetExhausted, IdDeadlineExceeded);
-distinct!(IdRetryBudgetExhausted: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdDeadlineExceeded);
-distinct!(IdDeadlineExceeded: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted);
+distinct!(IdEverything: IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
+distinct!(IdCall: IdEverything, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
+distinct!(IdAnyRejection: IdEverything, IdCall, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
+distinct!(IdCallNotPermitted: IdEverything, IdCall, IdAnyRejection, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
+distinct!(IdBulkheadFull: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
+distinct!(IdRequestNotPermitted: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
+distinct!(IdTimeout: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
+distinct!(IdRetryBudgetExhausted: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdMaxRetriesExceeded, IdDeadlineExceeded);
+distinct!(IdMaxRetriesExceeded: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdDeadlineExceeded);
+distinct!(IdDeadlineExceeded: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded);
 
 /// Compile-time check that fallbacks `a` and `b` handle different types.
 #[inline(always)]
@@ -425,13 +427,14 @@ pub struct FallbackSite {
     failed: AtomicU64,
 }
 
-pub(crate) const KINDS: [ErrorKind; 7] = [
+pub(crate) const KINDS: [ErrorKind; 8] = [
     ErrorKind::Call,
     ErrorKind::CallNotPermitted,
     ErrorKind::BulkheadFull,
     ErrorKind::RequestNotPermitted,
     ErrorKind::Timeout,
     ErrorKind::RetryBudgetExhausted,
+    ErrorKind::MaxRetriesExceeded,
     ErrorKind::DeadlineExceeded,
 ];
 

@@ -10,9 +10,9 @@
 mod layers;
 mod site;
 
-pub use crate::checks::*;
 pub use self::layers::*;
 pub use self::site::*;
+pub use crate::checks::*;
 
 pub use resil_core::bulkhead::Bulkhead;
 pub use resil_core::circuit_breaker::CircuitBreaker;
@@ -28,4 +28,3 @@ pub use resil_core::{Error, Rejection};
 pub fn returns<R>(value: R) -> R {
     value
 }
-

@@ -61,11 +61,11 @@ mod budget;
 mod config;
 mod context;
 mod event;
-mod interval;
 mod metrics;
 
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 pub use self::budget::{RetryBudget, RetryBudgetConfig, RetryBudgetConfigBuilder};
@@ -73,8 +73,10 @@ pub use self::config::{
     RetryConfig, RetryConfigBuilder, DEFAULT_MAX_ATTEMPTS, DEFAULT_WAIT_DURATION,
 };
 pub use self::event::{RetryCause, RetryEvent};
-pub use self::interval::{IntervalFunction, DEFAULT_MULTIPLIER, DEFAULT_RANDOMIZATION_FACTOR};
+// The retry's waits: the type lives in `crate::interval`, shared with the circuit
+// breaker's OPEN backoff, and is re-exported here where retry users look for it.
 pub use self::metrics::RetryMetrics;
+pub use crate::interval::{IntervalFunction, DEFAULT_MULTIPLIER, DEFAULT_RANDOMIZATION_FACTOR};
 
 use self::context::{Class, Context, Verdict};
 use self::metrics::Counters;
@@ -99,6 +101,8 @@ pub(crate) struct Inner {
     clock: SharedClock,
     counters: Counters,
     events: EventPublisher<RetryEvent>,
+    /// Set once an error met predicates all written for other types (traced once).
+    warned_foreign: AtomicBool,
 }
 
 impl Retry {
@@ -118,6 +122,7 @@ impl Retry {
                 clock: SharedClock::new(clock),
                 counters: Counters::default(),
                 events: EventPublisher::default(),
+                warned_foreign: AtomicBool::new(false),
             }),
         }
     }
@@ -219,9 +224,12 @@ impl Retry {
             let outcome = f();
             match cx.judge(&outcome, &class) {
                 Verdict::Return => return Ok(outcome),
-                Verdict::Refuse(refusal) => return Err(refusal),
+                Verdict::Refuse(refusal) => {
+                    cx.discard(outcome);
+                    return Err(refusal);
+                }
                 Verdict::Wait(wait) => {
-                    drop(outcome);
+                    cx.discard(outcome);
                     if !wait.is_zero() {
                         self.inner.clock.sleep(wait);
                     }
@@ -317,8 +325,14 @@ impl Retry {
                 let outcome = f().await;
                 match cx.judge(&outcome, &class) {
                     Verdict::Return => return exit(&self.inner, Ok(outcome)),
-                    Verdict::Refuse(refusal) => return exit(&self.inner, Err(refusal)),
-                    Verdict::Wait(wait) => wait,
+                    Verdict::Refuse(refusal) => {
+                        cx.discard(outcome);
+                        return exit(&self.inner, Err(refusal));
+                    }
+                    Verdict::Wait(wait) => {
+                        cx.discard(outcome);
+                        wait
+                    }
                 }
             };
             if !wait.is_zero() {
