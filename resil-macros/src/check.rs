@@ -9,18 +9,35 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, Path, Type};
 
+/// What the dispatch needs to know about the protected fn.
+pub(crate) struct Protected<'a> {
+    /// The stack's result variable.
+    pub(crate) out: &'a Ident,
+    /// The fallbacks as written (their spans carry every check).
+    pub(crate) fallbacks: &'a [Path],
+    /// How each is called (`Self::f` for a method's `f`).
+    pub(crate) paths: &'a [TokenStream],
+    /// The arguments passed on, and their types (`_` for `impl Trait`).
+    pub(crate) args: &'a [TokenStream],
+    pub(crate) arg_types: &'a [TokenStream],
+    pub(crate) ret: &'a Type,
+    pub(crate) is_async: bool,
+    pub(crate) fn_name: &'a Ident,
+}
+
 /// `match out { Ok(v) => Ok(v), Err(err) => most specific fallback or leftover }`.
-pub(crate) fn dispatch(
-    out: &Ident,
-    fallbacks: &[Path],
-    paths: &[TokenStream],
-    args: &[TokenStream],
-    arg_types: &[TokenStream],
-    ret: &Type,
-    is_async: bool,
-    fn_name: &Ident,
-) -> TokenStream {
-    let p = quote!(::resil::__private);
+pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
+    let Protected {
+        out,
+        fallbacks,
+        paths,
+        args,
+        arg_types,
+        ret,
+        is_async,
+        fn_name,
+    } = *fn_;
+    let p = quote!(::resil::checks);
     let err = Ident::new("__resil_err", Span::mixed_site());
     let cov = Ident::new("__resil_cov", Span::mixed_site());
     let site = Ident::new("__RESIL_FALLBACK", Span::mixed_site());

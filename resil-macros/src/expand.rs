@@ -32,6 +32,12 @@ fn private() -> TokenStream {
     quote!(::resil::__private)
 }
 
+/// Where the compile-time checks live: named directly (not through
+/// `__private`) so their diagnostics print `resil::checks::…`.
+fn checks() -> TokenStream {
+    quote!(::resil::checks)
+}
+
 fn mixed(name: &str) -> Ident {
     Ident::new(name, Span::mixed_site())
 }
@@ -66,6 +72,7 @@ fn replace_self(tokens: TokenStream, with: &Ident) -> TokenStream {
 
 pub(crate) fn expand(mut plan: Plan) -> TokenStream {
     let p = private();
+    let c = checks();
     let is_async = plan.item.is_async();
     let has_retry = plan.layers.iter().any(|l| l.aspect == Aspect::Retry);
     let reuse = has_retry || !plan.fallbacks.is_empty();
@@ -92,7 +99,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
                 } else {
                     replace_receiver = true;
                     let span = r.span();
-                    quote_spanned!(span=> let #self_alias = #p::Reuse::reuse(&self);)
+                    quote_spanned!(span=> let #self_alias = #c::Reuse::reuse(&self);)
                 };
                 if reuse && r.reference.is_none() {
                     r.mutability = None;
@@ -118,7 +125,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
                         let rebind = if is_mut_ref {
                             quote!(let #m #ident = &mut *#ident;)
                         } else {
-                            quote_spanned!(span=> let #m #ident = #p::Reuse::reuse(&#ident);)
+                            quote_spanned!(span=> let #m #ident = #c::Reuse::reuse(&#ident);)
                         };
                         params.push(Param {
                             name: ident.to_token_stream(),
@@ -138,7 +145,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
                         let rebind = if is_mut_ref {
                             quote!(let #original = &mut *#renamed;)
                         } else {
-                            quote_spanned!(span=> let #original = #p::Reuse::reuse(&#renamed);)
+                            quote_spanned!(span=> let #original = #c::Reuse::reuse(&#renamed);)
                         };
                         params.push(Param {
                             name: renamed.to_token_stream(),
@@ -215,9 +222,9 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
     };
 
     let ret_span = ret.span();
-    let result_check = quote_spanned!(ret_span=> #p::protected_result::<#ret>(););
+    let result_check = quote_spanned!(ret_span=> #c::protected_result::<#ret>(););
     let finish = if plan.fallbacks.is_empty() {
-        quote_spanned!(ret_span=> #p::into_fn_result(#out))
+        quote_spanned!(ret_span=> #c::into_fn_result(#out))
     } else {
         let receiver = plan
             .item
@@ -232,16 +239,16 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
             .collect();
         let names: Vec<TokenStream> = params.iter().map(|p| p.name.clone()).collect();
         let types: Vec<TokenStream> = plan.item.sig.inputs.iter().map(arg_type).collect();
-        check::dispatch(
-            &out,
-            &plan.fallbacks,
-            &paths,
-            &names,
-            &types,
-            &ret,
+        check::dispatch(&check::Protected {
+            out: &out,
+            fallbacks: &plan.fallbacks,
+            paths: &paths,
+            args: &names,
+            arg_types: &types,
+            ret: &ret,
             is_async,
-            &plan.item.sig.ident,
-        )
+            fn_name: &plan.item.sig.ident,
+        })
     };
 
     let marker = Ident::new(PROTECTED_MARKER, Span::call_site());
@@ -336,6 +343,7 @@ fn innermost_call(
     is_async: bool,
 ) -> TokenStream {
     let p = private();
+    let c = checks();
     let (ty, _) = primitive(layer);
     match (layer.aspect, is_async) {
         (Aspect::Retry, true) => {
@@ -344,7 +352,7 @@ fn innermost_call(
         (Aspect::Retry, false) => quote!(#p::Retry::call(#h, || { #rebind #body })),
         (Aspect::Bulkhead, true) if layer.thread_pool => {
             let span = layer.span;
-            let work = quote_spanned!(span=> #p::pool_work(move || #body));
+            let work = quote_spanned!(span=> #c::pool_work(move || #body));
             quote!(#p::ThreadPoolBulkhead::call_async(#h, #work))
         }
         (_, true) => quote!(#p::#ty::call_async(#h, async move { #body })),

@@ -2,17 +2,15 @@
 //! API: names and signatures change without notice. Expansions name only
 //! `::resil::__private::…`, never `resil_core` or `resil_registry`.
 //!
-//! The traits generated checks rely on live in `resil::checks` (re-exported
-//! here), so a compile error names `resil::checks::Fallback`, never this
-//! module; each carries a `#[diagnostic::on_unimplemented]` message written
-//! for the user's token.
+//! The traits generated checks rely on live in `resil::checks`, which
+//! expansions name directly: rustc prints the path an item is reached by, so
+//! a compile error names `resil::checks::Fallback`, never this module.
 
 mod layers;
 mod site;
 
 pub use self::layers::*;
 pub use self::site::*;
-pub use crate::checks::*;
 
 pub use resil_core::bulkhead::Bulkhead;
 pub use resil_core::circuit_breaker::CircuitBreaker;
