@@ -51,9 +51,7 @@ fn the_annotated_future_is_at_most_a_few_words_larger_than_the_hand_composed_one
     let hand = |x: u64| async move {
         retry
             .call_async_nested(|| async move {
-                breaker
-                    .call_async_nested(bulkhead.call_async(op(x)))
-                    .await
+                breaker.call_async_nested(bulkhead.call_async(op(x))).await
             })
             .await
             .map_err(fn_error)
