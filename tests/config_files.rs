@@ -184,7 +184,7 @@ fn provenance_lists_every_option_with_its_value_and_source() {
     );
     assert_eq!(
         p.len(),
-        20,
+        22,
         "every circuit-breaker option once, and no tags"
     );
     let _ = Kind::CircuitBreaker;
@@ -956,4 +956,189 @@ fn the_readme_error_example_is_what_the_loader_prints() {
         text.lines().next(),
         Some("5 problems in the configuration:")
     );
+}
+
+#[test]
+fn state_keys_and_fail_after_max_attempts_reach_resil_core() {
+    let file = yaml(
+        "resilience4j:
+  circuitbreaker:
+    instances:
+      quiet:
+        initial-state: metrics_only
+        transition-to-state-after-wait-duration: CLOSED
+  retry:
+    instances:
+      strict: {fail-after-max-attempts: true}
+",
+    )
+    .unwrap();
+    let quiet = file.circuit_breaker().instance("quiet").unwrap();
+    assert_eq!(
+        quiet.config().initial_state(),
+        resil::circuit_breaker::State::MetricsOnly
+    );
+    assert_eq!(
+        quiet.config().transition_to_state_after_wait_duration(),
+        resil::circuit_breaker::State::Closed
+    );
+    let p = quiet.provenance();
+    let initial = p.iter().find(|p| p.key == "initial-state").unwrap();
+    assert_eq!(initial.value.as_deref(), Some("METRICS_ONLY"));
+    assert!(file
+        .retry()
+        .instance("strict")
+        .unwrap()
+        .config()
+        .fail_after_max_attempts());
+    // resil-core decides which states are allowed after the half-open wait.
+    let p = only_problem(yaml(
+        "resilience4j:\n  circuitbreaker:\n    instances:\n      x:\n        \
+         transition-to-state-after-wait-duration: HALF_OPEN\n",
+    ));
+    assert_eq!(
+        p.path(),
+        Some("resilience4j.circuitbreaker.instances.x.transition-to-state-after-wait-duration")
+    );
+    let p = only_problem(yaml(
+        "resilience4j:\n  circuitbreaker:\n    instances:\n      x:\n        initial-state: HALF-OPENED\n",
+    ));
+    assert!(
+        p.to_string()
+            .contains("expected one of `CLOSED`, `OPEN`, `HALF_OPEN`"),
+        "{p}"
+    );
+}
+
+// ---- robustness: no input makes the loader panic ---------------------------
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    const KEYS: &[&str] = &[
+        "resilience4j",
+        "circuitbreaker",
+        "retry",
+        "bulkhead",
+        "thread-pool-bulkhead",
+        "ratelimiter",
+        "timelimiter",
+        "configs",
+        "instances",
+        "default",
+        "a",
+        "b",
+        "base-config",
+        "tags",
+        "failure-rate-threshold",
+        "sliding-window-size",
+        "sliding-window-type",
+        "wait-duration-in-open-state",
+        "max-attempts",
+        "wait-duration",
+        "retry-exceptions",
+        "enable-exponential-backoff",
+        "exponential-backoff-multiplier",
+        "initial-state",
+        "core-thread-pool-size",
+        "max-thread-pool-size",
+        "limit-for-period",
+        "limit-refresh-period",
+        "timeout-duration",
+        "max-concurrent-calls",
+        "fail-after-max-attempts",
+    ];
+    const VALUES: &[&str] = &[
+        "0",
+        "1",
+        "-1",
+        "50",
+        "101",
+        "1.5",
+        "true",
+        "null",
+        "[]",
+        "[a, b]",
+        "{}",
+        "10s",
+        "500ms",
+        "PT0.5S",
+        "P",
+        "1.5s",
+        "18446744073709551615",
+        "COUNT_BASED",
+        "OPEN",
+        "a",
+        "b",
+        "default",
+        "~",
+        "\"\"",
+        "é",
+        "9999999999999999999999d",
+    ];
+
+    /// A YAML document of nested maps built from the schema's own words, so
+    /// most inputs get deep into the loader instead of failing to parse.
+    fn document() -> impl Strategy<Value = String> {
+        let line = (
+            0usize..6,
+            0..KEYS.len(),
+            proptest::option::of(0..VALUES.len()),
+        );
+        proptest::collection::vec(line, 0..40).prop_map(|lines| {
+            let mut out = String::new();
+            let mut depth = 0;
+            for (indent, key, value) in lines {
+                let indent = indent.min(depth);
+                out.push_str(&"  ".repeat(indent));
+                out.push_str(KEYS[key]);
+                match value {
+                    Some(v) => {
+                        out.push_str(": ");
+                        out.push_str(VALUES[v]);
+                        depth = indent;
+                    }
+                    None => {
+                        out.push(':');
+                        depth = indent + 1;
+                    }
+                }
+                out.push('\n');
+            }
+            out
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn any_document_loads_or_lists_problems_that_each_say_where(doc in document()) {
+            if let Err(err) = FileConfig::from_yaml_str(&doc) {
+                prop_assert!(!err.problems().is_empty());
+                for p in err.problems() {
+                    prop_assert!(
+                        p.path().is_some() || p.kind() == ProblemKind::Syntax,
+                        "{p}"
+                    );
+                }
+            }
+        }
+
+        #[test]
+        fn any_text_is_a_duration_or_an_error(text in "\\PC{0,12}") {
+            let _ = resil::config::parse_duration(&text);
+            let _ = resil::config::parse_duration(&format!("PT{text}"));
+        }
+
+        #[test]
+        fn any_override_variable_is_applied_or_reported(
+            words in proptest::collection::vec("(CIRCUITBREAKER|RETRY|INSTANCES|CONFIGS|A|B|MAX|ATTEMPTS|WAIT|DURATION|BASE|CONFIG|_|)", 0..8),
+            value in "(0|1|10s|x|a,b|)",
+        ) {
+            let var = format!("RESIL_{}", words.join("_"));
+            let _ = FileConfig::from_env([(var.as_str(), value.as_str())]);
+        }
+    }
 }

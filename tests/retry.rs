@@ -1230,3 +1230,25 @@ fn predicates_that_can_never_match_the_errors_a_retry_sees_are_traced_once_per_i
         traces[0]
     );
 }
+
+#[test]
+fn each_error_predicate_runs_once_per_failed_attempt() {
+    let retry_checks = Arc::new(AtomicU32::new(0));
+    let ignore_checks = Arc::new(AtomicU32::new(0));
+    let (r, i) = (retry_checks.clone(), ignore_checks.clone());
+    let config = RetryConfig::builder()
+        .retry_on_error(move |_: &Fault| {
+            r.fetch_add(1, Ordering::SeqCst);
+            true
+        })
+        .ignore_error(move |_: &Fault| {
+            i.fetch_add(1, Ordering::SeqCst);
+            false
+        })
+        .build()
+        .unwrap();
+    let (retry, _) = manual(config);
+    let _: Result<(), _> = retry.call(|| Err(Fault::Unavailable));
+    assert_eq!(retry_checks.load(Ordering::SeqCst), 3);
+    assert_eq!(ignore_checks.load(Ordering::SeqCst), 3);
+}

@@ -182,7 +182,7 @@ impl RetryConfig {
 
     /// Whether the call's own error is retried: every error when there is no
     /// `retry_on_error` predicate, else only one some predicate accepts.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn retries_error(&self, error: &dyn Any) -> bool {
         self.retry_on_error.is_empty() || answer(&self.retry_on_error, error) == Some(true)
     }
@@ -230,28 +230,54 @@ impl RetryConfig {
         }
     }
 
-    /// When error predicates exist but none is written for `error`'s type
-    /// (they can never match it), the types they are written for.
-    #[cold]
-    pub(crate) fn foreign_to_predicates(&self, error: &dyn Any) -> Option<String> {
-        let all = || self.ignore_error.iter().chain(&self.retry_on_error);
-        if all().next().is_none() || all().any(|p| (p.test)(error).is_some()) {
-            return None;
+    /// Classifies the call's own error, running each predicate at most once:
+    /// ignored, retried or not, and whether error predicates exist but none
+    /// is written for `error`'s type (they can never match it).
+    #[inline]
+    pub(crate) fn classify_error(&self, error: &dyn Any) -> (ErrorClass, bool) {
+        let ignored = answer(&self.ignore_error, error);
+        if ignored == Some(true) {
+            return (ErrorClass::Ignored, false);
         }
+        let retried = answer(&self.retry_on_error, error);
+        let class = if self.retry_on_error.is_empty() || retried == Some(true) {
+            ErrorClass::Retried
+        } else {
+            ErrorClass::NotRetried
+        };
+        let has_predicates = !(self.ignore_error.is_empty() && self.retry_on_error.is_empty());
+        (
+            class,
+            has_predicates && ignored.is_none() && retried.is_none(),
+        )
+    }
+
+    /// The types the error predicates are written for: "`a`, `b`".
+    #[cold]
+    pub(crate) fn error_predicate_types(&self) -> String {
         let mut names: Vec<&str> = Vec::new();
-        for p in all() {
+        for p in self.ignore_error.iter().chain(&self.retry_on_error) {
             if !names.contains(&p.written_for) {
                 names.push(p.written_for);
             }
         }
-        Some(
-            names
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", "),
-        )
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
+}
+
+/// What the error predicates make of the call's own error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ErrorClass {
+    /// `ignore_error` accepts it.
+    Ignored,
+    /// Retried (no `retry_on_error` predicate, or one accepts it).
+    Retried,
+    /// Returned at once: `retry_on_error` predicates exist, none accepts it.
+    NotRetried,
 }
 
 fn written_for(predicates: &[Predicate]) -> Vec<&'static str> {
@@ -663,11 +689,20 @@ mod tests {
         assert!(config.retries_error(&"network down"));
         assert!(!config.retries_error(&1u64), "another type never matches");
         assert_eq!(
-            config.foreign_to_predicates(&1u64).as_deref(),
-            Some("`u32`, `&str`")
+            config.classify_error(&1u64),
+            (ErrorClass::NotRetried, true),
+            "predicates exist, none for u64"
         );
-        assert_eq!(config.foreign_to_predicates(&3u32), None);
-        assert_eq!(RetryConfig::default().foreign_to_predicates(&3u32), None);
+        assert_eq!(config.error_predicate_types(), "`u32`, `&str`");
+        assert_eq!(
+            config.classify_error(&3u32),
+            (ErrorClass::NotRetried, false)
+        );
+        assert_eq!(config.classify_error(&7u32), (ErrorClass::Ignored, false));
+        assert_eq!(
+            RetryConfig::default().classify_error(&3u32),
+            (ErrorClass::Retried, false)
+        );
         // A predicate for `u32` looks inside a `resil::Error<u32>`.
         assert!(config.retries_error(&Error::Call(1u32)));
         assert!(config.is_ignored(&Error::Call(7u32)));

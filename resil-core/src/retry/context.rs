@@ -3,7 +3,7 @@
 use std::any::Any;
 use std::time::Duration;
 
-use super::config::Attempted;
+use super::config::{Attempted, ErrorClass};
 use super::event::{RetryCause, RetryEvent};
 use super::metrics::{Outcome, Refusal};
 use super::Inner;
@@ -27,19 +27,12 @@ pub(crate) fn plain<E: 'static>(error: &E) -> Class<'_> {
 }
 
 /// The class of an error returned by a nested resil call: the call's own error
-/// as itself, a rejection as its struct.
+/// as itself, a rejection as its struct (the breaker's classification too).
 #[inline]
 pub(crate) fn nested<E: 'static>(error: &Error<E>) -> Class<'_> {
-    let kind = error.kind();
-    match error {
-        Error::Call(error) => Class::Call(error, std::any::type_name::<E>()),
-        Error::CallNotPermitted(r) => Class::Rejection(kind, r),
-        Error::BulkheadFull(r) => Class::Rejection(kind, r),
-        Error::RequestNotPermitted(r) => Class::Rejection(kind, r),
-        Error::Timeout(r) => Class::Rejection(kind, r),
-        Error::RetryBudgetExhausted(r) => Class::Rejection(kind, r),
-        Error::MaxRetriesExceeded(r) => Class::Rejection(kind, r),
-        Error::DeadlineExceeded(r) => Class::Rejection(kind, r),
+    match error.classified() {
+        (error, false) => Class::Call(error, std::any::type_name::<E>()),
+        (rejection, true) => Class::Rejection(error.kind(), rejection),
     }
 }
 
@@ -163,17 +156,24 @@ impl<'a> Context<'a> {
         let config = &self.retry.config;
         match class {
             Class::Call(error, type_name) => {
-                self.check_predicates_apply(error, type_name);
-                if config.is_ignored(error) {
-                    self.not_retryable(RetryCause::Error);
-                    self.finish(Outcome::Ignored, None);
-                    Verdict::Return
-                } else if config.retries_error(error) {
-                    self.failed_attempt(RetryCause::Error, Attempted::Error(error))
-                } else {
-                    self.not_retryable(RetryCause::Error);
-                    self.finish(Outcome::Failure, None);
-                    Verdict::Return
+                let (class, foreign) = config.classify_error(error);
+                if foreign {
+                    self.foreign_error(type_name);
+                }
+                match class {
+                    ErrorClass::Ignored => {
+                        self.not_retryable(RetryCause::Error);
+                        self.finish(Outcome::Ignored, None);
+                        Verdict::Return
+                    }
+                    ErrorClass::Retried => {
+                        self.failed_attempt(RetryCause::Error, Attempted::Error(error))
+                    }
+                    ErrorClass::NotRetried => {
+                        self.not_retryable(RetryCause::Error);
+                        self.finish(Outcome::Failure, None);
+                        Verdict::Return
+                    }
                 }
             }
             Class::Rejection(kind, rejection) => {
@@ -267,23 +267,9 @@ impl<'a> Context<'a> {
     /// error predicate is written for while some are: they can never match it,
     /// which usually means a predicate for `E` meets a `resil::Error<E>` or
     /// another wrapper.
-    #[inline]
-    fn check_predicates_apply(&self, error: &dyn Any, type_name: &'static str) {
-        if !self
-            .retry
-            .warned_foreign
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            self.foreign_error(error, type_name);
-        }
-    }
-
     #[cold]
     #[inline(never)]
-    fn foreign_error(&self, error: &dyn Any, type_name: &'static str) {
-        let Some(written_for) = self.retry.config.foreign_to_predicates(error) else {
-            return;
-        };
+    fn foreign_error(&self, type_name: &'static str) {
         if self
             .retry
             .warned_foreign
@@ -291,6 +277,7 @@ impl<'a> Context<'a> {
         {
             return;
         }
+        let written_for = self.retry.config.error_predicate_types();
         tracing::debug!(
             target: "resil_core::retry",
             retry = %self.retry.name,

@@ -26,7 +26,8 @@
 //! | the call … | `call` returns |
 //! |---|---|
 //! | succeeds on some attempt | `Ok(value)` |
-//! | runs out of attempts on a retried result | `Ok(last value)` (counted as failed) |
+//! | runs out of attempts on a retried result | `Ok(last value)` (counted as failed), or with [`fail_after_max_attempts`](RetryConfigBuilder::fail_after_max_attempts) `Err(Error::MaxRetriesExceeded)` |
+//! | is stopped early by [`interval_bi_function`](RetryConfigBuilder::interval_bi_function) returning `None` | the attempt's own outcome, as if the attempts had run out |
 //! | fails with a non-retryable, ignored, or last-attempt error | `Err(Error::Call(e))` (nested: the inner `Error<E>` as is) |
 //! | is refused a retry by the budget | `Err(Error::RetryBudgetExhausted)`; the last error is dropped (its cause is in the [`RetryEvent::RetryBudgetExhausted`] event) |
 //! | has no time left in its [deadline](crate::deadline) for the next attempt or backoff | `Err(Error::DeadlineExceeded)` naming this retry |

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use resil_core::bulkhead::{BulkheadConfig, BulkheadConfigBuilder};
 use resil_core::circuit_breaker::{
-    CircuitBreakerConfig, CircuitBreakerConfigBuilder, SlidingWindowType,
+    CircuitBreakerConfig, CircuitBreakerConfigBuilder, SlidingWindowType, State,
 };
 use resil_core::rate_limiter::{RateLimiterConfig, RateLimiterConfigBuilder};
 use resil_core::retry::{
@@ -79,6 +79,18 @@ fn flag(values: &Values, key: &str) -> Option<bool> {
     }
 }
 
+/// A state word (one of `schema::STATES`) as resil-core's `State`.
+fn state(word: &str) -> State {
+    match word {
+        "OPEN" => State::Open,
+        "HALF_OPEN" => State::HalfOpen,
+        "FORCED_OPEN" => State::ForcedOpen,
+        "DISABLED" => State::Disabled,
+        "METRICS_ONLY" => State::MetricsOnly,
+        _ => State::Closed,
+    }
+}
+
 fn choice(values: &Values, key: &str) -> Option<&'static str> {
     match get(values, key)? {
         Val::Choice(c) => Some(c),
@@ -144,14 +156,24 @@ impl Apply for CircuitBreakerConfig {
         if let Some(x) = duration(v, "max-wait-duration-in-half-open-state") {
             b = b.max_wait_duration_in_half_open_state(x);
         }
-        let wait = duration(v, "wait-duration-in-open-state")
-            .unwrap_or(CircuitBreakerConfig::default().wait_duration_in_open_state());
-        // With a backoff the wait is its first interval (Resilience4j's Spring
-        // binding); the breaker refuses both set on one builder.
-        if let Some(f) = backoff(v, wait, "exponential-max-wait-duration-in-open-state") {
-            b = b.wait_interval_function_in_open_state(f);
-        } else if let Some(x) = duration(v, "wait-duration-in-open-state") {
-            b = b.wait_duration_in_open_state(x);
+        if let Some(x) = choice(v, "transition-to-state-after-wait-duration") {
+            b = b.transition_to_state_after_wait_duration(state(x));
+        }
+        if let Some(x) = choice(v, "initial-state") {
+            b = b.initial_state(state(x));
+        }
+        // With backoff, `wait-duration-in-open-state` is the first interval
+        // (Resilience4j's meaning); resil-core takes one or the other.
+        let wait = duration(v, "wait-duration-in-open-state");
+        let default_wait = CircuitBreakerConfig::default().wait_duration_in_open_state();
+        let max_key = "exponential-max-wait-duration-in-open-state";
+        match backoff(v, wait.unwrap_or(default_wait), max_key) {
+            Some(f) => b = b.wait_interval_function_in_open_state(f),
+            None => {
+                if let Some(x) = wait {
+                    b = b.wait_duration_in_open_state(x);
+                }
+            }
         }
         b
     }
@@ -172,6 +194,9 @@ impl Apply for RetryConfig {
         }
         if let Some(x) = duration(v, "wait-duration") {
             b = b.wait_duration(x);
+        }
+        if let Some(x) = flag(v, "fail-after-max-attempts") {
+            b = b.fail_after_max_attempts(x);
         }
         let wait = duration(v, "wait-duration").unwrap_or(RetryConfig::default().wait_duration());
         if let Some(f) = backoff(v, wait, "exponential-max-wait-duration") {
@@ -313,6 +338,10 @@ pub(crate) fn default_value(kind: Kind, key: &str) -> Option<String> {
                 "max-wait-duration-in-half-open-state" => {
                     d(c.max_wait_duration_in_half_open_state())
                 }
+                "transition-to-state-after-wait-duration" => {
+                    c.transition_to_state_after_wait_duration().as_str().into()
+                }
+                "initial-state" => c.initial_state().as_str().into(),
                 _ => return None,
             }
         }
@@ -321,6 +350,7 @@ pub(crate) fn default_value(kind: Kind, key: &str) -> Option<String> {
             match key {
                 "max-attempts" => c.max_attempts().to_string(),
                 "wait-duration" => d(c.wait_duration()),
+                "fail-after-max-attempts" => c.fail_after_max_attempts().to_string(),
                 _ => return None,
             }
         }

@@ -158,8 +158,19 @@ fn seconds_with_fraction(s: &str) -> Option<Duration> {
 }
 
 /// Writes a duration back the way a config file would: the largest unit that
-/// is exact (`90s`, `500ms`, `1h`; zero is `0ms`).
-pub(crate) fn format_duration(d: Duration) -> String {
+/// is exact (`90s`, `500ms`, `1h`; zero is `0ms`). [`Provenance`](super::Provenance)
+/// values use it, so anything comparing a running config with a file's value
+/// (a snapshot's source column) should format durations with it too.
+///
+/// ```
+/// use std::time::Duration;
+/// use resil_registry::config::{format_duration, parse_duration};
+///
+/// assert_eq!(format_duration(Duration::from_secs(60)), "1m");
+/// assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
+/// assert_eq!(parse_duration(&format_duration(Duration::from_nanos(7))), Ok(Duration::from_nanos(7)));
+/// ```
+pub fn format_duration(d: Duration) -> String {
     let nanos = d.as_nanos();
     if nanos == 0 {
         return "0ms".into();

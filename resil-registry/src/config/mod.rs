@@ -76,7 +76,7 @@ use resil_core::retry::RetryConfig;
 use resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig;
 use resil_core::time_limiter::TimeLimiterConfig;
 
-pub use self::duration::{parse_duration, ParseDurationError};
+pub use self::duration::{format_duration, parse_duration, ParseDurationError};
 pub use self::error::{ConfigFileError, Problem, ProblemKind};
 pub use self::resolved::{ErrorNames, Provenance, Resolved, Section, Source};
 pub use self::schema::Kind;
@@ -130,6 +130,30 @@ impl Format {
 
 /// A validated configuration: per kind, the default config, the named configs
 /// and the instances, each resolved (see the [module docs](self)).
+///
+/// ```
+/// # #[cfg(feature = "yaml")] {
+/// use resil_registry::config::{FileConfig, Source};
+///
+/// let file = FileConfig::from_yaml_str("
+/// resilience4j:
+///   retry:
+///     configs:
+///       default: { wait-duration: 200ms }
+///     instances:
+///       inventory: { max-attempts: 2, retry-errors: [connection_refused] }
+/// ").unwrap();
+/// let inventory = file.retry().for_name("inventory");
+/// // Code-only settings (predicates from the error names, …) go on the builder.
+/// let config = inventory.builder().build().unwrap();
+/// assert_eq!(config.max_attempts(), 2);
+/// assert_eq!(config.wait_duration(), std::time::Duration::from_millis(200));
+/// assert_eq!(inventory.source("wait-duration"), Source::Config("default".into()));
+/// assert_eq!(inventory.retry_errors().unwrap().names(), ["connection_refused"]);
+/// // A name the file does not configure gets the default config.
+/// assert_eq!(file.retry().for_name("payments").config().max_attempts(), 3);
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct FileConfig {
     origin: Option<PathBuf>,

@@ -198,6 +198,16 @@ pub(crate) const EVENT_CONSUMER_BUFFER_SIZE: &str = "event-consumer-buffer-size"
 /// Sliding window types as Resilience4j writes them.
 pub(crate) const SLIDING_WINDOW_TYPES: &[&str] = &["COUNT_BASED", "TIME_BASED"];
 
+/// Circuit-breaker states as Resilience4j writes them.
+pub(crate) const STATES: &[&str] = &[
+    "CLOSED",
+    "OPEN",
+    "HALF_OPEN",
+    "FORCED_OPEN",
+    "DISABLED",
+    "METRICS_ONLY",
+];
+
 const CIRCUIT_BREAKER: &[OptionSpec] = &[
     opt(
         "failure-rate-threshold",
@@ -245,6 +255,12 @@ const CIRCUIT_BREAKER: &[OptionSpec] = &[
         Ty::Duration,
         "max_wait_duration_in_half_open_state",
     ),
+    opt(
+        "transition-to-state-after-wait-duration",
+        Ty::Choice(STATES),
+        "transition_to_state_after_wait_duration",
+    ),
+    opt("initial-state", Ty::Choice(STATES), "initial_state"),
     opt("enable-exponential-backoff", Ty::Bool, ""),
     opt("exponential-backoff-multiplier", Ty::F64, ""),
     opt(
@@ -269,6 +285,11 @@ const RETRY: &[OptionSpec] = &[
     opt("exponential-max-wait-duration", Ty::Duration, ""),
     opt("enable-randomized-wait", Ty::Bool, ""),
     opt("randomized-wait-factor", Ty::F64, ""),
+    opt(
+        "fail-after-max-attempts",
+        Ty::Bool,
+        "fail_after_max_attempts",
+    ),
     names("retry-errors", "retry-exceptions"),
     names("ignore-errors", "ignore-exceptions"),
     registry(EVENT_CONSUMER_BUFFER_SIZE, Ty::Usize),
@@ -368,12 +389,12 @@ const REJECTED: &[Rejected] = &[
     Rejected {
         key: "interval-bi-function",
         kinds: &[Kind::Retry],
-        why: "it names a Java class; attach an `interval_function` in code (`Registry::configure_retry`)",
+        why: "it names a Java class; attach an `interval_bi_function` in code (`Registry::configure_retry`)",
     },
     Rejected {
         key: "consume-result-before-retry-attempt",
         kinds: &[Kind::Retry],
-        why: "it names a Java class; resil has no such hook",
+        why: "it names a Java class; attach `consume_result_before_retry_attempt` in code (`Registry::configure_retry`)",
     },
     Rejected {
         key: "max-retry-attempts",
