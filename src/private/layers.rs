@@ -33,7 +33,7 @@ pub async fn around_bulkhead_async<T, E>(
 
 /// The rate limiter around an inner stack.
 #[inline]
-pub fn around_rate_limiter<T, E>(
+pub fn around_rate_limiter<T: 'static, E: 'static>(
     limiter: &RateLimiter,
     f: impl FnOnce() -> Result<T, Error<E>>,
 ) -> Result<T, Error<E>> {
@@ -42,7 +42,7 @@ pub fn around_rate_limiter<T, E>(
 
 /// [`around_rate_limiter`] for a future.
 #[inline]
-pub async fn around_rate_limiter_async<T, E>(
+pub async fn around_rate_limiter_async<T: 'static, E: 'static>(
     limiter: &RateLimiter,
     inner: impl Future<Output = Result<T, Error<E>>>,
 ) -> Result<T, Error<E>> {
