@@ -922,3 +922,32 @@ fn a_panicking_call_spends_its_permit_and_leaves_the_limiter_working() {
         assert!(limiter.acquire_async().await.is_err());
     });
 }
+
+#[test]
+fn a_wait_that_cannot_end_before_the_tasks_deadline_is_refused_as_deadline_exceeded() {
+    let server = RedisServer::start();
+    run(async {
+        let limiter = limiter(
+            "deadline",
+            config(&server)
+                .limit_for_period(1)
+                .limit_refresh_period(Duration::from_secs(1))
+                .timeout_duration(Duration::from_secs(5)),
+        );
+        let _ = limiter.acquire_async().await.unwrap();
+        let inside = resil::deadline::within(Duration::from_millis(200), limiter.acquire_async())
+            .await
+            .expect("refused at once, long before the deadline");
+        assert!(
+            matches!(inside, Err(AcquireError::DeadlineExceeded(_))),
+            "{inside:?}"
+        );
+        assert_eq!(
+            limiter.metrics().script_calls(),
+            2,
+            "refused on the first answer"
+        );
+        let err: Error<()> = inside.unwrap_err().into();
+        assert_eq!(err.kind(), ErrorKind::DeadlineExceeded);
+    });
+}
