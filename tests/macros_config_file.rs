@@ -50,11 +50,15 @@ fn load(fail_with: Option<StoreError>) -> Result<u32, StoreError> {
 fn the_files_settings_and_error_classes_govern_the_annotated_fn() {
     let r = Registry::new();
     r.register_error_class::<StoreError>();
-    r.reload(FileConfig::from_toml_str(CONFIG).unwrap()).unwrap();
+    r.reload(FileConfig::from_toml_str(CONFIG).unwrap())
+        .unwrap();
     resil::init(r).unwrap();
 
     // "transient" is retried: 4 attempts, 4 failed samples.
-    assert_eq!(load(Some(StoreError::Transient)), Err(StoreError::Transient));
+    assert_eq!(
+        load(Some(StoreError::Transient)),
+        Err(StoreError::Transient)
+    );
     assert_eq!(CALLS.swap(0, Ordering::SeqCst), 4);
     let breaker = registry().circuit_breaker("macros-file");
     assert_eq!(breaker.metrics().failed_calls(), 4);
