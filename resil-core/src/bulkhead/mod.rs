@@ -48,8 +48,10 @@
 //!
 //! # Cost
 //!
-//! Acquiring a free slot is one compare-and-swap on a single `AtomicU64`;
-//! releasing is one `fetch_sub`. The waiter queue (a mutex-guarded FIFO) is only
+//! Acquiring a free slot is one `fetch_add` on a single `AtomicU64` (a caller
+//! that finds no room undoes it); releasing is one `fetch_sub`. Two threads
+//! sharing a bulkhead therefore pay one contended add and one contended sub
+//! per call, and never a retried compare-and-swap. The waiter queue (a mutex-guarded FIFO) is only
 //! touched when a call must wait or a release finds waiters. Nothing is
 //! allocated on the fast path; a caller that waits allocates its queue node and
 //! its timer.

@@ -10,14 +10,18 @@
 //!
 //! * `in_use` counts the slots held, `max` is the current limit. `in_use` may
 //!   exceed `max` after the limit was lowered: held slots are never revoked, new
-//!   calls simply find no room until enough of them end.
+//!   calls simply find no room until enough of them end. It also exceeds it for
+//!   an instant while a refused caller undoes its add.
 //! * `WAITERS` is set exactly while the queue is non-empty; it is only changed
 //!   with the queue lock held.
 //! * `UNFAIR` lets the fast path take a free slot even while callers wait.
 //!
-//! Acquire is one compare-and-swap (`in_use + 1` if `in_use < max` and, when
-//! fair, nobody waits). Release is one `fetch_sub`; only when `WAITERS` was set
-//! does it take the lock and hand free slots to the queue's head, in order.
+//! Acquire is one `fetch_add` (`in_use + 1`), kept if there was room
+//! (`in_use < max` and, when fair, nobody waits) and otherwise undone by a
+//! release. Release is one `fetch_sub`; only when `WAITERS` was set does it
+//! take the lock and hand free slots to the queue's head, in order. So a call
+//! through a free bulkhead is one atomic add and one atomic sub, never a
+//! retried CAS.
 //!
 //! # Invariants
 //!
@@ -163,24 +167,25 @@ impl Semaphore {
         }
     }
 
-    /// Takes a free slot without waiting: the fast path, one CAS.
+    /// Takes a free slot without waiting: the fast path, one `fetch_add`.
+    ///
+    /// The add is unconditional, so two racing callers never retry a failed
+    /// CAS (on two cores each retry is another cache-line transfer); a caller
+    /// that finds no room undoes its add with a [`release`](Self::release),
+    /// which also hands the phantom slot to waiters if any queued meanwhile.
+    /// The overshoot is bounded by the callers racing at once, far below the
+    /// spare bit that [`MAX_CONCURRENT_CALLS`](super::MAX_CONCURRENT_CALLS)
+    /// leaves in `in_use`.
     #[inline]
     pub(crate) fn try_acquire(&self) -> bool {
-        let mut s = self.state.load(Ordering::Relaxed);
-        loop {
-            // Fair: a free slot belongs to the queue's head, if there is one.
-            let queued = s & WAITERS != 0 && s & UNFAIR == 0;
-            if in_use(s) >= max(s) || queued {
-                return false;
-            }
-            match self
-                .state
-                .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
-            {
-                Ok(_) => return true,
-                Err(actual) => s = actual,
-            }
+        let s = self.state.fetch_add(1, Ordering::Acquire);
+        // Fair: a free slot belongs to the queue's head, if there is one.
+        let queued = s & WAITERS != 0 && s & UNFAIR == 0;
+        if in_use(s) < max(s) && !queued {
+            return true;
         }
+        self.release();
+        false
     }
 
     /// Gives one slot back; hands it (or any room) to waiters if there are some.
