@@ -761,10 +761,10 @@ mod tests {
 /// Every interleaving of small cases. Run with
 /// `RUSTFLAGS="--cfg loom" cargo test -p resil-core --lib --release circuit_breaker::window::loom`.
 #[cfg(all(test, loom))]
-mod loom {
+mod loom_models {
     use super::*;
     use ::loom::sync::Arc;
-    use loom::thread;
+    use ::loom::thread;
 
     const F: Measurement = Measurement::new(true, false);
     const OK: Measurement = Measurement::new(false, false);
