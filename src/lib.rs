@@ -46,6 +46,13 @@
 #![warn(missing_docs)]
 
 pub use resil_core::{
-    bulkhead, circuit_breaker, clock, deadline, error, event, rate_limiter, retry,
-    thread_pool_bulkhead, time_limiter, ConfigError, Error, ErrorKind,
+    bulkhead, circuit_breaker, clock, deadline, error, event, interval, rate_limiter, retry,
+    thread_pool_bulkhead, time_limiter, ConfigError, Error, ErrorKind, IntervalFunction,
 };
+
+pub use resil_registry::{init, registry, ErrorClass, Handle, Registry};
+
+/// Everything about named instances beyond the five names re-exported at the
+/// root: [`RegistryError`](resil_registry::RegistryError), events, kinds, the
+/// registry builder (clock, cardinality cap).
+pub use resil_registry as registry_crate;

@@ -52,7 +52,7 @@ fn seen(cb: &CircuitBreaker) -> (State, u64, u64, u64, Option<f32>) {
 
 fn opened(config: CircuitBreakerConfig) -> (CircuitBreaker, ManualClock) {
     let (cb, clock) = manual(config);
-    cb.transition_to_open();
+    cb.transition_to_open().unwrap();
     (cb, clock)
 }
 
@@ -594,7 +594,8 @@ fn half_open_with(probes: u32) -> (CircuitBreaker, ManualClock) {
         .build()
         .unwrap();
     let (cb, clock) = manual(config);
-    cb.transition_to_half_open();
+    cb.transition_to_open().unwrap();
+    cb.transition_to_half_open().unwrap();
     (cb, clock)
 }
 
@@ -664,7 +665,7 @@ fn a_closed_era_call_finishing_during_half_open_cannot_decide_the_round() {
             .unwrap(),
     );
     let old = cb.try_acquire_permission().unwrap();
-    cb.transition_to_open();
+    cb.transition_to_open().unwrap();
     clock.advance(SECS(60));
     let probe = cb.try_acquire_permission().unwrap();
     assert_eq!(cb.state(), State::HalfOpen);
@@ -696,7 +697,7 @@ fn open_keeps_showing_the_metrics_that_opened_it() {
 #[test]
 fn forced_open_refuses_everything_and_counts_it() {
     let (cb, clock) = manual(CircuitBreakerConfig::default());
-    cb.transition_to_forced_open();
+    cb.transition_to_forced_open().unwrap();
     clock.advance(SECS(3600));
     for _ in 0..3 {
         match succeed(&cb) {
@@ -716,7 +717,7 @@ fn disabled_passes_everything_and_records_nothing() {
             .build()
             .unwrap(),
     );
-    cb.transition_to_disabled();
+    cb.transition_to_disabled().unwrap();
     for _ in 0..10 {
         assert!(matches!(fail(&cb), Err(Error::Call(Io))));
     }
@@ -732,7 +733,7 @@ fn metrics_only_records_and_reports_thresholds_once_but_never_opens() {
             .unwrap(),
     );
     let mut events = cb.subscribe();
-    cb.transition_to_metrics_only();
+    cb.transition_to_metrics_only().unwrap();
     for _ in 0..10 {
         assert!(matches!(fail(&cb), Err(Error::Call(Io))));
     }
@@ -754,9 +755,9 @@ fn metrics_only_records_and_reports_thresholds_once_but_never_opens() {
 fn a_transition_to_the_current_state_publishes_nothing_and_reset_publishes_reset() {
     let (cb, _) = manual(CircuitBreakerConfig::default());
     let mut events = cb.subscribe();
-    cb.transition_to_closed();
+    cb.transition_to_closed().unwrap();
     assert!(events.drain().is_empty());
-    cb.transition_to_forced_open();
+    cb.transition_to_forced_open().unwrap();
     cb.reset();
     let kinds: Vec<_> = events.drain().into_iter().map(|e| *e.kind()).collect();
     assert_eq!(
@@ -826,7 +827,7 @@ fn the_wait_interval_function_grows_successive_open_periods_until_the_breaker_cl
     clock.advance(SECS(8));
     succeed(&cb).unwrap();
     assert_eq!(cb.state(), State::Closed);
-    cb.transition_to_open();
+    cb.transition_to_open().unwrap();
     clock.advance(SECS(1));
     assert!(succeed(&cb).is_ok(), "the count restarted once CLOSED");
 }
@@ -855,7 +856,7 @@ async fn with_a_runtime_the_automatic_transition_fires_on_a_timer() {
         .unwrap();
     let cb = CircuitBreaker::with_clock("timer", config, TokioClock::new());
     let mut events = cb.subscribe();
-    cb.transition_to_open();
+    cb.transition_to_open().unwrap();
     tokio::time::advance(MS(201)).await;
     tokio::task::yield_now().await;
     let to_half_open = CircuitBreakerEventKind::StateTransition {
@@ -965,7 +966,7 @@ fn the_breaker_is_a_cheap_send_sync_handle() {
     assert_send_sync::<CircuitBreaker>();
     let cb = CircuitBreaker::new("inventory", CircuitBreakerConfig::default());
     let clone = cb.clone();
-    clone.transition_to_forced_open();
+    clone.transition_to_forced_open().unwrap();
     assert_eq!(cb.state(), State::ForcedOpen);
     assert_eq!(cb.name(), "inventory");
     assert!(format!("{cb:?}").contains("FORCED_OPEN") || format!("{cb:?}").contains("ForcedOpen"));

@@ -32,7 +32,7 @@ fn exactly_n_half_open_probes_are_admitted_across_racing_threads_in_every_round(
     let cb = CircuitBreaker::with_clock("race", config, clock.clone());
     let mut events = cb.subscribe();
     for round in 0..200 {
-        cb.transition_to_open();
+        cb.transition_to_open().unwrap();
         clock.advance(Duration::from_secs(1));
         events.drain();
         let barrier = Barrier::new(THREADS);
@@ -91,7 +91,8 @@ fn counts_add_up_exactly_to_calls_made_while_probes_race_and_the_breaker_reopens
         .unwrap();
     let cb = CircuitBreaker::with_clock("sum", config, clock);
     for round in 0..200 {
-        cb.transition_to_half_open();
+        cb.transition_to_open().unwrap();
+        cb.transition_to_half_open().unwrap();
         // The calls that run get consecutive sequence numbers; their outcome is
         // a function of it: success, ignored, failure, failure, …
         let seq = AtomicU64::new(0);

@@ -76,7 +76,7 @@ fn an_open_breaker_inside_a_retry_is_not_retried_in_a_tight_loop() {
     let clock = ManualClock::new();
     let retry = retry_on_dependency_failures(&clock);
     let breaker = window_of_ten(&clock);
-    breaker.transition_to_open();
+    breaker.transition_to_open().unwrap();
     let http_calls = Cell::new(0);
     let out = retry.call_nested(|| {
         breaker.call(|| {

@@ -121,6 +121,27 @@ fn a_capped_exponential_interval_never_waits_longer_than_the_cap() {
 }
 
 #[test]
+fn a_zero_cap_is_a_config_error_not_a_retry_that_never_waits() {
+    // The interval type has its own module; the facade re-exports it there and
+    // at the root, and `retry::IntervalFunction` names the same type.
+    let capped: resil::interval::IntervalFunction =
+        resil::IntervalFunction::exponential(MS(100), 2.0).with_max(Duration::ZERO);
+    let err = RetryConfig::builder()
+        .interval_function(capped)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid `interval_function`: got max 0ns, expected max >= 1ms"
+    );
+    let err = RetryConfig::builder()
+        .interval_function(IntervalFunction::randomized(MS(100), 0.5).with_max(Duration::ZERO))
+        .build()
+        .unwrap_err();
+    assert_eq!(err.field(), "interval_function");
+}
+
+#[test]
 fn a_randomized_interval_waits_within_the_factor_and_varies() {
     let config = RetryConfig::builder()
         .max_attempts(11)

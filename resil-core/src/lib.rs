@@ -22,6 +22,7 @@ pub mod deadline;
 mod erased;
 pub mod error;
 pub mod event;
+pub mod interval;
 pub mod rate_limiter;
 pub mod retry;
 mod striped;
@@ -29,3 +30,4 @@ pub mod thread_pool_bulkhead;
 pub mod time_limiter;
 
 pub use crate::error::{ConfigError, Error, ErrorKind};
+pub use crate::interval::IntervalFunction;

@@ -1,6 +1,43 @@
-//! Named resil instances and their configuration.
+//! Named resil instances, their configuration and the process-wide registry.
 //!
-//! This crate will hold the registry (default and named configs, `base-config`
-//! inheritance, config files, the process-wide registry). Until that lands it
-//! only re-exports nothing and provides nothing: depend on `resil-core` directly.
-#![warn(missing_docs)]
+//! Resilience4j users name an instance (`inventory`), configure it once and get
+//! the same shared instance everywhere. [`Registry`] does that for the six
+//! resil-core primitives: look-ups by name are get-or-create, and return a
+//! [`Handle`] that follows the instance through reloads and replacements at
+//! the cost of one atomic load per use.
+//!
+//! ```
+//! use resil_registry::Registry;
+//!
+//! let registry = Registry::new();
+//! registry.configure_retry("inventory", |b| b.max_attempts(2)).unwrap();
+//! let retry = registry.retry("inventory");
+//! let mut attempts = 0;
+//! let out = retry.call(|| { attempts += 1; Err::<(), _>("HTTP 503") });
+//! assert!(out.is_err());
+//! assert_eq!(attempts, 2);
+//! ```
+//!
+//! Where a configuration comes from, lowest precedence first: Resilience4j's
+//! defaults, the `default` config, each `base-config` down the chain, the named
+//! config, the instance's own settings, and last the code settings given to
+//! `configure_*`.
+#![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
+
+mod classes;
+mod error;
+mod event;
+mod global;
+mod handle;
+mod kind;
+mod registry;
+
+pub use crate::classes::{ErrorClass, ErrorList, ERROR_KIND_NAMES};
+pub use crate::error::{InitError, RegistryError};
+pub use crate::event::{RegistryEvent, RegistryEventKind};
+pub use crate::global::{init, registry};
+pub use crate::handle::Handle;
+pub use crate::kind::{Kind, Primitive};
+pub use crate::registry::{
+    Registry, RegistryBuilder, DEFAULT_CONFIG, DEFAULT_MAX_INSTANCES_PER_KIND,
+};

@@ -14,7 +14,7 @@ use super::metrics::Metrics;
 use super::permit::Permit;
 use super::state::Word;
 use super::window::{Aggregate, CountWindow, Measurement, TimeWindow, Window};
-use super::State;
+use super::{IllegalTransition, State};
 use crate::clock::{self, Clock, SharedClock};
 use crate::error::{CallNotPermitted, Error};
 use crate::event::{EventPublisher, EventStream};
@@ -308,39 +308,50 @@ impl CircuitBreaker {
     }
 
     /// Moves to CLOSED with a fresh window.
-    pub fn transition_to_closed(&self) {
-        self.inner.transition(State::Closed, None);
+    ///
+    /// Every `transition_to_*` follows Resilience4j's transition table (see
+    /// [`State::can_transition_to`]): a refused transition returns
+    /// [`IllegalTransition`] naming the breaker, its current state and the
+    /// refused target, and leaves the breaker as it was. CLOSED is reachable
+    /// from every state.
+    pub fn transition_to_closed(&self) -> Result<(), IllegalTransition> {
+        self.inner.transition(State::Closed, None)
     }
 
     /// Moves to OPEN for the configured wait, keeping the current metrics.
-    pub fn transition_to_open(&self) {
-        self.inner.transition(State::Open, None);
+    /// Refused from METRICS_ONLY.
+    pub fn transition_to_open(&self) -> Result<(), IllegalTransition> {
+        self.inner.transition(State::Open, None)
     }
 
-    /// Moves to OPEN for exactly `wait`, keeping the current metrics.
-    pub fn transition_to_open_for(&self, wait: Duration) {
-        self.inner.transition(State::Open, Some(wait));
+    /// Moves to OPEN for exactly `wait`, keeping the current metrics. Refused
+    /// from METRICS_ONLY.
+    pub fn transition_to_open_for(&self, wait: Duration) -> Result<(), IllegalTransition> {
+        self.inner.transition(State::Open, Some(wait))
     }
 
-    /// Moves to HALF_OPEN with a fresh probe round.
-    pub fn transition_to_half_open(&self) {
-        self.inner.transition(State::HalfOpen, None);
+    /// Moves to HALF_OPEN with a fresh probe round. Refused from CLOSED (probing
+    /// follows an OPEN period) and from METRICS_ONLY.
+    pub fn transition_to_half_open(&self) -> Result<(), IllegalTransition> {
+        self.inner.transition(State::HalfOpen, None)
     }
 
     /// Moves to FORCED_OPEN: every call is refused until another transition.
-    pub fn transition_to_forced_open(&self) {
-        self.inner.transition(State::ForcedOpen, None);
+    /// Allowed from every state.
+    pub fn transition_to_forced_open(&self) -> Result<(), IllegalTransition> {
+        self.inner.transition(State::ForcedOpen, None)
     }
 
-    /// Moves to DISABLED: every call passes, nothing is recorded.
-    pub fn transition_to_disabled(&self) {
-        self.inner.transition(State::Disabled, None);
+    /// Moves to DISABLED: every call passes, nothing is recorded. Allowed from
+    /// every state.
+    pub fn transition_to_disabled(&self) -> Result<(), IllegalTransition> {
+        self.inner.transition(State::Disabled, None)
     }
 
     /// Moves to METRICS_ONLY: every call passes and is recorded; thresholds
-    /// publish events but never open the breaker.
-    pub fn transition_to_metrics_only(&self) {
-        self.inner.transition(State::MetricsOnly, None);
+    /// publish events but never open the breaker. Allowed from every state.
+    pub fn transition_to_metrics_only(&self) -> Result<(), IllegalTransition> {
+        self.inner.transition(State::MetricsOnly, None)
     }
 
     /// Returns to a fresh CLOSED state (publishing a transition if the state
@@ -673,9 +684,17 @@ impl Inner {
         }
     }
 
-    fn transition(&self, to: State, wait: Option<Duration>) {
+    /// A transition asked for by the user (or an operator): checked against the
+    /// transition table under the lock, so the state it is checked against is
+    /// the one it leaves.
+    fn transition(&self, to: State, wait: Option<Duration>) -> Result<(), IllegalTransition> {
         let mut core = self.core.lock();
+        let from = self.load().state();
+        if !from.can_transition_to(to) {
+            return Err(IllegalTransition::new(Arc::clone(&self.name), from, to));
+        }
         self.transition_locked(&mut core, to, wait);
+        Ok(())
     }
 
     /// Enters `to` (re-entering the current state starts it afresh and publishes

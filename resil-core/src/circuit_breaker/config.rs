@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::state::MAX_PROBE_SLOTS;
 use crate::erased::{erase, Erased};
 use crate::error::ConfigError;
-use crate::retry::IntervalFunction;
+use crate::interval::IntervalFunction;
 
 /// How the sliding window that feeds the failure and slow-call rates is cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -103,4 +103,4 @@ pub use self::config::{
 pub use self::event::{CircuitBreakerEvent, CircuitBreakerEventKind};
 pub use self::metrics::Metrics;
 pub use self::permit::Permit;
-pub use self::state::State;
+pub use self::state::{IllegalTransition, State};

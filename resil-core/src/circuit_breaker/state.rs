@@ -1,6 +1,8 @@
-//! The breaker's states and the packed atomic word that holds the current one.
+//! The breaker's states, the transitions allowed between them, and the packed
+//! atomic word that holds the current one.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// The states of a circuit breaker, named as in Resilience4j.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,7 +40,108 @@ impl State {
     pub const fn allows_calls(self) -> bool {
         !matches!(self, State::Open | State::ForcedOpen)
     }
+
+    /// Whether a breaker in this state may be moved to `to`, by Resilience4j's
+    /// transition table (`CircuitBreaker.StateTransition`). Every pair is allowed
+    /// except three:
+    ///
+    /// * CLOSED → HALF_OPEN (probing needs an OPEN period first),
+    /// * METRICS_ONLY → OPEN and METRICS_ONLY → HALF_OPEN (a breaker that only
+    ///   measures never opens; leave it through CLOSED, FORCED_OPEN or DISABLED).
+    ///
+    /// Moving to the current state is allowed and starts it afresh.
+    ///
+    /// ```
+    /// use resil_core::circuit_breaker::State;
+    ///
+    /// assert!(!State::Closed.can_transition_to(State::HalfOpen));
+    /// assert!(State::Open.can_transition_to(State::HalfOpen));
+    /// assert!(!State::MetricsOnly.can_transition_to(State::Open));
+    /// assert!(State::MetricsOnly.can_transition_to(State::MetricsOnly));
+    /// ```
+    pub const fn can_transition_to(self, to: State) -> bool {
+        !matches!(
+            (self, to),
+            (State::Closed, State::HalfOpen)
+                | (State::MetricsOnly, State::Open)
+                | (State::MetricsOnly, State::HalfOpen)
+        )
+    }
 }
+
+/// A transition the breaker refused because its transition table does not allow
+/// it (see [`State::can_transition_to`]); the breaker's state is unchanged.
+///
+/// Returned by the `transition_to_*` methods of
+/// [`CircuitBreaker`](super::CircuitBreaker). Its `Display` is lowercase and
+/// stable, for an operator to read:
+///
+/// ```
+/// use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig, State};
+///
+/// let breaker = CircuitBreaker::new("inventory", CircuitBreakerConfig::default());
+/// let refused = breaker.transition_to_half_open().unwrap_err();
+/// assert_eq!(
+///     refused.to_string(),
+///     "circuit breaker 'inventory' cannot move from CLOSED to HALF_OPEN"
+/// );
+/// assert_eq!((refused.from(), refused.to()), (State::Closed, State::HalfOpen));
+/// assert_eq!(breaker.state(), State::Closed);
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct IllegalTransition {
+    name: Arc<str>,
+    from: State,
+    to: State,
+}
+
+impl IllegalTransition {
+    /// Breaker `name`, in state `from`, refused to move to `to`.
+    pub fn new(name: impl Into<Arc<str>>, from: State, to: State) -> Self {
+        IllegalTransition {
+            name: name.into(),
+            from,
+            to,
+        }
+    }
+
+    /// The breaker's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The state the breaker was (and still is) in.
+    pub fn from(&self) -> State {
+        self.from
+    }
+
+    /// The refused target state.
+    pub fn to(&self) -> State {
+        self.to
+    }
+}
+
+impl fmt::Display for IllegalTransition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "circuit breaker '{}' cannot move from {} to {}",
+            self.name, self.from, self.to
+        )
+    }
+}
+
+impl fmt::Debug for IllegalTransition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IllegalTransition")
+            .field("name", &&*self.name)
+            .field("from", &self.from)
+            .field("to", &self.to)
+            .finish()
+    }
+}
+
+impl std::error::Error for IllegalTransition {}
 
 impl fmt::Display for State {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -161,6 +264,46 @@ mod tests {
             assert_eq!((taken.state(), taken.slots()), (state, MAX_PROBE_SLOTS - 1));
             assert_eq!(taken.return_slot(), w);
         }
+    }
+
+    const ALL: [State; 6] = [
+        State::Closed,
+        State::Open,
+        State::HalfOpen,
+        State::ForcedOpen,
+        State::Disabled,
+        State::MetricsOnly,
+    ];
+
+    #[test]
+    fn the_transition_table_refuses_exactly_resilience4js_three_missing_pairs() {
+        let refused: Vec<(State, State)> = ALL
+            .iter()
+            .flat_map(|&from| ALL.iter().map(move |&to| (from, to)))
+            .filter(|&(from, to)| !from.can_transition_to(to))
+            .collect();
+        assert_eq!(
+            refused,
+            [
+                (State::Closed, State::HalfOpen),
+                (State::MetricsOnly, State::Open),
+                (State::MetricsOnly, State::HalfOpen),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_illegal_transition_displays_and_debugs_in_a_pinned_format() {
+        let e = IllegalTransition::new("inventory", State::MetricsOnly, State::Open);
+        assert_eq!(
+            e.to_string(),
+            "circuit breaker 'inventory' cannot move from METRICS_ONLY to OPEN"
+        );
+        assert_eq!(
+            format!("{e:?}"),
+            "IllegalTransition { name: \"inventory\", from: MetricsOnly, to: Open }"
+        );
+        assert_eq!(e.name(), "inventory");
     }
 
     #[test]

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::budget::RetryBudget;
-use super::interval::IntervalFunction;
 use crate::erased::{erase, Erased};
 use crate::error::{ConfigError, ErrorKind};
+use crate::interval::IntervalFunction;
 
 /// A type-erased predicate over an error or a result (`None` for a value of
 /// any type other than the one it was written for).

@@ -61,7 +61,6 @@ mod budget;
 mod config;
 mod context;
 mod event;
-mod interval;
 mod metrics;
 
 use std::fmt;
@@ -73,8 +72,10 @@ pub use self::config::{
     RetryConfig, RetryConfigBuilder, DEFAULT_MAX_ATTEMPTS, DEFAULT_WAIT_DURATION,
 };
 pub use self::event::{RetryCause, RetryEvent};
-pub use self::interval::{IntervalFunction, DEFAULT_MULTIPLIER, DEFAULT_RANDOMIZATION_FACTOR};
+// The retry's waits: the type lives in `crate::interval`, shared with the circuit
+// breaker's OPEN backoff, and is re-exported here where retry users look for it.
 pub use self::metrics::RetryMetrics;
+pub use crate::interval::{IntervalFunction, DEFAULT_MULTIPLIER, DEFAULT_RANDOMIZATION_FACTOR};
 
 use self::context::{Class, Context, Verdict};
 use self::metrics::Counters;

@@ -1,4 +1,9 @@
-//! Wait intervals between attempts: Resilience4j's `IntervalFunction`.
+//! Wait intervals: Resilience4j's `IntervalFunction`, shared by the retry's
+//! backoff and the circuit breaker's successive OPEN waits.
+//!
+//! It lives beside [`clock`](crate::clock) and [`deadline`](crate::deadline)
+//! so that no primitive depends on another; [`retry::IntervalFunction`](crate::retry::IntervalFunction)
+//! and the crate root re-export it.
 
 use std::fmt;
 use std::sync::Arc;
@@ -10,6 +15,9 @@ use crate::error::ConfigError;
 pub const DEFAULT_MULTIPLIER: f64 = 1.5;
 /// Resilience4j's default randomization factor.
 pub const DEFAULT_RANDOMIZATION_FACTOR: f64 = 0.5;
+
+/// The smallest base interval and cap [`IntervalFunction::validate`] accepts.
+const MIN_INTERVAL: Duration = Duration::from_millis(1);
 
 /// How long to wait before the next attempt, as a function of how many attempts
 /// have failed so far (1 after the first call failed).
@@ -27,7 +35,7 @@ pub const DEFAULT_RANDOMIZATION_FACTOR: f64 = 0.5;
 ///
 /// ```
 /// use std::time::Duration;
-/// use resil_core::retry::IntervalFunction;
+/// use resil_core::interval::IntervalFunction;
 ///
 /// let f = IntervalFunction::exponential(Duration::from_millis(100), 2.0)
 ///     .with_max(Duration::from_millis(500));
@@ -140,6 +148,23 @@ impl IntervalFunction {
     }
 
     /// Checks the parameters, naming `field` (e.g. `interval_function`) in the error.
+    ///
+    /// Rejected: a multiplier below 1 or not finite, a randomization factor
+    /// outside `[0, 1]`, and, as Resilience4j's `checkInterval` does, a base
+    /// interval of an exponential or randomized function or a cap
+    /// ([`with_max`](Self::with_max)) below 1 ms. A [`fixed`](Self::fixed) zero
+    /// stays valid here (a retry may retry at once, as Resilience4j's
+    /// `waitDuration(0)` does); the circuit breaker checks its OPEN waits itself.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resil_core::interval::IntervalFunction;
+    ///
+    /// let capped = IntervalFunction::exponential(Duration::from_millis(100), 2.0)
+    ///     .with_max(Duration::ZERO);
+    /// let err = capped.validate("interval_function").unwrap_err();
+    /// assert_eq!(err.to_string(), "invalid `interval_function`: got max 0ns, expected max >= 1ms");
+    /// ```
     pub fn validate(&self, field: &'static str) -> Result<(), ConfigError> {
         let multiplier = |m: f64| {
             if m.is_finite() && m >= 1.0 {
@@ -163,15 +188,45 @@ impl IntervalFunction {
                 ))
             }
         };
+        // Resilience4j's `checkInterval`: a computed interval's base and its cap
+        // are at least 1 ms (a zero base would make every wait zero, a zero cap
+        // would silently turn the backoff off).
+        let at_least_1ms = |what: &str, d: Duration| {
+            if d >= MIN_INTERVAL {
+                Ok(())
+            } else {
+                Err(ConfigError::new(
+                    field,
+                    format!("{what} {d:?}"),
+                    format!("{what} >= 1ms"),
+                ))
+            }
+        };
+        if let Some(max) = self.max {
+            at_least_1ms("max", max)?;
+        }
         match &self.kind {
             Kind::Fixed(_) | Kind::Custom(_) => Ok(()),
-            Kind::Exponential { multiplier: m, .. } => multiplier(*m),
-            Kind::Randomized { factor: f, .. } => factor(*f),
+            Kind::Exponential {
+                initial,
+                multiplier: m,
+            } => {
+                at_least_1ms("initial interval", *initial)?;
+                multiplier(*m)
+            }
+            Kind::Randomized {
+                interval,
+                factor: f,
+            } => {
+                at_least_1ms("interval", *interval)?;
+                factor(*f)
+            }
             Kind::ExponentialRandom {
+                initial,
                 multiplier: m,
                 factor: f,
-                ..
             } => {
+                at_least_1ms("initial interval", *initial)?;
                 multiplier(*m)?;
                 factor(*f)
             }
@@ -313,5 +368,63 @@ mod tests {
         assert!(IntervalFunction::exponential_random(MS(1), 1.5, 0.5)
             .validate("x")
             .is_ok());
+    }
+
+    #[test]
+    fn a_zero_cap_is_rejected_for_every_kind_of_function() {
+        for f in [
+            IntervalFunction::exponential(MS(100), 2.0),
+            IntervalFunction::randomized(MS(100), 0.5),
+            IntervalFunction::exponential_random(MS(100), 2.0, 0.5),
+            IntervalFunction::fixed(MS(100)),
+            IntervalFunction::custom(|n| MS(u64::from(n))),
+        ] {
+            let err = f
+                .clone()
+                .with_max(Duration::ZERO)
+                .validate("interval_function")
+                .unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "invalid `interval_function`: got max 0ns, expected max >= 1ms",
+                "{f:?}"
+            );
+            assert!(f.clone().with_max(MS(1)).validate("x").is_ok(), "{f:?}");
+            let err = f
+                .with_max(Duration::from_micros(999))
+                .validate("interval_function")
+                .unwrap_err();
+            assert_eq!(err.got(), "max 999µs");
+        }
+    }
+
+    #[test]
+    fn a_zero_base_interval_is_rejected_but_a_fixed_zero_is_not() {
+        let err = IntervalFunction::exponential(Duration::ZERO, 2.0)
+            .validate("wait_interval_function_in_open_state")
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid `wait_interval_function_in_open_state`: got initial interval 0ns, \
+             expected initial interval >= 1ms"
+        );
+        let err = IntervalFunction::randomized(Duration::ZERO, 0.5)
+            .validate("interval_function")
+            .unwrap_err();
+        assert_eq!(err.got(), "interval 0ns");
+        let err = IntervalFunction::exponential_random(Duration::ZERO, 2.0, 0.5)
+            .validate("interval_function")
+            .unwrap_err();
+        assert_eq!(err.got(), "initial interval 0ns");
+        assert!(IntervalFunction::fixed(Duration::ZERO)
+            .validate("interval_function")
+            .is_ok());
+    }
+
+    #[test]
+    fn the_retry_module_path_still_names_the_same_type() {
+        let f: crate::retry::IntervalFunction = IntervalFunction::fixed(MS(5));
+        let g: crate::IntervalFunction = f;
+        assert_eq!(g.interval(1), MS(5));
     }
 }

@@ -1,0 +1,39 @@
+//! What the registry announces: instances added, removed and replaced.
+
+use std::sync::Arc;
+
+use crate::kind::Kind;
+
+/// One change to the registry's set of instances.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegistryEvent {
+    /// Position in the registry's event order: strictly increasing, so events
+    /// about one name are seen in the order they happened.
+    pub seq: u64,
+    /// The kind of the instance.
+    pub kind: Kind,
+    /// The instance name.
+    pub name: Arc<str>,
+    /// What happened.
+    pub what: RegistryEventKind,
+}
+
+/// What happened to the instance.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum RegistryEventKind {
+    /// Created (by a first look-up, a config file or a reload).
+    Added,
+    /// Removed by name; handles still holding it keep the last instance.
+    Removed,
+    /// A new instance with a new configuration took its place; every handle
+    /// now sees it.
+    Replaced {
+        /// Why (`configure`, `reload`, `replace`).
+        cause: Arc<str>,
+        /// Whether the state and sliding window carried over (a breaker whose
+        /// window shape did not change); `false` means it starts afresh (a
+        /// breaker starts CLOSED with an empty window).
+        state_carried_over: bool,
+    },
+}

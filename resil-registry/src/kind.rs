@@ -1,0 +1,209 @@
+//! The six kinds of primitive a registry holds, and what it needs of each.
+
+use std::fmt;
+use std::sync::Arc;
+
+use resil_core::bulkhead::{Bulkhead, BulkheadConfig, BulkheadConfigBuilder};
+use resil_core::circuit_breaker::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder,
+};
+use resil_core::clock::SharedClock;
+use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig, RateLimiterConfigBuilder};
+use resil_core::retry::{Retry, RetryConfig, RetryConfigBuilder};
+use resil_core::thread_pool_bulkhead::{
+    ThreadPoolBulkhead, ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigBuilder,
+};
+use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfig, TimeLimiterConfigBuilder};
+use resil_core::ConfigError;
+
+/// Which kind of primitive a registry entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// [`CircuitBreaker`].
+    CircuitBreaker,
+    /// [`Retry`].
+    Retry,
+    /// [`Bulkhead`] (semaphore).
+    Bulkhead,
+    /// [`ThreadPoolBulkhead`].
+    ThreadPoolBulkhead,
+    /// [`RateLimiter`].
+    RateLimiter,
+    /// [`TimeLimiter`].
+    TimeLimiter,
+}
+
+impl Kind {
+    /// Every kind, in a fixed order.
+    pub const ALL: [Kind; 6] = [
+        Kind::CircuitBreaker,
+        Kind::Retry,
+        Kind::Bulkhead,
+        Kind::ThreadPoolBulkhead,
+        Kind::RateLimiter,
+        Kind::TimeLimiter,
+    ];
+
+    /// The stable snake_case label (`"circuit_breaker"`, `"thread_pool_bulkhead"`, …)
+    /// used in errors, events, snapshots and logs.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Kind::CircuitBreaker => "circuit_breaker",
+            Kind::Retry => "retry",
+            Kind::Bulkhead => "bulkhead",
+            Kind::ThreadPoolBulkhead => "thread_pool_bulkhead",
+            Kind::RateLimiter => "rate_limiter",
+            Kind::TimeLimiter => "time_limiter",
+        }
+    }
+
+    /// The word Resilience4j's metric names use (`resilience4j_<word>_…`).
+    pub const fn metric_word(self) -> &'static str {
+        match self {
+            Kind::CircuitBreaker => "circuitbreaker",
+            Kind::Retry => "retry",
+            Kind::Bulkhead => "bulkhead",
+            Kind::ThreadPoolBulkhead => "thread_pool_bulkhead",
+            Kind::RateLimiter => "ratelimiter",
+            Kind::TimeLimiter => "timelimiter",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A primitive the registry can hold: one of the six resil-core types.
+///
+/// Sealed; it lets the generic methods ([`Registry::get`](crate::Registry::get),
+/// [`Registry::configure`](crate::Registry::configure), …) serve every kind
+/// with one implementation.
+pub trait Primitive: sealed::Sealed + Clone + Send + Sync + fmt::Debug + 'static {
+    /// The validated configuration.
+    type Config: Clone + Send + Sync + fmt::Debug + 'static;
+    /// Its builder, which code settings transform.
+    type Builder: Clone + Send + Sync + fmt::Debug + 'static;
+    /// Which kind this is.
+    const KIND: Kind;
+
+    /// A builder holding Resilience4j's defaults.
+    fn default_builder() -> Self::Builder;
+    /// Validates a builder.
+    fn build(builder: Self::Builder) -> Result<Self::Config, ConfigError>;
+    /// A builder starting from `config`.
+    fn to_builder(config: &Self::Config) -> Self::Builder;
+    /// A new instance; `clock` (the registry's, when it has one) times it.
+    fn create(name: Arc<str>, config: Self::Config, clock: Option<&SharedClock>) -> Self;
+    /// The configuration the instance runs with.
+    fn config_of(&self) -> Self::Config;
+}
+
+macro_rules! primitive {
+    ($ty:ty, $config:ty, $builder:ty, $kind:expr, |$c:ident| $to_builder:expr) => {
+        impl sealed::Sealed for $ty {}
+
+        impl Primitive for $ty {
+            type Config = $config;
+            type Builder = $builder;
+            const KIND: Kind = $kind;
+
+            fn default_builder() -> $builder {
+                <$config>::builder()
+            }
+
+            fn build(builder: $builder) -> Result<$config, ConfigError> {
+                builder.build()
+            }
+
+            fn to_builder($c: &$config) -> $builder {
+                $to_builder
+            }
+
+            fn create(name: Arc<str>, config: $config, clock: Option<&SharedClock>) -> Self {
+                match clock {
+                    Some(clock) => <$ty>::with_clock(name, config, clock.clone()),
+                    None => <$ty>::new(name, config),
+                }
+            }
+
+            #[allow(clippy::clone_on_copy)]
+            fn config_of(&self) -> $config {
+                self.config().clone()
+            }
+        }
+    };
+}
+
+primitive!(
+    CircuitBreaker,
+    CircuitBreakerConfig,
+    CircuitBreakerConfigBuilder,
+    Kind::CircuitBreaker,
+    |c| c.to_builder()
+);
+primitive!(Retry, RetryConfig, RetryConfigBuilder, Kind::Retry, |c| c
+    .to_builder());
+primitive!(
+    Bulkhead,
+    BulkheadConfig,
+    BulkheadConfigBuilder,
+    Kind::Bulkhead,
+    |c| c.to_builder()
+);
+primitive!(
+    RateLimiter,
+    RateLimiterConfig,
+    RateLimiterConfigBuilder,
+    Kind::RateLimiter,
+    |c| c.to_builder()
+);
+primitive!(
+    TimeLimiter,
+    TimeLimiterConfig,
+    TimeLimiterConfigBuilder,
+    Kind::TimeLimiter,
+    |c| TimeLimiterConfig::builder()
+        .timeout_duration(c.timeout_duration())
+        .cancel_running_future(c.cancel_running_future())
+);
+
+impl sealed::Sealed for ThreadPoolBulkhead {}
+
+impl Primitive for ThreadPoolBulkhead {
+    type Config = ThreadPoolBulkheadConfig;
+    type Builder = ThreadPoolBulkheadConfigBuilder;
+    const KIND: Kind = Kind::ThreadPoolBulkhead;
+
+    fn default_builder() -> Self::Builder {
+        ThreadPoolBulkheadConfig::builder()
+    }
+
+    fn build(builder: Self::Builder) -> Result<Self::Config, ConfigError> {
+        builder.build()
+    }
+
+    fn to_builder(c: &Self::Config) -> Self::Builder {
+        ThreadPoolBulkheadConfig::builder()
+            .core_thread_pool_size(c.core_thread_pool_size())
+            .max_thread_pool_size(c.max_thread_pool_size())
+            .queue_capacity(c.queue_capacity())
+            .keep_alive_duration(c.keep_alive_duration())
+    }
+
+    /// The thread-pool bulkhead reads no clock (its keep-alive is a real
+    /// condition-variable wait), so the registry's clock does not apply.
+    fn create(name: Arc<str>, config: Self::Config, _clock: Option<&SharedClock>) -> Self {
+        ThreadPoolBulkhead::new(name, config)
+    }
+
+    fn config_of(&self) -> Self::Config {
+        self.config().clone()
+    }
+}

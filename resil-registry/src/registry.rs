@@ -1,0 +1,703 @@
+//! The registry: six maps of named instances, get-or-create, code settings and
+//! the events that announce changes.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use dashmap::mapref::entry::Entry as MapEntry;
+use dashmap::DashMap;
+use parking_lot::RwLock;
+use resil_core::bulkhead::{Bulkhead, BulkheadConfigBuilder};
+use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfigBuilder};
+use resil_core::clock::{Clock, SharedClock};
+use resil_core::event::{EventPublisher, EventStream};
+use resil_core::rate_limiter::{RateLimiter, RateLimiterConfigBuilder};
+use resil_core::retry::{Retry, RetryConfigBuilder};
+use resil_core::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder};
+use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfigBuilder};
+
+use crate::classes::{ErrorClass, ErrorClasses, ErrorList};
+use crate::error::RegistryError;
+use crate::event::{RegistryEvent, RegistryEventKind};
+use crate::handle::{Handle, Slot};
+use crate::kind::{Kind, Primitive};
+
+/// The name of the config every instance and config without a `base-config`
+/// inherits from.
+pub const DEFAULT_CONFIG: &str = "default";
+
+/// Default cap on instances per kind (see
+/// [`RegistryBuilder::max_instances_per_kind`]).
+pub const DEFAULT_MAX_INSTANCES_PER_KIND: usize = 10_000;
+
+/// A code setting: a builder transformation attached to a config or instance.
+pub(crate) type CodeFn<B> = Arc<dyn Fn(B) -> B + Send + Sync>;
+
+/// A config registered in code: its base and its code settings.
+pub(crate) struct CodeConfig<B> {
+    pub(crate) base: Option<String>,
+    pub(crate) settings: Vec<CodeFn<B>>,
+}
+
+/// Code settings attached to one instance name.
+pub(crate) struct InstanceCode<B> {
+    /// The config the instance is built from, when chosen in code.
+    pub(crate) config: Option<String>,
+    /// The `configure_*` closure, applied last.
+    pub(crate) settings: Option<CodeFn<B>>,
+}
+
+impl<B> Default for InstanceCode<B> {
+    fn default() -> Self {
+        InstanceCode {
+            config: None,
+            settings: None,
+        }
+    }
+}
+
+/// Everything set in code for one kind.
+pub(crate) struct CodeSettings<B> {
+    pub(crate) configs: HashMap<String, CodeConfig<B>>,
+    pub(crate) instances: HashMap<String, InstanceCode<B>>,
+}
+
+impl<B> Default for CodeSettings<B> {
+    fn default() -> Self {
+        CodeSettings {
+            configs: HashMap::new(),
+            instances: HashMap::new(),
+        }
+    }
+}
+
+/// One registry entry.
+pub(crate) struct Entry<P> {
+    pub(crate) slot: Arc<Slot<P>>,
+}
+
+/// The instances and settings of one kind.
+pub(crate) struct Store<P: Primitive> {
+    pub(crate) entries: DashMap<Arc<str>, Entry<P>>,
+    /// Held for reading while an instance is created and for writing while
+    /// settings change, so a creation never uses settings a concurrent
+    /// `configure_*` has already replaced.
+    pub(crate) code: RwLock<CodeSettings<P::Builder>>,
+    pub(crate) len: AtomicUsize,
+    pub(crate) refused: AtomicU64,
+}
+
+impl<P: Primitive> Default for Store<P> {
+    fn default() -> Self {
+        Store {
+            entries: DashMap::new(),
+            code: RwLock::new(CodeSettings::default()),
+            len: AtomicUsize::new(0),
+            refused: AtomicU64::new(0),
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    breakers: Store<CircuitBreaker>,
+    retries: Store<Retry>,
+    bulkheads: Store<Bulkhead>,
+    pools: Store<ThreadPoolBulkhead>,
+    rate_limiters: Store<RateLimiter>,
+    time_limiters: Store<TimeLimiter>,
+    pub(crate) clock: Option<SharedClock>,
+    pub(crate) max_per_kind: usize,
+    pub(crate) classes: ErrorClasses,
+    events: EventPublisher<RegistryEvent>,
+    seq: AtomicU64,
+}
+
+/// Named, shared instances of the six primitives and their configuration.
+///
+/// Look-ups are get-or-create: the first look-up of a name builds the
+/// instance from its settings (the `default` config when nothing names it),
+/// every later look-up of the same name returns a handle to the same instance,
+/// also when many threads race on a new name (one instance is created and one
+/// [`Added`](RegistryEventKind::Added) event published).
+///
+/// ```
+/// use resil_registry::Registry;
+///
+/// let registry = Registry::new();
+/// registry
+///     .configure_circuit_breaker("inventory", |b| b.failure_rate_threshold(60.0))
+///     .unwrap();
+/// let a = registry.circuit_breaker("inventory");
+/// let b = registry.circuit_breaker("inventory");
+/// assert!(resil_registry::Handle::same_entry(&a, &b));
+/// assert_eq!(a.config().failure_rate_threshold(), 60.0);
+/// ```
+///
+/// Tests build their own isolated registries; programs usually use the
+/// process-wide one, [`registry()`](crate::registry()).
+pub struct Registry {
+    pub(crate) inner: Arc<Inner>,
+}
+
+/// Builds a [`Registry`] with a clock or a different cap.
+#[derive(Debug, Clone, Default)]
+pub struct RegistryBuilder {
+    clock: Option<SharedClock>,
+    max_per_kind: Option<usize>,
+}
+
+impl RegistryBuilder {
+    /// Times every instance (except thread-pool bulkheads, which read no clock)
+    /// and the registry's own timers (management TTLs) with `clock`: a
+    /// [`ManualClock`](resil_core::clock::ManualClock) in tests. Without it each
+    /// primitive uses its own default clock.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(SharedClock::new(clock));
+        self
+    }
+
+    /// The cap on instances per kind (default
+    /// [`DEFAULT_MAX_INSTANCES_PER_KIND`]). Names used as business ids
+    /// (one breaker per customer) grow without bound; the cap turns that
+    /// into an error ([`RegistryError::CardinalityExceeded`]) and a counted
+    /// refusal instead of a slow memory leak.
+    pub fn max_instances_per_kind(mut self, max: usize) -> Self {
+        self.max_per_kind = Some(max);
+        self
+    }
+
+    /// The registry.
+    pub fn build(self) -> Registry {
+        Registry {
+            inner: Arc::new(Inner {
+                breakers: Store::default(),
+                retries: Store::default(),
+                bulkheads: Store::default(),
+                pools: Store::default(),
+                rate_limiters: Store::default(),
+                time_limiters: Store::default(),
+                clock: self.clock,
+                max_per_kind: self.max_per_kind.unwrap_or(DEFAULT_MAX_INSTANCES_PER_KIND),
+                classes: ErrorClasses::default(),
+                events: EventPublisher::default(),
+                seq: AtomicU64::new(0),
+            }),
+        }
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::new()
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Registry");
+        for kind in Kind::ALL {
+            d.field(kind.as_str(), &self.len(kind));
+        }
+        d.finish()
+    }
+}
+
+macro_rules! accessors {
+    ($($(#[$doc:meta])* $get:ident, $try_get:ident, $configure:ident, $ty:ty, $builder:ty;)*) => {$(
+        $(#[$doc])*
+        pub fn $get(&self, name: &str) -> Handle<$ty> {
+            self.get::<$ty>(name)
+        }
+
+        #[doc = concat!("As [`", stringify!($get), "`](Self::", stringify!($get), "), but a refusal by the cardinality guard is an error.")]
+        pub fn $try_get(&self, name: &str) -> Result<Handle<$ty>, RegistryError> {
+            self.try_get::<$ty>(name)
+        }
+
+        #[doc = concat!("Code-only settings for the `", stringify!($ty), "` called `name`, applied last (after the file's and the configs' settings). If the instance exists it is rebuilt and replaced, as a reload would; if the result is invalid nothing changes and the error says why. See [`configure`](Self::configure).")]
+        pub fn $configure(
+            &self,
+            name: &str,
+            f: impl Fn($builder) -> $builder + Send + Sync + 'static,
+        ) -> Result<(), RegistryError> {
+            self.configure::<$ty>(name, f)
+        }
+    )*};
+}
+
+impl Registry {
+    /// An empty registry: no configs but the built-in defaults, no instances.
+    pub fn new() -> Registry {
+        RegistryBuilder::default().build()
+    }
+
+    /// A builder (clock, cardinality cap).
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder::default()
+    }
+
+    accessors! {
+        /// The circuit breaker called `name`, created on first use.
+        circuit_breaker, try_circuit_breaker, configure_circuit_breaker, CircuitBreaker, CircuitBreakerConfigBuilder;
+        /// The retry called `name`, created on first use.
+        retry, try_retry, configure_retry, Retry, RetryConfigBuilder;
+        /// The semaphore bulkhead called `name`, created on first use.
+        bulkhead, try_bulkhead, configure_bulkhead, Bulkhead, BulkheadConfigBuilder;
+        /// The thread-pool bulkhead called `name`, created on first use (no
+        /// thread starts before its first task).
+        thread_pool_bulkhead, try_thread_pool_bulkhead, configure_thread_pool_bulkhead, ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder;
+        /// The rate limiter called `name`, created on first use.
+        rate_limiter, try_rate_limiter, configure_rate_limiter, RateLimiter, RateLimiterConfigBuilder;
+        /// The time limiter called `name`, created on first use.
+        time_limiter, try_time_limiter, configure_time_limiter, TimeLimiter, TimeLimiterConfigBuilder;
+    }
+
+    pub(crate) fn store<P: Primitive>(&self) -> &Store<P> {
+        let inner = &*self.inner;
+        let store: &dyn Any = match P::KIND {
+            Kind::CircuitBreaker => &inner.breakers,
+            Kind::Retry => &inner.retries,
+            Kind::Bulkhead => &inner.bulkheads,
+            Kind::ThreadPoolBulkhead => &inner.pools,
+            Kind::RateLimiter => &inner.rate_limiters,
+            Kind::TimeLimiter => &inner.time_limiters,
+        };
+        store
+            .downcast_ref()
+            .expect("each kind's store holds exactly that kind")
+    }
+
+    /// The instance of kind `P` called `name`, created on first use.
+    ///
+    /// The fast path is one shard read lock of a concurrent map. When the
+    /// cardinality guard refuses a new name, the refusal is logged (`tracing`
+    /// error) and counted, and the caller gets a *detached* instance built from
+    /// the default config: it protects the call but is not registered, so it
+    /// is not shared, observed or managed. Use [`try_get`](Self::try_get) to
+    /// handle the refusal instead.
+    pub fn get<P: Primitive>(&self, name: &str) -> Handle<P> {
+        match self.try_get::<P>(name) {
+            Ok(handle) => handle,
+            Err(e) => {
+                tracing::error!(kind = %P::KIND, name, error = %e, "registry refused a new instance");
+                let config = P::build(P::default_builder())
+                    .expect("Resilience4j's defaults are a valid configuration");
+                let name: Arc<str> = name.into();
+                let instance = P::create(name.clone(), config, self.inner.clock.as_ref());
+                Handle::from_slot(Arc::new(Slot::new(name, instance)))
+            }
+        }
+    }
+
+    /// As [`get`](Self::get), but a refusal by the cardinality guard (or
+    /// settings that cannot be built) is an error.
+    pub fn try_get<P: Primitive>(&self, name: &str) -> Result<Handle<P>, RegistryError> {
+        let store = self.store::<P>();
+        if let Some(entry) = store.entries.get(name) {
+            return Ok(Handle::from_slot(Arc::clone(&entry.slot)));
+        }
+        let code = store.code.read();
+        let config = self.resolve::<P>(&code, name)?;
+        match store.entries.entry(Arc::from(name)) {
+            MapEntry::Occupied(o) => Ok(Handle::from_slot(Arc::clone(&o.get().slot))),
+            MapEntry::Vacant(v) => {
+                if store.len.fetch_add(1, Ordering::Relaxed) >= self.inner.max_per_kind {
+                    store.len.fetch_sub(1, Ordering::Relaxed);
+                    store.refused.fetch_add(1, Ordering::Relaxed);
+                    return Err(RegistryError::CardinalityExceeded {
+                        kind: P::KIND,
+                        name: name.to_owned(),
+                        limit: self.inner.max_per_kind,
+                    });
+                }
+                let name = Arc::clone(v.key());
+                let instance = P::create(Arc::clone(&name), config, self.inner.clock.as_ref());
+                let slot = Arc::new(Slot::new(Arc::clone(&name), instance));
+                v.insert(Entry {
+                    slot: Arc::clone(&slot),
+                });
+                // Published while the shard is still locked: nobody can remove
+                // or replace this name before `Added` is out.
+                self.publish(P::KIND, name, RegistryEventKind::Added);
+                Ok(Handle::from_slot(slot))
+            }
+        }
+    }
+
+    /// The existing instance called `name`, without creating one.
+    pub fn find<P: Primitive>(&self, name: &str) -> Option<Handle<P>> {
+        self.store::<P>()
+            .entries
+            .get(name)
+            .map(|e| Handle::from_slot(Arc::clone(&e.slot)))
+    }
+
+    /// Code-only settings for the instance of kind `P` called `name`: `f`
+    /// receives the builder resolved from the defaults, the configs and the
+    /// file, and its result is the instance's configuration. Replaces any
+    /// earlier `configure` for that name. Predicates, interval functions and
+    /// other values a file cannot express go here.
+    ///
+    /// `f` is called now (to validate), whenever the instance is (re)built,
+    /// and must not call back into this registry.
+    pub fn configure<P: Primitive>(
+        &self,
+        name: &str,
+        f: impl Fn(P::Builder) -> P::Builder + Send + Sync + 'static,
+    ) -> Result<(), RegistryError> {
+        let store = self.store::<P>();
+        let mut code = store.code.write();
+        let f: CodeFn<P::Builder> = Arc::new(f);
+        let previous = code
+            .instances
+            .entry(name.to_owned())
+            .or_default()
+            .settings
+            .replace(f);
+        let built = self.resolve::<P>(&code, name);
+        match built {
+            Ok(config) => {
+                self.replace_with::<P>(name, config, "configure");
+                Ok(())
+            }
+            Err(e) => {
+                code.instances.entry(name.to_owned()).or_default().settings = previous;
+                Err(e)
+            }
+        }
+    }
+
+    /// Registers (or replaces) a named config of kind `P` in code: instances
+    /// and configs naming it inherit from it. `base` is the config it inherits
+    /// from (`None`: [`DEFAULT_CONFIG`]); `f` holds its code settings. Every
+    /// existing instance is re-resolved, and a change that would leave any of
+    /// them invalid (or a `base` chain with a cycle or an unknown config) is
+    /// refused without changing anything.
+    ///
+    /// ```
+    /// use resil_registry::Registry;
+    ///
+    /// let registry = Registry::new();
+    /// registry.add_config::<resil_core::retry::Retry>("backend", None, |b| b.max_attempts(5)).unwrap();
+    /// registry.use_config::<resil_core::retry::Retry>("payments", "backend").unwrap();
+    /// assert_eq!(registry.retry("payments").config().max_attempts(), 5);
+    /// ```
+    pub fn add_config<P: Primitive>(
+        &self,
+        name: &str,
+        base: Option<&str>,
+        f: impl Fn(P::Builder) -> P::Builder + Send + Sync + 'static,
+    ) -> Result<(), RegistryError> {
+        if name == DEFAULT_CONFIG && base.is_some() {
+            return Err(RegistryError::CyclicConfig {
+                kind: P::KIND,
+                chain: vec![
+                    DEFAULT_CONFIG.to_owned(),
+                    base.unwrap_or_default().to_owned(),
+                ],
+            });
+        }
+        let store = self.store::<P>();
+        let mut code = store.code.write();
+        let previous = code.configs.insert(
+            name.to_owned(),
+            CodeConfig {
+                base: base.map(str::to_owned),
+                settings: vec![Arc::new(f)],
+            },
+        );
+        let validated =
+            config_chain(P::KIND, &code, Some(name)).and_then(|_| self.resolve_all::<P>(&code));
+        match validated {
+            Ok(configs) => {
+                for (instance, config) in configs {
+                    self.replace_with::<P>(&instance, config, "configure");
+                }
+                Ok(())
+            }
+            Err(e) => {
+                match previous {
+                    Some(p) => code.configs.insert(name.to_owned(), p),
+                    None => code.configs.remove(name),
+                };
+                Err(e)
+            }
+        }
+    }
+
+    /// Builds the instance `instance` of kind `P` from the named config
+    /// `config` (Resilience4j's `base-config` on an instance, set in code).
+    /// Replaces the instance if it exists.
+    pub fn use_config<P: Primitive>(
+        &self,
+        instance: &str,
+        config: &str,
+    ) -> Result<(), RegistryError> {
+        let store = self.store::<P>();
+        let mut code = store.code.write();
+        let previous = code
+            .instances
+            .entry(instance.to_owned())
+            .or_default()
+            .config
+            .replace(config.to_owned());
+        match self.resolve::<P>(&code, instance) {
+            Ok(built) => {
+                self.replace_with::<P>(instance, built, "configure");
+                Ok(())
+            }
+            Err(e) => {
+                code.instances
+                    .entry(instance.to_owned())
+                    .or_default()
+                    .config = previous;
+                Err(e)
+            }
+        }
+    }
+
+    /// Resolves every existing instance of kind `P`: all or the first error.
+    fn resolve_all<P: Primitive>(
+        &self,
+        code: &CodeSettings<P::Builder>,
+    ) -> Result<Vec<(String, P::Config)>, RegistryError> {
+        let names: Vec<String> = self
+            .store::<P>()
+            .entries
+            .iter()
+            .map(|e| e.key().to_string())
+            .collect();
+        names
+            .into_iter()
+            .map(|n| self.resolve::<P>(code, &n).map(|c| (n, c)))
+            .collect()
+    }
+
+    /// Resolves the configuration of instance `name` from `code` (and, once a
+    /// file is loaded, the file's layers).
+    pub(crate) fn resolve<P: Primitive>(
+        &self,
+        code: &CodeSettings<P::Builder>,
+        name: &str,
+    ) -> Result<P::Config, RegistryError> {
+        let instance = code.instances.get(name);
+        let chain = config_chain(P::KIND, code, instance.and_then(|i| i.config.as_deref()))?;
+        let mut builder = P::default_builder();
+        let applied = |b: P::Builder, f: &CodeFn<P::Builder>, at: &str| {
+            catch_unwind(AssertUnwindSafe(|| f(b))).map_err(|_| RegistryError::SettingsPanicked {
+                kind: P::KIND,
+                name: at.to_owned(),
+            })
+        };
+        for config in &chain {
+            if let Some(c) = code.configs.get(config) {
+                for f in &c.settings {
+                    builder = applied(builder, f, config)?;
+                }
+            }
+        }
+        if let Some(f) = instance.and_then(|i| i.settings.as_ref()) {
+            builder = applied(builder, f, name)?;
+        }
+        P::build(builder).map_err(|source| RegistryError::InvalidConfig {
+            kind: P::KIND,
+            name: name.to_owned(),
+            source,
+        })
+    }
+
+    /// Installs a new instance built from `config` under `name`, if the name
+    /// exists; handles follow it.
+    pub(crate) fn replace_with<P: Primitive>(&self, name: &str, config: P::Config, cause: &str) {
+        let store = self.store::<P>();
+        if let Some(entry) = store.entries.get(name) {
+            let name = Arc::clone(entry.key());
+            let instance = P::create(Arc::clone(&name), config, self.inner.clock.as_ref());
+            entry.slot.replace(instance);
+            self.publish(
+                P::KIND,
+                name,
+                RegistryEventKind::Replaced {
+                    cause: cause.into(),
+                    state_carried_over: false,
+                },
+            );
+        }
+    }
+
+    /// Removes the instance of kind `P` called `name`. Handles still holding
+    /// it keep working with it; the next look-up by name creates a new one.
+    pub fn remove<P: Primitive>(&self, name: &str) -> Result<(), RegistryError> {
+        let store = self.store::<P>();
+        // Remove and publish under the shard lock, so a concurrent re-creation
+        // of the name announces `Added` after this `Removed`.
+        let removed = store.entries.remove_if(name, |key, _| {
+            self.publish(P::KIND, Arc::clone(key), RegistryEventKind::Removed);
+            true
+        });
+        match removed {
+            Some(_) => {
+                store.len.fetch_sub(1, Ordering::Relaxed);
+                Ok(())
+            }
+            None => Err(RegistryError::NotFound {
+                kind: P::KIND,
+                name: name.to_owned(),
+            }),
+        }
+    }
+
+    /// Registers an error type whose class names config lists may use.
+    pub fn register_error_class<E: ErrorClass>(&self) {
+        self.inner.classes.register::<E>();
+    }
+
+    /// Every name error lists may use: the registered error classes' names and
+    /// the kinds of `resil::Error` (`timeout`, `call_not_permitted`, …), sorted.
+    pub fn error_class_names(&self) -> Vec<String> {
+        self.inner.classes.names()
+    }
+
+    /// Adds the predicates an error-name list stands for to a breaker builder
+    /// (`record-errors` or `ignore-errors`): one typed predicate per registered
+    /// error class whose names the list uses. An unknown name is an error
+    /// listing every registered name; `used_in` names the list in that error.
+    pub fn breaker_error_names(
+        &self,
+        builder: CircuitBreakerConfigBuilder,
+        list: ErrorList,
+        names: &[String],
+        used_in: &str,
+    ) -> Result<CircuitBreakerConfigBuilder, RegistryError> {
+        self.check_error_names(names, used_in)?;
+        Ok(self.inner.classes.apply_breaker(builder, list, names))
+    }
+
+    /// As [`breaker_error_names`](Self::breaker_error_names), for a retry's
+    /// `retry-errors` or `ignore-errors`; `resil::Error` kind names in
+    /// `retry-errors` (`timeout`, …) choose which refusals are retried.
+    pub fn retry_error_names(
+        &self,
+        builder: RetryConfigBuilder,
+        list: ErrorList,
+        names: &[String],
+        used_in: &str,
+    ) -> Result<RetryConfigBuilder, RegistryError> {
+        self.check_error_names(names, used_in)?;
+        Ok(self.inner.classes.apply_retry(builder, list, names))
+    }
+
+    fn check_error_names(&self, names: &[String], used_in: &str) -> Result<(), RegistryError> {
+        match self.inner.classes.unknown(names) {
+            Some(unknown) => Err(RegistryError::UnknownErrorClass {
+                name: unknown.to_owned(),
+                used_in: used_in.to_owned(),
+                known: self.inner.classes.names(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Subscribes to the registry's events (instances added, removed,
+    /// replaced), delivered in order.
+    pub fn subscribe(&self) -> EventStream<RegistryEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// How many instances of `kind` the registry holds.
+    pub fn len(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::CircuitBreaker => self.inner.breakers.entries.len(),
+            Kind::Retry => self.inner.retries.entries.len(),
+            Kind::Bulkhead => self.inner.bulkheads.entries.len(),
+            Kind::ThreadPoolBulkhead => self.inner.pools.entries.len(),
+            Kind::RateLimiter => self.inner.rate_limiters.entries.len(),
+            Kind::TimeLimiter => self.inner.time_limiters.entries.len(),
+        }
+    }
+
+    /// Whether the registry holds no instance at all.
+    pub fn is_empty(&self) -> bool {
+        Kind::ALL.iter().all(|k| self.len(*k) == 0)
+    }
+
+    /// How many new names of `kind` the cardinality guard has refused.
+    pub fn refused_by_cap(&self, kind: Kind) -> u64 {
+        let count = |r: &AtomicU64| r.load(Ordering::Relaxed);
+        match kind {
+            Kind::CircuitBreaker => count(&self.inner.breakers.refused),
+            Kind::Retry => count(&self.inner.retries.refused),
+            Kind::Bulkhead => count(&self.inner.bulkheads.refused),
+            Kind::ThreadPoolBulkhead => count(&self.inner.pools.refused),
+            Kind::RateLimiter => count(&self.inner.rate_limiters.refused),
+            Kind::TimeLimiter => count(&self.inner.time_limiters.refused),
+        }
+    }
+
+    /// The names of every instance of kind `P`, sorted.
+    pub fn names<P: Primitive>(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .store::<P>()
+            .entries
+            .iter()
+            .map(|e| e.key().to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
+    pub(crate) fn publish(&self, kind: Kind, name: Arc<str>, what: RegistryEventKind) {
+        let seq = self.inner.seq.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(kind = %kind, name = &*name, event = ?what, "registry");
+        self.inner.events.publish_with(|| RegistryEvent {
+            seq,
+            kind,
+            name,
+            what,
+        });
+    }
+}
+
+/// The configs an instance inherits from, root first: `default`, then each
+/// base down to `start`. A config without a base inherits from `default`.
+pub(crate) fn config_chain<B>(
+    kind: Kind,
+    code: &CodeSettings<B>,
+    start: Option<&str>,
+) -> Result<Vec<String>, RegistryError> {
+    let mut chain: Vec<String> = Vec::new();
+    let mut next = start.map(str::to_owned);
+    while let Some(name) = next {
+        if chain.contains(&name) {
+            chain.push(name);
+            return Err(RegistryError::CyclicConfig { kind, chain });
+        }
+        let config = code.configs.get(&name);
+        if config.is_none() && name != DEFAULT_CONFIG {
+            let mut known: Vec<String> = code.configs.keys().cloned().collect();
+            known.sort();
+            chain.push(name.clone());
+            return Err(RegistryError::UnknownConfig {
+                kind,
+                name,
+                chain,
+                known,
+            });
+        }
+        next = match config.and_then(|c| c.base.clone()) {
+            Some(base) => Some(base),
+            None if name != DEFAULT_CONFIG => Some(DEFAULT_CONFIG.to_owned()),
+            None => None,
+        };
+        chain.push(name);
+    }
+    if chain.is_empty() {
+        chain.push(DEFAULT_CONFIG.to_owned());
+    }
+    chain.reverse();
+    Ok(chain)
+}
