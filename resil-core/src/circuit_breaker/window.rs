@@ -140,11 +140,13 @@ impl Aggregate {
 /// What one record did to the totals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Change {
-    /// No total moved (the outcome equals the one it replaced), or only
-    /// failures or slow calls left the window: no rate went up.
+    /// No total moved: the outcome equals the one it replaced.
+    Same,
+    /// Totals moved, none of them up: only failures or slow calls left the
+    /// window (it may have become clean).
     Down,
-    /// The call count grew, or a failure or slow call entered: a threshold may
-    /// have been reached.
+    /// The call count grew, or a failure or slow call entered: a threshold
+    /// may have been reached.
     Up,
 }
 
@@ -172,6 +174,8 @@ fn apply<A: Total>(old: u8, new: u8, calls: &A, failed: &A, slow: &A, slow_faile
     up(slow_failed, FAILED | SLOW | PRESENT);
     if more_calls || more_failed || more_slow {
         Change::Up
+    } else if old == new {
+        Change::Same
     } else {
         Change::Down
     }
@@ -254,7 +258,7 @@ impl CountWindow {
         // and the slot's cache line stays shared between threads. (Equivalent to
         // swapping the same value at the instant of the load.)
         if slot.load(Ordering::Relaxed) == m.0 {
-            return Change::Down;
+            return Change::Same;
         }
         let old = slot.swap(m.0, Ordering::Relaxed);
         self.adjust(old, m.0)
@@ -281,6 +285,12 @@ impl CountWindow {
             slow: clamp32(&self.slow, max),
             slow_failed: clamp32(&self.slow_failed, max),
         }
+    }
+
+    /// The calls in the window (one load).
+    #[inline]
+    pub(crate) fn calls(&self) -> u64 {
+        clamp32(&self.calls, self.ring.len() as u64)
     }
 
     /// Full, and every entry a fast success: recording another fast success
@@ -541,6 +551,15 @@ impl Window {
         }
     }
 
+    /// The calls in the window as last recorded (no eviction by time).
+    #[inline]
+    pub(crate) fn calls(&self) -> u64 {
+        match self {
+            Window::Count(w) => w.calls(),
+            Window::Time(w) => clamp64(&w.calls),
+        }
+    }
+
     /// See [`CountWindow::is_saturated_clean`]; a time window never is (its
     /// buckets change with every call).
     pub(crate) fn is_saturated_clean(&self) -> bool {
@@ -604,6 +623,7 @@ mod tests {
                     change == Change::Up,
                     after.calls > before.calls || after.failed > before.failed || after.slow > before.slow
                 );
+                prop_assert_eq!(change == Change::Same, after == before);
                 prop_assert_eq!(
                     window.is_saturated_clean(),
                     last.len() == size as usize && last.iter().all(|&(f, s)| !f && !s)
@@ -651,6 +671,7 @@ mod tests {
             }
         );
         assert_eq!(w.record(Measurement::new(false, false)), Change::Down);
+        assert_eq!(w.record(Measurement::new(false, false)), Change::Down);
         assert_eq!(
             w.total().failed,
             0,
@@ -666,7 +687,7 @@ mod tests {
         w.record(Measurement::new(false, false));
         w.record(Measurement::new(false, false));
         let before = w.total();
-        assert_eq!(w.record(Measurement::new(false, false)), Change::Down);
+        assert_eq!(w.record(Measurement::new(false, false)), Change::Same);
         assert_eq!(w.total(), before);
         assert!(w.is_saturated_clean());
     }
