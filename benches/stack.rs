@@ -122,18 +122,21 @@ impl Resil {
 
     /// The whole stack, as the README composes it.
     fn call(&self, i: u64) -> impl Future<Output = Result<u64, Error<OutOfStock>>> + '_ {
-        self.retry.call_async_nested(move || {
-            self.cb.call_async(async move {
-                self.rl
-                    .call_async(async move {
-                        self.tl
-                            .call_async(self.bh.call_async(async move { dependency(i) }))
-                            .await
-                            .map_err(Error::flatten)
-                    })
-                    .await
-                    .map_err(Error::flatten)
-            })
+        self.retry.call_async_nested(move || async move {
+            self.cb
+                .call_async(async move {
+                    self.rl
+                        .call_async(async move {
+                            self.tl
+                                .call_async(self.bh.call_async(async move { dependency(i) }))
+                                .await
+                                .map_err(Error::flatten)
+                        })
+                        .await
+                        .map_err(Error::flatten)
+                })
+                .await
+                .map_err(Error::flatten)
         })
     }
 }

@@ -22,6 +22,7 @@ pub mod deadline;
 mod erased;
 pub mod error;
 pub mod event;
+mod guarded;
 pub mod interval;
 pub mod rate_limiter;
 pub mod retry;

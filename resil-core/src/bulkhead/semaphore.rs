@@ -144,10 +144,28 @@ impl WakeList {
     }
 }
 
+/// The state word alone on a cache line: two threads bouncing it between
+/// their cores do not also evict the read-mostly fields next to it (the name,
+/// the wait, the event publisher) that every call reads.
+#[derive(Debug)]
+#[repr(align(64))]
+struct Padded(AtomicU64);
+
+impl std::ops::Deref for Padded {
+    type Target = AtomicU64;
+
+    #[inline]
+    fn deref(&self) -> &AtomicU64 {
+        &self.0
+    }
+}
+
 /// A resizable counting semaphore with FIFO waiters for threads and tasks.
 #[derive(Debug)]
 pub(crate) struct Semaphore {
-    state: AtomicU64,
+    /// Written by every acquire and release: on cache lines of its own (see
+    /// [`Padded`]).
+    state: Padded,
     queue: Mutex<VecDeque<Arc<Waiter>>>,
     waiting: AtomicUsize,
 }
@@ -161,7 +179,7 @@ impl Semaphore {
         );
         let unfair = if fair { 0 } else { UNFAIR };
         Semaphore {
-            state: AtomicU64::new((u64::from(max) << MAX_SHIFT) | unfair),
+            state: Padded(AtomicU64::new((u64::from(max) << MAX_SHIFT) | unfair)),
             queue: Mutex::new(VecDeque::new()),
             waiting: AtomicUsize::new(0),
         }
