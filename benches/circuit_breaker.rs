@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use failsafe::CircuitBreaker as _;
 use resil::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
-use resil::clock::SystemClock;
+use resil::clock::{Clock, SystemClock};
 
 mod support;
 
@@ -103,6 +103,14 @@ const TRAFFIC: [(bool, &str); 2] = [(true, ""), (false, " success-only")];
 
 fn single_thread(c: &mut Criterion) {
     let mut g = c.benchmark_group("circuit_breaker/1 thread");
+    // What timing a call precisely costs at the least: the two readings
+    // `resil (SystemClock)` takes per call, and nothing else.
+    g.bench_function("floor: two SystemClock readings", |b| {
+        b.iter(|| {
+            let start = SystemClock.now_nanos();
+            black_box(SystemClock.now_nanos().saturating_sub(black_box(start)))
+        })
+    });
     for (mixed, suffix) in TRAFFIC {
         let resil = resil_breaker(mixed);
         let resil_tsc = resil_tsc_breaker(mixed);

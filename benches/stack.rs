@@ -211,6 +211,12 @@ fn stack(c: &mut Criterion) {
         i = i.wrapping_add(1);
         i
     };
+    // A cost both stacks pay inside their timeout layer: with tokio's
+    // `test-util` feature (enabled for this package's tests, and so in its
+    // benches) every reading checks whether time is paused.
+    g.bench_function("floor: tokio Instant::now()", |b| {
+        b.iter(|| black_box(tokio::time::Instant::now()))
+    });
     g.bench_function("bare call", |b| {
         b.iter(|| black_box(ready(async { dependency(next()) })))
     });

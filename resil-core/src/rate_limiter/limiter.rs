@@ -197,7 +197,10 @@ impl RateLimiter {
                 Ok(if grant.wait == 0 {
                     Acquire::Now(())
                 } else {
-                    Acquire::Wait(self.wait_for(grant))
+                    // Boxed: only a waiting call pays for its wait state (it
+                    // allocates a timer anyway), every other call's future
+                    // stays a pointer smaller.
+                    Acquire::Wait(Box::pin(self.wait_for(grant)))
                 })
             },
             |(), _: &Result<T, E>| {},
