@@ -1,14 +1,21 @@
-//! Rate limiter acquire, resil vs governor 0.10, in one run.
+//! Rate limiter acquire, resil (cycle `RateLimiter` and token-bucket
+//! `RefillRateLimiter`) vs governor 0.10, in one run.
 //!
-//! What is measured: the cost of one successful acquire on a limiter whose
-//! quota is never exhausted (10⁹ permits per second, one cycle per second for
-//! resil; `Quota::per_second(10⁹)` for governor, so both grant every call), on
-//! one thread and on two threads hammering the same limiter. Both update a
-//! single `AtomicU64` by compare-and-swap; resil additionally compares the
-//! reading with a cached cycle and reads its seqlocked schedule.
+//! The traffic it stands for: a service calling a dependency well under its
+//! quota, so the limiter never refuses and every call pays only the acquire —
+//! the common case, and the one whose cost matters. Measured: one successful
+//! acquire on a limiter whose quota is never exhausted (10⁹ permits per
+//! second: one cycle per second for `RateLimiter`; one permit per nanosecond
+//! with a capacity of 10⁹ for `RefillRateLimiter`; `Quota::per_second(10⁹)`
+//! for governor, so all grant every call), on one thread and on two threads
+//! hammering the same limiter. All three update a single `AtomicU64` by
+//! compare-and-swap; the cycle limiter additionally compares the reading with
+//! a cached cycle and reads its seqlocked schedule, and the refill limiter,
+//! like governor, is GCRA (one "full again at" instant).
 //!
-//! The clocks differ, by design: governor reads the TSC through quanta on every
-//! `check()`; resil's `RateLimiter::new` reads the coarse clock (one atomic
+//! The clocks differ, by design: governor and the refill limiter (whose
+//! one-nanosecond permit interval needs it) read the TSC through quanta on
+//! every acquire; resil's `RateLimiter::new` reads the coarse clock (one atomic
 //! load, ±1 ms, always trailing real time so it never admits early) for refresh
 //! periods of 50 ms and more, as here, and the TSC only for shorter periods. A
 //! bare TSC read is measured alongside: on x86-64 `rdtsc` has a throughput of
@@ -28,7 +35,9 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use governor::{Quota, RateLimiter as Governor};
 use resil::clock::{Clock, SharedClock};
-use resil::rate_limiter::{RateLimiter, RateLimiterConfig};
+use resil::rate_limiter::{
+    RateLimiter, RateLimiterConfig, RefillRateLimiter, RefillRateLimiterConfig,
+};
 
 mod support;
 
@@ -47,6 +56,16 @@ fn resil_limiter() -> RateLimiter {
     RateLimiter::new("bench", config)
 }
 
+fn refill_limiter() -> RefillRateLimiter {
+    let config = RefillRateLimiterConfig::builder()
+        .limit_for_period(PER_SECOND)
+        .limit_refresh_period(Duration::from_secs(1))
+        .timeout_duration(Duration::ZERO)
+        .build()
+        .expect("a valid config");
+    RefillRateLimiter::new("bench", config)
+}
+
 fn governor_limiter() -> governor::DefaultDirectRateLimiter {
     Governor::direct(Quota::per_second(
         NonZeroU32::new(PER_SECOND).expect("non-zero"),
@@ -56,12 +75,19 @@ fn governor_limiter() -> governor::DefaultDirectRateLimiter {
 fn one_thread(c: &mut Criterion) {
     let mut group = c.benchmark_group("rate_limiter/acquire/1 thread");
     let resil = resil_limiter();
+    let refill = refill_limiter();
     let governor = governor_limiter();
     group.bench_function("resil try_acquire_permission", |b| {
         b.iter(|| black_box(resil.try_acquire_permission(black_box(1))))
     });
     group.bench_function("resil acquire_permission", |b| {
         b.iter(|| black_box(resil.acquire_permission(black_box(1)).is_ok()))
+    });
+    group.bench_function("resil refill try_acquire_permission", |b| {
+        b.iter(|| black_box(refill.try_acquire_permission(black_box(1))))
+    });
+    group.bench_function("resil refill acquire_permission", |b| {
+        b.iter(|| black_box(refill.acquire_permission(black_box(1)).is_ok()))
     });
     group.bench_function("governor check", |b| {
         b.iter(|| black_box(governor.check().is_ok()))
@@ -77,12 +103,22 @@ fn one_thread(c: &mut Criterion) {
 fn two_threads(c: &mut Criterion) {
     let mut group = c.benchmark_group("rate_limiter/acquire/2 threads");
     let resil = resil_limiter();
+    let refill = refill_limiter();
     let governor = governor_limiter();
     group.bench_function("resil try_acquire_permission", |b| {
         b.iter_custom(|iters| {
             support::on_threads(2, iters, |n| {
                 for _ in 0..n {
                     black_box(resil.try_acquire_permission(black_box(1)));
+                }
+            })
+        })
+    });
+    group.bench_function("resil refill try_acquire_permission", |b| {
+        b.iter_custom(|iters| {
+            support::on_threads(2, iters, |n| {
+                for _ in 0..n {
+                    black_box(refill.try_acquire_permission(black_box(1)));
                 }
             })
         })
@@ -120,6 +156,25 @@ fn allocations() {
             black_box(
                 futures::executor::block_on(resil.call_async(async { Ok::<_, ()>(1) })).is_ok(),
             );
+        }),
+    );
+    let refill = refill_limiter();
+    support::report_allocations(
+        "resil refill try_acquire_permission",
+        support::allocations_per_call(10_000, || {
+            black_box(refill.try_acquire_permission(1));
+        }),
+    );
+    support::report_allocations(
+        "resil refill acquire_permission",
+        support::allocations_per_call(10_000, || {
+            black_box(refill.acquire_permission(1).is_ok());
+        }),
+    );
+    support::report_allocations(
+        "resil refill call",
+        support::allocations_per_call(10_000, || {
+            black_box(refill.call(|| Ok::<_, ()>(1)).is_ok());
         }),
     );
     support::report_allocations(

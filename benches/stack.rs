@@ -120,23 +120,21 @@ impl Resil {
         }
     }
 
-    /// The whole stack, as the README composes it.
+    /// The whole stack, as the README composes it: the breaker and the retry
+    /// take the inner `resil::Error` with `call_async_nested`.
     fn call(&self, i: u64) -> impl Future<Output = Result<u64, Error<OutOfStock>>> + '_ {
-        self.retry.call_async_nested(move || async move {
-            self.cb
-                .call_async(async move {
-                    self.rl
-                        .call_async(async move {
-                            self.tl
-                                .call_async(self.bh.call_async(async move { dependency(i) }))
-                                .await
-                                .map_err(Error::flatten)
-                        })
-                        .await
-                        .map_err(Error::flatten)
-                })
-                .await
-                .map_err(Error::flatten)
+        self.retry.call_async_nested(move || {
+            self.cb.call_async_nested(async move {
+                self.rl
+                    .call_async(async move {
+                        self.tl
+                            .call_async(self.bh.call_async(async move { dependency(i) }))
+                            .await
+                            .map_err(Error::flatten)
+                    })
+                    .await
+                    .map_err(Error::flatten)
+            })
         })
     }
 }

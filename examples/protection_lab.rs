@@ -311,7 +311,7 @@ fn order() {
     // The breaker outside the retry: one logical call is one sample.
     let retry = Retry::new("order", retry_config());
     let cb = CircuitBreaker::new("circuit-outside", breaker_config());
-    let _ = cb.call(|| retry.call(|| downstream.get("503")));
+    let _ = cb.call_nested(|| retry.call(|| downstream.get("503")));
     let circuit_outside = cb.metrics().failed_calls();
 
     println!(

@@ -45,6 +45,10 @@
 //! instances and the attribute macros, still to land).
 #![warn(missing_docs)]
 
+/// Config files: Resilience4j's `resilience4j.*` tree in TOML or YAML, and
+/// `RESIL_…` environment overrides (see the README's *Config files*).
+pub use resil_registry::config;
+
 pub use resil_core::{
     bulkhead, circuit_breaker, clock, deadline, error, event, interval, rate_limiter, retry,
     thread_pool_bulkhead, time_limiter, ConfigError, Error, ErrorKind, IntervalFunction,

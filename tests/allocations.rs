@@ -201,7 +201,7 @@ fn a_rate_limiter_allocates_nothing_per_call() {
         .build()
         .unwrap();
     for (what, limiter) in [
-        ("coarse clock", RateLimiter::new("rl", config)),
+        ("coarse clock", RateLimiter::new("rl", config.clone())),
         (
             "SystemClock",
             RateLimiter::with_clock("rl", config, SystemClock),
@@ -281,7 +281,7 @@ fn a_time_limiter_and_the_five_aspect_stack_allocate_nothing_per_call() {
     assert_eq!(
         allocations_in(|i| {
             let _ = ready(retry.call_async_nested(|| {
-                cb.call_async(async {
+                cb.call_async_nested(async {
                     rl.call_async(async {
                         tl.call_async(bh.call_async(async move { mixed(i) }))
                             .await

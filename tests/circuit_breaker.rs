@@ -16,6 +16,9 @@ use resil::Error;
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 const SECS: fn(u64) -> Duration = Duration::from_secs;
+/// OPEN is left strictly after its wait (Resilience4j's "after"): one
+/// nanosecond past it.
+const TICK: Duration = Duration::from_nanos(1);
 
 #[derive(Debug, PartialEq)]
 struct Io;
@@ -132,7 +135,7 @@ fn fifteen_concurrent_calls_in_half_open_admit_ten_and_refuse_five() {
         .build()
         .unwrap();
     let (cb, clock) = opened(config);
-    clock.advance(MS(200));
+    clock.advance(MS(200) + TICK);
     let attempts: Vec<_> = (0..15).map(|_| cb.try_acquire_permission()).collect();
     let permitted = attempts.iter().filter(|a| a.is_ok()).count();
     let refused: Vec<_> = attempts.iter().filter_map(|a| a.as_ref().err()).collect();
@@ -157,11 +160,11 @@ fn probe_round(cb: &CircuitBreaker, failures: usize) {
 #[test]
 fn five_failing_probes_of_ten_reopen_and_four_of_ten_close() {
     let (cb, clock) = opened(CircuitBreakerConfig::default());
-    clock.advance(SECS(60));
+    clock.advance(SECS(60) + TICK);
     probe_round(&cb, 5);
     assert_eq!(seen(&cb), (State::Open, 10, 5, 0, Some(50.0)));
 
-    clock.advance(SECS(60));
+    clock.advance(SECS(60) + TICK);
     probe_round(&cb, 4);
     assert_eq!(cb.state(), State::Closed);
     assert_eq!(cb.metrics().buffered_calls(), 0, "CLOSED starts fresh");
@@ -170,7 +173,7 @@ fn five_failing_probes_of_ten_reopen_and_four_of_ten_close() {
 #[test]
 fn probes_that_never_return_keep_the_breaker_half_open_and_refusing() {
     let (cb, clock) = opened(CircuitBreakerConfig::default());
-    clock.advance(SECS(60));
+    clock.advance(SECS(60) + TICK);
     let probes: Vec<_> = (0..10)
         .map(|_| cb.try_acquire_permission().unwrap())
         .collect();
@@ -192,13 +195,17 @@ fn with_a_max_wait_stuck_probes_send_the_breaker_back_to_open() {
         .build()
         .unwrap();
     let (cb, clock) = opened(config);
-    clock.advance(SECS(60));
+    clock.advance(SECS(60) + TICK);
     let probes: Vec<_> = (0..10)
         .map(|_| cb.try_acquire_permission().unwrap())
         .collect();
-    clock.advance(MS(2999));
-    assert_eq!(cb.state(), State::HalfOpen);
-    clock.advance(MS(1));
+    clock.advance(MS(3000));
+    assert_eq!(
+        cb.state(),
+        State::HalfOpen,
+        "not at the instant the max wait ends"
+    );
+    clock.advance(TICK);
     assert_eq!(cb.state(), State::Open);
     // The stuck probes finishing late decide nothing.
     for p in probes {
@@ -423,7 +430,7 @@ fn the_circuit_experiment_opens_after_four_failures_and_recovers_through_two_pro
         "open"
     );
 
-    down.clock.advance(MS(400));
+    down.clock.advance(MS(400) + TICK);
     cb.call(|| down.call(200, MS(5))).unwrap();
     assert_eq!(cb.state(), State::HalfOpen, "probe1");
     cb.call(|| down.call(200, MS(5))).unwrap();
@@ -564,9 +571,9 @@ fn a_retry_after_result_opens_the_breaker_for_the_duration_it_names() {
         .unwrap();
     assert_eq!(r.status, 429);
     assert_eq!(cb.state(), State::Open);
-    clock.advance(MS(6999));
-    assert!(succeed(&cb).is_err());
-    clock.advance(MS(1));
+    clock.advance(MS(7000));
+    assert!(succeed(&cb).is_err(), "not at the instant the wait ends");
+    clock.advance(TICK);
     assert!(succeed(&cb).is_ok());
     assert_eq!(cb.state(), State::HalfOpen);
 }
@@ -581,7 +588,7 @@ fn an_error_can_open_the_breaker_with_the_configured_wait() {
     let (cb, clock) = manual(config);
     let _ = fail(&cb);
     assert_eq!(cb.state(), State::Open);
-    clock.advance(SECS(5));
+    clock.advance(SECS(5) + TICK);
     assert!(succeed(&cb).is_ok());
 }
 
@@ -666,7 +673,7 @@ fn a_closed_era_call_finishing_during_half_open_cannot_decide_the_round() {
     );
     let old = cb.try_acquire_permission().unwrap();
     cb.transition_to_open().unwrap();
-    clock.advance(SECS(60));
+    clock.advance(SECS(60) + TICK);
     let probe = cb.try_acquire_permission().unwrap();
     assert_eq!(cb.state(), State::HalfOpen);
     old.on_error(&Io);
@@ -818,17 +825,17 @@ fn the_wait_interval_function_grows_successive_open_periods_until_the_breaker_cl
         .unwrap();
     let (cb, clock) = opened(config);
     for wait in [SECS(1), SECS(2), SECS(4)] {
-        clock.advance(wait - MS(1));
+        clock.advance(wait);
         assert!(succeed(&cb).is_err(), "still waiting {wait:?}");
-        clock.advance(MS(1));
+        clock.advance(TICK);
         let _ = fail(&cb); // the probe fails: OPEN again, longer
         assert_eq!(cb.state(), State::Open);
     }
-    clock.advance(SECS(8));
+    clock.advance(SECS(8) + TICK);
     succeed(&cb).unwrap();
     assert_eq!(cb.state(), State::Closed);
     cb.transition_to_open().unwrap();
-    clock.advance(SECS(1));
+    clock.advance(SECS(1) + TICK);
     assert!(succeed(&cb).is_ok(), "the count restarted once CLOSED");
 }
 
@@ -840,9 +847,9 @@ fn automatic_transition_is_visible_through_state_without_any_call() {
         .build()
         .unwrap();
     let (cb, clock) = opened(config);
-    clock.advance(MS(199));
+    clock.advance(MS(200));
     assert_eq!(cb.state(), State::Open);
-    clock.advance(MS(1));
+    clock.advance(TICK);
     assert_eq!(cb.state(), State::HalfOpen);
 }
 
@@ -866,7 +873,7 @@ async fn with_a_runtime_the_automatic_transition_fires_on_a_timer() {
     let kinds: Vec<_> = events.drain().into_iter().map(|e| *e.kind()).collect();
     assert_eq!(kinds.last(), Some(&to_half_open), "{kinds:?}");
 
-    tokio::time::advance(SECS(3)).await;
+    tokio::time::advance(SECS(3) + MS(1)).await;
     tokio::task::yield_now().await;
     let kinds: Vec<_> = events.drain().into_iter().map(|e| *e.kind()).collect();
     assert_eq!(

@@ -1,7 +1,8 @@
 //! Property test: a breaker driven by random sequential calls and clock moves
 //! behaves exactly like a small reference model of Resilience4j's state machine
-//! (count window, minimum calls, >= threshold, lazy OPEN -> HALF_OPEN, N probes
-//! decided together, ignored probes giving their slot back).
+//! (count window, minimum calls, >= threshold, lazy OPEN -> HALF_OPEN strictly
+//! after the wait, a probe round decided after min(minimum calls, N) probes,
+//! ignored probes giving their slot back).
 
 use std::time::Duration;
 
@@ -50,7 +51,7 @@ impl Model {
     /// Returns whether the call was permitted.
     fn call(&mut self, op: Op) -> bool {
         if let ModelState::Open { until, .. } = self.state {
-            if self.now < until {
+            if self.now <= until {
                 return false;
             }
             self.state = ModelState::HalfOpen(Vec::new());
@@ -78,7 +79,7 @@ impl Model {
             }
             ModelState::HalfOpen(p) => {
                 p.push(failed);
-                match exceeded(p, self.probes) {
+                match exceeded(p, minimum.min(self.probes)) {
                     Some(true) => {
                         let shown = std::mem::take(p);
                         self.state = ModelState::Open {

@@ -33,7 +33,7 @@ fn exactly_n_half_open_probes_are_admitted_across_racing_threads_in_every_round(
     let mut events = cb.subscribe();
     for round in 0..200 {
         cb.transition_to_open().unwrap();
-        clock.advance(Duration::from_secs(1));
+        clock.advance(Duration::from_secs(1) + Duration::from_nanos(1)); // strictly after the wait
         events.drain();
         let barrier = Barrier::new(THREADS);
         let permits: Vec<_> = std::thread::scope(|s| {

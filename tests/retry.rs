@@ -231,6 +231,54 @@ fn a_first_time_success_counts_without_retry_and_never_waits() {
     assert_eq!((m.calls(), m.attempts(), m.retry_attempts()), (3, 3, 0));
 }
 
+// Issue 6, item 6: Resilience4j publishes SUCCESS only for a success that
+// needed retries (`RetryImpl.onComplete`: `numOfAttempts > 0`).
+#[test]
+fn a_first_attempt_success_publishes_no_event_sync_and_async() {
+    let (retry, _) = manual(RetryConfig::default());
+    let mut events = retry.subscribe();
+    assert_eq!(retry.call(|| Ok::<_, Fault>(1)), Ok(1));
+    assert_eq!(retry.call_nested(|| Ok::<_, Error<Fault>>(2)), Ok(2));
+    let out = futures::executor::block_on(retry.call_async(|| async { Ok::<_, Fault>(3) }));
+    assert_eq!(out, Ok(3));
+    assert_eq!(events.drain(), []);
+    assert_eq!(retry.metrics().successful_calls_without_retry(), 3);
+}
+
+// Resilience4j's `RetryImpl.onError`: an exception the retry predicate turns
+// down publishes IGNORED_ERROR, whether `ignoreExceptions` or a
+// `retryOnException` predicate that does not accept it turned it down.
+#[test]
+fn an_error_no_retry_predicate_accepts_publishes_ignored_error_not_error() {
+    let config = RetryConfig::builder()
+        .retry_on_error(|e: &Fault| *e == Fault::Unavailable)
+        .build()
+        .unwrap();
+    let (retry, _) = manual(config);
+    let mut events = retry.subscribe();
+    let mut calls = 0;
+    let out: Result<(), _> = retry.call(|| {
+        calls += 1;
+        Err(if calls == 1 {
+            Fault::Unavailable
+        } else {
+            Fault::BadRequest
+        })
+    });
+    assert_eq!(out, Err(Error::Call(Fault::BadRequest)));
+    let events = events.drain();
+    assert_eq!(
+        events[1],
+        RetryEvent::IgnoredError {
+            name: "inventory".into(),
+            attempts: 2,
+            cause: RetryCause::Error,
+        }
+    );
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(matches!(events[0], RetryEvent::Retry { attempt: 1, .. }));
+}
+
 #[test]
 fn retry_on_error_restricts_retries_to_the_errors_it_accepts() {
     let config = RetryConfig::builder()
@@ -291,6 +339,7 @@ fn ignore_wins_over_retry_and_is_counted_apart_from_failures() {
         [RetryEvent::IgnoredError {
             name: "inventory".into(),
             attempts: 1,
+            cause: RetryCause::Error,
         }]
     );
     let m = retry.metrics();
@@ -359,7 +408,7 @@ fn an_open_breaker_inside_the_retry_is_not_retried_in_a_tight_loop() {
     assert_eq!((calls, clock.elapsed()), (1, Duration::ZERO));
     assert_eq!(
         events.drain(),
-        [RetryEvent::Error {
+        [RetryEvent::IgnoredError {
             name: "inventory".into(),
             attempts: 1,
             cause: RetryCause::Rejection(ErrorKind::CallNotPermitted),
@@ -784,4 +833,422 @@ fn an_async_call_future_is_send_when_its_parts_are() {
     fn assert_send<F: std::future::Future + Send>(_: F) {}
     let retry = Retry::new("inventory", RetryConfig::default());
     assert_send(retry.call_async(|| async { Ok::<_, Fault>(()) }));
+}
+
+// ---- Issue 6, item 14: Resilience4j's other retry options ----
+
+#[derive(Debug, Clone, PartialEq)]
+enum Http {
+    TooManyRequests { retry_after: Duration },
+    BadRequest,
+}
+
+#[test]
+fn interval_bi_function_waits_what_the_failed_attempt_says() {
+    let config = RetryConfig::builder()
+        .max_attempts(4)
+        .retry_on_result(|status: &u16| *status == 503)
+        .interval_bi_function(|attempt, outcome: Result<&u16, &Http>| match outcome {
+            Err(Http::TooManyRequests { retry_after }) => Some(*retry_after),
+            Err(Http::BadRequest) => None,
+            Ok(_) => Some(MS(10 * u64::from(attempt))),
+        })
+        .build()
+        .unwrap();
+    let (retry, clock) = manual(config);
+    let mut events = retry.subscribe();
+    let mut outcomes = vec![
+        Ok(200u16),
+        Ok(503),
+        Err(Http::TooManyRequests {
+            retry_after: MS(1500),
+        }),
+    ];
+    let out = retry.call(|| outcomes.pop().unwrap());
+    assert_eq!(out, Ok(200));
+    assert_eq!(waits_from(&mut events), [MS(1500), MS(20)]);
+    assert_eq!(clock.elapsed(), MS(1520));
+}
+
+#[test]
+fn an_interval_bi_function_sees_the_call_s_own_error_through_a_nested_call() {
+    let config = RetryConfig::builder()
+        .interval_bi_function(|_, outcome: Result<&(), &Http>| match outcome {
+            Err(Http::TooManyRequests { retry_after }) => Some(*retry_after),
+            _ => None,
+        })
+        .build()
+        .unwrap();
+    let (retry, clock) = manual(config);
+    let mut calls = 0;
+    let out: Result<(), Error<Http>> = retry.call_nested(|| {
+        calls += 1;
+        Err(Error::Call(Http::TooManyRequests {
+            retry_after: MS(700),
+        }))
+    });
+    assert!(out.is_err());
+    assert_eq!((calls, clock.elapsed()), (3, MS(1400)));
+}
+
+#[test]
+fn an_interval_bi_function_for_other_types_leaves_the_interval_function_in_charge() {
+    let config = RetryConfig::builder()
+        .wait_duration(MS(40))
+        .interval_bi_function(|_, _: Result<&u16, &Http>| Some(MS(1)))
+        .build()
+        .unwrap();
+    let (retry, clock) = manual(config);
+    assert_eq!(observed_waits(&retry, &clock), [MS(40), MS(40)]);
+}
+
+#[test]
+fn an_interval_bi_function_can_stop_retrying_early() {
+    let config = RetryConfig::builder()
+        .max_attempts(5)
+        .interval_bi_function(|_, outcome: Result<&(), &Http>| match outcome {
+            Err(Http::BadRequest) => None,
+            _ => Some(MS(100)),
+        })
+        .build()
+        .unwrap();
+    let (retry, clock) = manual(config);
+    let mut events = retry.subscribe();
+    let mut calls = 0;
+    let out: Result<(), _> = retry.call(|| {
+        calls += 1;
+        Err(if calls < 2 {
+            Http::TooManyRequests { retry_after: MS(5) }
+        } else {
+            Http::BadRequest
+        })
+    });
+    assert_eq!(out, Err(Error::Call(Http::BadRequest)));
+    assert_eq!((calls, clock.elapsed()), (2, MS(100)));
+    assert_eq!(
+        events.drain().pop(),
+        Some(RetryEvent::Error {
+            name: "inventory".into(),
+            attempts: 2,
+            cause: RetryCause::Error,
+        })
+    );
+    assert_eq!(retry.metrics().failed_calls_with_retry(), 1);
+}
+
+#[test]
+fn fail_after_max_attempts_turns_the_last_retried_value_into_an_error() {
+    let consumed = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let log = consumed.clone();
+    let config = RetryConfig::builder()
+        .retry_on_result(|v: &Option<u32>| v.is_none())
+        .fail_after_max_attempts(true)
+        .consume_result_before_retry_attempt(move |attempt, v: Option<u32>| {
+            log.lock().push((attempt, v));
+        })
+        .build()
+        .unwrap();
+    assert!(config.fail_after_max_attempts());
+    let (retry, clock) = manual(config);
+    let mut events = retry.subscribe();
+    let out = retry.call(|| Ok::<Option<u32>, Fault>(None));
+    let err = out.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::MaxRetriesExceeded);
+    assert_eq!(err.name(), Some("inventory"));
+    assert_eq!(
+        err.map_call(|_| "").to_string(),
+        "retry 'inventory' gave up: the result was still unacceptable after the last attempt"
+    );
+    assert_eq!(clock.elapsed(), MS(1000));
+    assert_eq!(
+        events.drain().pop(),
+        Some(RetryEvent::Error {
+            name: "inventory".into(),
+            attempts: 3,
+            cause: RetryCause::Result,
+        })
+    );
+    // Every discarded value reached the hook, the last one included.
+    assert_eq!(*consumed.lock(), [(1, None), (2, None), (3, None)]);
+    let m = retry.metrics();
+    assert_eq!(
+        (m.failed_calls_with_retry(), m.calls(), m.attempts()),
+        (1, 1, 3)
+    );
+
+    // Nested, the same error comes back in the caller's error type.
+    let out: Result<Option<u32>, Error<Fault>> = retry.call_nested(|| Ok(None));
+    assert_eq!(out.unwrap_err().kind(), ErrorKind::MaxRetriesExceeded);
+}
+
+#[test]
+fn without_fail_after_max_attempts_the_last_value_is_returned_and_not_consumed() {
+    let consumed = Arc::new(AtomicU32::new(0));
+    let count = consumed.clone();
+    let config = RetryConfig::builder()
+        .retry_on_result(|v: &Option<u32>| v.is_none())
+        .consume_result_before_retry_attempt(move |_, _: Option<u32>| {
+            count.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .unwrap();
+    assert!(!config.fail_after_max_attempts());
+    let (retry, _) = manual(config);
+    assert_eq!(retry.call(|| Ok::<Option<u32>, Fault>(None)), Ok(None));
+    assert_eq!(
+        consumed.load(Ordering::SeqCst),
+        2,
+        "before attempts 2 and 3"
+    );
+}
+
+/// A pooled connection that must be handed back, never just dropped.
+#[derive(Debug)]
+struct Conn {
+    status: u16,
+    returned: Arc<AtomicU32>,
+}
+
+#[tokio::test(start_paused = true)]
+async fn consume_result_before_retry_attempt_receives_each_discarded_value_async() {
+    let returned = Arc::new(AtomicU32::new(0));
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let config = RetryConfig::builder()
+        .max_attempts(4)
+        .retry_on_result(|c: &Conn| c.status == 503)
+        .consume_result_before_retry_attempt(move |attempt, c: Conn| {
+            log.lock().push((attempt, c.status));
+            c.returned.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .unwrap();
+    let retry = Retry::with_clock("pool", config, TokioClock::new());
+    let mut statuses = vec![200u16, 503, 503];
+    let out = retry
+        .call_async(|| {
+            let conn = Conn {
+                status: statuses.pop().unwrap(),
+                returned: returned.clone(),
+            };
+            async move { Ok::<_, Fault>(conn) }
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.status, 200);
+    assert_eq!(*seen.lock(), [(1, 503), (2, 503)]);
+    assert_eq!(returned.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_panicking_interval_bi_function_reaches_the_caller_and_counts_the_call_as_cancelled() {
+    let config = RetryConfig::builder()
+        .interval_bi_function(|_, _: Result<&(), &Fault>| -> Option<Duration> {
+            panic!("bad header")
+        })
+        .build()
+        .unwrap();
+    let (retry, _) = manual(config);
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        retry.call(|| Err::<(), _>(Fault::Unavailable))
+    }));
+    assert!(out.is_err());
+    assert_eq!(retry.metrics().cancelled_calls(), 1);
+    assert_eq!(
+        retry.call(|| Ok::<_, Fault>(1)),
+        Ok(1),
+        "the retry still works"
+    );
+}
+
+// ---- Issue 6, item 8: composition keeps classification ----
+
+#[test]
+fn a_plain_call_around_another_primitive_still_applies_predicates_written_for_the_call_s_error() {
+    // The user forgot `call_nested`: the closure returns `resil::Error<Fault>`.
+    let config = RetryConfig::builder()
+        .retry_on_error(|e: &Fault| *e == Fault::Unavailable)
+        .build()
+        .unwrap();
+    let (retry, _) = manual(config);
+    let mut calls = 0;
+    let out: Result<(), Error<Error<Fault>>> = retry.call(|| {
+        calls += 1;
+        Err(Error::Call(Fault::Unavailable))
+    });
+    assert_eq!(out.unwrap_err().flatten(), Error::Call(Fault::Unavailable));
+    assert_eq!(calls, 3, "a predicate for Fault sees inside Error<Fault>");
+
+    let config = RetryConfig::builder()
+        .ignore_error(|e: &Fault| *e == Fault::BadRequest)
+        .build()
+        .unwrap();
+    let (retry, _) = manual(config);
+    let mut calls = 0;
+    let _: Result<(), Error<Error<Fault>>> = retry.call(|| {
+        calls += 1;
+        Err(Error::Call(Fault::BadRequest))
+    });
+    assert_eq!(calls, 1);
+    assert_eq!(retry.metrics().ignored_error_calls(), 1);
+}
+
+#[test]
+fn predicates_written_for_a_rejection_struct_classify_inner_rejections() {
+    let config = RetryConfig::builder()
+        .retry_on_error(|t: &Timeout| t.after() < Duration::from_secs(1))
+        .ignore_error(|r: &resil::error::RequestNotPermitted| r.name() == "quota")
+        .build()
+        .unwrap();
+    let (retry, _) = manual(config);
+
+    // A short timeout is retried, a long one is not (the default would retry both).
+    for (after, expected_calls) in [(MS(200), 3), (Duration::from_secs(2), 1)] {
+        let mut calls = 0;
+        let out: Result<(), Error<Fault>> = retry.call_nested(|| {
+            calls += 1;
+            Err(Timeout::new("tl", after).into())
+        });
+        assert_eq!(out.unwrap_err().kind(), ErrorKind::Timeout);
+        assert_eq!(calls, expected_calls, "{after:?}");
+    }
+
+    let mut events = retry.subscribe();
+    let out: Result<(), Error<Fault>> =
+        retry.call_nested(|| Err(resil::error::RequestNotPermitted::new("quota").into()));
+    assert_eq!(out.unwrap_err().kind(), ErrorKind::RequestNotPermitted);
+    assert_eq!(retry.metrics().ignored_error_calls(), 1);
+    assert_eq!(
+        events.drain(),
+        [RetryEvent::IgnoredError {
+            name: "inventory".into(),
+            attempts: 1,
+            cause: RetryCause::Rejection(ErrorKind::RequestNotPermitted),
+        }]
+    );
+
+    // The call's own errors keep following the predicates for their type: a
+    // Fault has no `retry_on_error` predicate here, so it is not retried.
+    let mut calls = 0;
+    let _: Result<(), Error<Fault>> = retry.call_nested(|| {
+        calls += 1;
+        Err(Error::Call(Fault::Unavailable))
+    });
+    assert_eq!(calls, 1);
+}
+
+#[test]
+fn a_business_error_ignored_by_the_retry_stays_ignored_across_a_breaker_and_a_bulkhead() {
+    use resil::bulkhead::{Bulkhead, BulkheadConfig};
+    use resil::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
+
+    let clock = ManualClock::new();
+    let cb = CircuitBreaker::with_clock(
+        "inventory-cb",
+        CircuitBreakerConfig::default(),
+        clock.clone(),
+    );
+    let bh = Bulkhead::new("inventory-bh", BulkheadConfig::default());
+    let retry = Retry::with_clock(
+        "inventory",
+        RetryConfig::builder()
+            .ignore_error(|e: &Fault| *e == Fault::BadRequest)
+            .build()
+            .unwrap(),
+        clock,
+    );
+    let mut calls = 0;
+    let out = retry.call_nested(|| {
+        calls += 1;
+        cb.call(|| bh.call(|| Err::<(), _>(Fault::BadRequest)))
+            .map_err(Error::flatten)
+    });
+    assert_eq!(out, Err(Error::Call(Fault::BadRequest)));
+    assert_eq!(calls, 1);
+    assert_eq!(retry.metrics().ignored_error_calls(), 1);
+}
+
+/// Collects the messages of debug events from the retry module.
+#[derive(Default, Clone)]
+struct Traces(Arc<parking_lot::Mutex<Vec<String>>>);
+
+struct Message<'a>(&'a mut String);
+
+impl tracing::field::Visit for Message<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            *self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl tracing::Subscriber for Traces {
+    fn enabled(&self, meta: &tracing::Metadata<'_>) -> bool {
+        meta.target().starts_with("resil_core::retry")
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if *event.metadata().level() == tracing::Level::DEBUG {
+            let mut text = String::new();
+            event.record(&mut Message(&mut text));
+            self.0.lock().push(text);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn predicates_that_can_never_match_the_errors_a_retry_sees_are_traced_once_per_instance() {
+    let traces = Traces::default();
+    tracing::subscriber::with_default(traces.clone(), || {
+        let config = RetryConfig::builder()
+            .ignore_error(|e: &std::io::Error| e.kind() == std::io::ErrorKind::InvalidInput)
+            .build()
+            .unwrap();
+        let (retry, _) = manual(config.clone());
+        for _ in 0..3 {
+            let _: Result<(), _> = retry.call(|| Err(Fault::BadRequest));
+        }
+        let (other, _) = manual(config);
+        let _: Result<(), _> = other.call(|| Err(Fault::Unavailable));
+        // An error the predicates are written for is never traced.
+        let _: Result<(), _> =
+            other.call(|| Err(std::io::Error::from(std::io::ErrorKind::NotFound)));
+    });
+    let traces = traces.0.lock();
+    assert_eq!(traces.len(), 2, "once per instance: {traces:?}");
+    assert!(
+        traces[0].contains("an error of type `retry::Fault` arrived")
+            && traces[0].contains("written for `std::io::error::Error`")
+            && traces[0].contains("call_nested"),
+        "{}",
+        traces[0]
+    );
+}
+
+#[test]
+fn each_error_predicate_runs_once_per_failed_attempt() {
+    let retry_checks = Arc::new(AtomicU32::new(0));
+    let ignore_checks = Arc::new(AtomicU32::new(0));
+    let (r, i) = (retry_checks.clone(), ignore_checks.clone());
+    let config = RetryConfig::builder()
+        .retry_on_error(move |_: &Fault| {
+            r.fetch_add(1, Ordering::SeqCst);
+            true
+        })
+        .ignore_error(move |_: &Fault| {
+            i.fetch_add(1, Ordering::SeqCst);
+            false
+        })
+        .build()
+        .unwrap();
+    let (retry, _) = manual(config);
+    let _: Result<(), _> = retry.call(|| Err(Fault::Unavailable));
+    assert_eq!(retry_checks.load(Ordering::SeqCst), 3);
+    assert_eq!(ignore_checks.load(Ordering::SeqCst), 3);
 }

@@ -199,3 +199,102 @@ async fn events_are_permitted_then_finished_or_rejected() {
         ]
     );
 }
+
+/// A value whose drop panics, as a hostile or buggy user type may.
+struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        panic!("drop exploded");
+    }
+}
+
+/// The pool's only thread still runs work: a call completes (a dead worker
+/// would leave it queued forever, so the guard turns that hang into a failure).
+async fn still_serves(pool: &ThreadPoolBulkhead) {
+    let out = tokio::time::timeout(GUARD, pool.call_async(|| Ok::<_, ()>(7)))
+        .await
+        .expect("a later caller must not hang: the worker survived");
+    assert_eq!(out, Ok(7));
+}
+
+// Issue 6, item 10: a worker died on a panicking drop and later callers hung.
+#[tokio::test]
+async fn a_result_whose_drop_panics_after_its_caller_left_does_not_kill_the_worker() {
+    let pool = pool("droppy", 1, 1, 1);
+    let (started_tx, started) = mpsc::channel();
+    let (release, wait) = mpsc::channel::<()>();
+    let mut call = Box::pin(pool.call_async(move || {
+        started_tx.send(()).unwrap();
+        wait.recv_timeout(GUARD).expect("released");
+        Ok::<_, ()>(PanicsOnDrop)
+    }));
+    assert!(futures::poll!(call.as_mut()).is_pending());
+    started.recv_timeout(GUARD).unwrap();
+    drop(call); // the caller leaves; the result will be dropped on the worker
+    release.send(()).unwrap();
+
+    still_serves(&pool).await;
+    still_serves(&pool).await;
+    let m = pool.metrics();
+    assert_eq!(
+        (
+            m.thread_pool_size(),
+            m.active_thread_count(),
+            m.finished_calls(),
+            m.abandoned_calls()
+        ),
+        (1, 0, 3, 0)
+    );
+}
+
+#[tokio::test]
+async fn a_skipped_task_whose_captured_value_panics_on_drop_does_not_kill_the_worker() {
+    let pool = pool("skippy", 1, 1, 1);
+    let (started_tx, started) = mpsc::channel();
+    let (a, running) = hold(&pool, &started_tx).await;
+    started.recv_timeout(GUARD).unwrap();
+    let captured = PanicsOnDrop;
+    let mut skipped = Box::pin(pool.call_async(move || {
+        let _keep = &captured;
+        Ok::<_, ()>(String::from("never"))
+    }));
+    assert!(futures::poll!(skipped.as_mut()).is_pending());
+    drop(skipped); // queued, its caller gone: the worker skips it and drops `captured`
+    a.release.send(()).unwrap();
+    assert_eq!(running.await.unwrap(), "skippy-1");
+
+    still_serves(&pool).await;
+    let m = pool.metrics();
+    assert_eq!(
+        (
+            m.thread_pool_size(),
+            m.active_thread_count(),
+            m.queue_depth(),
+            m.finished_calls(),
+            m.abandoned_calls()
+        ),
+        (1, 0, 0, 2, 1)
+    );
+}
+
+#[tokio::test]
+async fn a_task_s_panic_whose_payload_panics_on_drop_after_its_caller_left_does_not_kill_the_worker(
+) {
+    let pool = pool("payload", 1, 1, 1);
+    let (started_tx, started) = mpsc::channel();
+    let (release, wait) = mpsc::channel::<()>();
+    let mut call = Box::pin(pool.call_async(move || -> Result<(), ()> {
+        started_tx.send(()).unwrap();
+        wait.recv_timeout(GUARD).expect("released");
+        std::panic::panic_any(PanicsOnDrop)
+    }));
+    assert!(futures::poll!(call.as_mut()).is_pending());
+    started.recv_timeout(GUARD).unwrap();
+    drop(call);
+    release.send(()).unwrap();
+
+    still_serves(&pool).await;
+    let m = pool.metrics();
+    assert_eq!((m.thread_pool_size(), m.finished_calls()), (1, 2));
+}

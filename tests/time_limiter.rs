@@ -255,3 +255,47 @@ async fn a_timeout_around_a_thread_pool_call_skips_the_queued_task() {
     );
     assert_eq!(pool.metrics().abandoned_calls(), 1);
 }
+
+// Issue 6, item 13: the timer started at `call_async`, so in Resilience4j's
+// nesting, `rate_limiter.call_async(time_limiter.call_async(work))`, the rate
+// limiter's wait for a permit was counted against the timeout.
+#[tokio::test(start_paused = true)]
+async fn the_timer_starts_at_the_first_poll_so_an_outer_rate_limiter_s_wait_is_not_counted() {
+    use resil::clock::TokioClock;
+    use resil::rate_limiter::{RateLimiter, RateLimiterConfig};
+
+    let rl = RateLimiter::with_clock(
+        "pricing",
+        RateLimiterConfig::builder()
+            .limit_for_period(1)
+            .limit_refresh_period(Duration::from_secs(1))
+            .timeout_duration(Duration::from_secs(5))
+            .build()
+            .unwrap(),
+        TokioClock::new(),
+    );
+    let tl = limiter("pricing", Duration::from_millis(500), true);
+    assert_eq!(rl.call_async(async { Ok::<_, String>(0) }).await, Ok(0)); // the cycle's permit
+
+    let start = Instant::now();
+    let witness = Witness::default();
+    let out = rl
+        .call_async(tl.call_async(witness.work(Duration::from_millis(100))))
+        .await;
+    // Waited ~1 s for the next cycle's permit, then ran 100 ms of a 500 ms budget.
+    assert_eq!(out.map_err(|e| e.kind()), Ok(42));
+    assert!(witness.finished());
+    assert_eq!(tl.metrics().successful_calls(), 1);
+    assert_eq!(tl.metrics().timeout_calls(), 0);
+    assert!(start.elapsed() >= Duration::from_millis(1100));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_time_limited_future_created_long_before_its_first_poll_still_gets_its_whole_timeout() {
+    let tl = limiter("late", Duration::from_millis(500), true);
+    let witness = Witness::default();
+    let call = tl.call_async(witness.work(Duration::from_millis(400)));
+    sleep(Duration::from_secs(10)).await; // created, not yet polled
+    assert_eq!(call.await, Ok(42));
+    assert_eq!(tl.metrics().timeout_calls(), 0);
+}

@@ -47,6 +47,10 @@ pub enum Error<E> {
     Timeout(Timeout),
     /// A retry wanted to retry but its shared retry budget was spent.
     RetryBudgetExhausted(RetryBudgetExhausted),
+    /// A retry with `fail_after_max_attempts` ran out of attempts while the
+    /// result was still one `retry_on_result` retries (Resilience4j's
+    /// `MaxRetriesExceededException`); the last value was discarded.
+    MaxRetriesExceeded(MaxRetriesExceeded),
     /// The task's end-to-end deadline (see [`crate::deadline`]) left no time for
     /// the work, so it was not started or stopped waiting.
     DeadlineExceeded(DeadlineExceeded),
@@ -69,6 +73,8 @@ pub enum ErrorKind {
     Timeout,
     /// `"retry_budget_exhausted"`: a retry budget refused a retry.
     RetryBudgetExhausted,
+    /// `"max_retries_exceeded"`: a retry's attempts ran out on a retried result.
+    MaxRetriesExceeded,
     /// `"deadline_exceeded"`: the end-to-end deadline was spent.
     DeadlineExceeded,
 }
@@ -84,6 +90,7 @@ impl ErrorKind {
             ErrorKind::RequestNotPermitted => "request_not_permitted",
             ErrorKind::Timeout => "timeout",
             ErrorKind::RetryBudgetExhausted => "retry_budget_exhausted",
+            ErrorKind::MaxRetriesExceeded => "max_retries_exceeded",
             ErrorKind::DeadlineExceeded => "deadline_exceeded",
         }
     }
@@ -124,6 +131,7 @@ impl<E> Error<E> {
             Error::RequestNotPermitted(_) => ErrorKind::RequestNotPermitted,
             Error::Timeout(_) => ErrorKind::Timeout,
             Error::RetryBudgetExhausted(_) => ErrorKind::RetryBudgetExhausted,
+            Error::MaxRetriesExceeded(_) => ErrorKind::MaxRetriesExceeded,
             Error::DeadlineExceeded(_) => ErrorKind::DeadlineExceeded,
         }
     }
@@ -138,6 +146,7 @@ impl<E> Error<E> {
             Error::RequestNotPermitted(r) => Some(r.name()),
             Error::Timeout(r) => Some(r.name()),
             Error::RetryBudgetExhausted(r) => Some(r.name()),
+            Error::MaxRetriesExceeded(r) => Some(r.name()),
             Error::DeadlineExceeded(r) => r.name(),
         }
     }
@@ -177,7 +186,47 @@ impl<E> Error<E> {
             Error::RequestNotPermitted(r) => Error::RequestNotPermitted(r),
             Error::Timeout(r) => Error::Timeout(r),
             Error::RetryBudgetExhausted(r) => Error::RetryBudgetExhausted(r),
+            Error::MaxRetriesExceeded(r) => Error::MaxRetriesExceeded(r),
             Error::DeadlineExceeded(r) => Error::DeadlineExceeded(r),
+        }
+    }
+}
+
+impl<E: 'static> Error<E> {
+    /// What a classifying predicate is shown: the call's own error for
+    /// [`Error::Call`], else the rejection's own struct ([`Timeout`],
+    /// [`BulkheadFull`], …), and whether it is a rejection.
+    pub(crate) fn classified(&self) -> (&dyn std::any::Any, bool) {
+        match self {
+            Error::Call(e) => (e, false),
+            Error::CallNotPermitted(r) => (r, true),
+            Error::BulkheadFull(r) => (r, true),
+            Error::RequestNotPermitted(r) => (r, true),
+            Error::Timeout(r) => (r, true),
+            Error::RetryBudgetExhausted(r) => (r, true),
+            Error::MaxRetriesExceeded(r) => (r, true),
+            Error::DeadlineExceeded(r) => (r, true),
+            // A rejection added without an arm here is still a rejection (a
+            // failure by default); its predicates see the whole `Error<E>`.
+            #[allow(unreachable_patterns)]
+            _ => (self, true),
+        }
+    }
+
+    /// The type name of what [`classified`](Self::classified) shows, for
+    /// diagnostics.
+    pub(crate) fn classified_type_name(&self) -> &'static str {
+        match self {
+            Error::Call(_) => std::any::type_name::<E>(),
+            Error::CallNotPermitted(_) => std::any::type_name::<CallNotPermitted>(),
+            Error::BulkheadFull(_) => std::any::type_name::<BulkheadFull>(),
+            Error::RequestNotPermitted(_) => std::any::type_name::<RequestNotPermitted>(),
+            Error::Timeout(_) => std::any::type_name::<Timeout>(),
+            Error::RetryBudgetExhausted(_) => std::any::type_name::<RetryBudgetExhausted>(),
+            Error::MaxRetriesExceeded(_) => std::any::type_name::<MaxRetriesExceeded>(),
+            Error::DeadlineExceeded(_) => std::any::type_name::<DeadlineExceeded>(),
+            #[allow(unreachable_patterns)]
+            _ => std::any::type_name::<Self>(),
         }
     }
 }
@@ -193,6 +242,7 @@ impl<E> Error<Error<E>> {
             Error::RequestNotPermitted(r) => Error::RequestNotPermitted(r),
             Error::Timeout(r) => Error::Timeout(r),
             Error::RetryBudgetExhausted(r) => Error::RetryBudgetExhausted(r),
+            Error::MaxRetriesExceeded(r) => Error::MaxRetriesExceeded(r),
             Error::DeadlineExceeded(r) => Error::DeadlineExceeded(r),
         }
     }
@@ -207,6 +257,7 @@ impl<E: fmt::Display> fmt::Display for Error<E> {
             Error::RequestNotPermitted(r) => fmt::Display::fmt(r, f),
             Error::Timeout(r) => fmt::Display::fmt(r, f),
             Error::RetryBudgetExhausted(r) => fmt::Display::fmt(r, f),
+            Error::MaxRetriesExceeded(r) => fmt::Display::fmt(r, f),
             Error::DeadlineExceeded(r) => fmt::Display::fmt(r, f),
         }
     }
@@ -223,6 +274,7 @@ impl<E: fmt::Debug> fmt::Debug for Error<E> {
             Error::RetryBudgetExhausted(r) => {
                 f.debug_tuple("RetryBudgetExhausted").field(r).finish()
             }
+            Error::MaxRetriesExceeded(r) => f.debug_tuple("MaxRetriesExceeded").field(r).finish(),
             Error::DeadlineExceeded(r) => f.debug_tuple("DeadlineExceeded").field(r).finish(),
         }
     }
@@ -357,6 +409,12 @@ named_rejection!(
     /// A retry wanted another attempt, but the retry budget it draws on was spent.
     RetryBudgetExhausted,
     "retry '{}' did not retry: its retry budget is exhausted"
+);
+named_rejection!(
+    /// A retry configured with `fail_after_max_attempts` ran out of attempts
+    /// while the call's result was still one its `retry_on_result` retries.
+    MaxRetriesExceeded,
+    "retry '{}' gave up: the result was still unacceptable after the last attempt"
 );
 
 /// A time limiter stopped waiting for the call after its `timeout_duration`.
@@ -599,6 +657,11 @@ mod tests {
                 RetryBudgetExhausted::new("inventory").into(),
                 "retry_budget_exhausted",
                 "retry 'inventory' did not retry: its retry budget is exhausted",
+            ),
+            (
+                MaxRetriesExceeded::new("inventory").into(),
+                "max_retries_exceeded",
+                "retry 'inventory' gave up: the result was still unacceptable after the last attempt",
             ),
             (
                 DeadlineExceeded::new().into(),

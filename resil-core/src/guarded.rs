@@ -42,7 +42,8 @@ pin_project! {
 
 impl<F, W, P, A, D> Guarded<F, W, P, A, D> {
     /// `fut` guarded by `acquire` (run on the first poll) and `finish` (run
-    /// with the permit and `fut`'s output once it completes).
+    /// with the permit and `fut`'s output once it completes, making the
+    /// result).
     #[inline]
     pub(crate) fn new(fut: F, acquire: A, finish: D) -> Self {
         Guarded {
@@ -57,10 +58,10 @@ impl<F, W, P, A, D> Guarded<F, W, P, A, D> {
 
 impl<F, W, P, A, D, R, T, E> Future for Guarded<F, W, P, A, D>
 where
-    F: Future<Output = Result<T, E>>,
+    F: Future,
     W: Future<Output = Result<P, R>>,
     A: FnOnce() -> Result<Acquire<P, W>, R>,
-    D: FnOnce(P, &Result<T, E>),
+    D: FnOnce(P, F::Output) -> Result<T, Error<E>>,
     Error<E>: From<R>,
 {
     type Output = Result<T, Error<E>>;
@@ -94,10 +95,10 @@ where
             "a `call_async` future polled after it completed"
         );
         let out = ready!(this.fut.poll(cx));
-        if let (Some(permit), Some(finish)) = (this.permit.take(), this.finish.take()) {
-            finish(permit, &out);
+        match (this.permit.take(), this.finish.take()) {
+            (Some(permit), Some(finish)) => Poll::Ready(finish(permit, out)),
+            _ => unreachable!("the permit and the finishing step are taken together"),
         }
-        Poll::Ready(out.map_err(Error::Call))
     }
 }
 
@@ -119,7 +120,10 @@ mod tests {
         let g = Guarded::new(
             async { panic!("must not be polled") },
             || Err::<Acquire<u32, Never>, Error<()>>(Error::Call(())),
-            |_, _: &Result<(), ()>| finished = true,
+            |_, r: Result<(), ()>| {
+                finished = true;
+                r.map_err(Error::Call)
+            },
         );
         assert!(matches!(
             poll(std::pin::pin!(g)),
@@ -134,7 +138,10 @@ mod tests {
         let g = Guarded::new(
             ready_fut(Ok::<_, ()>(7)),
             || Ok::<_, Error<()>>(Acquire::Wait(ready_fut(Ok::<_, Error<()>>(3u32)))),
-            |p, r: &Result<u32, ()>| seen = Some((p, *r)),
+            |p, r: Result<u32, ()>| {
+                seen = Some((p, r));
+                r.map_err(Error::Call)
+            },
         );
         assert_eq!(poll(std::pin::pin!(g)), Poll::Ready(Ok(7)));
         assert_eq!(seen, Some((3, Ok(7))));
@@ -158,7 +165,10 @@ mod tests {
                         Permit(&released),
                     ))
                 },
-                |_, _: &Result<(), ()>| finished = true,
+                |_, r: Result<(), ()>| {
+                    finished = true;
+                    r.map_err(Error::Call)
+                },
             );
             let mut g = std::pin::pin!(g);
             assert!(poll(g.as_mut()).is_pending());

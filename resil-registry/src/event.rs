@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use crate::kind::Kind;
+use crate::manage::Transition;
 
 /// One change to the registry's set of instances.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,5 +38,21 @@ pub enum RegistryEventKind {
         /// window shape did not change); `false` means it starts afresh (a
         /// breaker starts CLOSED with an empty window).
         state_carried_over: bool,
+    },
+    /// An operator transitioned a breaker by name.
+    ManualTransition {
+        /// The transition.
+        to: Transition,
+        /// The reason given (forced-open and disabled).
+        reason: Option<Arc<str>>,
+        /// How long the manual mode lasts before reverting by itself.
+        ttl: Option<Duration>,
+    },
+    /// A manual override's TTL passed: the breaker went back to its previous mode.
+    OverrideExpired {
+        /// The transition that ended the override.
+        to: Transition,
+        /// The reason the override was set with.
+        reason: Arc<str>,
     },
 }

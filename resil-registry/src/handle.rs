@@ -64,6 +64,11 @@ impl<T> Slot<T> {
         self.retired.lock().push(old);
     }
 
+    /// The registry name.
+    pub(crate) fn load_name(&self) -> &str {
+        &self.name
+    }
+
     /// How many replaced instances this slot keeps alive.
     pub(crate) fn retired_count(&self) -> usize {
         self.retired.lock().len()

@@ -16,6 +16,8 @@ use resil_core::thread_pool_bulkhead::{
 use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfig, TimeLimiterConfigBuilder};
 use resil_core::ConfigError;
 
+use crate::telemetry::describe::Describe;
+
 /// Which kind of primitive a registry entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
@@ -85,7 +87,9 @@ mod sealed {
 /// Sealed; it lets the generic methods ([`Registry::get`](crate::Registry::get),
 /// [`Registry::configure`](crate::Registry::configure), …) serve every kind
 /// with one implementation.
-pub trait Primitive: sealed::Sealed + Clone + Send + Sync + fmt::Debug + 'static {
+pub trait Primitive:
+    sealed::Sealed + Describe + Clone + Send + Sync + fmt::Debug + 'static
+{
     /// The validated configuration.
     type Config: Clone + Send + Sync + fmt::Debug + 'static;
     /// Its builder, which code settings transform.

@@ -2,7 +2,7 @@
 //! the events that announce changes.
 
 use std::any::Any;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use dashmap::mapref::entry::Entry as MapEntry;
 use dashmap::DashMap;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use resil_core::bulkhead::{Bulkhead, BulkheadConfigBuilder};
 use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfigBuilder};
 use resil_core::clock::{Clock, SharedClock};
@@ -25,6 +25,9 @@ use crate::error::RegistryError;
 use crate::event::{RegistryEvent, RegistryEventKind};
 use crate::handle::{Handle, Slot};
 use crate::kind::{Kind, Primitive};
+use crate::manage::Overrides;
+use crate::telemetry::describe::Describe;
+use crate::telemetry::ring::{RecordedEvent, Ring};
 
 /// The name of the config every instance and config without a `base-config`
 /// inherits from.
@@ -49,6 +52,15 @@ pub(crate) struct InstanceCode<B> {
     pub(crate) config: Option<String>,
     /// The `configure_*` closure, applied last.
     pub(crate) settings: Option<CodeFn<B>>,
+    /// Set by `circuit_breaker_for(id, group)` when `id` has no settings of
+    /// its own: resolve as `group` would be.
+    pub(crate) group: Option<String>,
+    /// Tags set in code (labels in metrics, shown in the snapshot).
+    pub(crate) tags: BTreeMap<String, String>,
+    /// Whether the instance takes part in the health summary.
+    pub(crate) health_indicator: Option<bool>,
+    /// Whether its DOWN may make the summary DOWN.
+    pub(crate) allow_health_indicator_to_fail: Option<bool>,
 }
 
 impl<B> Default for InstanceCode<B> {
@@ -56,7 +68,18 @@ impl<B> Default for InstanceCode<B> {
         InstanceCode {
             config: None,
             settings: None,
+            group: None,
+            tags: BTreeMap::new(),
+            health_indicator: None,
+            allow_health_indicator_to_fail: None,
         }
+    }
+}
+
+impl<B> InstanceCode<B> {
+    /// Whether code chose a config or settings for this name.
+    fn has_settings(&self) -> bool {
+        self.config.is_some() || self.settings.is_some()
     }
 }
 
@@ -76,9 +99,18 @@ impl<B> Default for CodeSettings<B> {
 }
 
 /// One registry entry.
-pub(crate) struct Entry<P> {
+pub(crate) struct Entry<P: Primitive> {
     pub(crate) slot: Arc<Slot<P>>,
+    /// Recent events about this instance, for the snapshot.
+    pub(crate) ring: Ring,
+    /// A subscription to the instance's own events, when the registry
+    /// records them (drained into `ring` on each snapshot).
+    pub(crate) capture: Option<Mutex<EventStream<<P as Describe>::Event>>>,
 }
+
+/// Default size of each instance's ring of recent events (Resilience4j's
+/// `event-consumer-buffer-size` default is 100).
+pub const DEFAULT_EVENT_BUFFER_SIZE: usize = 100;
 
 /// The instances and settings of one kind.
 pub(crate) struct Store<P: Primitive> {
@@ -110,7 +142,13 @@ pub(crate) struct Inner {
     rate_limiters: Store<RateLimiter>,
     time_limiters: Store<TimeLimiter>,
     pub(crate) clock: Option<SharedClock>,
+    /// The registry's clock for its own timers (override TTLs): `clock`, or
+    /// the system clock.
+    pub(crate) ttl_clock: SharedClock,
+    pub(crate) overrides: Overrides,
     pub(crate) max_per_kind: usize,
+    pub(crate) event_buffer_size: usize,
+    pub(crate) record_instance_events: bool,
     pub(crate) classes: ErrorClasses,
     events: EventPublisher<RegistryEvent>,
     seq: AtomicU64,
@@ -148,6 +186,8 @@ pub struct Registry {
 pub struct RegistryBuilder {
     clock: Option<SharedClock>,
     max_per_kind: Option<usize>,
+    event_buffer_size: Option<usize>,
+    record_instance_events: bool,
 }
 
 impl RegistryBuilder {
@@ -170,6 +210,25 @@ impl RegistryBuilder {
         self
     }
 
+    /// How many recent events the snapshot keeps per instance (default
+    /// [`DEFAULT_EVENT_BUFFER_SIZE`]; at least 1).
+    pub fn event_buffer_size(mut self, size: usize) -> Self {
+        self.event_buffer_size = Some(size);
+        self
+    }
+
+    /// Also record each instance's own events (calls, rejections, state
+    /// transitions) in its ring of recent events, and log transitions and
+    /// rejections with `tracing` when they are collected (on each snapshot,
+    /// health check or metrics publication, and by
+    /// [`Registry::collect_instance_events`]). Off by default: subscribing
+    /// makes every primitive build and send an event per call, which is a
+    /// cost on the call path.
+    pub fn record_instance_events(mut self, on: bool) -> Self {
+        self.record_instance_events = on;
+        self
+    }
+
     /// The registry.
     pub fn build(self) -> Registry {
         Registry {
@@ -180,8 +239,12 @@ impl RegistryBuilder {
                 pools: Store::default(),
                 rate_limiters: Store::default(),
                 time_limiters: Store::default(),
+                ttl_clock: self.clock.clone().unwrap_or_else(SharedClock::system),
                 clock: self.clock,
+                overrides: Overrides::default(),
                 max_per_kind: self.max_per_kind.unwrap_or(DEFAULT_MAX_INSTANCES_PER_KIND),
+                event_buffer_size: self.event_buffer_size.unwrap_or(DEFAULT_EVENT_BUFFER_SIZE),
+                record_instance_events: self.record_instance_events,
                 classes: ErrorClasses::default(),
                 events: EventPublisher::default(),
                 seq: AtomicU64::new(0),
@@ -316,16 +379,64 @@ impl Registry {
                 }
                 let name = Arc::clone(v.key());
                 let instance = P::create(Arc::clone(&name), config, self.inner.clock.as_ref());
+                let capture = self
+                    .inner
+                    .record_instance_events
+                    .then(|| Mutex::new(instance.subscribe_events()));
                 let slot = Arc::new(Slot::new(Arc::clone(&name), instance));
-                v.insert(Entry {
+                let entry = v.insert(Entry {
                     slot: Arc::clone(&slot),
+                    ring: Ring::new(self.inner.event_buffer_size),
+                    capture,
                 });
                 // Published while the shard is still locked: nobody can remove
                 // or replace this name before `Added` is out.
-                self.publish(P::KIND, name, RegistryEventKind::Added);
+                self.publish(P::KIND, name, RegistryEventKind::Added, Some(&entry.ring));
                 Ok(Handle::from_slot(slot))
             }
         }
+    }
+
+    /// The circuit breaker `id` of the group `group`, with Spring Cloud
+    /// CircuitBreakerFactory's precedence: `id`'s own settings if it has any,
+    /// else the settings of `group` (a named config, or an instance, called
+    /// `group`), else the default config. Same `id` → same instance.
+    pub fn circuit_breaker_for(&self, id: &str, group: &str) -> Handle<CircuitBreaker> {
+        if let Some(existing) = self.find::<CircuitBreaker>(id) {
+            return existing;
+        }
+        {
+            let mut code = self.store::<CircuitBreaker>().code.write();
+            let entry = code.instances.entry(id.to_owned()).or_default();
+            if !entry.has_settings() {
+                entry.group = Some(group.to_owned());
+            }
+        }
+        self.get::<CircuitBreaker>(id)
+    }
+
+    /// Sets the tags of the instance of kind `P` called `name` (replacing
+    /// earlier code tags; a file's tags for the same key are overridden).
+    /// Tags label its metrics and appear in the snapshot.
+    pub fn set_tags<P: Primitive, K: Into<String>, V: Into<String>>(
+        &self,
+        name: &str,
+        tags: impl IntoIterator<Item = (K, V)>,
+    ) {
+        let mut code = self.store::<P>().code.write();
+        code.instances.entry(name.to_owned()).or_default().tags = tags
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+    }
+
+    /// The tags of the instance of kind `P` called `name`.
+    pub fn tags<P: Primitive>(&self, name: &str) -> BTreeMap<String, String> {
+        let code = self.store::<P>().code.read();
+        code.instances
+            .get(name)
+            .map(|i| i.tags.clone())
+            .unwrap_or_default()
     }
 
     /// The existing instance called `name`, without creating one.
@@ -484,8 +595,32 @@ impl Registry {
         code: &CodeSettings<P::Builder>,
         name: &str,
     ) -> Result<P::Config, RegistryError> {
-        let instance = code.instances.get(name);
-        let chain = config_chain(P::KIND, code, instance.and_then(|i| i.config.as_deref()))?;
+        let mut instance = code.instances.get(name);
+        if let Some(group) = instance
+            .filter(|i| !i.has_settings())
+            .and_then(|i| i.group.as_deref())
+        {
+            if code.configs.contains_key(group) {
+                return self.resolve_chain::<P>(code, name, Some(group), None);
+            }
+            instance = code.instances.get(group);
+        }
+        self.resolve_chain::<P>(
+            code,
+            name,
+            instance.and_then(|i| i.config.as_deref()),
+            instance.and_then(|i| i.settings.as_ref()),
+        )
+    }
+
+    fn resolve_chain<P: Primitive>(
+        &self,
+        code: &CodeSettings<P::Builder>,
+        name: &str,
+        config: Option<&str>,
+        settings: Option<&CodeFn<P::Builder>>,
+    ) -> Result<P::Config, RegistryError> {
+        let chain = config_chain(P::KIND, code, config)?;
         let mut builder = P::default_builder();
         let applied = |b: P::Builder, f: &CodeFn<P::Builder>, at: &str| {
             catch_unwind(AssertUnwindSafe(|| f(b))).map_err(|_| RegistryError::SettingsPanicked {
@@ -500,7 +635,7 @@ impl Registry {
                 }
             }
         }
-        if let Some(f) = instance.and_then(|i| i.settings.as_ref()) {
+        if let Some(f) = settings {
             builder = applied(builder, f, name)?;
         }
         P::build(builder).map_err(|source| RegistryError::InvalidConfig {
@@ -517,6 +652,13 @@ impl Registry {
         if let Some(entry) = store.entries.get(name) {
             let name = Arc::clone(entry.key());
             let instance = P::create(Arc::clone(&name), config, self.inner.clock.as_ref());
+            if let Some(breaker) = (&instance as &dyn Any).downcast_ref::<CircuitBreaker>() {
+                self.reapply_override(&name, breaker);
+            }
+            self.drain_instance_events(&entry);
+            if let Some(capture) = &entry.capture {
+                *capture.lock() = instance.subscribe_events();
+            }
             entry.slot.replace(instance);
             self.publish(
                 P::KIND,
@@ -525,6 +667,7 @@ impl Registry {
                     cause: cause.into(),
                     state_carried_over: false,
                 },
+                Some(&entry.ring),
             );
         }
     }
@@ -536,7 +679,7 @@ impl Registry {
         // Remove and publish under the shard lock, so a concurrent re-creation
         // of the name announces `Added` after this `Removed`.
         let removed = store.entries.remove_if(name, |key, _| {
-            self.publish(P::KIND, Arc::clone(key), RegistryEventKind::Removed);
+            self.publish(P::KIND, Arc::clone(key), RegistryEventKind::Removed, None);
             true
         });
         match removed {
@@ -549,6 +692,85 @@ impl Registry {
                 name: name.to_owned(),
             }),
         }
+    }
+
+    /// Moves the events the instance published since the last collection
+    /// into its ring, logging transitions and rejections.
+    pub(crate) fn drain_instance_events<P: Primitive>(&self, entry: &Entry<P>) {
+        let Some(capture) = &entry.capture else {
+            return;
+        };
+        let events = capture.lock().drain();
+        let at = std::time::Duration::from_nanos(self.inner.ttl_clock.now_nanos());
+        for event in events {
+            let description = format!("{event:?}");
+            if is_notable(&description) {
+                tracing::info!(kind = %P::KIND, name = entry.slot.load_name(), event = %description, "instance event");
+            }
+            entry.ring.push(RecordedEvent {
+                at,
+                source: "instance",
+                description,
+            });
+        }
+    }
+
+    /// Collects every instance's own events into its ring now (see
+    /// [`RegistryBuilder::record_instance_events`]).
+    pub fn collect_instance_events(&self) {
+        fn kind<P: Primitive>(r: &Registry) {
+            for entry in r.store::<P>().entries.iter() {
+                r.drain_instance_events(&entry);
+            }
+        }
+        kind::<CircuitBreaker>(self);
+        kind::<Retry>(self);
+        kind::<Bulkhead>(self);
+        kind::<ThreadPoolBulkhead>(self);
+        kind::<RateLimiter>(self);
+        kind::<TimeLimiter>(self);
+    }
+
+    /// Whether the instance of kind `P` called `name` takes part in the
+    /// health summary (default: yes). Resilience4j's `register-health-indicator`.
+    pub fn set_health_indicator<P: Primitive>(&self, name: &str, enabled: bool) {
+        let mut code = self.store::<P>().code.write();
+        code.instances
+            .entry(name.to_owned())
+            .or_default()
+            .health_indicator = Some(enabled);
+    }
+
+    /// Whether the instance's DOWN may make the summary DOWN (default: yes);
+    /// `false` reports it as DEGRADED. Resilience4j's
+    /// `allow-health-indicator-to-fail`.
+    pub fn allow_health_indicator_to_fail<P: Primitive>(&self, name: &str, allow: bool) {
+        let mut code = self.store::<P>().code.write();
+        code.instances
+            .entry(name.to_owned())
+            .or_default()
+            .allow_health_indicator_to_fail = Some(allow);
+    }
+
+    /// `(takes part, may fail)` for an instance.
+    pub(crate) fn health_settings<P: Primitive>(&self, name: &str) -> (bool, bool) {
+        let code = self.store::<P>().code.read();
+        let i = code.instances.get(name);
+        (
+            i.and_then(|i| i.health_indicator).unwrap_or(true),
+            i.and_then(|i| i.allow_health_indicator_to_fail)
+                .unwrap_or(true),
+        )
+    }
+
+    /// Where each configuration value of an instance came from, by key, when
+    /// a config file set it: `(value, source)`.
+    #[allow(clippy::extra_unused_type_parameters)] // the file layer fills it per kind
+    pub(crate) fn provenance<P: Primitive>(
+        &self,
+        _name: &str,
+    ) -> HashMap<&'static str, (String, String)> {
+        HashMap::new()
     }
 
     /// Registers an error type whose class names config lists may use.
@@ -650,9 +872,22 @@ impl Registry {
         names
     }
 
-    pub(crate) fn publish(&self, kind: Kind, name: Arc<str>, what: RegistryEventKind) {
+    pub(crate) fn publish(
+        &self,
+        kind: Kind,
+        name: Arc<str>,
+        what: RegistryEventKind,
+        ring: Option<&Ring>,
+    ) {
         let seq = self.inner.seq.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(kind = %kind, name = &*name, event = ?what, "registry");
+        if let Some(ring) = ring {
+            ring.push(RecordedEvent {
+                at: std::time::Duration::from_nanos(self.inner.ttl_clock.now_nanos()),
+                source: "registry",
+                description: describe_event(&what),
+            });
+        }
         self.inner.events.publish_with(|| RegistryEvent {
             seq,
             kind,
@@ -700,4 +935,47 @@ pub(crate) fn config_chain<B>(
     }
     chain.reverse();
     Ok(chain)
+}
+
+/// The line an event leaves in an instance's ring.
+fn describe_event(what: &RegistryEventKind) -> String {
+    match what {
+        RegistryEventKind::Added => "added".to_owned(),
+        RegistryEventKind::Removed => "removed".to_owned(),
+        RegistryEventKind::Replaced {
+            cause,
+            state_carried_over,
+        } => format!(
+            "replaced by {cause} ({})",
+            if *state_carried_over {
+                "state carried over"
+            } else {
+                "fresh state"
+            }
+        ),
+        RegistryEventKind::ManualTransition { to, reason, ttl } => format!(
+            "manual transition to {to}{}{}",
+            reason
+                .as_deref()
+                .map(|r| format!(", reason: {r}"))
+                .unwrap_or_default(),
+            ttl.map(|t| format!(", ttl: {t:?}")).unwrap_or_default()
+        ),
+        RegistryEventKind::OverrideExpired { to, reason } => {
+            format!("manual override ({reason}) expired: back to {to}")
+        }
+    }
+}
+
+/// Whether an instance event is worth a log line (transitions, rejections).
+fn is_notable(description: &str) -> bool {
+    [
+        "StateTransition",
+        "NotPermitted",
+        "Rejected",
+        "Timeout",
+        "Full",
+    ]
+    .iter()
+    .any(|w| description.contains(w))
 }

@@ -363,7 +363,8 @@ fn the_registry_clock_times_its_instances() {
     let _ = cb.call(|| Err::<(), _>(1));
     let _ = cb.call(|| Err::<(), _>(1));
     assert_eq!(cb.state(), State::Open);
-    clock.advance(std::time::Duration::from_secs(5));
+    // OPEN is left strictly after its wait.
+    clock.advance(std::time::Duration::from_secs(5) + std::time::Duration::from_nanos(1));
     assert!(
         cb.call(|| Ok::<_, ()>(())).is_ok(),
         "half-open after the manual wait"
@@ -423,7 +424,8 @@ fn error_names_become_predicates_and_an_unknown_name_lists_the_registered_ones()
     // A retry-errors list of error kinds retries those refusals.
     let retry = registry
         .retry_error_names(
-            resil_core::retry::RetryConfig::builder(),
+            // No real waits between attempts in a test.
+            resil_core::retry::RetryConfig::builder().wait_duration(std::time::Duration::ZERO),
             ErrorList::RetryOn,
             &["db_timeout".into()],
             "retry",

@@ -304,7 +304,10 @@ impl Bulkhead {
                 Some(ready) => ready.map(Acquire::Now),
                 None => Ok(Acquire::Wait(self.acquire_permission())),
             },
-            |_permit: BulkheadPermit<'_>, _: &Result<T, E>| {},
+            |permit: BulkheadPermit<'_>, result: Result<T, E>| {
+                drop(permit);
+                result.map_err(Error::Call)
+            },
         )
     }
 

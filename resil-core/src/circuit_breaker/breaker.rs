@@ -1,14 +1,18 @@
 //! The circuit breaker handle and its state machine.
 
+use std::any::{type_name, Any};
 use std::fmt;
 use std::future::{Future, Pending};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::config::{CircuitBreakerConfig, Outcome, ResultTransition, SlidingWindowType};
+use super::config::{
+    CircuitBreakerConfig, Outcome, ResultTransition, SlidingWindowType, MIN_OPEN_WAIT,
+};
 use super::event::{CircuitBreakerEvent, CircuitBreakerEventKind};
 use super::metrics::Metrics;
 use super::permit::Permit;
@@ -55,10 +59,14 @@ pub(crate) struct Inner {
     /// fast success changes nothing and skips the lock.
     clean: AtomicBool,
     slow_nanos: u64,
-    /// OPEN: when probes are allowed (clock nanos).
+    /// OPEN: the last instant of the wait (clock nanos); probes are allowed
+    /// strictly after it (see [`due`]).
     open_until: AtomicU64,
-    /// HALF_OPEN: when the round gives up and opens again (`u64::MAX`: never).
+    /// HALF_OPEN: the last instant of the round's max wait (`u64::MAX`: never).
     half_open_until: AtomicU64,
+    /// A classification found no predicate written for the type it was shown
+    /// (reported once per breaker, at debug level).
+    untyped_reported: AtomicBool,
     not_permitted: AtomicU64,
     pub(crate) inspects_values: bool,
     pub(crate) name: Arc<str>,
@@ -74,10 +82,14 @@ pub(crate) struct Inner {
 
 /// Everything that changes only under the lock.
 struct Core {
-    probes: CountWindow,
+    /// The HALF_OPEN round's totals. A round is decided as soon as it holds
+    /// `half_open_minimum_number_of_calls` outcomes, so it never needs more than
+    /// running totals: no per-probe storage, whatever the permitted count.
+    probes: Aggregate,
     shown: Shown,
     ignored: u64,
-    /// Consecutive OPEN periods since the last CLOSED (for the interval function).
+    /// Counted OPEN periods since the last CLOSED (for the interval function;
+    /// see `wait_interval_function_in_open_state`).
     attempts: u32,
     /// METRICS_ONLY publishes threshold events once per state.
     thresholds_reported: bool,
@@ -93,8 +105,20 @@ enum Shown {
 
 #[derive(Clone, Copy)]
 enum Timer {
+    /// OPEN's wait passed: move to HALF_OPEN.
     OpenToHalfOpen,
-    HalfOpenToOpen,
+    /// HALF_OPEN's max wait passed: move to `transition_to_state_after_wait_duration`.
+    HalfOpenExpired,
+}
+
+/// Whether a wait whose last instant is `until` has passed at `now`: strictly
+/// after, as Resilience4j compares. The one comparison every wait check uses
+/// (permission, [`CircuitBreaker::state`], the timers). `until == u64::MAX`
+/// never passes, so a clock stuck at its maximum reading cannot make a state
+/// expire the instant it is entered.
+#[inline]
+fn due(now: u64, until: u64) -> bool {
+    now > until
 }
 
 impl CircuitBreaker {
@@ -128,13 +152,14 @@ impl CircuitBreaker {
                 Window::Time(TimeWindow::new(config.sliding_window_size, now))
             }
         };
-        let probes = CountWindow::new(config.permitted_number_of_calls_in_half_open_state);
+        let initial = config.initial_state;
         let inner = Arc::new_cyclic(|me| Inner {
             word: AtomicU64::new(Word::new(0, State::Closed, 0).0),
             clean: AtomicBool::new(false),
             slow_nanos: clock::nanos(config.slow_call_duration_threshold),
             open_until: AtomicU64::new(0),
             half_open_until: AtomicU64::new(u64::MAX),
+            untyped_reported: AtomicBool::new(false),
             not_permitted: AtomicU64::new(0),
             inspects_values: config.inspects_values(),
             name,
@@ -144,7 +169,7 @@ impl CircuitBreaker {
             me: me.clone(),
             window,
             core: Mutex::new(Core {
-                probes,
+                probes: Aggregate::default(),
                 shown: Shown::Main,
                 ignored: 0,
                 attempts: 0,
@@ -152,6 +177,12 @@ impl CircuitBreaker {
                 timer: None,
             }),
         });
+        if initial != State::Closed {
+            // Nobody can have subscribed yet, so entering the initial state
+            // publishes nothing.
+            let mut core = inner.core.lock();
+            inner.transition_locked(&mut core, initial, None);
+        }
         CircuitBreaker { inner }
     }
 
@@ -176,17 +207,21 @@ impl CircuitBreaker {
         match w.state() {
             State::Open
                 if inner.config.automatic_transition
-                    && inner.clock.precise_now_nanos()
-                        >= inner.open_until.load(Ordering::Acquire) =>
+                    && due(
+                        inner.clock.precise_now_nanos(),
+                        inner.open_until.load(Ordering::Acquire),
+                    ) =>
             {
                 inner.fire(w.epoch(), Timer::OpenToHalfOpen);
                 inner.load().state()
             }
             State::HalfOpen
-                if inner.clock.precise_now_nanos()
-                    >= inner.half_open_until.load(Ordering::Acquire) =>
+                if due(
+                    inner.clock.precise_now_nanos(),
+                    inner.half_open_until.load(Ordering::Acquire),
+                ) =>
             {
-                inner.fire(w.epoch(), Timer::HalfOpenToOpen);
+                inner.fire(w.epoch(), Timer::HalfOpenExpired);
                 inner.load().state()
             }
             state => state,
@@ -205,8 +240,8 @@ impl CircuitBreaker {
                 inner.config.minimum_number_of_calls(),
             ),
             Shown::Probes => (
-                core.probes.total(),
-                inner.config.permitted_number_of_calls_in_half_open_state,
+                core.probes,
+                inner.config.half_open_minimum_number_of_calls(),
             ),
         };
         Metrics {
@@ -232,7 +267,7 @@ impl CircuitBreaker {
 
     /// Asks for permission to make one call. CLOSED, DISABLED and METRICS_ONLY
     /// always permit (a breaker never limits concurrency); OPEN permits nothing
-    /// until its wait has passed, then moves to HALF_OPEN; HALF_OPEN hands out
+    /// until strictly after its wait, then moves to HALF_OPEN; HALF_OPEN hands out
     /// exactly `permitted_number_of_calls_in_half_open_state` probe permits;
     /// FORCED_OPEN permits nothing. A refusal is counted as not permitted.
     #[inline]
@@ -249,8 +284,14 @@ impl CircuitBreaker {
     /// Runs `f` if permitted, times it, and records its result.
     ///
     /// `Ok` values are classified by `record_result`, errors by `ignore_error` /
-    /// `record_error`. A panic in `f` records nothing (and returns a half-open
-    /// probe slot); the panic continues.
+    /// `record_error` predicates written for `E`. A panic in `f` or in a
+    /// predicate records nothing (and returns a half-open probe slot); the panic
+    /// continues.
+    ///
+    /// When `f` is itself protected by resil primitives (it returns
+    /// `Result<T, resil::Error<E>>`), use [`call_nested`](Self::call_nested):
+    /// here `E` would be `resil::Error<…>`, which predicates written for the
+    /// inner error type never match.
     #[inline]
     pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
     where
@@ -290,7 +331,8 @@ impl CircuitBreaker {
     ///
     /// The future is not polled when the call is refused. If the returned future
     /// is dropped before completion (cancelled), nothing is recorded and a
-    /// half-open probe slot is given back.
+    /// half-open probe slot is given back; so does a panicking predicate, whose
+    /// panic continues.
     ///
     /// Permission is asked on the first poll. `future` is stored once and
     /// polled in place, so the returned future is `future` plus a few words,
@@ -311,7 +353,134 @@ impl CircuitBreaker {
                 self.try_acquire_permission()
                     .map(Acquire::<_, Pending<_>>::Now)
             },
-            |permit: Permit<'_>, result: &Result<T, E>| permit.on_result(result),
+            |permit: Permit<'_>, result: Result<T, E>| {
+                permit.on_result(&result);
+                result.map_err(Error::Call)
+            },
+        )
+    }
+
+    /// Runs `f`, a call protected by other resil primitives (so it returns
+    /// `Result<T, resil::Error<E>>`), if permitted; times it, records it, and
+    /// returns its result with this breaker's refusal added: one flat
+    /// `resil::Error<E>`, no `Error<Error<E>>`.
+    ///
+    /// Classification keeps every predicate's meaning through the composition:
+    ///
+    /// | `f` returned | classified by |
+    /// |---|---|
+    /// | `Ok(v)` | `record_result` / `transition_on_result` written for `T` |
+    /// | `Err(Error::Call(e))` | `ignore_error` / `record_error` / `transition_on_error` written for `E` |
+    /// | `Err(Error::Timeout(t))`, `Err(Error::BulkheadFull(b))`, … | predicates written for that rejection type ([`Timeout`](crate::error::Timeout), [`BulkheadFull`](crate::error::BulkheadFull), …); a **failure** when there are none |
+    ///
+    /// Rejections count as failures by default as Resilience4j records
+    /// `TimeoutException` and `BulkheadFullException`, even when `record_error`
+    /// predicates exist for other types; `ignore_error(|_: &BulkheadFull| true)`
+    /// leaves them out of the window. This is the call the attribute macros
+    /// make when the breaker wraps another aspect.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resil_core::bulkhead::{Bulkhead, BulkheadConfig};
+    /// use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
+    /// use resil_core::Error;
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// enum InvError { Business, Down }
+    ///
+    /// let breaker = CircuitBreaker::new(
+    ///     "inventory",
+    ///     CircuitBreakerConfig::builder()
+    ///         .ignore_error(|e: &InvError| matches!(e, InvError::Business))
+    ///         .build()
+    ///         .unwrap(),
+    /// );
+    /// let bulkhead = Bulkhead::new("inventory", BulkheadConfig::default());
+    ///
+    /// let out = breaker.call_nested(|| bulkhead.call(|| Err::<u32, _>(InvError::Business)));
+    /// assert_eq!(out, Err(Error::Call(InvError::Business)));
+    /// assert_eq!(breaker.metrics().ignored_calls(), 1); // ignored, as written for InvError
+    ///
+    /// let out = breaker.call_nested(|| bulkhead.call(|| Err::<u32, _>(InvError::Down)));
+    /// assert_eq!(out, Err(Error::Call(InvError::Down)));
+    /// assert_eq!(breaker.metrics().failed_calls(), 1);
+    /// ```
+    #[inline]
+    pub fn call_nested<T, E, F>(&self, f: F) -> Result<T, Error<E>>
+    where
+        T: 'static,
+        E: 'static,
+        F: FnOnce() -> Result<T, Error<E>>,
+    {
+        let inner = &*self.inner;
+        let w = inner.load();
+        if !w.state().passes_unguarded() {
+            let permit = self
+                .try_acquire_permission()
+                .map_err(Error::CallNotPermitted)?;
+            let result = f();
+            permit.on_nested_result(&result);
+            return result;
+        }
+        let start = inner.start(w);
+        let result = f();
+        inner.complete_nested(w, start, &result);
+        result
+    }
+
+    /// The async [`call_nested`](Self::call_nested): awaits `future`, itself
+    /// protected by other resil primitives, if permitted, and classifies its
+    /// `resil::Error<E>` as `call_nested` does. Cancellation and panics behave as
+    /// in [`call_async`](Self::call_async).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
+    /// use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfig};
+    /// use resil_core::error::Timeout;
+    ///
+    /// let breaker = CircuitBreaker::new(
+    ///     "inventory",
+    ///     CircuitBreakerConfig::builder()
+    ///         .ignore_error(|_: &Timeout| true) // timeouts say nothing about health here
+    ///         .build()
+    ///         .unwrap(),
+    /// );
+    /// let limiter = TimeLimiter::new(
+    ///     "inventory",
+    ///     TimeLimiterConfig::builder().timeout_duration(Duration::from_millis(1)).build().unwrap(),
+    /// );
+    /// let out = breaker
+    ///     .call_async_nested(limiter.call_async(std::future::pending::<Result<u32, std::io::Error>>()))
+    ///     .await;
+    /// assert!(matches!(out, Err(resil_core::Error::Timeout(_))));
+    /// assert_eq!(breaker.metrics().ignored_calls(), 1);
+    /// # });
+    /// ```
+    ///
+    /// Like [`call_async`](Self::call_async), `future` is stored once and
+    /// polled in place.
+    #[inline]
+    pub fn call_async_nested<T, E, F>(
+        &self,
+        future: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, F>
+    where
+        T: 'static,
+        E: 'static,
+        F: Future<Output = Result<T, Error<E>>>,
+    {
+        Guarded::new(
+            future,
+            move || {
+                self.try_acquire_permission()
+                    .map(Acquire::<_, Pending<_>>::Now)
+            },
+            |permit: Permit<'_>, result: Result<T, Error<E>>| {
+                permit.on_nested_result(&result);
+                result
+            },
         )
     }
 
@@ -380,8 +549,7 @@ impl CircuitBreaker {
     /// memory (the configuration's predicates and the event channel, created on
     /// the first `subscribe`, are not counted).
     pub fn memory_footprint(&self) -> usize {
-        let core = self.inner.core.lock();
-        std::mem::size_of::<Inner>() + self.inner.window.heap_bytes() + core.probes.heap_bytes()
+        std::mem::size_of::<Inner>() + self.inner.window.heap_bytes()
     }
 }
 
@@ -422,31 +590,93 @@ impl Inner {
     /// Classifies and records a result (the permit-free path of `call`).
     #[inline]
     fn complete_result<T: 'static, E: 'static>(&self, w: Word, start: u64, result: &Result<T, E>) {
-        match result {
-            Ok(_) if !self.inspects_values => {
-                self.complete(w, start, Outcome::Success, ResultTransition::Stay)
-            }
-            Ok(value) => self.complete_value(w, start, value),
-            Err(error) => self.complete_error(w, start, error),
-        }
-    }
-
-    #[inline(never)]
-    pub(crate) fn complete_value(&self, w: Word, start: u64, value: &dyn std::any::Any) {
-        let outcome = self.config.classify_value(value);
-        let transition = self.config.transition_for_value(value);
-        self.complete(w, start, outcome, transition);
-    }
-
-    #[inline(never)]
-    pub(crate) fn complete_error(&self, w: Word, start: u64, error: &dyn std::any::Any) {
-        let outcome = self.config.classify_error(error);
-        let transition = if self.config.inspects_error_transitions() {
-            self.config.transition_for_error(error)
-        } else {
-            ResultTransition::Stay
+        let (outcome, transition) = match result {
+            Ok(_) if !self.inspects_values => (Outcome::Success, ResultTransition::Stay),
+            Ok(value) => self.judge_value(value, type_name::<T>()),
+            Err(error) => self.judge_error(error, false, type_name::<E>()),
         };
         self.complete(w, start, outcome, transition);
+    }
+
+    /// Classifies and records a nested result (the permit-free path of
+    /// `call_nested`).
+    #[inline]
+    fn complete_nested<T: 'static, E: 'static>(
+        &self,
+        w: Word,
+        start: u64,
+        result: &Result<T, Error<E>>,
+    ) {
+        let (outcome, transition) = match result {
+            Ok(_) if !self.inspects_values => (Outcome::Success, ResultTransition::Stay),
+            Ok(value) => self.judge_value(value, type_name::<T>()),
+            Err(error) => {
+                let (inner, rejection) = error.classified();
+                self.judge_error(inner, rejection, error.classified_type_name())
+            }
+        };
+        self.complete(w, start, outcome, transition);
+    }
+
+    /// Runs the value predicates (user code: may panic, before anything is
+    /// recorded).
+    #[inline(never)]
+    pub(crate) fn judge_value(
+        &self,
+        value: &dyn Any,
+        type_name: &'static str,
+    ) -> (Outcome, ResultTransition) {
+        let verdict = self.config.judge_value(value);
+        if !verdict.typed {
+            self.report_untyped("value", "record_result / transition_on_result", type_name);
+        }
+        (verdict.outcome, verdict.transition)
+    }
+
+    /// Runs the error predicates (user code: may panic, before anything is
+    /// recorded).
+    #[inline(never)]
+    pub(crate) fn judge_error(
+        &self,
+        error: &dyn Any,
+        rejection: bool,
+        type_name: &'static str,
+    ) -> (Outcome, ResultTransition) {
+        let verdict = self.config.judge_error(error, rejection);
+        if !verdict.typed {
+            self.report_untyped(
+                "error",
+                "ignore_error / record_error / transition_on_error",
+                type_name,
+            );
+        }
+        (verdict.outcome, verdict.transition)
+    }
+
+    /// Predicates are configured but none was written for the type just
+    /// classified, so they cannot match it: say so once per breaker. The
+    /// typical cause is a composed call classified with `call` instead of
+    /// `call_nested`.
+    #[cold]
+    fn report_untyped(&self, what: &str, predicates: &str, type_name: &'static str) {
+        if self.untyped_reported.load(Ordering::Relaxed)
+            || self.untyped_reported.swap(true, Ordering::Relaxed)
+        {
+            return;
+        }
+        tracing::debug!(
+            target: "resil::circuit_breaker",
+            circuit_breaker = &*self.name,
+            type_name,
+            "circuit breaker '{}': no {} predicate is written for the {} type `{}`, so none can \
+             match it and it is classified by the defaults; a call protected by other resil \
+             primitives should go through `call_nested` / `call_async_nested` \
+             (reported once per breaker)",
+            self.name,
+            predicates,
+            what,
+            type_name,
+        );
     }
 
     #[inline]
@@ -467,7 +697,13 @@ impl Inner {
     }
 
     /// OPEN, HALF_OPEN and FORCED_OPEN.
+    ///
+    /// Always answers: a wait that has passed fires its transition at most
+    /// [`MAX_FIRES`] times in one request; beyond that (a clock that jumps back
+    /// and forth) the request is decided by the state as it is.
     fn acquire_slow(&self, mut w: Word) -> Result<Permit<'_>, CallNotPermitted> {
+        const MAX_FIRES: u32 = 2;
+        let mut fires = 0;
         loop {
             match w.state() {
                 State::Closed | State::MetricsOnly => {
@@ -476,16 +712,19 @@ impl Inner {
                 State::Disabled => return Ok(Permit::new(self, w, 0)),
                 State::ForcedOpen => return Err(self.reject(State::ForcedOpen)),
                 State::Open => {
-                    if self.clock.precise_now_nanos() < self.open_until.load(Ordering::Acquire) {
+                    let now = self.clock.precise_now_nanos();
+                    if fires == MAX_FIRES || !due(now, self.open_until.load(Ordering::Acquire)) {
                         return Err(self.reject(State::Open));
                     }
                     // The wait has passed: the first to get here moves to HALF_OPEN.
+                    fires += 1;
                     self.fire(w.epoch(), Timer::OpenToHalfOpen);
                 }
                 State::HalfOpen => {
                     let now = self.clock.precise_now_nanos();
-                    if now >= self.half_open_until.load(Ordering::Acquire) {
-                        self.fire(w.epoch(), Timer::HalfOpenToOpen);
+                    if fires < MAX_FIRES && due(now, self.half_open_until.load(Ordering::Acquire)) {
+                        fires += 1;
+                        self.fire(w.epoch(), Timer::HalfOpenExpired);
                     } else if w.slots() == 0 {
                         return Err(self.reject(State::HalfOpen));
                     } else {
@@ -690,9 +929,15 @@ impl Inner {
                         self.check_thresholds(&mut core, state, total, minimum);
                     }
                     State::HalfOpen => {
-                        core.probes.record(m);
-                        let total = core.probes.total();
-                        let minimum = self.config.permitted_number_of_calls_in_half_open_state;
+                        // Decided as soon as min(minimum_number_of_calls, permitted)
+                        // probes completed: every branch below leaves the round.
+                        let minimum = self.config.half_open_minimum_number_of_calls();
+                        debug_assert!(
+                            core.probes.calls < u64::from(minimum),
+                            "a decided round takes no more outcomes"
+                        );
+                        add(&mut core.probes, outcome == Outcome::Failure, slow);
+                        let total = core.probes;
                         if !self.check_thresholds(&mut core, state, total, minimum)
                             && total.calls >= u64::from(minimum)
                         {
@@ -764,15 +1009,17 @@ impl Inner {
         let now = self.clock.precise_now_nanos();
         match timer {
             Timer::OpenToHalfOpen
-                if w.state() == State::Open && now >= self.open_until.load(Ordering::Acquire) =>
+                if w.state() == State::Open
+                    && due(now, self.open_until.load(Ordering::Acquire)) =>
             {
                 self.transition_locked(&mut core, State::HalfOpen, None)
             }
-            Timer::HalfOpenToOpen
+            Timer::HalfOpenExpired
                 if w.state() == State::HalfOpen
-                    && now >= self.half_open_until.load(Ordering::Acquire) =>
+                    && due(now, self.half_open_until.load(Ordering::Acquire)) =>
             {
-                self.transition_locked(&mut core, State::Open, None)
+                let to = self.config.transition_to_state_after_wait_duration;
+                self.transition_locked(&mut core, to, None)
             }
             _ => {}
         }
@@ -793,7 +1040,17 @@ impl Inner {
 
     /// Enters `to` (re-entering the current state starts it afresh and publishes
     /// nothing). Every transition bumps the epoch.
+    ///
+    /// OPEN with the configured wait (`wait: None`) is a counted opening and
+    /// advances the interval function's attempt count; OPEN for an explicit
+    /// `wait` does not. The wait is computed before anything changes, so a
+    /// panicking interval function cannot leave a transition half done.
     fn transition_locked(&self, core: &mut Core, to: State, wait: Option<Duration>) {
+        let open_wait = match (to, wait) {
+            (State::Open, Some(wait)) => Some(wait),
+            (State::Open, None) => Some(self.open_wait(core.attempts.saturating_add(1))),
+            _ => None,
+        };
         let from_word = self.load();
         let from = from_word.state();
         if let Some(timer) = core.timer.take() {
@@ -808,8 +1065,10 @@ impl Inner {
         match to {
             State::Open => {
                 reset_counters = false;
-                core.attempts = core.attempts.saturating_add(1);
-                let wait = wait.unwrap_or_else(|| self.open_wait(core.attempts));
+                if wait.is_none() {
+                    core.attempts = core.attempts.saturating_add(1);
+                }
+                let wait = open_wait.unwrap_or(MIN_OPEN_WAIT);
                 let until = now.saturating_add(clock::nanos(wait));
                 self.open_until.store(until, Ordering::Release);
                 if self.config.automatic_transition {
@@ -817,7 +1076,7 @@ impl Inner {
                 }
             }
             State::HalfOpen => {
-                core.probes.reset();
+                core.probes = Aggregate::default();
                 core.shown = Shown::Probes;
                 slots = self.config.permitted_number_of_calls_in_half_open_state;
                 let max_wait = self.config.max_wait_duration_in_half_open_state;
@@ -828,11 +1087,13 @@ impl Inner {
                 };
                 self.half_open_until.store(until, Ordering::Release);
                 if until != u64::MAX {
-                    core.timer = self.schedule(epoch, until, Timer::HalfOpenToOpen);
+                    core.timer = self.schedule(epoch, until, Timer::HalfOpenExpired);
                 }
             }
             State::Closed | State::ForcedOpen | State::Disabled | State::MetricsOnly => {
-                if to == State::Closed {
+                if to != State::ForcedOpen {
+                    // CLOSED, DISABLED and METRICS_ONLY end the run of OPEN
+                    // periods; FORCED_OPEN neither counts nor ends it.
                     core.attempts = 0;
                 }
                 self.window.reset(now);
@@ -850,30 +1111,63 @@ impl Inner {
         }
     }
 
+    /// The configured wait of the `attempts`-th counted OPEN period: the
+    /// interval function's, raised to 1 ms if it returns less. An interval
+    /// function that panics must not wedge the breaker half-way through a
+    /// transition (the lock is held, a probe round may be over), so its panic
+    /// is caught, reported, and the fixed wait used instead.
     fn open_wait(&self, attempts: u32) -> Duration {
-        match &self.config.wait_interval_function_in_open_state {
-            Some(f) => f.interval(attempts),
-            None => self.config.wait_duration_in_open_state,
+        let Some(f) = &self.config.wait_interval_function_in_open_state else {
+            return self.config.wait_duration_in_open_state;
+        };
+        match catch_unwind(AssertUnwindSafe(|| f.interval(attempts))) {
+            Ok(wait) => wait.max(MIN_OPEN_WAIT),
+            Err(_) => {
+                tracing::warn!(
+                    target: "resil::circuit_breaker",
+                    circuit_breaker = &*self.name,
+                    attempts,
+                    "circuit breaker '{}': wait_interval_function_in_open_state panicked; \
+                     using wait_duration_in_open_state ({:?}) for this OPEN period",
+                    self.name,
+                    self.config.wait_duration_in_open_state,
+                );
+                self.config.wait_duration_in_open_state
+            }
         }
     }
 
     /// Spawns a tokio timer for a transition due at `at` (clock nanos), if a
     /// runtime is current. Without one, the transition happens lazily.
     fn schedule(&self, epoch: u64, at: u64, timer: Timer) -> Option<tokio::task::AbortHandle> {
+        if at == u64::MAX {
+            // Never due (see `due`).
+            return None;
+        }
         let handle = tokio::runtime::Handle::try_current().ok()?;
         let me = self.me.clone();
         let task = handle.spawn(async move {
             loop {
                 let Some(inner) = me.upgrade() else { return };
                 let now = inner.clock.precise_now_nanos();
-                if now >= at {
+                if due(now, at) {
                     inner.fire(epoch, timer);
                     return;
                 }
                 drop(inner);
-                tokio::time::sleep(Duration::from_nanos(at - now)).await;
+                // Due one nanosecond after `at`; never a zero sleep.
+                tokio::time::sleep(Duration::from_nanos((at - now).saturating_add(1))).await;
             }
         });
         Some(task.abort_handle())
     }
+}
+
+/// Adds one outcome to a round's totals.
+#[inline]
+fn add(total: &mut Aggregate, failed: bool, slow: bool) {
+    total.calls += 1;
+    total.failed += u64::from(failed);
+    total.slow += u64::from(slow);
+    total.slow_failed += u64::from(failed && slow);
 }

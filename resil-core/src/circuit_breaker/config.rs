@@ -2,12 +2,14 @@
 
 use std::any::Any;
 use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::state::MAX_PROBE_SLOTS;
+use super::State;
 use crate::erased::{erase, Erased};
-use crate::error::ConfigError;
+use crate::error::{ConfigError, Error};
 use crate::interval::IntervalFunction;
 
 /// How the sliding window that feeds the failure and slow-call rates is cut.
@@ -63,16 +65,59 @@ struct Classifier {
     transition_on_error: Vec<TransitionFn>,
 }
 
-fn any_matches(predicates: &[Predicate], value: &dyn Any) -> bool {
-    predicates.iter().any(|p| p(value) == Some(true))
+/// Whether a predicate matched `value`, and whether any predicate was written
+/// for `value`'s type (answered at all).
+fn scan(predicates: &[Predicate], value: &dyn Any) -> (bool, bool) {
+    let mut typed = false;
+    for p in predicates {
+        match p(value) {
+            Some(true) => return (true, true),
+            Some(false) => typed = true,
+            None => {}
+        }
+    }
+    (false, typed)
 }
 
-fn first_transition(fns: &[TransitionFn], value: &dyn Any) -> ResultTransition {
-    fns.iter()
-        .filter_map(|f| f(value))
-        .find(|t| *t != ResultTransition::Stay)
-        .unwrap_or_default()
+/// The first transition other than `Stay`, and whether any function was written
+/// for `value`'s type.
+fn first_transition(fns: &[TransitionFn], value: &dyn Any) -> (ResultTransition, bool) {
+    let mut typed = false;
+    for f in fns {
+        match f(value) {
+            Some(ResultTransition::Stay) => typed = true,
+            Some(t) => return (t, true),
+            None => {}
+        }
+    }
+    (ResultTransition::Stay, typed)
 }
+
+/// What the predicates say about one completed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Verdict {
+    pub(crate) outcome: Outcome,
+    pub(crate) transition: ResultTransition,
+    /// Some predicate of the relevant kind (error or value) was written for the
+    /// type it was shown, or none is configured: nothing was silently skipped.
+    pub(crate) typed: bool,
+}
+
+impl Verdict {
+    const SUCCESS: Verdict = Verdict {
+        outcome: Outcome::Success,
+        transition: ResultTransition::Stay,
+        typed: true,
+    };
+    const FAILURE: Verdict = Verdict {
+        outcome: Outcome::Failure,
+        transition: ResultTransition::Stay,
+        typed: true,
+    };
+}
+
+/// The shortest OPEN wait, for the fixed wait and every interval function alike.
+pub(crate) const MIN_OPEN_WAIT: Duration = Duration::from_millis(1);
 
 /// A circuit breaker's configuration. [`Default`] is Resilience4j's defaults:
 ///
@@ -89,6 +134,8 @@ fn first_transition(fns: &[TransitionFn], value: &dyn Any) -> ResultTransition {
 /// | `automatic_transition_from_open_to_half_open_enabled` | false |
 /// | `permitted_number_of_calls_in_half_open_state` | 10 |
 /// | `max_wait_duration_in_half_open_state` | 0 (unlimited) |
+/// | `transition_to_state_after_wait_duration` | [`Open`](State::Open) |
+/// | `initial_state` | [`Closed`](State::Closed) |
 /// | classification | every error is a failure, every value a success |
 ///
 /// ```
@@ -121,6 +168,8 @@ pub struct CircuitBreakerConfig {
     pub(crate) automatic_transition: bool,
     pub(crate) permitted_number_of_calls_in_half_open_state: u32,
     pub(crate) max_wait_duration_in_half_open_state: Duration,
+    pub(crate) transition_to_state_after_wait_duration: State,
+    pub(crate) initial_state: State,
     /// `None` while no predicate is configured (the common case keeps the
     /// configuration, and so every breaker, small).
     classifier: Option<Arc<Classifier>>,
@@ -140,6 +189,8 @@ impl Default for CircuitBreakerConfig {
             automatic_transition: false,
             permitted_number_of_calls_in_half_open_state: 10,
             max_wait_duration_in_half_open_state: Duration::ZERO,
+            transition_to_state_after_wait_duration: State::Open,
+            initial_state: State::Closed,
             classifier: None,
         }
     }
@@ -154,15 +205,18 @@ pub const MAX_TIME_WINDOW_SECONDS: u32 = 7 * 24 * 3600;
 impl CircuitBreakerConfig {
     /// A builder starting from Resilience4j's defaults.
     pub fn builder() -> CircuitBreakerConfigBuilder {
-        CircuitBreakerConfigBuilder {
-            config: CircuitBreakerConfig::default(),
-        }
+        CircuitBreakerConfig::default().to_builder()
     }
 
-    /// A builder starting from this configuration (for derived configurations).
+    /// A builder starting from this configuration (for derived configurations,
+    /// Resilience4j's `from(config)`). Setting `wait_duration_in_open_state` or
+    /// `wait_interval_function_in_open_state` on it replaces whichever of the two
+    /// this configuration uses.
     pub fn to_builder(&self) -> CircuitBreakerConfigBuilder {
         CircuitBreakerConfigBuilder {
             config: self.clone(),
+            wait_duration_set: false,
+            wait_function_set: false,
         }
     }
 
@@ -222,57 +276,148 @@ impl CircuitBreakerConfig {
         self.permitted_number_of_calls_in_half_open_state
     }
 
-    /// How long HALF_OPEN waits for its probes before going back to OPEN (zero:
+    /// How long HALF_OPEN waits for its probes before giving up (zero:
     /// forever).
     pub fn max_wait_duration_in_half_open_state(&self) -> Duration {
         self.max_wait_duration_in_half_open_state
+    }
+
+    /// The state HALF_OPEN moves to when `max_wait_duration_in_half_open_state`
+    /// passes without a decision: OPEN or CLOSED.
+    pub fn transition_to_state_after_wait_duration(&self) -> State {
+        self.transition_to_state_after_wait_duration
+    }
+
+    /// The state a new breaker starts in.
+    pub fn initial_state(&self) -> State {
+        self.initial_state
+    }
+
+    /// Completed probes after which HALF_OPEN decides:
+    /// `min(minimum_number_of_calls, permitted_number_of_calls_in_half_open_state)`,
+    /// as Resilience4j's half-open metrics (a count window of the permitted size)
+    /// compute it. Rates in HALF_OPEN are reported from this many probes on.
+    pub fn half_open_minimum_number_of_calls(&self) -> u32 {
+        self.minimum_number_of_calls
+            .min(self.permitted_number_of_calls_in_half_open_state)
     }
 
     /// How an error counts: `Ignored` if an `ignore_error` predicate matches; else
     /// `Failure` if no `record_error` predicate is configured or one matches; else
     /// `Success` (Resilience4j: an error not recorded counts as a success).
     ///
-    /// The error is passed as `&dyn Any` so layers that only see an erased error
-    /// (the `resil::Error<E>` a macro holds) can classify it.
+    /// The error is passed as `&dyn Any`, so predicates apply only to the type
+    /// they were written for. For an error that arrived as a `resil::Error<E>`
+    /// from an inner primitive, use
+    /// [`classify_nested_error`](Self::classify_nested_error).
     pub fn classify_error(&self, error: &dyn Any) -> Outcome {
-        let Some(c) = &self.classifier else {
-            return Outcome::Failure;
-        };
-        if any_matches(&c.ignore_error, error) {
-            Outcome::Ignored
-        } else if c.record_error.is_empty() || any_matches(&c.record_error, error) {
-            Outcome::Failure
-        } else {
-            Outcome::Success
-        }
+        self.judge_error(error, false).outcome
+    }
+
+    /// How an error returned by a composed call counts (what
+    /// [`CircuitBreaker::call_nested`](super::CircuitBreaker::call_nested)
+    /// records): [`Error::Call`]`(e)` exactly as
+    /// [`classify_error`](Self::classify_error)`(e)`, by the predicates written
+    /// for `E`; an inner rejection ([`Timeout`](crate::error::Timeout),
+    /// [`BulkheadFull`](crate::error::BulkheadFull), …) by the predicates written
+    /// for that rejection type, and as a `Failure` when none is, as Resilience4j
+    /// records `TimeoutException` and `BulkheadFullException`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resil_core::circuit_breaker::{CircuitBreakerConfig, Outcome};
+    /// use resil_core::error::{BulkheadFull, Timeout};
+    /// use resil_core::Error;
+    ///
+    /// #[derive(Debug)]
+    /// enum InvError { Business, Down }
+    ///
+    /// let config = CircuitBreakerConfig::builder()
+    ///     .ignore_error(|e: &InvError| matches!(e, InvError::Business))
+    ///     .record_error(|e: &InvError| matches!(e, InvError::Down))
+    ///     .ignore_error(|_: &BulkheadFull| true)
+    ///     .build()
+    ///     .unwrap();
+    /// let timeout = Error::<InvError>::from(Timeout::new("inv", Duration::from_secs(1)));
+    /// assert_eq!(config.classify_nested_error(&Error::Call(InvError::Business)), Outcome::Ignored);
+    /// assert_eq!(config.classify_nested_error(&Error::Call(InvError::Down)), Outcome::Failure);
+    /// assert_eq!(config.classify_nested_error(&timeout), Outcome::Failure);
+    /// assert_eq!(
+    ///     config.classify_nested_error(&Error::<InvError>::from(BulkheadFull::new("inv"))),
+    ///     Outcome::Ignored
+    /// );
+    /// ```
+    pub fn classify_nested_error<E: 'static>(&self, error: &Error<E>) -> Outcome {
+        let (inner, rejection) = error.classified();
+        self.judge_error(inner, rejection).outcome
     }
 
     /// How a successful value counts: `Failure` if a `record_result` predicate
     /// matches, else `Success`.
     pub fn classify_value(&self, value: &dyn Any) -> Outcome {
-        let Some(c) = &self.classifier else {
-            return Outcome::Success;
-        };
-        if any_matches(&c.record_result, value) {
-            Outcome::Failure
-        } else {
-            Outcome::Success
-        }
+        self.judge_value(value).outcome
     }
 
     /// The transition a successful value asks for (`transition_on_result`).
     pub fn transition_for_value(&self, value: &dyn Any) -> ResultTransition {
-        match &self.classifier {
-            Some(c) => first_transition(&c.transition_on_result, value),
-            None => ResultTransition::Stay,
-        }
+        self.judge_value(value).transition
     }
 
     /// The transition an error asks for (`transition_on_error`).
     pub fn transition_for_error(&self, error: &dyn Any) -> ResultTransition {
-        match &self.classifier {
-            Some(c) => first_transition(&c.transition_on_error, error),
-            None => ResultTransition::Stay,
+        self.judge_error(error, false).transition
+    }
+
+    /// Every error predicate's answer for `error`. A `rejection` (a resil
+    /// refusal from an inner primitive) is a failure unless a predicate written
+    /// for its own type says otherwise; any other error follows Resilience4j's
+    /// rule (once `record_error` predicates exist, an error none of them records
+    /// is a success). May panic if a user predicate does.
+    pub(crate) fn judge_error(&self, error: &dyn Any, rejection: bool) -> Verdict {
+        let Some(c) = &self.classifier else {
+            return Verdict::FAILURE;
+        };
+        let (ignored, ignore_typed) = scan(&c.ignore_error, error);
+        let (outcome, record_typed) = if ignored {
+            (Outcome::Ignored, true)
+        } else {
+            let (recorded, typed) = scan(&c.record_error, error);
+            let failure = recorded || c.record_error.is_empty() || (rejection && !typed);
+            let outcome = if failure {
+                Outcome::Failure
+            } else {
+                Outcome::Success
+            };
+            (outcome, typed)
+        };
+        let (transition, transition_typed) = first_transition(&c.transition_on_error, error);
+        let configured = !(c.ignore_error.is_empty()
+            && c.record_error.is_empty()
+            && c.transition_on_error.is_empty());
+        Verdict {
+            outcome,
+            transition,
+            typed: !configured || ignore_typed || record_typed || transition_typed,
+        }
+    }
+
+    /// Every value predicate's answer for `value`. May panic if a user
+    /// predicate does.
+    pub(crate) fn judge_value(&self, value: &dyn Any) -> Verdict {
+        let Some(c) = &self.classifier else {
+            return Verdict::SUCCESS;
+        };
+        let (recorded, record_typed) = scan(&c.record_result, value);
+        let (transition, transition_typed) = first_transition(&c.transition_on_result, value);
+        let configured = !(c.record_result.is_empty() && c.transition_on_result.is_empty());
+        Verdict {
+            outcome: if recorded {
+                Outcome::Failure
+            } else {
+                Outcome::Success
+            },
+            transition,
+            typed: !configured || record_typed || transition_typed,
         }
     }
 
@@ -283,14 +428,6 @@ impl CircuitBreakerConfig {
         self.classifier
             .as_ref()
             .is_some_and(|c| !c.record_result.is_empty() || !c.transition_on_result.is_empty())
-    }
-
-    /// Whether any predicate looks at errors beyond the default.
-    #[inline]
-    pub(crate) fn inspects_error_transitions(&self) -> bool {
-        self.classifier
-            .as_ref()
-            .is_some_and(|c| !c.transition_on_error.is_empty())
     }
 }
 
@@ -328,6 +465,11 @@ impl fmt::Debug for CircuitBreakerConfig {
                 "max_wait_duration_in_half_open_state",
                 &self.max_wait_duration_in_half_open_state,
             )
+            .field(
+                "transition_to_state_after_wait_duration",
+                &self.transition_to_state_after_wait_duration,
+            )
+            .field("initial_state", &self.initial_state)
             .field("record_error", &c.record_error.len())
             .field("ignore_error", &c.ignore_error.len())
             .field("record_result", &c.record_result.len())
@@ -343,6 +485,10 @@ impl fmt::Debug for CircuitBreakerConfig {
 #[must_use = "a builder does nothing until `build()` is called"]
 pub struct CircuitBreakerConfigBuilder {
     config: CircuitBreakerConfig,
+    /// Which of the two OPEN-wait settings were set on this builder (both is an
+    /// error, as in Resilience4j).
+    wait_duration_set: bool,
+    wait_function_set: bool,
 }
 
 impl CircuitBreakerConfigBuilder {
@@ -388,17 +534,39 @@ impl CircuitBreakerConfigBuilder {
         self
     }
 
-    /// How long OPEN refuses calls before allowing probes (≥ 1 ms).
+    /// How long OPEN refuses calls before allowing probes (≥ 1 ms). OPEN is
+    /// left strictly *after* the wait, as in Resilience4j.
+    ///
+    /// Do not combine with
+    /// [`wait_interval_function_in_open_state`](Self::wait_interval_function_in_open_state)
+    /// on one builder: [`build`](Self::build) rejects setting both. On a builder
+    /// from [`to_builder`](CircuitBreakerConfig::to_builder), it replaces the
+    /// interval function the base configuration had.
     pub fn wait_duration_in_open_state(mut self, wait: Duration) -> Self {
         self.config.wait_duration_in_open_state = wait;
+        self.config.wait_interval_function_in_open_state = None;
+        self.wait_duration_set = true;
         self
     }
 
-    /// Grows successive OPEN periods: the `n`-th consecutive OPEN period (without
-    /// an intervening CLOSED) lasts `f.interval(n)`. Replaces
-    /// `wait_duration_in_open_state`; the count restarts once the breaker closes.
+    /// Grows successive OPEN periods: the `n`-th counted OPEN period since the
+    /// breaker last closed lasts `f.interval(n)` (the count restarts in CLOSED,
+    /// DISABLED and METRICS_ONLY).
+    ///
+    /// Counted openings are those that use the configured wait: a threshold
+    /// reached in CLOSED or HALF_OPEN, a half-open round timed out,
+    /// `transition_to_open()`, a [`ResultTransition::Open`]. An opening for an
+    /// explicit duration (`transition_to_open_for`, [`ResultTransition::OpenFor`])
+    /// and FORCED_OPEN do not advance the count.
+    ///
+    /// Every interval must be at least 1 ms, as the fixed wait: `build` checks
+    /// the function's parameters and the first interval of a fixed, exponential
+    /// or custom function; any interval below 1 ms met later (a custom
+    /// function's, a randomized draw) is raised to 1 ms when used. Do not
+    /// combine with `wait_duration_in_open_state` on one builder (see there).
     pub fn wait_interval_function_in_open_state(mut self, f: IntervalFunction) -> Self {
         self.config.wait_interval_function_in_open_state = Some(f);
+        self.wait_function_set = true;
         self
     }
 
@@ -411,16 +579,36 @@ impl CircuitBreakerConfigBuilder {
     }
 
     /// How many probe calls HALF_OPEN lets through (1 to 16 777 216). The
-    /// round is decided once all of them completed.
+    /// round is decided once `min(minimum_number_of_calls, this)` of them
+    /// completed, as in Resilience4j.
     pub fn permitted_number_of_calls_in_half_open_state(mut self, calls: u32) -> Self {
         self.config.permitted_number_of_calls_in_half_open_state = calls;
         self
     }
 
-    /// After this long in HALF_OPEN without a decision, go back to OPEN (zero,
-    /// the default: wait for the probes forever).
+    /// After this long in HALF_OPEN without a decision, move to
+    /// `transition_to_state_after_wait_duration` (OPEN by default; zero, the
+    /// default: wait for the probes forever).
     pub fn max_wait_duration_in_half_open_state(mut self, max_wait: Duration) -> Self {
         self.config.max_wait_duration_in_half_open_state = max_wait;
+        self
+    }
+
+    /// The state HALF_OPEN moves to when `max_wait_duration_in_half_open_state`
+    /// passes without a decision: [`State::Open`] (the default) or
+    /// [`State::Closed`] (for low traffic, where a round may never fill).
+    /// Anything else is rejected by [`build`](Self::build).
+    pub fn transition_to_state_after_wait_duration(mut self, state: State) -> Self {
+        self.config.transition_to_state_after_wait_duration = state;
+        self
+    }
+
+    /// The state a new breaker starts in (CLOSED by default). Any state is
+    /// allowed: OPEN starts the first OPEN period (as if the threshold had just
+    /// been reached), HALF_OPEN a probe round; FORCED_OPEN, DISABLED and
+    /// METRICS_ONLY keep a breaker off until an operator moves it.
+    pub fn initial_state(mut self, state: State) -> Self {
+        self.config.initial_state = state;
         self
     }
 
@@ -532,7 +720,17 @@ impl CircuitBreakerConfigBuilder {
                 "an integer >= 1",
             ));
         }
-        if c.wait_duration_in_open_state < Duration::from_millis(1) {
+        if self.wait_duration_set && self.wait_function_set {
+            return Err(ConfigError::new(
+                "wait_duration_in_open_state",
+                format!(
+                    "{:?} together with `wait_interval_function_in_open_state`",
+                    c.wait_duration_in_open_state
+                ),
+                "either `wait_duration_in_open_state` or `wait_interval_function_in_open_state`, not both",
+            ));
+        }
+        if c.wait_duration_in_open_state < MIN_OPEN_WAIT {
             return Err(ConfigError::new(
                 "wait_duration_in_open_state",
                 format!("{:?}", c.wait_duration_in_open_state),
@@ -540,7 +738,40 @@ impl CircuitBreakerConfigBuilder {
             ));
         }
         if let Some(f) = &c.wait_interval_function_in_open_state {
-            f.validate("wait_interval_function_in_open_state")?;
+            let field = "wait_interval_function_in_open_state";
+            f.validate(field)?;
+            // The first interval, twice: two different answers mean a
+            // randomized function, whose parameters `validate` checked and whose
+            // every draw is raised to 1 ms when used; checking one random draw
+            // here would make `build` itself random.
+            match catch_unwind(AssertUnwindSafe(|| (f.interval(1), f.interval(1)))) {
+                Ok((first, again)) if first != again => {}
+                Ok((first, _)) if first >= MIN_OPEN_WAIT => {}
+                Ok((first, _)) => {
+                    return Err(ConfigError::new(
+                        field,
+                        format!("a first interval of {first:?}"),
+                        "intervals >= 1ms",
+                    ))
+                }
+                Err(_) => {
+                    return Err(ConfigError::new(
+                        field,
+                        "a function that panicked for the first interval",
+                        "a function returning intervals >= 1ms",
+                    ))
+                }
+            }
+        }
+        if !matches!(
+            c.transition_to_state_after_wait_duration,
+            State::Open | State::Closed
+        ) {
+            return Err(ConfigError::new(
+                "transition_to_state_after_wait_duration",
+                c.transition_to_state_after_wait_duration,
+                "OPEN or CLOSED",
+            ));
         }
         if !(1..=MAX_PROBE_SLOTS).contains(&c.permitted_number_of_calls_in_half_open_state) {
             return Err(ConfigError::new(
@@ -637,6 +868,6 @@ mod tests {
         assert_eq!(c.transition_for_value(&200u16), ResultTransition::Stay);
         assert_eq!(c.transition_for_value(&503u32), ResultTransition::Stay);
         assert_eq!(c.transition_for_error(&Io), ResultTransition::Open);
-        assert!(c.inspects_values() && c.inspects_error_transitions());
+        assert!(c.inspects_values());
     }
 }

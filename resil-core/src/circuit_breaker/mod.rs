@@ -11,22 +11,31 @@
 //!   A call is slow when it takes *strictly* longer than
 //!   `slow_call_duration_threshold`.
 //! * **OPEN** refuses every call with [`Error::CallNotPermitted`](crate::Error)
-//!   and counts it as not permitted. After `wait_duration_in_open_state` (or the
-//!   `wait_interval_function_in_open_state` of the number of consecutive OPEN
-//!   periods), the next permission request moves it to HALF_OPEN; with
+//!   and counts it as not permitted. Strictly after `wait_duration_in_open_state`
+//!   (or the `wait_interval_function_in_open_state` of the number of counted
+//!   OPEN periods; at least 1 ms either way), the next permission request moves
+//!   it to HALF_OPEN; with
 //!   `automatic_transition_from_open_to_half_open_enabled`, a tokio timer does it
 //!   (one task per OPEN period when a runtime is current, never a thread), and
 //!   [`CircuitBreaker::state`] applies a due transition too. OPEN keeps showing
 //!   the metrics that opened it.
 //! * **HALF_OPEN** hands out exactly `permitted_number_of_calls_in_half_open_state`
-//!   probe permits, however many threads race for them, and decides once all of
-//!   them completed: OPEN again if a threshold is reached, else CLOSED. An ignored
-//!   error or an abandoned permit (cancelled future, panic) gives its slot back.
-//!   With `max_wait_duration_in_half_open_state`, a round that does not finish in
-//!   time goes back to OPEN.
+//!   probe permits, however many threads race for them, and decides as soon as
+//!   `min(minimum_number_of_calls, permitted_number_of_calls_in_half_open_state)`
+//!   of them completed (as Resilience4j's half-open metrics do): OPEN again if a
+//!   threshold is reached, else CLOSED. An ignored error or an abandoned permit
+//!   (cancelled future, a panic in the call or in a predicate) gives its slot
+//!   back. With `max_wait_duration_in_half_open_state`, a round that does not
+//!   finish in time moves to `transition_to_state_after_wait_duration` (OPEN by
+//!   default, or CLOSED).
 //! * **FORCED_OPEN** refuses everything, **DISABLED** permits everything and
 //!   records nothing, **METRICS_ONLY** permits and records everything and
 //!   publishes threshold events, but never opens.
+//!
+//! A breaker starts in `initial_state` (CLOSED by default). Manual transitions
+//! (`transition_to_*`) follow Resilience4j's transition table: CLOSED →
+//! HALF_OPEN, METRICS_ONLY → OPEN and METRICS_ONLY → HALF_OPEN are refused with
+//! an [`IllegalTransition`] and change nothing (see [`State::can_transition_to`]).
 //!
 //! Every transition (and [`reset`](CircuitBreaker::reset)) starts a new
 //! *epoch*. A permit remembers its epoch, and an outcome from an earlier epoch is
@@ -44,6 +53,15 @@
 //! `record_result` turns values into failures (HTTP 503 as a value), and
 //! `transition_on_result` / `transition_on_error` let a result open the breaker
 //! for the time it names (`Retry-After`).
+//!
+//! A breaker around other resil primitives sees their `resil::Error<E>`. Use
+//! [`CircuitBreaker::call_nested`] / [`CircuitBreaker::call_async_nested`] for
+//! such calls: `Error::Call(e)` is classified by the predicates written for `E`,
+//! an inner rejection (`Timeout`, `BulkheadFull`, …) by predicates written for
+//! its own type, and as a failure when there are none. When predicates are
+//! configured but none is written for a type the breaker is shown (typically a
+//! composed call made with plain `call`), a `tracing` debug event says so once
+//! per breaker.
 //!
 //! # Cost
 //!
@@ -63,7 +81,9 @@
 //! nothing and writes no shared memory at all, so a healthy breaker shared by
 //! many threads does not bounce a cache line between them. No call allocates.
 //! A count window costs one byte per call it holds, a time window 40 bytes per
-//! second.
+//! second; a probe round keeps only running totals (a round never outlives its
+//! decision), so `permitted_number_of_calls_in_half_open_state` costs no
+//! memory.
 //!
 //! ```
 //! use std::time::Duration;
@@ -87,6 +107,8 @@
 //! assert_eq!(breaker.metrics().failure_rate(), Some(100.0));
 //!
 //! clock.advance(Duration::from_millis(400));
+//! assert!(breaker.call(|| Ok::<_, &str>(0)).is_err()); // OPEN until strictly after the wait
+//! clock.advance(Duration::from_millis(1));
 //! assert_eq!(breaker.call(|| Ok::<_, &str>(1)).unwrap(), 1); // first probe
 //! assert_eq!(breaker.state(), State::HalfOpen);
 //! breaker.call(|| Ok::<_, &str>(2)).unwrap(); // second probe decides

@@ -1,6 +1,6 @@
 //! The RAII permission to make one call through a circuit breaker.
 
-use std::any::Any;
+use std::any::{type_name, Any};
 use std::fmt;
 use std::time::Duration;
 
@@ -9,6 +9,7 @@ use super::config::{Outcome, ResultTransition};
 use super::state::Word;
 use super::State;
 use crate::clock::{self, Clock};
+use crate::error::Error;
 
 /// Permission to make one call, from
 /// [`CircuitBreaker::try_acquire_permission`](super::CircuitBreaker::try_acquire_permission).
@@ -19,9 +20,10 @@ use crate::clock::{self, Clock};
 /// [`on_success`](Self::on_success) or [`record`](Self::record); each consumes
 /// the permit.
 ///
-/// A permit dropped without an outcome (its future was cancelled, the call
-/// panicked) records nothing, and in HALF_OPEN gives its probe slot back, so an
-/// abandoned probe can never wedge the breaker in HALF_OPEN.
+/// A permit dropped without an outcome (its future was cancelled, the call or a
+/// classifying predicate panicked) records nothing, and in HALF_OPEN gives its
+/// probe slot back, so an abandoned probe can never wedge the breaker in
+/// HALF_OPEN.
 ///
 /// ```
 /// use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
@@ -70,17 +72,12 @@ impl<'a> Permit<'a> {
     /// Records a successful value, classified by the `record_result` and
     /// `transition_on_result` predicates written for type `T`.
     #[inline]
-    pub fn on_value<T: 'static>(mut self, value: &T) {
-        self.done = true;
+    pub fn on_value<T: 'static>(self, value: &T) {
         if self.inner.inspects_values {
-            self.inner.complete_value(self.word, self.start, value);
+            let (outcome, transition) = self.inner.judge_value(value, type_name::<T>());
+            self.finish(outcome, transition);
         } else {
-            self.inner.complete(
-                self.word,
-                self.start,
-                Outcome::Success,
-                ResultTransition::Stay,
-            );
+            self.finish(Outcome::Success, ResultTransition::Stay);
         }
     }
 
@@ -88,14 +85,16 @@ impl<'a> Permit<'a> {
     /// `transition_on_error`) predicates written for type `E`.
     #[inline]
     pub fn on_error<E: 'static>(self, error: &E) {
-        self.on_error_any(error);
+        let (outcome, transition) = self.inner.judge_error(error, false, type_name::<E>());
+        self.finish(outcome, transition);
     }
 
-    /// Records an error seen only as `&dyn Any` (for layers that hold an erased
-    /// error, e.g. the `E` inside a `resil::Error<E>`).
-    pub fn on_error_any(mut self, error: &dyn Any) {
-        self.done = true;
-        self.inner.complete_error(self.word, self.start, error);
+    /// Records an error seen only as `&dyn Any`, classified by the predicates
+    /// written for its concrete type. For a `resil::Error<E>` returned by an
+    /// inner primitive, prefer [`on_nested_result`](Self::on_nested_result).
+    pub fn on_error_any(self, error: &dyn Any) {
+        let (outcome, transition) = self.inner.judge_error(error, false, "an erased error");
+        self.finish(outcome, transition);
     }
 
     /// Records a call's result: [`on_value`](Self::on_value) for `Ok`,
@@ -108,11 +107,34 @@ impl<'a> Permit<'a> {
         }
     }
 
+    /// Records the result of a call that is itself protected by resil
+    /// primitives (so its error is a `resil::Error<E>`): `Ok` as
+    /// [`on_value`](Self::on_value), [`Error::Call`]`(e)` by the predicates
+    /// written for `E`, and an inner rejection by the predicates written for its
+    /// own type, a failure when there are none (see
+    /// [`CircuitBreakerConfig::classify_nested_error`](super::CircuitBreakerConfig::classify_nested_error)).
+    #[inline]
+    pub fn on_nested_result<T: 'static, E: 'static>(self, result: &Result<T, Error<E>>) {
+        match result {
+            Ok(value) => self.on_value(value),
+            Err(error) => {
+                let (inner, rejection) = error.classified();
+                let (outcome, transition) =
+                    self.inner
+                        .judge_error(inner, rejection, error.classified_type_name());
+                self.finish(outcome, transition);
+            }
+        }
+    }
+
     /// Records an outcome decided by the caller, bypassing every predicate.
     pub fn record(self, outcome: Outcome) {
         self.finish(outcome, ResultTransition::Stay);
     }
 
+    /// Marks the permit used and records. Predicates run *before* this, so a
+    /// panicking predicate leaves the permit unused and its `Drop` gives a
+    /// half-open probe slot back.
     #[inline]
     fn finish(mut self, outcome: Outcome, transition: ResultTransition) {
         self.done = true;

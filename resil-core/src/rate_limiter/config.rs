@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::drain::DrainOnResult;
 use crate::clock;
 use crate::error::ConfigError;
 
@@ -50,11 +51,12 @@ pub const MAX_LIMIT_REFRESH_PERIOD: Duration = Duration::from_nanos(u64::MAX);
 ///      (at most one permit per nanosecond of `limit_refresh_period`)"
 /// );
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RateLimiterConfig {
     limit_for_period: u32,
     limit_refresh_period: Duration,
     timeout_duration: Duration,
+    drain_permissions_on_result: Option<DrainOnResult>,
 }
 
 impl RateLimiterConfig {
@@ -67,7 +69,9 @@ impl RateLimiterConfig {
 
     /// A builder starting from this configuration, to change a few values.
     pub fn to_builder(&self) -> RateLimiterConfigBuilder {
-        RateLimiterConfigBuilder { config: *self }
+        RateLimiterConfigBuilder {
+            config: self.clone(),
+        }
     }
 
     /// Permits granted per cycle (Resilience4j `limitForPeriod`, default 50).
@@ -90,6 +94,17 @@ impl RateLimiterConfig {
     #[inline]
     pub fn timeout_duration(&self) -> Duration {
         self.timeout_duration
+    }
+
+    /// Whether a `drain_permissions_on_result` predicate is set.
+    #[inline]
+    pub fn has_drain_permissions_on_result(&self) -> bool {
+        self.drain_permissions_on_result.is_some()
+    }
+
+    #[inline]
+    pub(crate) fn drain_on_result(&self) -> Option<&DrainOnResult> {
+        self.drain_permissions_on_result.as_ref()
     }
 
     /// The largest `limit_for_period` allowed with this refresh period.
@@ -127,6 +142,7 @@ impl Default for RateLimiterConfig {
             limit_for_period: 50,
             limit_refresh_period: Duration::from_nanos(500),
             timeout_duration: Duration::from_secs(5),
+            drain_permissions_on_result: None,
         }
     }
 }
@@ -157,19 +173,58 @@ impl RateLimiterConfigBuilder {
         self
     }
 
+    /// Drains the current cycle's free permits after a call whose outcome
+    /// `predicate` accepts (Resilience4j's `drainPermissionsOnResult`): `Ok(&v)`
+    /// for a value, `Err(&e)` for the call's error (also inside a
+    /// `resil::Error<E>`). Typically a 429 or a quota error from the dependency:
+    /// nothing more is sent until the next cycle. Applies to
+    /// [`call`](super::RateLimiter::call) and
+    /// [`call_async`](super::RateLimiter::call_async); outcomes of other types
+    /// never drain.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resil_core::clock::ManualClock;
+    /// use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig};
+    ///
+    /// let config = RateLimiterConfig::builder()
+    ///     .limit_for_period(10)
+    ///     .limit_refresh_period(Duration::from_secs(1))
+    ///     .timeout_duration(Duration::ZERO)
+    ///     .drain_permissions_on_result(|r: Result<&u16, &()>| r == Ok(&429))
+    ///     .build()
+    ///     .unwrap();
+    /// let limiter = RateLimiter::with_clock("partner", config, ManualClock::new());
+    /// assert_eq!(limiter.call(|| Ok::<u16, ()>(429)), Ok(429));
+    /// assert_eq!(limiter.available_permissions(), 0); // the other 9 are gone
+    /// ```
+    pub fn drain_permissions_on_result<T: 'static, E: 'static>(
+        mut self,
+        predicate: impl Fn(Result<&T, &E>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.config.drain_permissions_on_result = Some(DrainOnResult::new(predicate));
+        self
+    }
+
     /// The configuration, or the first invalid value with its field name.
     pub fn build(self) -> Result<RateLimiterConfig, ConfigError> {
         let c = self.config;
-        if c.limit_refresh_period.is_zero() || c.limit_refresh_period > MAX_LIMIT_REFRESH_PERIOD {
-            return Err(ConfigError::new(
-                "limit_refresh_period",
-                format!("{:?}", c.limit_refresh_period),
-                "a duration in 1ns..=584 years (u64::MAX nanoseconds)",
-            ));
-        }
+        check_period(c.limit_refresh_period)?;
         RateLimiterConfig::check_limit(c.limit_for_period, c.limit_refresh_period)?;
         Ok(c)
     }
+}
+
+/// `limit_refresh_period` is `1ns..=`[`MAX_LIMIT_REFRESH_PERIOD`].
+pub(crate) fn check_period(period: Duration) -> Result<(), ConfigError> {
+    if period.is_zero() || period > MAX_LIMIT_REFRESH_PERIOD {
+        return Err(ConfigError::new(
+            "limit_refresh_period",
+            format!("{period:?}"),
+            "a duration in 1ns..=584 years (u64::MAX nanoseconds)",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

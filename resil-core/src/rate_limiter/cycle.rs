@@ -431,6 +431,17 @@ impl Cycles {
             .is_ok()
     }
 
+    /// Empties the current cycle (Resilience4j `drainPermissions`): the cursor
+    /// moves to the end of the cycle's window, so its free permits are gone and
+    /// the next cycle refills as usual. Returns how many permits were free.
+    pub(crate) fn drain(&self, now: u64) -> u32 {
+        let schedule = self.schedule.read();
+        let cycle = schedule.clamp(self.cycle_at(now));
+        let (lo, hi) = schedule.window(cycle);
+        let before = self.hot.0.cursor.fetch_max(hi, Ordering::AcqRel);
+        u32::try_from(hi.saturating_sub(before.max(lo))).unwrap_or(u32::MAX)
+    }
+
     /// Permits free in the current cycle; negative while later cycles' permits
     /// are reserved (Resilience4j `availablePermissions`).
     pub(crate) fn available(&self, now: u64) -> i64 {

@@ -23,14 +23,19 @@ pub enum RateLimiterEventKind {
     /// Permits were refused: not free within `timeout_duration`, not within the
     /// remaining deadline, or more than `limit_for_period` at once.
     FailedAcquire,
+    /// The free permits were drained (`drain_permissions`, or a call whose
+    /// outcome `drain_permissions_on_result` accepts); `permits` is how many
+    /// were free (Resilience4j's `RateLimiterOnDrainedEvent`).
+    Drained,
 }
 
 impl RateLimiterEventKind {
-    /// A short, stable label: `successful_acquire`, `failed_acquire`.
+    /// A short, stable label: `successful_acquire`, `failed_acquire`, `drained`.
     pub const fn as_str(self) -> &'static str {
         match self {
             RateLimiterEventKind::SuccessfulAcquire => "successful_acquire",
             RateLimiterEventKind::FailedAcquire => "failed_acquire",
+            RateLimiterEventKind::Drained => "drained",
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,6 +65,8 @@ struct Inner {
     timeout: AtomicU64,
     waiting: AtomicU32,
     events: EventPublisher<RateLimiterEvent>,
+    /// Set once a call's types met a drain predicate written for others.
+    warned_foreign: AtomicBool,
     /// Serialises `change_limit_for_period` (the schedule's single writer).
     changes: Mutex<()>,
 }
@@ -109,10 +111,11 @@ impl RateLimiter {
                 cycles: Cycles::new(config.limit_for_period(), clock::nanos(period), origin),
                 clock,
                 name: name.into(),
-                config,
                 timeout: AtomicU64::new(clock::nanos(config.timeout_duration())),
+                config,
                 waiting: AtomicU32::new(0),
                 events: EventPublisher::default(),
+                warned_foreign: AtomicBool::new(false),
                 changes: Mutex::new(()),
             }),
         }
@@ -129,6 +132,7 @@ impl RateLimiter {
     pub fn config(&self) -> RateLimiterConfig {
         self.inner
             .config
+            .clone()
             .with_dynamic(self.inner.cycles.limit(), self.timeout_duration())
     }
 
@@ -161,13 +165,20 @@ impl RateLimiter {
     /// Refused with [`Error::RequestNotPermitted`] when no permit comes free in
     /// time, or [`Error::DeadlineExceeded`] when the wait would outlast the
     /// task's [deadline](crate::deadline); `f` then does not run.
+    ///
+    /// With [`drain_permissions_on_result`](super::RateLimiterConfigBuilder::drain_permissions_on_result)
+    /// set, an outcome it accepts drains the cycle's free permits.
     #[inline]
     pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
     where
         F: FnOnce() -> Result<T, E>,
+        T: 'static,
+        E: 'static,
     {
         self.acquire_permission(1)?;
-        f().map_err(Error::Call)
+        let result = f();
+        self.inner.on_result(&result);
+        result.map_err(Error::Call)
     }
 
     /// Awaits `fut` once it has a permit, awaiting the clock's timer (no thread
@@ -189,6 +200,8 @@ impl RateLimiter {
     ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, F>
     where
         F: Future<Output = Result<T, E>>,
+        T: 'static,
+        E: 'static,
     {
         Guarded::new(
             fut,
@@ -203,8 +216,18 @@ impl RateLimiter {
                     Acquire::Wait(Box::pin(self.wait_for(grant)))
                 })
             },
-            |(), _: &Result<T, E>| {},
+            move |(), result: Result<T, E>| {
+                self.inner.on_result(&result);
+                result.map_err(Error::Call)
+            },
         )
+    }
+
+    /// Drains the current cycle's free permits (Resilience4j
+    /// `drainPermissions`): acquisitions wait for, or are refused until, the
+    /// next cycle. Reservations already made are kept.
+    pub fn drain_permissions(&self) {
+        self.inner.drain();
     }
 
     /// Takes `permits` only if they are free in the current cycle: never waits,
@@ -305,6 +328,29 @@ impl RateLimiter {
 }
 
 impl Inner {
+    /// Applies `drain_permissions_on_result` to a finished call.
+    #[inline]
+    fn on_result<T: 'static, E: 'static>(&self, result: &Result<T, E>) {
+        if let Some(drain) = self.config.drain_on_result() {
+            match drain.check(result) {
+                Some(true) => self.drain(),
+                Some(false) => {}
+                None if !self.warned_foreign.load(Ordering::Relaxed) => {
+                    drain.foreign::<T, E>(&self.name, &self.warned_foreign)
+                }
+                None => {}
+            }
+        }
+    }
+
+    #[cold]
+    fn drain(&self) {
+        let drained = self.cycles.drain(self.precise_now());
+        self.events.publish_with(|| {
+            RateLimiterEvent::new(&self.name, RateLimiterEventKind::Drained, drained)
+        });
+    }
+
     /// A reading of the limiter's clock.
     #[inline]
     fn now(&self) -> u64 {
@@ -354,31 +400,49 @@ impl Inner {
         // Both limits are read only when a wait is needed: the deadline is a
         // task-local look-up the immediate path does not pay for.
         let mut limits = None;
-        let outcome = self.cycles.acquire_at(permits, now, || {
-            let timeout = self.timeout.load(Ordering::Relaxed);
-            // A wait that ends at the deadline leaves no time for the call.
-            let budget =
-                deadline::remaining().map_or(u64::MAX, |left| clock::nanos(left).saturating_sub(1));
-            limits = Some((timeout, budget));
-            timeout.min(budget)
-        });
+        let outcome = self
+            .cycles
+            .acquire_at(permits, now, || wait_allowed(&self.timeout, &mut limits));
         self.publish(outcome.is_ok(), permits);
         outcome.map_err(|refusal| self.refused(permits, refusal, limits))
     }
 
     #[cold]
     fn refused(&self, permits: u32, refusal: Refusal, limits: Option<(u64, u64)>) -> AcquireError {
-        match refusal {
-            Refusal::ExceedsLimit { limit } => {
-                AcquireError::ExceedsLimit(ExceedsLimit::new(&self.name, permits, limit))
-            }
-            Refusal::WaitTooLong { wait } => match limits {
-                Some((timeout, _)) if wait <= timeout => {
-                    AcquireError::DeadlineExceeded(DeadlineExceeded::by(Arc::clone(&self.name)))
-                }
-                _ => AcquireError::NotPermitted(RequestNotPermitted::new(Arc::clone(&self.name))),
-            },
+        refused(&self.name, permits, refusal, limits)
+    }
+}
+
+/// The wait a reservation may take: the timeout, cut to the task's deadline.
+/// Records `(timeout, budget)` in `limits` for [`refused`].
+pub(super) fn wait_allowed(timeout: &AtomicU64, limits: &mut Option<(u64, u64)>) -> u64 {
+    let timeout = timeout.load(Ordering::Relaxed);
+    // A wait that ends at the deadline leaves no time for the call.
+    let budget =
+        deadline::remaining().map_or(u64::MAX, |left| clock::nanos(left).saturating_sub(1));
+    *limits = Some((timeout, budget));
+    timeout.min(budget)
+}
+
+/// The error for a refused acquisition: a wait within the timeout refused only
+/// because of the deadline is `DeadlineExceeded`.
+#[cold]
+pub(super) fn refused(
+    name: &Arc<str>,
+    permits: u32,
+    refusal: Refusal,
+    limits: Option<(u64, u64)>,
+) -> AcquireError {
+    match refusal {
+        Refusal::ExceedsLimit { limit } => {
+            AcquireError::ExceedsLimit(ExceedsLimit::new(name, permits, limit))
         }
+        Refusal::WaitTooLong { wait } => match limits {
+            Some((timeout, _)) if wait <= timeout => {
+                AcquireError::DeadlineExceeded(DeadlineExceeded::by(Arc::clone(name)))
+            }
+            _ => AcquireError::NotPermitted(RequestNotPermitted::new(Arc::clone(name))),
+        },
     }
 }
 
@@ -393,10 +457,10 @@ impl fmt::Debug for RateLimiter {
 }
 
 /// Counts a caller in `number_of_waiting_threads` while it lives.
-struct Waiting<'a>(&'a AtomicU32);
+pub(super) struct Waiting<'a>(&'a AtomicU32);
 
 impl<'a> Waiting<'a> {
-    fn enter(count: &'a AtomicU32) -> Self {
+    pub(super) fn enter(count: &'a AtomicU32) -> Self {
         count.fetch_add(1, Ordering::Relaxed);
         Waiting(count)
     }

@@ -1,4 +1,6 @@
-//! Rate limiter: Resilience4j's `AtomicRateLimiter`, cycle-based permits with reservation.
+//! Rate limiters: Resilience4j's `AtomicRateLimiter` (cycle-based permits with
+//! reservation, [`RateLimiter`]) and its 2.x `RefillRateLimiter` (a refilling
+//! token bucket for smooth pacing, [`RefillRateLimiter`]).
 //!
 //! Time is cut into cycles of `limit_refresh_period`, counted on the injected
 //! monotonic clock from the limiter's creation. Each cycle grants
@@ -77,13 +79,19 @@
 
 mod config;
 mod cycle;
+mod drain;
 mod event;
 mod limiter;
 mod metrics;
+mod refill;
+mod refill_config;
+mod refill_limiter;
 mod refusal;
 
 pub use self::config::{RateLimiterConfig, RateLimiterConfigBuilder, MAX_LIMIT_REFRESH_PERIOD};
 pub use self::event::{RateLimiterEvent, RateLimiterEventKind};
 pub use self::limiter::{RateLimiter, COARSE_PERIOD};
 pub use self::metrics::RateLimiterMetrics;
+pub use self::refill_config::{RefillRateLimiterConfig, RefillRateLimiterConfigBuilder};
+pub use self::refill_limiter::RefillRateLimiter;
 pub use self::refusal::{AcquireError, ExceedsLimit};

@@ -75,12 +75,15 @@ impl<E> From<AcquireError> for Error<E> {
     }
 }
 
-/// More permits were asked for at once than a cycle holds.
+/// More permits were asked for at once than a cycle holds (or, for a
+/// [`RefillRateLimiter`](super::RefillRateLimiter), than its bucket holds).
 #[derive(Clone, PartialEq, Eq)]
 pub struct ExceedsLimit {
     name: Arc<str>,
     requested: u32,
     limit_for_period: u32,
+    /// The setting that bounds it: `limit_for_period` or `permit_capacity`.
+    field: &'static str,
 }
 
 impl ExceedsLimit {
@@ -89,6 +92,15 @@ impl ExceedsLimit {
             name: Arc::clone(name),
             requested,
             limit_for_period,
+            field: "limit_for_period",
+        }
+    }
+
+    /// A refill limiter's refusal: more than `permit_capacity` at once.
+    pub(crate) fn capacity(name: &Arc<str>, requested: u32, permit_capacity: u32) -> Self {
+        ExceedsLimit {
+            field: "permit_capacity",
+            ..ExceedsLimit::new(name, requested, permit_capacity)
         }
     }
 
@@ -104,7 +116,8 @@ impl ExceedsLimit {
         self.requested
     }
 
-    /// The limit they exceed.
+    /// The limit they exceed: `limit_for_period`, or a refill limiter's
+    /// `permit_capacity`.
     #[inline]
     pub fn limit_for_period(&self) -> u32 {
         self.limit_for_period
@@ -115,8 +128,8 @@ impl fmt::Display for ExceedsLimit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "rate limiter '{}' cannot grant {} permits at once: its limit_for_period is {}",
-            self.name, self.requested, self.limit_for_period
+            "rate limiter '{}' cannot grant {} permits at once: its {} is {}",
+            self.name, self.requested, self.field, self.limit_for_period
         )
     }
 }
@@ -126,7 +139,7 @@ impl fmt::Debug for ExceedsLimit {
         f.debug_struct("ExceedsLimit")
             .field("name", &&*self.name)
             .field("requested", &self.requested)
-            .field("limit_for_period", &self.limit_for_period)
+            .field(self.field, &self.limit_for_period)
             .finish()
     }
 }

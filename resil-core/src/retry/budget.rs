@@ -158,8 +158,12 @@ impl RetryBudgetConfigBuilder {
 /// bucket (a tenth of the window) at a time, so the effective window is between
 /// 0.9 and 1 × `window`. Withdrawing reads the balance and then subtracts, so
 /// threads withdrawing at the same instant may overdraw it by at most one retry
-/// each. A bucket saturates after about 2 × 10⁹ / (ratio × 1000) deposits,
-/// i.e. ten million calls per bucket at the default ratio.
+/// each. Each bucket word holds the bucket's full epoch (the clock reading
+/// divided by the bucket length, never truncated, so ages cannot wrap after a
+/// long idle period or a clock jump) and its balance in the bits left over: a
+/// bucket saturates at ±2²⁸ thousandths of a retry with the default 10 s
+/// window (1.3 million first attempts per bucket at the default ratio),
+/// ±2²⁵ with a 1 s window, ±2³¹ with a 60 s one.
 ///
 /// ```
 /// use std::time::Duration;
@@ -190,28 +194,68 @@ pub struct RetryBudget {
 struct Bank {
     config: RetryBudgetConfig,
     clock: SharedClock,
-    /// Per bucket: epoch (high 32 bits, wrapping) and balance (low 32 bits, `i32`).
+    /// Per bucket, one word: the bucket's epoch in the high bits, its balance
+    /// (signed) in the low [`Packing::value_bits`].
     buckets: [AtomicU64; BUCKETS],
+    packing: Packing,
     bucket_nanos: u64,
-    deposit: i32,
+    deposit: i64,
     reserve: i64,
 }
 
-#[inline]
-fn pack(epoch: u32, value: i32) -> u64 {
-    (u64::from(epoch) << 32) | u64::from(value as u32)
+/// How a bucket's epoch and balance share one `u64`.
+///
+/// The epoch is the full clock reading divided by the bucket length, never
+/// truncated: a bucket is at least 100 ms long (the window is at least 1 s), so
+/// even a clock reading `u64::MAX` nanoseconds gives an epoch below 2³⁸. The
+/// epoch gets exactly the bits its largest possible value needs, and the balance
+/// the rest (26 bits for a 1 s window, 29 for the default 10 s, 32 for 60 s),
+/// so ages are exact 64-bit differences and cannot wrap, whatever the clock
+/// reads or jumps to.
+#[derive(Clone, Copy)]
+struct Packing {
+    value_bits: u32,
 }
 
-#[inline]
-fn unpack(word: u64) -> (u32, i32) {
-    ((word >> 32) as u32, word as u32 as i32)
+impl Packing {
+    fn for_bucket(bucket_nanos: u64) -> Self {
+        let max_epoch = u64::MAX / bucket_nanos.max(1);
+        let epoch_bits = u64::BITS - max_epoch.leading_zeros();
+        Packing {
+            value_bits: (u64::BITS - epoch_bits).min(32),
+        }
+    }
+
+    /// The largest balance a bucket holds (the smallest is its negation).
+    #[inline]
+    fn max_value(self) -> i64 {
+        (1i64 << (self.value_bits - 1)) - 1
+    }
+
+    #[inline]
+    fn pack(self, epoch: u64, value: i64) -> u64 {
+        debug_assert!(
+            epoch >> (u64::BITS - self.value_bits) == 0,
+            "an epoch always fits its bits: they were sized for the largest clock reading"
+        );
+        let mask = (1u64 << self.value_bits) - 1;
+        (epoch << self.value_bits) | (value as u64 & mask)
+    }
+
+    #[inline]
+    fn unpack(self, word: u64) -> (u64, i64) {
+        let epoch_bits = u64::BITS - self.value_bits;
+        let value = ((word << epoch_bits) as i64) >> epoch_bits; // sign-extended
+        (word >> self.value_bits, value)
+    }
 }
 
 /// How many epochs `stored` lies behind `now`; negative if it is ahead (another
-/// thread read the clock later and already moved the bucket on).
+/// thread read the clock later and already moved the bucket on). Exact: both
+/// are below 2³⁸.
 #[inline]
-fn age(now: u32, stored: u32) -> i32 {
-    now.wrapping_sub(stored) as i32
+fn age(now: u64, stored: u64) -> i64 {
+    now as i64 - stored as i64
 }
 
 impl RetryBudget {
@@ -223,6 +267,7 @@ impl RetryBudget {
     /// A budget reading `clock`.
     pub fn with_clock(config: RetryBudgetConfig, clock: impl Clock) -> Self {
         let window = clock::nanos(config.window).max(BUCKETS as u64);
+        let bucket_nanos = window / BUCKETS as u64;
         let reserve =
             f64::from(config.min_retries_per_second) * config.window.as_secs_f64() * UNIT as f64;
         RetryBudget {
@@ -230,8 +275,9 @@ impl RetryBudget {
                 config,
                 clock: SharedClock::new(clock),
                 buckets: Default::default(),
-                bucket_nanos: window / BUCKETS as u64,
-                deposit: (f64::from(config.retry_ratio) * UNIT as f64).round() as i32,
+                packing: Packing::for_bucket(bucket_nanos),
+                bucket_nanos,
+                deposit: (f64::from(config.retry_ratio) * UNIT as f64).round() as i64,
                 reserve: reserve as i64,
             }),
         }
@@ -259,7 +305,7 @@ impl RetryBudget {
         if bank.balance(epoch) < UNIT {
             return false;
         }
-        bank.add(epoch, -(UNIT as i32));
+        bank.add(epoch, -UNIT);
         true
     }
 
@@ -272,25 +318,27 @@ impl RetryBudget {
 
 impl Bank {
     #[inline]
-    fn epoch(&self) -> u32 {
-        (self.clock.now_nanos() / self.bucket_nanos) as u32
+    fn epoch(&self) -> u64 {
+        self.clock.now_nanos() / self.bucket_nanos
     }
 
     #[inline]
-    fn bucket(&self, epoch: u32) -> &AtomicU64 {
-        &self.buckets[epoch as usize % BUCKETS]
+    fn bucket(&self, epoch: u64) -> &AtomicU64 {
+        &self.buckets[(epoch % BUCKETS as u64) as usize]
     }
 
-    fn add(&self, epoch: u32, amount: i32) {
+    fn add(&self, epoch: u64, amount: i64) {
+        let packing = self.packing;
+        let max = packing.max_value();
         let bucket = self.bucket(epoch);
         let mut word = bucket.load(Ordering::Relaxed);
         loop {
-            let (stored, value) = unpack(word);
+            let (stored, value) = packing.unpack(word);
             let next = if age(epoch, stored) > 0 {
                 // The bucket holds an expired epoch: start it afresh.
-                pack(epoch, amount)
+                packing.pack(epoch, amount.clamp(-max, max))
             } else {
-                pack(stored, value.saturating_add(amount))
+                packing.pack(stored, value.saturating_add(amount).clamp(-max, max))
             };
             match bucket.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => return,
@@ -299,13 +347,13 @@ impl Bank {
         }
     }
 
-    fn balance(&self, epoch: u32) -> i64 {
+    fn balance(&self, epoch: u64) -> i64 {
         let live: i64 = self
             .buckets
             .iter()
-            .map(|b| unpack(b.load(Ordering::Acquire)))
-            .filter(|&(stored, _)| age(epoch, stored) < BUCKETS as i32)
-            .map(|(_, value)| i64::from(value))
+            .map(|b| self.packing.unpack(b.load(Ordering::Acquire)))
+            .filter(|&(stored, _)| age(epoch, stored) < BUCKETS as i64)
+            .map(|(_, value)| value)
             .sum();
         live + self.reserve
     }
@@ -417,6 +465,67 @@ mod tests {
         clock.advance(Duration::from_secs(100)); // same bucket index, ten windows later
         budget.deposit();
         assert_eq!(budget.available_retries(), 1);
+    }
+
+    // Issue 6, item 11: ages were 32-bit, so after 2³² buckets the withdrawals
+    // of long ago counted as live again and the budget refused retries for good.
+    #[test]
+    fn withdrawals_of_long_ago_never_count_again_whatever_the_clock_jump() {
+        for jump in [
+            Duration::from_secs(1 << 32),       // exactly 2³² one-second buckets
+            Duration::from_secs((1 << 32) + 3), // and a few buckets more
+            Duration::from_secs(1 << 31),       // half-way: the old sign flip
+            Duration::from_nanos(u64::MAX / 2),
+        ] {
+            let (budget, clock) = budget(1, 0.0);
+            for _ in 0..10 {
+                assert!(budget.withdraw());
+            }
+            assert!(!budget.withdraw(), "the floor is spent");
+            clock.advance(jump);
+            assert_eq!(budget.available_retries(), 10, "after {jump:?}");
+            assert!(budget.withdraw(), "after {jump:?}");
+        }
+    }
+
+    #[test]
+    fn a_clock_reading_its_last_value_still_ages_buckets() {
+        let (budget, clock) = budget(0, 1.0);
+        budget.deposit();
+        clock.set(Duration::from_nanos(u64::MAX - 1));
+        assert_eq!(budget.available_retries(), 0, "the deposit expired");
+        budget.deposit();
+        budget.deposit();
+        assert_eq!(budget.available_retries(), 2);
+        assert!(budget.withdraw());
+        assert_eq!(budget.available_retries(), 1);
+    }
+
+    #[test]
+    fn the_packing_keeps_every_epoch_and_the_sign_of_every_balance() {
+        for window_secs in [1, 10, 60] {
+            let bucket = window_secs * 100_000_000;
+            let p = Packing::for_bucket(bucket);
+            let top = u64::MAX / bucket;
+            for epoch in [0, 1, top / 2, top] {
+                for value in [0, 1, -1, p.max_value(), -p.max_value()] {
+                    assert_eq!(p.unpack(p.pack(epoch, value)), (epoch, value));
+                }
+            }
+        }
+        assert_eq!(Packing::for_bucket(100_000_000).value_bits, 26);
+        assert_eq!(Packing::for_bucket(1_000_000_000).value_bits, 29);
+        assert_eq!(Packing::for_bucket(6_000_000_000).value_bits, 32);
+    }
+
+    #[test]
+    fn a_bucket_saturates_instead_of_wrapping() {
+        let (budget, _) = budget(0, 10.0);
+        let max = budget.inner.packing.max_value();
+        for _ in 0..(max / 10_000 + 10) {
+            budget.deposit();
+        }
+        assert_eq!(budget.available_retries(), (max / UNIT) as u64);
     }
 
     #[test]

@@ -7,13 +7,33 @@ use std::time::Duration;
 
 use super::budget::RetryBudget;
 use crate::erased::{erase, Erased};
-use crate::error::{ConfigError, ErrorKind};
+use crate::error::{ConfigError, Error, ErrorKind};
 use crate::interval::IntervalFunction;
 
 /// A type-erased predicate over an error or a result (`None` for a value of
-/// any type other than the one it was written for).
-type Predicate = Erased<bool>;
+/// any type other than the one it was written for), with the name of that type
+/// for diagnostics.
+#[derive(Clone)]
+struct Predicate {
+    test: Erased<bool>,
+    written_for: &'static str,
+}
 type KindPredicate = Arc<dyn Fn(ErrorKind) -> bool + Send + Sync>;
+/// `interval_bi_function`, erased: `None` when the outcome's type is not the
+/// one it was written for, else the wait (or `None` to stop retrying).
+type BiFunction = Arc<dyn Fn(u32, Attempted<'_>) -> Option<Option<Duration>> + Send + Sync>;
+/// `consume_result_before_retry_attempt`, erased: receives `&mut Option<T>`
+/// and takes the value out when `T` is its type.
+type Consumer = Arc<dyn Fn(u32, &mut dyn Any) + Send + Sync>;
+
+/// A failed attempt's outcome as the type-erased hooks see it.
+#[derive(Clone, Copy)]
+pub(crate) enum Attempted<'a> {
+    /// An `Ok` value that `retry_on_result` retries.
+    Value(&'a dyn Any),
+    /// The call's own error, or an inner primitive's rejection struct.
+    Error(&'a dyn Any),
+}
 
 /// Resilience4j's default `max_attempts` (the first call plus two retries).
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
@@ -38,12 +58,17 @@ pub const DEFAULT_WAIT_DURATION: Duration = Duration::from_millis(500);
 /// 3. an `Ok` value matching [`retry_on_result`](RetryConfigBuilder::retry_on_result)
 ///    is retried like an error; when the attempts run out on such a value, the
 ///    **last value is returned as `Ok`** (Resilience4j's behaviour) and the call
-///    is counted in `failed_calls_with_retry`;
+///    is counted in `failed_calls_with_retry`, unless
+///    [`fail_after_max_attempts`](RetryConfigBuilder::fail_after_max_attempts)
+///    turns it into [`Error::MaxRetriesExceeded`](crate::Error::MaxRetriesExceeded);
 /// 4. a refusal by another resil primitive inside the retried call (only visible
 ///    to [`Retry::call_nested`](super::Retry::call_nested) and
-///    [`Retry::call_async_nested`](super::Retry::call_async_nested)) is retried
-///    only if [`retry_on_rejection`](RetryConfigBuilder::retry_on_rejection)
-///    says so; by default only [`ErrorKind::Timeout`] is (see there).
+///    [`Retry::call_async_nested`](super::Retry::call_async_nested)) is shown to
+///    the predicates as its own struct ([`Timeout`](crate::error::Timeout),
+///    [`CallNotPermitted`](crate::error::CallNotPermitted), …): `ignore_error`
+///    and `retry_on_error` predicates written for that struct decide it; with
+///    none, [`retry_on_rejection`](RetryConfigBuilder::retry_on_rejection)
+///    does, by default retrying only [`ErrorKind::Timeout`].
 ///
 /// Predicates are written for concrete types (`|e: &std::io::Error| …`) and are
 /// type-erased, so one retry can serve call sites with different error types:
@@ -51,6 +76,17 @@ pub const DEFAULT_WAIT_DURATION: Duration = Duration::from_millis(500);
 /// setter again adds a predicate (either one accepting is enough). The type must
 /// be the call's exact type: a predicate on `Option<u32>` never sees the
 /// `Option<i32>` an unannotated `Some(7)` produces, so annotate literals.
+///
+/// # Composition
+///
+/// A retry around other resil primitives sees `resil::Error<E>`. Predicates
+/// written for `E` still classify `Error::Call(e)`, through
+/// [`call_nested`](super::Retry::call_nested) and also through plain
+/// [`call`](super::Retry::call) (a predicate for `E` looks inside an
+/// `Error<E>`); inner rejections reach rejection predicates through the
+/// `_nested` calls only. When an error arrives that no error predicate was
+/// written for, while some exist, the retry traces it once, at debug level
+/// (target `resil_core::retry`), naming both types.
 ///
 /// ```
 /// use std::time::Duration;
@@ -74,10 +110,13 @@ pub struct RetryConfig {
     wait_duration: Duration,
     interval_function: IntervalFunction,
     interval_function_set: bool,
-    retry_on_error: Option<Predicate>,
-    retry_on_result: Option<Predicate>,
-    ignore_error: Option<Predicate>,
+    interval_bi_function: Option<BiFunction>,
+    retry_on_error: Vec<Predicate>,
+    retry_on_result: Vec<Predicate>,
+    ignore_error: Vec<Predicate>,
     retry_on_rejection: Option<KindPredicate>,
+    fail_after_max_attempts: bool,
+    consume_result_before_retry_attempt: Option<Consumer>,
     budget: Option<RetryBudget>,
 }
 
@@ -116,6 +155,20 @@ impl RetryConfig {
         &self.interval_function
     }
 
+    /// Whether an `interval_bi_function` is set.
+    #[inline]
+    pub fn has_interval_bi_function(&self) -> bool {
+        self.interval_bi_function.is_some()
+    }
+
+    /// Whether running out of attempts on a retried result is an error
+    /// ([`Error::MaxRetriesExceeded`](crate::Error::MaxRetriesExceeded)) rather
+    /// than the last value (default `false`).
+    #[inline]
+    pub fn fail_after_max_attempts(&self) -> bool {
+        self.fail_after_max_attempts
+    }
+
     /// The retry budget every retry draws on, if any.
     #[inline]
     pub fn budget(&self) -> Option<&RetryBudget> {
@@ -124,27 +177,142 @@ impl RetryConfig {
 
     #[inline]
     pub(crate) fn is_ignored(&self, error: &dyn Any) -> bool {
-        self.ignore_error.as_ref().is_some_and(|p| holds(p, error))
+        answer(&self.ignore_error, error) == Some(true)
     }
 
-    #[inline]
+    /// Whether the call's own error is retried: every error when there is no
+    /// `retry_on_error` predicate, else only one some predicate accepts.
+    #[cfg(test)]
     pub(crate) fn retries_error(&self, error: &dyn Any) -> bool {
-        self.retry_on_error.as_ref().is_none_or(|p| holds(p, error))
+        self.retry_on_error.is_empty() || answer(&self.retry_on_error, error) == Some(true)
     }
 
     #[inline]
     pub(crate) fn retries_result(&self, value: &dyn Any) -> bool {
-        self.retry_on_result
-            .as_ref()
-            .is_some_and(|p| holds(p, value))
+        answer(&self.retry_on_result, value) == Some(true)
     }
 
+    /// Whether an inner primitive's rejection is retried: a `retry_on_error`
+    /// predicate written for its struct decides, else `retry_on_rejection`.
     #[inline]
-    pub(crate) fn retries_rejection(&self, kind: ErrorKind) -> bool {
+    pub(crate) fn retries_rejection(&self, kind: ErrorKind, rejection: &dyn Any) -> bool {
+        if let Some(answer) = answer(&self.retry_on_error, rejection) {
+            return answer;
+        }
         match &self.retry_on_rejection {
             Some(p) => p(kind),
             None => default_retries_rejection(kind),
         }
+    }
+
+    /// The wait before the next attempt, from `interval_bi_function` if it is
+    /// written for this outcome's type, else from the interval function;
+    /// `None` when the bi-function says stop.
+    #[inline]
+    pub(crate) fn wait_after(&self, attempt: u32, outcome: Attempted<'_>) -> Option<Duration> {
+        match self
+            .interval_bi_function
+            .as_ref()
+            .and_then(|f| f(attempt, outcome))
+        {
+            Some(decided) => decided,
+            None => Some(self.interval_function.interval(attempt)),
+        }
+    }
+
+    /// Hands a discarded `Ok` value to `consume_result_before_retry_attempt`
+    /// (when it is written for the value's type; otherwise the value is left
+    /// in `value` and dropped by the caller).
+    #[inline]
+    pub(crate) fn consume(&self, attempt: u32, value: &mut dyn Any) {
+        if let Some(consume) = &self.consume_result_before_retry_attempt {
+            consume(attempt, value);
+        }
+    }
+
+    /// Classifies the call's own error, running each predicate at most once:
+    /// ignored, retried or not, and whether error predicates exist but none
+    /// is written for `error`'s type (they can never match it).
+    #[inline]
+    pub(crate) fn classify_error(&self, error: &dyn Any) -> (ErrorClass, bool) {
+        let ignored = answer(&self.ignore_error, error);
+        if ignored == Some(true) {
+            return (ErrorClass::Ignored, false);
+        }
+        let retried = answer(&self.retry_on_error, error);
+        let class = if self.retry_on_error.is_empty() || retried == Some(true) {
+            ErrorClass::Retried
+        } else {
+            ErrorClass::NotRetried
+        };
+        let has_predicates = !(self.ignore_error.is_empty() && self.retry_on_error.is_empty());
+        (
+            class,
+            has_predicates && ignored.is_none() && retried.is_none(),
+        )
+    }
+
+    /// The types the error predicates are written for: "`a`, `b`".
+    #[cold]
+    pub(crate) fn error_predicate_types(&self) -> String {
+        let mut names: Vec<&str> = Vec::new();
+        for p in self.ignore_error.iter().chain(&self.retry_on_error) {
+            if !names.contains(&p.written_for) {
+                names.push(p.written_for);
+            }
+        }
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// What the error predicates make of the call's own error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ErrorClass {
+    /// `ignore_error` accepts it.
+    Ignored,
+    /// Retried (no `retry_on_error` predicate, or one accepts it).
+    Retried,
+    /// Returned at once: `retry_on_error` predicates exist, none accepts it.
+    NotRetried,
+}
+
+fn written_for(predicates: &[Predicate]) -> Vec<&'static str> {
+    predicates.iter().map(|p| p.written_for).collect()
+}
+
+/// `None` when no predicate is written for `value`'s type; otherwise whether
+/// one of those accepts it.
+fn answer(predicates: &[Predicate], value: &dyn Any) -> Option<bool> {
+    let mut applies = false;
+    for p in predicates {
+        match (p.test)(value) {
+            Some(true) => return Some(true),
+            Some(false) => applies = true,
+            None => {}
+        }
+    }
+    applies.then_some(false)
+}
+
+/// Erases a predicate written for `X`. It also looks inside a
+/// `resil::Error<X>`: a plain `call` whose closure returns the result of
+/// another resil primitive still has its `Error::Call(x)` classified by the
+/// predicates written for `X` (a refusal inside answers "not my type").
+fn predicate<X: 'static>(f: impl Fn(&X) -> bool + Send + Sync + 'static) -> Predicate {
+    let direct = erase(f);
+    Predicate {
+        test: Arc::new(move |any: &dyn Any| match direct(any) {
+            Some(answer) => Some(answer),
+            None => match any.downcast_ref::<Error<X>>() {
+                Some(Error::Call(x)) => direct(x),
+                _ => None,
+            },
+        }),
+        written_for: std::any::type_name::<X>(),
     }
 }
 
@@ -163,10 +331,13 @@ impl Default for RetryConfig {
             wait_duration: DEFAULT_WAIT_DURATION,
             interval_function: IntervalFunction::fixed(DEFAULT_WAIT_DURATION),
             interval_function_set: false,
-            retry_on_error: None,
-            retry_on_result: None,
-            ignore_error: None,
+            interval_bi_function: None,
+            retry_on_error: Vec::new(),
+            retry_on_result: Vec::new(),
+            ignore_error: Vec::new(),
             retry_on_rejection: None,
+            fail_after_max_attempts: false,
+            consume_result_before_retry_attempt: None,
             budget: None,
         }
     }
@@ -178,10 +349,16 @@ impl fmt::Debug for RetryConfig {
             .field("max_attempts", &self.max_attempts)
             .field("wait_duration", &self.wait_duration)
             .field("interval_function", &self.interval_function)
-            .field("retry_on_error", &self.retry_on_error.is_some())
-            .field("retry_on_result", &self.retry_on_result.is_some())
-            .field("ignore_error", &self.ignore_error.is_some())
+            .field("interval_bi_function", &self.interval_bi_function.is_some())
+            .field("retry_on_error", &written_for(&self.retry_on_error))
+            .field("retry_on_result", &written_for(&self.retry_on_result))
+            .field("ignore_error", &written_for(&self.ignore_error))
             .field("retry_on_rejection", &self.retry_on_rejection.is_some())
+            .field("fail_after_max_attempts", &self.fail_after_max_attempts)
+            .field(
+                "consume_result_before_retry_attempt",
+                &self.consume_result_before_retry_attempt.is_some(),
+            )
             .field("budget", &self.budget)
             .finish()
     }
@@ -192,18 +369,6 @@ impl fmt::Debug for RetryConfig {
 #[must_use = "a builder does nothing until `.build()` is called"]
 pub struct RetryConfigBuilder {
     config: RetryConfig,
-}
-
-fn any_of(previous: Option<Predicate>, next: Predicate) -> Option<Predicate> {
-    Some(match previous {
-        None => next,
-        Some(previous) => Arc::new(move |v: &dyn Any| Some(holds(&previous, v) || holds(&next, v))),
-    })
-}
-
-/// Whether `predicate` was written for `value`'s type and accepts it.
-fn holds(predicate: &Predicate, value: &dyn Any) -> bool {
-    predicate(value) == Some(true)
 }
 
 impl RetryConfigBuilder {
@@ -234,14 +399,80 @@ impl RetryConfigBuilder {
         self
     }
 
+    /// The wait before each retry as a function of the attempts made so far
+    /// **and the failed attempt's outcome** (Resilience4j's
+    /// `intervalBiFunction`): `Err(&e)` for an error, `Ok(&v)` for a value
+    /// that `retry_on_result` retries. Return `Some(wait)`, or `None` to stop
+    /// retrying now: the call then ends on this outcome as if its attempts had
+    /// run out (an [`RetryEvent::Error`](super::RetryEvent::Error), the value
+    /// or the error returned).
+    ///
+    /// Written for one pair of types; an outcome of other types (another call
+    /// site, an inner primitive's rejection) waits
+    /// [`interval_function`](Self::interval_function)'s interval. Like the
+    /// predicates, it sees `Error::Call(e)` of a nested call as `e` and an
+    /// inner rejection as its struct (see [`RetryConfig`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resil_core::clock::ManualClock;
+    /// use resil_core::retry::{Retry, RetryConfig};
+    ///
+    /// #[derive(Debug)]
+    /// enum Http { TooManyRequests { retry_after: Duration }, BadRequest }
+    ///
+    /// let config = RetryConfig::builder()
+    ///     .interval_bi_function(|_attempt, outcome: Result<&String, &Http>| match outcome {
+    ///         Err(Http::TooManyRequests { retry_after }) => Some(*retry_after),
+    ///         Err(Http::BadRequest) => None, // no point: stop now
+    ///         Ok(_) => Some(Duration::from_millis(100)),
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let clock = ManualClock::new();
+    /// let retry = Retry::with_clock("quotes", config, clock.clone());
+    /// let mut calls = 0;
+    /// let out = retry.call(|| {
+    ///     calls += 1;
+    ///     if calls == 1 {
+    ///         Err(Http::TooManyRequests { retry_after: Duration::from_secs(2) })
+    ///     } else {
+    ///         Ok(String::from("quote"))
+    ///     }
+    /// });
+    /// assert_eq!(out.unwrap(), "quote");
+    /// assert_eq!(clock.elapsed(), Duration::from_secs(2)); // honoured Retry-After
+    /// ```
+    pub fn interval_bi_function<T: 'static, E: 'static>(
+        mut self,
+        f: impl Fn(u32, Result<&T, &E>) -> Option<Duration> + Send + Sync + 'static,
+    ) -> Self {
+        self.config.interval_bi_function = Some(Arc::new(move |attempt, outcome| match outcome {
+            Attempted::Value(v) => v.downcast_ref::<T>().map(|v| f(attempt, Ok(v))),
+            Attempted::Error(e) => match e.downcast_ref::<E>() {
+                Some(e) => Some(f(attempt, Err(e))),
+                None => match e.downcast_ref::<Error<E>>() {
+                    Some(Error::Call(e)) => Some(f(attempt, Err(e))),
+                    _ => None,
+                },
+            },
+        }));
+        self
+    }
+
     /// Retries only errors of type `E` that `predicate` accepts (and errors
     /// accepted by any other `retry_on_error` predicate). Without any, every
     /// error is retried.
+    ///
+    /// `E` may also be an inner primitive's rejection struct
+    /// ([`Timeout`](crate::error::Timeout), [`BulkheadFull`](crate::error::BulkheadFull),
+    /// …) for a nested call: such a predicate decides that rejection in place
+    /// of [`retry_on_rejection`](Self::retry_on_rejection).
     pub fn retry_on_error<E: 'static>(
         mut self,
         predicate: impl Fn(&E) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.config.retry_on_error = any_of(self.config.retry_on_error, erase(predicate));
+        self.config.retry_on_error.push(self::predicate(predicate));
         self
     }
 
@@ -252,24 +483,26 @@ impl RetryConfigBuilder {
         mut self,
         predicate: impl Fn(&T) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.config.retry_on_result = any_of(self.config.retry_on_result, erase(predicate));
+        self.config.retry_on_result.push(self::predicate(predicate));
         self
     }
 
     /// Returns errors of type `E` that `predicate` accepts at once, without
     /// retrying and without counting them as failures. Wins over
-    /// [`retry_on_error`](Self::retry_on_error).
+    /// [`retry_on_error`](Self::retry_on_error). `E` may be an inner
+    /// rejection struct, as for `retry_on_error`.
     pub fn ignore_error<E: 'static>(
         mut self,
         predicate: impl Fn(&E) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.config.ignore_error = any_of(self.config.ignore_error, erase(predicate));
+        self.config.ignore_error.push(self::predicate(predicate));
         self
     }
 
     /// Which refusals by resil primitives *inside* the retried call are retried
     /// (only [`Retry::call_nested`](super::Retry::call_nested) and
-    /// [`Retry::call_async_nested`](super::Retry::call_async_nested) see them).
+    /// [`Retry::call_async_nested`](super::Retry::call_async_nested) see them)
+    /// when no `retry_on_error` predicate is written for the rejection's struct.
     ///
     /// The default retries [`ErrorKind::Timeout`] only: an open circuit breaker
     /// (`CallNotPermitted`), a full bulkhead, a rate limiter's refusal, an inner
@@ -281,6 +514,58 @@ impl RetryConfigBuilder {
         predicate: impl Fn(ErrorKind) -> bool + Send + Sync + 'static,
     ) -> Self {
         self.config.retry_on_rejection = Some(Arc::new(predicate));
+        self
+    }
+
+    /// When the attempts run out on a value `retry_on_result` still retries,
+    /// return [`Error::MaxRetriesExceeded`](crate::Error::MaxRetriesExceeded)
+    /// instead of that value (Resilience4j's `failAfterMaxAttempts`, default
+    /// `false`). The value goes to
+    /// [`consume_result_before_retry_attempt`](Self::consume_result_before_retry_attempt)
+    /// if one is set, else it is dropped.
+    pub fn fail_after_max_attempts(mut self, fail: bool) -> Self {
+        self.config.fail_after_max_attempts = fail;
+        self
+    }
+
+    /// A hook that receives every `Ok` value of type `T` the retry discards,
+    /// with the attempt that produced it (1 = the first call): a value
+    /// `retry_on_result` retries, before the next attempt (Resilience4j's
+    /// `consumeResultBeforeRetryAttempt`), and a value dropped because
+    /// `fail_after_max_attempts`, the budget or the deadline ended the call.
+    /// Use it to release what the value holds (a pooled connection, a
+    /// response body). Values of other types are simply dropped.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use resil_core::retry::{Retry, RetryConfig};
+    ///
+    /// let released = Arc::new(Mutex::new(Vec::new()));
+    /// let log = released.clone();
+    /// let config = RetryConfig::builder()
+    ///     .wait_duration(std::time::Duration::ZERO)
+    ///     .retry_on_result(|status: &u16| *status == 503)
+    ///     .consume_result_before_retry_attempt(move |attempt, status: u16| {
+    ///         log.lock().unwrap().push((attempt, status));
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let retry = Retry::new("gateway", config);
+    /// let mut statuses = [503u16, 503, 200].into_iter();
+    /// let out = retry.call(|| Ok::<u16, ()>(statuses.next().unwrap()));
+    /// assert_eq!(out, Ok(200));
+    /// assert_eq!(*released.lock().unwrap(), [(1, 503), (2, 503)]);
+    /// ```
+    pub fn consume_result_before_retry_attempt<T: 'static>(
+        mut self,
+        consume: impl Fn(u32, T) + Send + Sync + 'static,
+    ) -> Self {
+        self.config.consume_result_before_retry_attempt =
+            Some(Arc::new(move |attempt, slot: &mut dyn Any| {
+                if let Some(value) = slot.downcast_mut::<Option<T>>().and_then(Option::take) {
+                    consume(attempt, value);
+                }
+            }));
         self
     }
 
@@ -331,7 +616,7 @@ mod tests {
         assert!(config.retries_error(&"any error"));
         assert!(!config.retries_result(&"any value"));
         assert!(!config.is_ignored(&"any error"));
-        assert!(config.retries_rejection(ErrorKind::Timeout));
+        assert!(config.retries_rejection(ErrorKind::Timeout, &()));
         for kind in [
             ErrorKind::CallNotPermitted,
             ErrorKind::BulkheadFull,
@@ -339,7 +624,7 @@ mod tests {
             ErrorKind::RetryBudgetExhausted,
             ErrorKind::DeadlineExceeded,
         ] {
-            assert!(!config.retries_rejection(kind), "{kind}");
+            assert!(!config.retries_rejection(kind, &()), "{kind}");
         }
     }
 
@@ -403,6 +688,24 @@ mod tests {
         assert!(!config.retries_error(&2u32));
         assert!(config.retries_error(&"network down"));
         assert!(!config.retries_error(&1u64), "another type never matches");
+        assert_eq!(
+            config.classify_error(&1u64),
+            (ErrorClass::NotRetried, true),
+            "predicates exist, none for u64"
+        );
+        assert_eq!(config.error_predicate_types(), "`u32`, `&str`");
+        assert_eq!(
+            config.classify_error(&3u32),
+            (ErrorClass::NotRetried, false)
+        );
+        assert_eq!(config.classify_error(&7u32), (ErrorClass::Ignored, false));
+        assert_eq!(
+            RetryConfig::default().classify_error(&3u32),
+            (ErrorClass::Retried, false)
+        );
+        // A predicate for `u32` looks inside a `resil::Error<u32>`.
+        assert!(config.retries_error(&Error::Call(1u32)));
+        assert!(config.is_ignored(&Error::Call(7u32)));
         assert!(config.is_ignored(&7u32));
         assert!(!config.is_ignored(&7u64));
     }
@@ -413,7 +716,7 @@ mod tests {
             .retry_on_rejection(|k| k == ErrorKind::RequestNotPermitted)
             .build()
             .unwrap();
-        assert!(config.retries_rejection(ErrorKind::RequestNotPermitted));
-        assert!(!config.retries_rejection(ErrorKind::Timeout));
+        assert!(config.retries_rejection(ErrorKind::RequestNotPermitted, &()));
+        assert!(!config.retries_rejection(ErrorKind::Timeout, &()));
     }
 }

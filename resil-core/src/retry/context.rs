@@ -3,32 +3,36 @@
 use std::any::Any;
 use std::time::Duration;
 
+use super::config::{Attempted, ErrorClass};
 use super::event::{RetryCause, RetryEvent};
 use super::metrics::{Outcome, Refusal};
 use super::Inner;
 use crate::deadline;
-use crate::error::{DeadlineExceeded, Error, ErrorKind, RetryBudgetExhausted};
+use crate::error::{DeadlineExceeded, Error, ErrorKind, MaxRetriesExceeded, RetryBudgetExhausted};
 
 /// What an attempt's error is, for classification.
 pub(crate) enum Class<'a> {
-    /// The call's own error (type-erased for the predicates).
-    Call(&'a dyn Any),
-    /// A refusal by a resil primitive inside the retried call.
-    Rejection(ErrorKind),
+    /// The call's own error (type-erased for the predicates), and its type's
+    /// name for diagnostics.
+    Call(&'a dyn Any, &'static str),
+    /// A refusal by a resil primitive inside the retried call, and the
+    /// rejection's own struct for the predicates written for it.
+    Rejection(ErrorKind, &'a dyn Any),
 }
 
 /// The class of an error returned by a plain call.
 #[inline]
 pub(crate) fn plain<E: 'static>(error: &E) -> Class<'_> {
-    Class::Call(error)
+    Class::Call(error, std::any::type_name::<E>())
 }
 
-/// The class of an error returned by a nested resil call.
+/// The class of an error returned by a nested resil call: the call's own error
+/// as itself, a rejection as its struct (the breaker's classification too).
 #[inline]
 pub(crate) fn nested<E: 'static>(error: &Error<E>) -> Class<'_> {
-    match error {
-        Error::Call(error) => Class::Call(error),
-        rejection => Class::Rejection(rejection.kind()),
+    match error.classified() {
+        (error, false) => Class::Call(error, std::any::type_name::<E>()),
+        (rejection, true) => Class::Rejection(error.kind(), rejection),
     }
 }
 
@@ -107,12 +111,13 @@ impl<'a> Context<'a> {
         match outcome {
             Ok(value) => {
                 if self.retry.config.retries_result(value as &dyn Any) {
-                    return self.retry_result();
+                    return self.retry_result(value);
                 }
-                self.retry.events.publish_with(|| RetryEvent::Success {
-                    name: self.retry.name.clone(),
-                    attempts: self.attempts,
-                });
+                // As Resilience4j: SUCCESS only for a success that needed
+                // retries; a first-attempt success is only counted.
+                if self.attempts > 1 {
+                    self.succeeded_after_retries();
+                }
                 self.finish(Outcome::Success, None);
                 Verdict::Return
             }
@@ -122,33 +127,66 @@ impl<'a> Context<'a> {
 
     #[cold]
     #[inline(never)]
-    fn retry_result(&mut self) -> Verdict {
-        self.failed_attempt(RetryCause::Result)
+    fn succeeded_after_retries(&self) {
+        self.retry.events.publish_with(|| RetryEvent::Success {
+            name: self.retry.name.clone(),
+            attempts: self.attempts,
+        });
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn retry_result(&mut self, value: &dyn Any) -> Verdict {
+        self.failed_attempt(RetryCause::Result, Attempted::Value(value))
+    }
+
+    /// Hands the outcome of an attempt the loop is about to drop (a retried
+    /// value before the next attempt, or one a refusal discards) to
+    /// `consume_result_before_retry_attempt`.
+    #[inline]
+    pub(crate) fn discard<T: 'static, R>(&self, outcome: Result<T, R>) {
+        if let Ok(value) = outcome {
+            let mut slot = Some(value);
+            self.retry.config.consume(self.attempts, &mut slot);
+        }
     }
 
     #[inline(never)]
     fn judge_error(&mut self, class: Class<'_>) -> Verdict {
         let config = &self.retry.config;
         match class {
-            Class::Call(error) => {
-                if config.is_ignored(error) {
-                    self.retry.events.publish_with(|| RetryEvent::IgnoredError {
-                        name: self.retry.name.clone(),
-                        attempts: self.attempts,
-                    });
-                    self.finish(Outcome::Ignored, None);
-                    Verdict::Return
-                } else if config.retries_error(error) {
-                    self.failed_attempt(RetryCause::Error)
-                } else {
-                    self.give_up(RetryCause::Error)
+            Class::Call(error, type_name) => {
+                let (class, foreign) = config.classify_error(error);
+                if foreign {
+                    self.foreign_error(type_name);
+                }
+                match class {
+                    ErrorClass::Ignored => {
+                        self.not_retryable(RetryCause::Error);
+                        self.finish(Outcome::Ignored, None);
+                        Verdict::Return
+                    }
+                    ErrorClass::Retried => {
+                        self.failed_attempt(RetryCause::Error, Attempted::Error(error))
+                    }
+                    ErrorClass::NotRetried => {
+                        self.not_retryable(RetryCause::Error);
+                        self.finish(Outcome::Failure, None);
+                        Verdict::Return
+                    }
                 }
             }
-            Class::Rejection(kind) => {
-                if config.retries_rejection(kind) {
-                    self.failed_attempt(RetryCause::Rejection(kind))
+            Class::Rejection(kind, rejection) => {
+                if config.is_ignored(rejection) {
+                    self.not_retryable(RetryCause::Rejection(kind));
+                    self.finish(Outcome::Ignored, None);
+                    Verdict::Return
+                } else if config.retries_rejection(kind, rejection) {
+                    self.failed_attempt(RetryCause::Rejection(kind), Attempted::Error(rejection))
                 } else {
-                    self.give_up(RetryCause::Rejection(kind))
+                    self.not_retryable(RetryCause::Rejection(kind));
+                    self.finish(Outcome::Failure, None);
+                    Verdict::Return
                 }
             }
         }
@@ -156,12 +194,15 @@ impl<'a> Context<'a> {
 
     /// A retryable failure: retry after the interval, unless the attempts, the
     /// deadline or the budget say no.
-    fn failed_attempt(&mut self, cause: RetryCause) -> Verdict {
+    fn failed_attempt(&mut self, cause: RetryCause, outcome: Attempted<'_>) -> Verdict {
         let retry = self.retry;
         if self.attempts >= retry.config.max_attempts() {
             return self.give_up(cause);
         }
-        let wait = retry.config.interval_function().interval(self.attempts);
+        let Some(wait) = retry.config.wait_after(self.attempts, outcome) else {
+            // The interval bi-function stopped the retries early.
+            return self.give_up(cause);
+        };
         // The backoff must end with time left for the attempt after it.
         if deadline::remaining().is_some_and(|left| wait >= left) {
             retry.events.publish_with(|| RetryEvent::DeadlineExceeded {
@@ -194,15 +235,58 @@ impl<'a> Context<'a> {
         Verdict::Wait(wait)
     }
 
-    /// The call fails with the attempt's own outcome.
+    /// An error the retry does not retry (ignored, not accepted by
+    /// `retry_on_error`, or a refusal `retry_on_rejection` turns down): the
+    /// call ends with it. Resilience4j publishes IGNORED_ERROR for all of them.
+    fn not_retryable(&self, cause: RetryCause) {
+        self.retry.events.publish_with(|| RetryEvent::IgnoredError {
+            name: self.retry.name.clone(),
+            attempts: self.attempts,
+            cause,
+        });
+    }
+
+    /// The attempts ran out (or the interval bi-function stopped them): the
+    /// call fails with the last attempt's outcome, or, for a retried value
+    /// under `fail_after_max_attempts`, with `MaxRetriesExceeded`.
     fn give_up(&mut self, cause: RetryCause) -> Verdict {
         self.retry.events.publish_with(|| RetryEvent::Error {
             name: self.retry.name.clone(),
             attempts: self.attempts,
             cause,
         });
+        if cause == RetryCause::Result && self.retry.config.fail_after_max_attempts() {
+            self.finish(Outcome::Failure, Some(Refusal::MaxRetries));
+            return Verdict::Refuse(Refusal::MaxRetries);
+        }
         self.finish(Outcome::Failure, None);
         Verdict::Return
+    }
+
+    /// Traces, once per retry instance and at debug level, an error that no
+    /// error predicate is written for while some are: they can never match it,
+    /// which usually means a predicate for `E` meets a `resil::Error<E>` or
+    /// another wrapper.
+    #[cold]
+    #[inline(never)]
+    fn foreign_error(&self, type_name: &'static str) {
+        if self
+            .retry
+            .warned_foreign
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        let written_for = self.retry.config.error_predicate_types();
+        tracing::debug!(
+            target: "resil_core::retry",
+            retry = %self.retry.name,
+            "retry '{}': an error of type `{type_name}` arrived, but its error predicates are \
+             written for {written_for} and can never match it (it is classified by the \
+             defaults); a retry around other resil primitives should use `call_nested` or \
+             `call_async_nested`, or predicates for the error type the call returns",
+            self.retry.name
+        );
     }
 
     #[inline(always)]
@@ -231,6 +315,7 @@ impl Inner {
         match refusal {
             Refusal::Budget => Error::RetryBudgetExhausted(RetryBudgetExhausted::new(name)),
             Refusal::Deadline => Error::DeadlineExceeded(DeadlineExceeded::by(name)),
+            Refusal::MaxRetries => Error::MaxRetriesExceeded(MaxRetriesExceeded::new(name)),
         }
     }
 }

@@ -49,16 +49,18 @@ pub enum RetryEvent {
         /// Why the attempt failed.
         cause: RetryCause,
     },
-    /// The call succeeded (after `attempts` attempts).
+    /// The call succeeded after at least one retry (`attempts` ≥ 2). A call
+    /// that succeeds on its first attempt publishes no event, as in
+    /// Resilience4j; [`RetryMetrics`](super::RetryMetrics) counts it.
     Success {
         /// The retry's name.
         name: Arc<str>,
         /// Attempts made, the successful one included.
         attempts: u32,
     },
-    /// The call failed for good: attempts ran out (for `RetryCause::Result`
-    /// the last value was still returned as `Ok`), or the failure was not
-    /// retryable.
+    /// The call failed for good because its attempts ran out (for
+    /// `RetryCause::Result` the last value was still returned as `Ok`, or
+    /// turned into an error by `fail_after_max_attempts`).
     Error {
         /// The retry's name.
         name: Arc<str>,
@@ -67,12 +69,17 @@ pub enum RetryEvent {
         /// Why the last attempt failed.
         cause: RetryCause,
     },
-    /// The call returned an error that `ignore_error` accepts; not retried.
+    /// The call ended on an error the retry does not retry: one that
+    /// `ignore_error` accepts, one no `retry_on_error` predicate accepts, or a
+    /// refusal by an inner primitive that `retry_on_rejection` turns down.
+    /// Resilience4j publishes IGNORED_ERROR for every non-retryable error.
     IgnoredError {
         /// The retry's name.
         name: Arc<str>,
         /// Attempts made.
         attempts: u32,
+        /// What the call ended on ([`RetryCause::Error`] or a rejection).
+        cause: RetryCause,
     },
     /// A retry was due but the retry budget refused it; the call returned
     /// `Error::RetryBudgetExhausted` and the last attempt's outcome was dropped.
@@ -154,9 +161,13 @@ impl fmt::Display for RetryEvent {
                 f,
                 "retry '{name}': failed after {attempts} attempt(s) ({cause})"
             ),
-            RetryEvent::IgnoredError { name, attempts } => write!(
+            RetryEvent::IgnoredError {
+                name,
+                attempts,
+                cause,
+            } => write!(
                 f,
-                "retry '{name}': ignored error after {attempts} attempt(s)"
+                "retry '{name}': not retried ({cause}) after {attempts} attempt(s)"
             ),
             RetryEvent::RetryBudgetExhausted {
                 name,
@@ -210,8 +221,17 @@ mod tests {
                 RetryEvent::IgnoredError {
                     name: name.clone(),
                     attempts: 1,
+                    cause: RetryCause::Error,
                 },
-                "retry 'inventory': ignored error after 1 attempt(s)",
+                "retry 'inventory': not retried (error) after 1 attempt(s)",
+            ),
+            (
+                RetryEvent::IgnoredError {
+                    name: name.clone(),
+                    attempts: 2,
+                    cause: RetryCause::Rejection(ErrorKind::CallNotPermitted),
+                },
+                "retry 'inventory': not retried (rejection call_not_permitted) after 2 attempt(s)",
             ),
             (
                 RetryEvent::RetryBudgetExhausted {

@@ -145,6 +145,8 @@ pub(crate) enum Outcome {
 pub(crate) enum Refusal {
     Budget,
     Deadline,
+    /// `fail_after_max_attempts` turned the last retried value into an error.
+    MaxRetries,
 }
 
 impl Counters {
@@ -178,7 +180,7 @@ impl Counters {
         match refusal {
             Some(Refusal::Budget) => &self.budget_exhausted,
             Some(Refusal::Deadline) => &self.deadline_exceeded,
-            None => return,
+            Some(Refusal::MaxRetries) | None => return,
         }
         .fetch_add(1, Ordering::Relaxed);
     }

@@ -26,7 +26,8 @@
 //! | the call … | `call` returns |
 //! |---|---|
 //! | succeeds on some attempt | `Ok(value)` |
-//! | runs out of attempts on a retried result | `Ok(last value)` (counted as failed) |
+//! | runs out of attempts on a retried result | `Ok(last value)` (counted as failed), or with [`fail_after_max_attempts`](RetryConfigBuilder::fail_after_max_attempts) `Err(Error::MaxRetriesExceeded)` |
+//! | is stopped early by [`interval_bi_function`](RetryConfigBuilder::interval_bi_function) returning `None` | the attempt's own outcome, as if the attempts had run out |
 //! | fails with a non-retryable, ignored, or last-attempt error | `Err(Error::Call(e))` (nested: the inner `Error<E>` as is) |
 //! | is refused a retry by the budget | `Err(Error::RetryBudgetExhausted)`; the last error is dropped (its cause is in the [`RetryEvent::RetryBudgetExhausted`] event) |
 //! | has no time left in its [deadline](crate::deadline) for the next attempt or backoff | `Err(Error::DeadlineExceeded)` naming this retry |
@@ -65,6 +66,7 @@ mod metrics;
 
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 pub use self::budget::{RetryBudget, RetryBudgetConfig, RetryBudgetConfigBuilder};
@@ -100,6 +102,8 @@ pub(crate) struct Inner {
     clock: SharedClock,
     counters: Counters,
     events: EventPublisher<RetryEvent>,
+    /// Set once an error met predicates all written for other types (traced once).
+    warned_foreign: AtomicBool,
 }
 
 impl Retry {
@@ -119,6 +123,7 @@ impl Retry {
                 clock: SharedClock::new(clock),
                 counters: Counters::default(),
                 events: EventPublisher::default(),
+                warned_foreign: AtomicBool::new(false),
             }),
         }
     }
@@ -220,9 +225,12 @@ impl Retry {
             let outcome = f();
             match cx.judge(&outcome, &class) {
                 Verdict::Return => return Ok(outcome),
-                Verdict::Refuse(refusal) => return Err(refusal),
+                Verdict::Refuse(refusal) => {
+                    cx.discard(outcome);
+                    return Err(refusal);
+                }
                 Verdict::Wait(wait) => {
-                    drop(outcome);
+                    cx.discard(outcome);
                     if !wait.is_zero() {
                         self.inner.clock.sleep(wait);
                     }
@@ -318,8 +326,14 @@ impl Retry {
                 let outcome = f().await;
                 match cx.judge(&outcome, &class) {
                     Verdict::Return => return exit(&self.inner, Ok(outcome)),
-                    Verdict::Refuse(refusal) => return exit(&self.inner, Err(refusal)),
-                    Verdict::Wait(wait) => wait,
+                    Verdict::Refuse(refusal) => {
+                        cx.discard(outcome);
+                        return exit(&self.inner, Err(refusal));
+                    }
+                    Verdict::Wait(wait) => {
+                        cx.discard(outcome);
+                        wait
+                    }
                 }
             };
             if !wait.is_zero() {

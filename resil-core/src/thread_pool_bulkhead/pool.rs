@@ -2,7 +2,9 @@
 //! rules (core threads first, then the queue, then threads up to the maximum,
 //! then rejection) over one mutex and two condition variables.
 
+use std::any::Any;
 use std::collections::VecDeque;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -182,10 +184,7 @@ impl Pool {
     fn work_loop(&self, mut next: Option<Job>) {
         loop {
             if let Some(job) = next.take() {
-                job(Slot {
-                    pool: self,
-                    ran: false,
-                });
+                self.run(job);
             }
             let mut st = self.state.lock();
             next = Some(loop {
@@ -214,6 +213,27 @@ impl Pool {
         }
     }
 
+    /// Runs one job so that no panic from user values can reach the worker's
+    /// loop. The task itself runs under its own `catch_unwind` (its panic goes
+    /// to the caller); what is left are values dropped on the worker: the
+    /// result of a caller who has gone, the captured state of a skipped task.
+    /// Their panics are caught here; the job's [`Slot`] has been released by
+    /// then (on unwind too), so the counts stay true, and the thread goes on.
+    fn run(&self, job: Job) {
+        let slot = Slot {
+            pool: self,
+            ran: false,
+        };
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| job(slot))) {
+            tracing::warn!(
+                bulkhead = %self.name,
+                "thread-pool bulkhead '{}': a value dropped on a worker panicked; the worker goes on",
+                self.name
+            );
+            discard(payload);
+        }
+    }
+
     fn exit(&self, mut st: MutexGuard<'_, State>) {
         st.threads -= 1;
         drop(st);
@@ -237,7 +257,7 @@ impl Pool {
         let handles = std::mem::take(&mut st.handles);
         drop(st);
         for handle in handles {
-            // A worker never panics (tasks run under `catch_unwind`), and it
+            // A worker never panics (every job runs under `catch_unwind`), and it
             // has already left its loop: joining only waits for its last return.
             let _ = handle.join();
         }
@@ -323,6 +343,14 @@ impl Drop for Slot<'_> {
         if self.ran {
             self.pool.publish(ThreadPoolBulkheadEventKind::CallFinished);
         }
+    }
+}
+
+/// Drops a panic payload; a payload whose own `Drop` panics is forgotten
+/// rather than allowed to unwind out of the worker.
+fn discard(payload: Box<dyn Any + Send>) {
+    if let Err(nested) = panic::catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(nested);
     }
 }
 

@@ -19,17 +19,22 @@ pin_project! {
     /// result, or to [`Error::Timeout`] / [`Error::DeadlineExceeded`] when the
     /// wait ends first.
     ///
-    /// The wrapped future is polled first, so a future that is ready when first
-    /// polled is never timed out (as with `tokio::time::timeout`).
-    #[must_use = "futures do nothing unless polled; the timer is already running"]
+    /// The timer starts when this future is **first polled**, not when it is
+    /// created: wrapped in another primitive that waits first (a rate limiter's
+    /// `call_async(limiter.call_async(work))`), the outer wait is not counted
+    /// against the timeout. The wrapped future is polled first, so a future
+    /// that is ready when first polled is never timed out (as with
+    /// `tokio::time::timeout`).
+    #[must_use = "futures do nothing unless polled; the timer starts at the first poll"]
     pub struct TimeLimited<'a, F> {
         #[pin]
         work: Work<F>,
-        // Polled without tokio's cooperative budget, as `tokio::time::Timeout`
-        // does when the wrapped future spent it: otherwise a future that always
-        // exhausts the budget would never see its timeout fire.
+        // Set at the first poll. Polled without tokio's cooperative budget, as
+        // `tokio::time::Timeout` does when the wrapped future spent it:
+        // otherwise a future that always exhausts the budget would never see
+        // its timeout fire.
         #[pin]
-        timer: Unconstrained<Sleep>,
+        timer: Option<Unconstrained<Sleep>>,
         limiter: &'a TimeLimiter,
         // The timer ends at the task's deadline, earlier than `timeout_duration`.
         by_deadline: bool,
@@ -66,13 +71,12 @@ impl<'a, F> TimeLimited<'a, F> {
 
     #[inline]
     fn new(limiter: &'a TimeLimiter, work: Work<F>) -> Self {
-        let (at, by_deadline) = limiter.wait_until();
         TimeLimited {
             work,
-            timer: tokio::task::unconstrained(tokio::time::sleep_until(at)),
+            timer: None,
             limiter,
-            by_deadline,
-            started: limiter.start_reading(),
+            by_deadline: false,
+            started: None,
         }
     }
 }
@@ -86,6 +90,17 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
+        if this.timer.is_none() {
+            // The first poll: the wait starts now, and the deadline in force
+            // now (that of the task polling) bounds it.
+            let (at, by_deadline) = this.limiter.wait_until();
+            *this.by_deadline = by_deadline;
+            *this.started = this.limiter.start_reading();
+            this.timer
+                .set(Some(tokio::task::unconstrained(tokio::time::sleep_until(
+                    at,
+                ))));
+        }
         let polled = match this.work.as_mut().project() {
             WorkProj::Inline { fut } => fut.poll(cx),
             WorkProj::Detachable { fut, .. } => fut.as_mut().poll(cx),
@@ -94,7 +109,9 @@ where
         if let Poll::Ready(result) = polled {
             return Poll::Ready(this.limiter.finished(result, *this.started));
         }
-        if this.timer.poll(cx).is_pending() {
+        let timer = this.timer.as_pin_mut();
+        debug_assert!(timer.is_some(), "the timer is set at the first poll");
+        if timer.is_some_and(|t| t.poll(cx).is_pending()) {
             return Poll::Pending;
         }
         // The wait is over. Cancel (drop in place) or detach the work now, not

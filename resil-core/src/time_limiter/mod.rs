@@ -64,9 +64,11 @@
 //! Inside [`deadline::within`] the limiter waits at
 //! most `min(timeout_duration, remaining budget)`. When the deadline, not the
 //! limiter's own timeout, ends the wait, the call fails with
-//! [`Error::DeadlineExceeded`] naming this limiter. The timer starts when
-//! `call_async` is called (as with `tokio::time::timeout`), and the deadline is
-//! read then.
+//! [`Error::DeadlineExceeded`] naming this limiter. The timer starts when the
+//! returned future is first polled (not when `call_async` is called), and the
+//! deadline is read then: in `rate_limiter.call_async(time_limiter.call_async(work))`,
+//! Resilience4j's nesting, the rate limiter's wait for a permit does not count
+//! against the timeout.
 //!
 //! # Cost
 //!
@@ -76,7 +78,7 @@
 //! deadline (a thread-local), bumps one relaxed counter when the call ends and
 //! does one relaxed load to see whether anyone subscribes to events.
 //!
-//! Like `tokio::time::timeout`, `call_async` must be called inside a tokio
+//! Like `tokio::time::timeout`, the future `call_async` returns must be polled inside a tokio
 //! runtime with time enabled.
 //!
 //! ```
@@ -216,7 +218,8 @@ impl TimeLimiter {
     ///
     /// # Panics
     ///
-    /// Outside a tokio runtime with time enabled, as `tokio::time::timeout`.
+    /// When first polled outside a tokio runtime with time enabled, as
+    /// `tokio::time::timeout`.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -247,7 +250,8 @@ impl TimeLimiter {
     ///
     /// # Panics
     ///
-    /// Outside a tokio runtime with time enabled, as `tokio::time::timeout`.
+    /// When first polled outside a tokio runtime with time enabled, as
+    /// `tokio::time::timeout`.
     ///
     /// ```
     /// # use std::time::Duration;

@@ -1,0 +1,394 @@
+//! Typed values → resil-core builders, one impl per kind: the only place that
+//! knows which builder setter an option calls.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use resil_core::bulkhead::{BulkheadConfig, BulkheadConfigBuilder};
+use resil_core::circuit_breaker::{
+    CircuitBreakerConfig, CircuitBreakerConfigBuilder, SlidingWindowType, State,
+};
+use resil_core::rate_limiter::{RateLimiterConfig, RateLimiterConfigBuilder};
+use resil_core::retry::{
+    IntervalFunction, RetryConfig, RetryConfigBuilder, DEFAULT_MULTIPLIER,
+    DEFAULT_RANDOMIZATION_FACTOR,
+};
+use resil_core::thread_pool_bulkhead::{ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigBuilder};
+use resil_core::time_limiter::{TimeLimiterConfig, TimeLimiterConfigBuilder};
+use resil_core::ConfigError;
+
+use super::duration::format_duration;
+use super::load::Setting;
+use super::schema::{Kind, Val};
+
+/// An entry's merged settings, by canonical key.
+pub(crate) type Values = BTreeMap<&'static str, Setting>;
+
+/// How one kind's settings reach its resil-core builder.
+pub(crate) trait Apply: Sized + Default + Clone {
+    type Builder;
+    const KIND: Kind;
+    /// A builder from resil-core's defaults with every file value applied.
+    fn builder_with(values: &Values) -> Self::Builder;
+    fn build(builder: Self::Builder) -> Result<Self, ConfigError>;
+}
+
+fn get<'a>(values: &'a Values, key: &str) -> Option<&'a Val> {
+    values.get(key).map(|s| &s.val)
+}
+
+fn percent(values: &Values, key: &str) -> Option<f32> {
+    match get(values, key)? {
+        Val::Percent(v) => Some(*v),
+        _ => None,
+    }
+}
+
+fn u32_of(values: &Values, key: &str) -> Option<u32> {
+    match get(values, key)? {
+        Val::U32(v) => Some(*v),
+        _ => None,
+    }
+}
+
+fn usize_of(values: &Values, key: &str) -> Option<usize> {
+    match get(values, key)? {
+        Val::Usize(v) => Some(*v),
+        _ => None,
+    }
+}
+
+fn f64_of(values: &Values, key: &str) -> Option<f64> {
+    match get(values, key)? {
+        Val::F64(v) => Some(*v),
+        _ => None,
+    }
+}
+
+fn duration(values: &Values, key: &str) -> Option<Duration> {
+    match get(values, key)? {
+        Val::Duration(d) => Some(*d),
+        _ => None,
+    }
+}
+
+fn flag(values: &Values, key: &str) -> Option<bool> {
+    match get(values, key)? {
+        Val::Bool(b) => Some(*b),
+        _ => None,
+    }
+}
+
+/// A state word (one of `schema::STATES`) as resil-core's `State`.
+fn state(word: &str) -> State {
+    match word {
+        "OPEN" => State::Open,
+        "HALF_OPEN" => State::HalfOpen,
+        "FORCED_OPEN" => State::ForcedOpen,
+        "DISABLED" => State::Disabled,
+        "METRICS_ONLY" => State::MetricsOnly,
+        _ => State::Closed,
+    }
+}
+
+fn choice(values: &Values, key: &str) -> Option<&'static str> {
+    match get(values, key)? {
+        Val::Choice(c) => Some(c),
+        _ => None,
+    }
+}
+
+/// Resilience4j's backoff keys → an interval function starting at `wait`, when
+/// `enable-exponential-backoff` or `enable-randomized-wait` is on. Both on is
+/// exponential backoff with each wait randomized (Resilience4j's retry does
+/// the same; its circuit breaker refuses the pair). The cap applies to the
+/// exponential forms only, as in Resilience4j.
+fn backoff(values: &Values, wait: Duration, max_key: &str) -> Option<IntervalFunction> {
+    let exponential = flag(values, "enable-exponential-backoff") == Some(true);
+    let randomized = flag(values, "enable-randomized-wait") == Some(true);
+    let multiplier = f64_of(values, "exponential-backoff-multiplier").unwrap_or(DEFAULT_MULTIPLIER);
+    let factor = f64_of(values, "randomized-wait-factor").unwrap_or(DEFAULT_RANDOMIZATION_FACTOR);
+    let f = match (exponential, randomized) {
+        (false, false) => return None,
+        (true, true) => IntervalFunction::exponential_random(wait, multiplier, factor),
+        (true, false) => IntervalFunction::exponential(wait, multiplier),
+        (false, true) => IntervalFunction::randomized(wait, factor),
+    };
+    Some(match duration(values, max_key) {
+        Some(max) if exponential => f.with_max(max),
+        _ => f,
+    })
+}
+
+impl Apply for CircuitBreakerConfig {
+    type Builder = CircuitBreakerConfigBuilder;
+    const KIND: Kind = Kind::CircuitBreaker;
+
+    fn builder_with(v: &Values) -> CircuitBreakerConfigBuilder {
+        let mut b = CircuitBreakerConfig::builder();
+        if let Some(x) = percent(v, "failure-rate-threshold") {
+            b = b.failure_rate_threshold(x);
+        }
+        if let Some(x) = percent(v, "slow-call-rate-threshold") {
+            b = b.slow_call_rate_threshold(x);
+        }
+        if let Some(x) = duration(v, "slow-call-duration-threshold") {
+            b = b.slow_call_duration_threshold(x);
+        }
+        if let Some(x) = choice(v, "sliding-window-type") {
+            b = b.sliding_window_type(match x {
+                "TIME_BASED" => SlidingWindowType::TimeBased,
+                _ => SlidingWindowType::CountBased,
+            });
+        }
+        if let Some(x) = u32_of(v, "sliding-window-size") {
+            b = b.sliding_window_size(x);
+        }
+        if let Some(x) = u32_of(v, "minimum-number-of-calls") {
+            b = b.minimum_number_of_calls(x);
+        }
+        if let Some(x) = flag(v, "automatic-transition-from-open-to-half-open-enabled") {
+            b = b.automatic_transition_from_open_to_half_open_enabled(x);
+        }
+        if let Some(x) = u32_of(v, "permitted-number-of-calls-in-half-open-state") {
+            b = b.permitted_number_of_calls_in_half_open_state(x);
+        }
+        if let Some(x) = duration(v, "max-wait-duration-in-half-open-state") {
+            b = b.max_wait_duration_in_half_open_state(x);
+        }
+        if let Some(x) = choice(v, "transition-to-state-after-wait-duration") {
+            b = b.transition_to_state_after_wait_duration(state(x));
+        }
+        if let Some(x) = choice(v, "initial-state") {
+            b = b.initial_state(state(x));
+        }
+        // With backoff, `wait-duration-in-open-state` is the first interval
+        // (Resilience4j's meaning); resil-core takes one or the other.
+        let wait = duration(v, "wait-duration-in-open-state");
+        let default_wait = CircuitBreakerConfig::default().wait_duration_in_open_state();
+        let max_key = "exponential-max-wait-duration-in-open-state";
+        match backoff(v, wait.unwrap_or(default_wait), max_key) {
+            Some(f) => b = b.wait_interval_function_in_open_state(f),
+            None => {
+                if let Some(x) = wait {
+                    b = b.wait_duration_in_open_state(x);
+                }
+            }
+        }
+        b
+    }
+
+    fn build(builder: CircuitBreakerConfigBuilder) -> Result<Self, ConfigError> {
+        builder.build()
+    }
+}
+
+impl Apply for RetryConfig {
+    type Builder = RetryConfigBuilder;
+    const KIND: Kind = Kind::Retry;
+
+    fn builder_with(v: &Values) -> RetryConfigBuilder {
+        let mut b = RetryConfig::builder();
+        if let Some(x) = u32_of(v, "max-attempts") {
+            b = b.max_attempts(x);
+        }
+        if let Some(x) = duration(v, "wait-duration") {
+            b = b.wait_duration(x);
+        }
+        if let Some(x) = flag(v, "fail-after-max-attempts") {
+            b = b.fail_after_max_attempts(x);
+        }
+        let wait = duration(v, "wait-duration").unwrap_or(RetryConfig::default().wait_duration());
+        if let Some(f) = backoff(v, wait, "exponential-max-wait-duration") {
+            b = b.interval_function(f);
+        }
+        b
+    }
+
+    fn build(builder: RetryConfigBuilder) -> Result<Self, ConfigError> {
+        builder.build()
+    }
+}
+
+impl Apply for BulkheadConfig {
+    type Builder = BulkheadConfigBuilder;
+    const KIND: Kind = Kind::Bulkhead;
+
+    fn builder_with(v: &Values) -> BulkheadConfigBuilder {
+        let mut b = BulkheadConfig::builder();
+        if let Some(x) = u32_of(v, "max-concurrent-calls") {
+            b = b.max_concurrent_calls(x);
+        }
+        if let Some(x) = duration(v, "max-wait-duration") {
+            b = b.max_wait_duration(x);
+        }
+        if let Some(x) = flag(v, "fair-call-handling-enabled") {
+            b = b.fair_call_handling_enabled(x);
+        }
+        b
+    }
+
+    fn build(builder: BulkheadConfigBuilder) -> Result<Self, ConfigError> {
+        builder.build()
+    }
+}
+
+impl Apply for ThreadPoolBulkheadConfig {
+    type Builder = ThreadPoolBulkheadConfigBuilder;
+    const KIND: Kind = Kind::ThreadPoolBulkhead;
+
+    fn builder_with(v: &Values) -> ThreadPoolBulkheadConfigBuilder {
+        let mut b = ThreadPoolBulkheadConfig::builder();
+        if let Some(x) = usize_of(v, "core-thread-pool-size") {
+            b = b.core_thread_pool_size(x);
+        }
+        if let Some(x) = usize_of(v, "max-thread-pool-size") {
+            b = b.max_thread_pool_size(x);
+        }
+        if let Some(x) = usize_of(v, "queue-capacity") {
+            b = b.queue_capacity(x);
+        }
+        if let Some(x) = duration(v, "keep-alive-duration") {
+            b = b.keep_alive_duration(x);
+        }
+        b
+    }
+
+    fn build(builder: ThreadPoolBulkheadConfigBuilder) -> Result<Self, ConfigError> {
+        builder.build()
+    }
+}
+
+impl Apply for RateLimiterConfig {
+    type Builder = RateLimiterConfigBuilder;
+    const KIND: Kind = Kind::RateLimiter;
+
+    fn builder_with(v: &Values) -> RateLimiterConfigBuilder {
+        let mut b = RateLimiterConfig::builder();
+        if let Some(x) = u32_of(v, "limit-for-period") {
+            b = b.limit_for_period(x);
+        }
+        if let Some(x) = duration(v, "limit-refresh-period") {
+            b = b.limit_refresh_period(x);
+        }
+        if let Some(x) = duration(v, "timeout-duration") {
+            b = b.timeout_duration(x);
+        }
+        b
+    }
+
+    fn build(builder: RateLimiterConfigBuilder) -> Result<Self, ConfigError> {
+        builder.build()
+    }
+}
+
+impl Apply for TimeLimiterConfig {
+    type Builder = TimeLimiterConfigBuilder;
+    const KIND: Kind = Kind::TimeLimiter;
+
+    fn builder_with(v: &Values) -> TimeLimiterConfigBuilder {
+        let mut b = TimeLimiterConfig::builder();
+        if let Some(x) = duration(v, "timeout-duration") {
+            b = b.timeout_duration(x);
+        }
+        if let Some(x) = flag(v, "cancel-running-future") {
+            b = b.cancel_running_future(x);
+        }
+        b
+    }
+
+    fn build(builder: TimeLimiterConfigBuilder) -> Result<Self, ConfigError> {
+        builder.build()
+    }
+}
+
+/// resil-core's default for an option, as the file would write it (`None`:
+/// unset means "not used" or "the registry decides").
+pub(crate) fn default_value(kind: Kind, key: &str) -> Option<String> {
+    let d = format_duration;
+    let shared = match key {
+        "enable-exponential-backoff" | "enable-randomized-wait" => Some("false".to_owned()),
+        "exponential-backoff-multiplier" => Some(DEFAULT_MULTIPLIER.to_string()),
+        "randomized-wait-factor" => Some(DEFAULT_RANDOMIZATION_FACTOR.to_string()),
+        _ => None,
+    };
+    if shared.is_some() {
+        return shared;
+    }
+    Some(match kind {
+        Kind::CircuitBreaker => {
+            let c = CircuitBreakerConfig::default();
+            match key {
+                "failure-rate-threshold" => c.failure_rate_threshold().to_string(),
+                "slow-call-rate-threshold" => c.slow_call_rate_threshold().to_string(),
+                "slow-call-duration-threshold" => d(c.slow_call_duration_threshold()),
+                "sliding-window-type" => match c.sliding_window_type() {
+                    SlidingWindowType::CountBased => "COUNT_BASED".into(),
+                    SlidingWindowType::TimeBased => "TIME_BASED".into(),
+                },
+                "sliding-window-size" => c.sliding_window_size().to_string(),
+                "minimum-number-of-calls" => c.minimum_number_of_calls().to_string(),
+                "wait-duration-in-open-state" => d(c.wait_duration_in_open_state()),
+                "automatic-transition-from-open-to-half-open-enabled" => c
+                    .automatic_transition_from_open_to_half_open_enabled()
+                    .to_string(),
+                "permitted-number-of-calls-in-half-open-state" => {
+                    c.permitted_number_of_calls_in_half_open_state().to_string()
+                }
+                "max-wait-duration-in-half-open-state" => {
+                    d(c.max_wait_duration_in_half_open_state())
+                }
+                "transition-to-state-after-wait-duration" => {
+                    c.transition_to_state_after_wait_duration().as_str().into()
+                }
+                "initial-state" => c.initial_state().as_str().into(),
+                _ => return None,
+            }
+        }
+        Kind::Retry => {
+            let c = RetryConfig::default();
+            match key {
+                "max-attempts" => c.max_attempts().to_string(),
+                "wait-duration" => d(c.wait_duration()),
+                "fail-after-max-attempts" => c.fail_after_max_attempts().to_string(),
+                _ => return None,
+            }
+        }
+        Kind::Bulkhead => {
+            let c = BulkheadConfig::default();
+            match key {
+                "max-concurrent-calls" => c.max_concurrent_calls().to_string(),
+                "max-wait-duration" => d(c.max_wait_duration()),
+                "fair-call-handling-enabled" => c.fair_call_handling_enabled().to_string(),
+                _ => return None,
+            }
+        }
+        Kind::ThreadPoolBulkhead => {
+            let c = ThreadPoolBulkheadConfig::default();
+            match key {
+                "core-thread-pool-size" => c.core_thread_pool_size().to_string(),
+                "max-thread-pool-size" => c.max_thread_pool_size().to_string(),
+                "queue-capacity" => c.queue_capacity().to_string(),
+                "keep-alive-duration" => d(c.keep_alive_duration()),
+                _ => return None,
+            }
+        }
+        Kind::RateLimiter => {
+            let c = RateLimiterConfig::default();
+            match key {
+                "limit-for-period" => c.limit_for_period().to_string(),
+                "limit-refresh-period" => d(c.limit_refresh_period()),
+                "timeout-duration" => d(c.timeout_duration()),
+                _ => return None,
+            }
+        }
+        Kind::TimeLimiter => {
+            let c = TimeLimiterConfig::default();
+            match key {
+                "timeout-duration" => d(c.timeout_duration()),
+                "cancel-running-future" => c.cancel_running_future().to_string(),
+                _ => return None,
+            }
+        }
+    })
+}

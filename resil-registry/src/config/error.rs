@@ -1,0 +1,376 @@
+//! `ConfigFileError`: every problem found in a configuration, each naming its
+//! key path (or environment variable), the value, and what is allowed.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use resil_core::ConfigError;
+
+/// Everything wrong with one configuration (file plus environment overrides):
+/// the loader does not stop at the first problem.
+///
+/// `Display` prints a header line, then one problem per line:
+///
+/// ```text
+/// 2 problems in `resil.toml`:
+///   invalid `resilience4j.circuitbreaker.instances.inventory.failure-rate-threshold`: got 0, expected a percentage in (0, 100]
+///   unknown key `resilience4j.retry.instances.inventory.max-atempts`; did you mean `max-attempts`?
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigFileError {
+    origin: Option<PathBuf>,
+    problems: Vec<Problem>,
+}
+
+impl ConfigFileError {
+    /// An error made of these problems (e.g. a registry adding its own, such as
+    /// [`Problem::unknown_error_class`], to the ones the loader found).
+    pub fn new(problems: Vec<Problem>) -> Self {
+        ConfigFileError {
+            origin: None,
+            problems,
+        }
+    }
+
+    /// The same problems, reported as found in the file at `path`.
+    pub fn with_origin(mut self, path: impl Into<PathBuf>) -> Self {
+        self.origin = Some(path.into());
+        self
+    }
+
+    /// Every problem, sorted by key path.
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    /// The file the problems were found in, when the configuration came from one.
+    pub fn origin(&self) -> Option<&Path> {
+        self.origin.as_deref()
+    }
+
+    /// Adds a problem (kept sorted by key path).
+    pub fn push(&mut self, problem: Problem) {
+        self.problems.push(problem);
+        self.sort();
+    }
+
+    pub(crate) fn sort(&mut self) {
+        self.problems
+            .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        self.problems.dedup();
+    }
+}
+
+impl fmt::Display for ConfigFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.problems.len();
+        let plural = if n == 1 { "problem" } else { "problems" };
+        match &self.origin {
+            Some(path) => write!(f, "{n} {plural} in `{}`:", path.display())?,
+            None => write!(f, "{n} {plural} in the configuration:")?,
+        }
+        for problem in &self.problems {
+            write!(f, "\n  {problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigFileError {}
+
+/// What kind of problem a [`Problem`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProblemKind {
+    /// The file could not be read.
+    Io,
+    /// The text is not valid TOML/YAML, or the format is unknown or not compiled in.
+    Syntax,
+    /// A key the schema does not have (with a suggestion when one is close).
+    UnknownKey,
+    /// The same key given twice in one map (e.g. in two spellings).
+    Duplicate,
+    /// A Resilience4j key resil deliberately does not take (the message says why).
+    Unsupported,
+    /// A value of the wrong type (a list where a duration goes).
+    WrongType,
+    /// A value of the right type outside the allowed range.
+    InvalidValue,
+    /// A `base-config` naming a config that does not exist.
+    UnknownBase,
+    /// `base-config`s that form a cycle.
+    Cycle,
+    /// An error-class name the program did not register.
+    UnknownErrorClass,
+    /// A `RESIL_…` environment variable that names no key.
+    UnknownVariable,
+}
+
+/// One problem in a configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    kind: ProblemKind,
+    path: Option<String>,
+    env_var: Option<String>,
+    suggestion: Option<String>,
+    config_error: Option<Box<ConfigError>>,
+    message: String,
+}
+
+impl Problem {
+    pub(crate) fn new(kind: ProblemKind, path: Option<String>, message: String) -> Self {
+        Problem {
+            kind,
+            path,
+            env_var: None,
+            suggestion: None,
+            config_error: None,
+            message,
+        }
+    }
+
+    /// A value problem: `error`'s field is the full key path.
+    pub(crate) fn value(kind: ProblemKind, error: ConfigError, env_var: Option<&str>) -> Self {
+        let message = match env_var {
+            None => error.to_string(),
+            Some(var) => format!(
+                "invalid `{var}` (sets `{}`): got {}, expected {}",
+                error.field(),
+                error.got(),
+                error.expected()
+            ),
+        };
+        Problem {
+            kind,
+            path: Some(error.field().to_owned()),
+            env_var: env_var.map(str::to_owned),
+            suggestion: None,
+            config_error: Some(Box::new(error)),
+            message,
+        }
+    }
+
+    pub(crate) fn unknown_key(path: String, suggestion: Option<&str>, hint: Option<&str>) -> Self {
+        let mut message = format!("unknown key `{path}`");
+        if let Some(s) = suggestion {
+            message.push_str(&format!("; did you mean `{s}`?"));
+        }
+        if let Some(hint) = hint {
+            message.push_str(&format!(" ({hint})"));
+        }
+        Problem {
+            suggestion: suggestion.map(str::to_owned),
+            ..Problem::new(ProblemKind::UnknownKey, Some(path), message)
+        }
+    }
+
+    pub(crate) fn with_env_var(mut self, var: &str) -> Self {
+        self.env_var = Some(var.to_owned());
+        self
+    }
+
+    pub(crate) fn with_suggestion(mut self, suggestion: Option<String>) -> Self {
+        self.suggestion = suggestion;
+        self
+    }
+
+    /// The problem a registry reports for an error-class name no registered
+    /// type has: `path` is the list's key path, `index` the name's position.
+    /// Suggests a close registered name, and lists them all.
+    ///
+    /// ```
+    /// use resil_registry::config::{Problem, ProblemKind};
+    ///
+    /// let p = Problem::unknown_error_class(
+    ///     "resilience4j.retry.instances.inventory.retry-errors", 0, "ConnectionRefsed",
+    ///     &["ConnectionRefused", "Timeout"],
+    /// );
+    /// assert_eq!(p.kind(), ProblemKind::UnknownErrorClass);
+    /// assert_eq!(p.suggestion(), Some("ConnectionRefused"));
+    /// assert_eq!(
+    ///     p.to_string(),
+    ///     "unknown error class `ConnectionRefsed` at `resilience4j.retry.instances.inventory.retry-errors[0]`; \
+    ///      did you mean `ConnectionRefused`? (registered: `ConnectionRefused`, `Timeout`)"
+    /// );
+    /// ```
+    pub fn unknown_error_class(path: &str, index: usize, name: &str, registered: &[&str]) -> Self {
+        let suggestion = closest(name, registered.iter().copied());
+        let at = format!("{path}[{index}]");
+        let mut message = format!("unknown error class `{name}` at `{at}`");
+        if let Some(s) = suggestion {
+            message.push_str(&format!("; did you mean `{s}`?"));
+        }
+        if registered.is_empty() {
+            message.push_str(
+                " (no error class is registered: `Registry::register_error_class::<E>()`)",
+            );
+        } else {
+            message.push_str(&format!(
+                " (registered: {})",
+                quoted_list(registered.iter())
+            ));
+        }
+        Problem {
+            suggestion: suggestion.map(str::to_owned),
+            ..Problem::new(ProblemKind::UnknownErrorClass, Some(at), message)
+        }
+    }
+
+    /// What kind of problem this is.
+    pub fn kind(&self) -> ProblemKind {
+        self.kind
+    }
+
+    /// The full key path the problem is about
+    /// (`resilience4j.circuitbreaker.instances.inventory.failure-rate-threshold`),
+    /// also when an environment variable set it. `None` for problems with the
+    /// whole file (syntax, I/O).
+    pub fn path(&self) -> Option<&str> {
+        self.path.as_deref()
+    }
+
+    /// The environment variable that set the bad value, if one did.
+    pub fn env_var(&self) -> Option<&str> {
+        self.env_var.as_deref()
+    }
+
+    /// The close, valid key or name the message suggests ("did you mean").
+    pub fn suggestion(&self) -> Option<&str> {
+        self.suggestion.as_deref()
+    }
+
+    /// For a bad value: resil-core's error, whose field is the full key path.
+    pub fn config_error(&self) -> Option<&ConfigError> {
+        self.config_error.as_deref()
+    }
+
+    fn sort_key(&self) -> (&str, &str) {
+        (self.path.as_deref().unwrap_or(""), &self.message)
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// `` `a`, `b`, `c` ``
+pub(crate) fn quoted_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
+    items
+        .into_iter()
+        .map(|s| format!("`{}`", s.as_ref()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The candidate closest to `word` by edit distance (ignoring case, `-` and
+/// `_`), if it is close enough to be a likely typo: at most a third of the
+/// word's length, and at least 1 and at most 3 edits.
+pub(crate) fn closest<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let norm = super::schema::normalize(word);
+    let limit = (norm.chars().count() / 3).clamp(1, 3);
+    candidates
+        .into_iter()
+        .map(|c| (levenshtein(&norm, &super::schema::normalize(c)), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                diagonal
+            } else {
+                1 + diagonal.min(above).min(row[j])
+            };
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_distance_and_suggestions() {
+        assert_eq!(levenshtein("kitten", "sitting"), 3);
+        assert_eq!(levenshtein("", "abc"), 3);
+        assert_eq!(levenshtein("same", "same"), 0);
+        let keys = [
+            "failure-rate-threshold",
+            "slow-call-rate-threshold",
+            "max-attempts",
+        ];
+        assert_eq!(
+            closest("failure-rate-treshold", keys),
+            Some("failure-rate-threshold")
+        );
+        assert_eq!(
+            closest("failure_rate_threshhold", keys),
+            Some("failure-rate-threshold")
+        );
+        assert_eq!(closest("max-atempts", keys), Some("max-attempts"));
+        assert_eq!(closest("colour", keys), None);
+        assert_eq!(closest("ab", ["ac"]), Some("ac"));
+    }
+
+    #[test]
+    fn the_error_lists_every_problem_one_per_line_sorted_by_path() {
+        let mut err = ConfigFileError::new(vec![
+            Problem::unknown_key("b.y".into(), Some("x"), None),
+            Problem::value(
+                ProblemKind::InvalidValue,
+                ConfigError::new("a.x", 0, "an integer >= 1"),
+                None,
+            ),
+        ]);
+        err.sort();
+        assert_eq!(
+            err.to_string(),
+            "2 problems in the configuration:\n  invalid `a.x`: got 0, expected an integer >= 1\n  \
+             unknown key `b.y`; did you mean `x`?"
+        );
+        let err = err.with_origin("conf/resil.toml");
+        assert!(err
+            .to_string()
+            .starts_with("2 problems in `conf/resil.toml`:\n"));
+        assert_eq!(err.problems()[0].path(), Some("a.x"));
+        assert_eq!(err.problems()[1].suggestion(), Some("x"));
+    }
+
+    #[test]
+    fn an_env_value_problem_names_the_variable_and_the_key_it_sets() {
+        let p = Problem::value(
+            ProblemKind::WrongType,
+            ConfigError::new(
+                "resilience4j.retry.instances.a.max-attempts",
+                "\"x\"",
+                "a number",
+            ),
+            Some("RESIL_RETRY_INSTANCES_A_MAX_ATTEMPTS"),
+        );
+        assert_eq!(
+            p.to_string(),
+            "invalid `RESIL_RETRY_INSTANCES_A_MAX_ATTEMPTS` (sets `resilience4j.retry.instances.a.max-attempts`): \
+             got \"x\", expected a number"
+        );
+        assert_eq!(p.env_var(), Some("RESIL_RETRY_INSTANCES_A_MAX_ATTEMPTS"));
+        assert_eq!(
+            p.path(),
+            Some("resilience4j.retry.instances.a.max-attempts")
+        );
+    }
+}

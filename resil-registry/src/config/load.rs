@@ -1,0 +1,510 @@
+//! Value tree → the raw document: every key checked against the schema, every
+//! value read into its type, every problem recorded with its key path. No
+//! inheritance yet (`resolve.rs`), no environment (`env.rs`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use resil_core::retry::IntervalFunction;
+use resil_core::ConfigError;
+
+use super::duration::{parse_duration, EXPECTED_DURATION};
+use super::error::{closest, Problem, ProblemKind};
+use super::resolved::Source;
+use super::schema::{normalize, Kind, OptionSpec, Ty, Val, EVENT_CONSUMER_BUFFER_SIZE};
+use super::value::Value;
+
+/// The root key.
+pub(crate) const ROOT: &str = "resilience4j";
+
+/// A value as written somewhere, with where.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Setting<T = Val> {
+    pub val: T,
+    pub source: Source,
+    /// The full key path (as written), also for a value set by an environment variable.
+    pub path: String,
+}
+
+/// A config's or an instance's own settings, before inheritance.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Entry {
+    pub path: String,
+    pub base: Option<Setting<String>>,
+    pub values: BTreeMap<&'static str, Setting>,
+    pub tags: BTreeMap<String, Setting<String>>,
+}
+
+/// One kind's section.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct KindDoc {
+    /// `resilience4j.<key as written>`, when the file has the section.
+    pub path: Option<String>,
+    pub tags: BTreeMap<String, Setting<String>>,
+    pub configs: BTreeMap<String, Entry>,
+    pub instances: BTreeMap<String, Entry>,
+}
+
+impl KindDoc {
+    pub(crate) fn path_or_default(&self, kind: Kind) -> String {
+        self.path
+            .clone()
+            .unwrap_or_else(|| format!("{ROOT}.{}", kind.config_key()))
+    }
+}
+
+/// The whole file, per kind (indexed by `Kind::index`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Document {
+    pub kinds: [KindDoc; 6],
+}
+
+impl Document {
+    pub(crate) fn kind_mut(&mut self, kind: Kind) -> &mut KindDoc {
+        &mut self.kinds[kind.index()]
+    }
+}
+
+/// Reads the value tree into a document, recording every problem.
+pub(crate) fn document(root: Value, problems: &mut Vec<Problem>) -> Document {
+    let mut doc = Document::default();
+    let Some(top) = map_entries(root, "", "a map with a `resilience4j` key", problems) else {
+        return doc;
+    };
+    for (key, value) in top {
+        if normalize(&key) == ROOT {
+            walk_root(&mut doc, &key, value, problems);
+        } else if normalize(&key) == "management" {
+            problems.push(Problem::new(
+                ProblemKind::Unsupported,
+                Some(key.clone()),
+                format!(
+                    "`{key}` configures Spring Boot Actuator, which resil has no equivalent \
+                     of in a config file; serve the registry's snapshot and health summary \
+                     from your own endpoint"
+                ),
+            ));
+        } else {
+            problems.push(Problem::unknown_key(
+                key.clone(),
+                closest(&key, [ROOT]),
+                None,
+            ));
+        }
+    }
+    doc
+}
+
+fn walk_root(doc: &mut Document, root: &str, value: Value, problems: &mut Vec<Problem>) {
+    let Some(items) = map_entries(
+        value,
+        root,
+        "a map of kinds (`circuitbreaker`, `retry`, …)",
+        problems,
+    ) else {
+        return;
+    };
+    for (key, value) in items {
+        let path = format!("{root}.{key}");
+        let Some(kind) = Kind::from_key(&key) else {
+            const KINDS: [&str; 9] = [
+                "circuitbreaker",
+                "circuit-breaker",
+                "retry",
+                "bulkhead",
+                "thread-pool-bulkhead",
+                "ratelimiter",
+                "rate-limiter",
+                "timelimiter",
+                "time-limiter",
+            ];
+            problems.push(Problem::unknown_key(path, closest(&key, KINDS), None));
+            continue;
+        };
+        let section = doc.kind_mut(kind);
+        if let Some(first) = &section.path {
+            problems.push(duplicate(&path, first, &key));
+            continue;
+        }
+        section.path = Some(path.clone());
+        walk_kind(kind, section, &path, value, problems);
+    }
+}
+
+fn walk_kind(
+    kind: Kind,
+    section: &mut KindDoc,
+    path: &str,
+    value: Value,
+    problems: &mut Vec<Problem>,
+) {
+    let Some(items) = map_entries(
+        value,
+        path,
+        "a map with `configs`, `instances` or `tags`",
+        problems,
+    ) else {
+        return;
+    };
+    let mut seen = HashMap::new();
+    for (key, value) in items {
+        let key_path = format!("{path}.{key}");
+        let n = normalize(&key);
+        if let Some(first) = seen.insert(n.clone(), key.clone()) {
+            problems.push(duplicate(&key_path, &first, &key));
+            continue;
+        }
+        match n.as_str() {
+            "configs" | "instances" => {
+                let is_config = n == "configs";
+                let expected = "a map of names to settings";
+                let Some(named) = map_entries(value, &key_path, expected, problems) else {
+                    continue;
+                };
+                for (name, value) in named {
+                    let entry_path = format!("{key_path}.{name}");
+                    if name.trim().is_empty() {
+                        problems.push(Problem::new(
+                            ProblemKind::InvalidValue,
+                            Some(entry_path),
+                            format!("an empty name under `{key_path}`: name the config or instance"),
+                        ));
+                        continue;
+                    }
+                    let source = if is_config {
+                        Source::Config(name.clone())
+                    } else {
+                        Source::Instance
+                    };
+                    let entry = walk_entry(kind, entry_path, value, &source, problems);
+                    let target = if is_config {
+                        &mut section.configs
+                    } else {
+                        &mut section.instances
+                    };
+                    target.insert(name, entry);
+                }
+            }
+            "tags" => section.tags = walk_tags(&key_path, value, &Source::Shared, problems),
+            "backends" | "limiters" => problems.push(Problem::new(
+                ProblemKind::Unsupported,
+                Some(key_path.clone()),
+                format!("`{key_path}` is Resilience4j's old name for `instances`; write `{path}.instances`"),
+            )),
+            _ if n.ends_with("aspectorder") => problems.push(Problem::new(
+                ProblemKind::Unsupported,
+                Some(key_path.clone()),
+                format!(
+                    "`{key_path}`: resil's aspect order is fixed by the attribute macros \
+                     (Retry outside CircuitBreaker outside RateLimiter outside TimeLimiter \
+                     outside Bulkhead) and changed per function, not in a config file"
+                ),
+            )),
+            _ if kind.option(&key).is_some() => problems.push(Problem::unknown_key(
+                key_path,
+                None,
+                Some(&format!(
+                    "options go in a config or an instance, e.g. `{path}.configs.default.{key}`"
+                )),
+            )),
+            _ => problems.push(Problem::unknown_key(
+                key_path,
+                closest(&key, ["configs", "instances", "tags"]),
+                None,
+            )),
+        }
+    }
+}
+
+/// Reads one config's or instance's map.
+pub(crate) fn walk_entry(
+    kind: Kind,
+    path: String,
+    value: Value,
+    source: &Source,
+    problems: &mut Vec<Problem>,
+) -> Entry {
+    let mut entry = Entry {
+        path: path.clone(),
+        ..Entry::default()
+    };
+    let Some(items) = map_entries(value, &path, "a map of settings", problems) else {
+        return entry;
+    };
+    let mut seen: HashMap<&'static str, String> = HashMap::new();
+    for (key, value) in items {
+        let key_path = format!("{path}.{key}");
+        let n = normalize(&key);
+        let spec = kind.option(&key);
+        let canonical: &'static str = match (n.as_str(), spec) {
+            ("baseconfig", _) => "base-config",
+            ("tags", _) => "tags",
+            (_, Some(spec)) => spec.key,
+            (_, None) => {
+                problems.push(unknown_entry_key(kind, key_path, &key));
+                continue;
+            }
+        };
+        if let Some(first) = seen.insert(canonical, key.clone()) {
+            problems.push(duplicate(&key_path, &first, &key));
+            continue;
+        }
+        match (canonical, spec) {
+            ("base-config", _) => match value {
+                Value::Str(name) if !name.trim().is_empty() => {
+                    entry.base = Some(Setting {
+                        val: name,
+                        source: source.clone(),
+                        path: key_path,
+                    })
+                }
+                other => problems.push(Problem::value(
+                    ProblemKind::WrongType,
+                    ConfigError::new(
+                        key_path,
+                        other.describe(),
+                        "the name of a config under `configs`",
+                    ),
+                    None,
+                )),
+            },
+            ("tags", _) => entry.tags = walk_tags(&key_path, value, source, problems),
+            (_, Some(spec)) => match read_option(spec, &value, &key_path) {
+                Ok(val) => {
+                    entry.values.insert(
+                        spec.key,
+                        Setting {
+                            val,
+                            source: source.clone(),
+                            path: key_path,
+                        },
+                    );
+                }
+                Err(mut found) => problems.append(&mut found),
+            },
+            (_, None) => unreachable!("keys without a spec were skipped above"),
+        }
+    }
+    entry
+}
+
+fn unknown_entry_key(kind: Kind, key_path: String, key: &str) -> Problem {
+    if let Some(why) = kind.rejected(key) {
+        return Problem::new(
+            ProblemKind::Unsupported,
+            Some(key_path.clone()),
+            format!("`{key_path}` is not supported: {why}"),
+        );
+    }
+    let candidates = kind
+        .options()
+        .iter()
+        .flat_map(|o| std::iter::once(o.key).chain(o.alias))
+        .chain(["base-config", "tags"]);
+    let suggestion = closest(key, candidates).map(|s| {
+        // Suggest the canonical spelling even when the alias was closer.
+        kind.option(s).map_or(s, |o| o.key)
+    });
+    let other_kind = Kind::ALL
+        .into_iter()
+        .find(|k| *k != kind && k.option(key).is_some())
+        .map(|k| {
+            format!(
+                "`{key}` is a {} option, not a {} one",
+                k.label(),
+                kind.label()
+            )
+        });
+    Problem::unknown_key(key_path, suggestion, other_kind.as_deref())
+}
+
+/// Reads an option's value: type first, then the checks resil-core cannot make
+/// on a whole config (values it would not see when the option is unused).
+pub(crate) fn read_option(
+    spec: &OptionSpec,
+    value: &Value,
+    path: &str,
+) -> Result<Val, Vec<Problem>> {
+    let val = read_typed(spec.ty, value, path)?;
+    let invalid = |e: ConfigError| {
+        vec![Problem::value(
+            ProblemKind::InvalidValue,
+            ConfigError::new(path.to_owned(), e.got().to_owned(), e.expected().to_owned()),
+            None,
+        )]
+    };
+    match (spec.key, &val) {
+        ("exponential-backoff-multiplier", Val::F64(m)) => {
+            IntervalFunction::exponential(Duration::from_secs(1), *m)
+                .validate("multiplier")
+                .map_err(invalid)?;
+        }
+        ("randomized-wait-factor", Val::F64(f)) => {
+            IntervalFunction::randomized(Duration::from_secs(1), *f)
+                .validate("factor")
+                .map_err(invalid)?;
+        }
+        (
+            "exponential-max-wait-duration" | "exponential-max-wait-duration-in-open-state",
+            Val::Duration(max),
+        ) => {
+            IntervalFunction::fixed(Duration::from_secs(1))
+                .with_max(*max)
+                .validate("max")
+                .map_err(invalid)?;
+        }
+        (EVENT_CONSUMER_BUFFER_SIZE, Val::Usize(0)) => {
+            return Err(invalid(ConfigError::new(
+                path.to_owned(),
+                0,
+                "an integer >= 1",
+            )));
+        }
+        _ => {}
+    }
+    Ok(val)
+}
+
+fn read_typed(ty: Ty, value: &Value, path: &str) -> Result<Val, Vec<Problem>> {
+    let problem = |kind, got: String, expected: String| {
+        vec![Problem::value(
+            kind,
+            ConfigError::new(path.to_owned(), got, expected),
+            None,
+        )]
+    };
+    let wrong = || problem(ProblemKind::WrongType, value.describe(), ty.expected());
+    let out_of_range = || problem(ProblemKind::InvalidValue, value.describe(), ty.expected());
+    Ok(match (ty, value) {
+        (Ty::Percent, Value::Int(i)) => Val::Percent(*i as f32),
+        (Ty::Percent, Value::Float(f)) => Val::Percent(*f as f32),
+        (Ty::F64, Value::Int(i)) => Val::F64(*i as f64),
+        (Ty::F64, Value::Float(f)) => Val::F64(*f),
+        (Ty::U32, Value::Int(i)) => Val::U32(u32::try_from(*i).map_err(|_| out_of_range())?),
+        (Ty::Usize, Value::Int(i)) => Val::Usize(usize::try_from(*i).map_err(|_| out_of_range())?),
+        (Ty::Duration, Value::Int(ms)) => Val::Duration(Duration::from_millis(
+            u64::try_from(*ms).map_err(|_| out_of_range())?,
+        )),
+        (Ty::Duration, Value::Str(text)) => Val::Duration(parse_duration(text).map_err(|e| {
+            problem(
+                ProblemKind::InvalidValue,
+                format!("\"{text}\" ({})", e.reason()),
+                EXPECTED_DURATION.into(),
+            )
+        })?),
+        (Ty::Bool, Value::Bool(b)) => Val::Bool(*b),
+        (Ty::Choice(words), Value::Str(text)) => Val::Choice(
+            words
+                .iter()
+                .find(|w| normalize(w) == normalize(text))
+                .ok_or_else(out_of_range)?,
+        ),
+        (Ty::Names, Value::Str(text)) => Val::Names(split_names(text)),
+        (Ty::Names, Value::List(items)) => {
+            let mut names = Vec::with_capacity(items.len());
+            let mut bad = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                match item {
+                    Value::Str(name) if !name.trim().is_empty() => {
+                        names.push(name.trim().to_owned())
+                    }
+                    other => bad.push(Problem::value(
+                        ProblemKind::WrongType,
+                        ConfigError::new(
+                            format!("{path}[{i}]"),
+                            other.describe(),
+                            "an error-class name",
+                        ),
+                        None,
+                    )),
+                }
+            }
+            if !bad.is_empty() {
+                return Err(bad);
+            }
+            Val::Names(names)
+        }
+        _ => return Err(wrong()),
+    })
+}
+
+/// `a, b,c` → `[a, b, c]` (Spring binds a comma-separated string to a list).
+pub(crate) fn split_names(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn walk_tags(
+    path: &str,
+    value: Value,
+    source: &Source,
+    problems: &mut Vec<Problem>,
+) -> BTreeMap<String, Setting<String>> {
+    let mut tags = BTreeMap::new();
+    let Some(items) = map_entries(value, path, "a map of tag names to values", problems) else {
+        return tags;
+    };
+    for (key, value) in items {
+        let key_path = format!("{path}.{key}");
+        let text = match value {
+            Value::Str(s) => s,
+            Value::Int(i) => i.to_string(),
+            Value::Float(f) => f.to_string(),
+            Value::Bool(b) => b.to_string(),
+            other => {
+                problems.push(Problem::value(
+                    ProblemKind::WrongType,
+                    ConfigError::new(key_path, other.describe(), "a tag value (text)"),
+                    None,
+                ));
+                continue;
+            }
+        };
+        tags.insert(
+            key,
+            Setting {
+                val: text,
+                source: source.clone(),
+                path: key_path,
+            },
+        );
+    }
+    tags
+}
+
+/// A map's entries; `null` (a YAML key with nothing under it) is an empty map.
+fn map_entries(
+    value: Value,
+    path: &str,
+    expected: &str,
+    problems: &mut Vec<Problem>,
+) -> Option<Vec<(String, Value)>> {
+    match value {
+        Value::Map(items) => Some(items),
+        Value::Null => Some(Vec::new()),
+        other => {
+            let path = if path.is_empty() {
+                "(the whole file)"
+            } else {
+                path
+            };
+            problems.push(Problem::value(
+                ProblemKind::WrongType,
+                ConfigError::new(path.to_owned(), other.describe(), expected.to_owned()),
+                None,
+            ));
+            None
+        }
+    }
+}
+
+fn duplicate(path: &str, first: &str, second: &str) -> Problem {
+    Problem::new(
+        ProblemKind::Duplicate,
+        Some(path.to_owned()),
+        format!("`{path}` is given twice (as `{first}` and as `{second}`)"),
+    )
+}

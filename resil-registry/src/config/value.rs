@@ -1,0 +1,174 @@
+//! The plain value tree every file format is loaded into, and the two loaders.
+//!
+//! The schema walks this tree rather than deserializing into structs, so that
+//! one pass can report every problem in a file, each with its key path and a
+//! suggestion, instead of stopping at the first one.
+
+/// One node of a loaded config file.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(not(any(feature = "toml", feature = "yaml")), allow(dead_code))]
+pub(crate) enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    List(Vec<Value>),
+    /// Keys in file order (TOML: sorted), duplicates already rejected by the parser.
+    Map(Vec<(String, Value)>),
+    /// A value the format has but resil has no use for, described for the error
+    /// (a TOML date-time, a YAML alias).
+    Other(&'static str),
+}
+
+impl Value {
+    /// How the value reads in an error: `a list`, `"fast"`, `12`, `true`.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Value::Null => "nothing (null)".into(),
+            Value::Bool(b) => b.to_string(),
+            Value::Int(i) => i.to_string(),
+            Value::Float(f) => f.to_string(),
+            Value::Str(s) => format!("\"{s}\""),
+            Value::List(_) => "a list".into(),
+            Value::Map(_) => "a map".into(),
+            Value::Other(what) => (*what).into(),
+        }
+    }
+}
+
+/// Loads TOML text; the error is the parser's own message (with line and column).
+#[cfg(feature = "toml")]
+pub(crate) fn from_toml(text: &str) -> Result<Value, String> {
+    fn convert(value: toml::Value) -> Value {
+        match value {
+            toml::Value::String(s) => Value::Str(s),
+            toml::Value::Integer(i) => Value::Int(i),
+            toml::Value::Float(f) => Value::Float(f),
+            toml::Value::Boolean(b) => Value::Bool(b),
+            toml::Value::Datetime(_) => Value::Other("a date-time"),
+            toml::Value::Array(items) => Value::List(items.into_iter().map(convert).collect()),
+            toml::Value::Table(table) => table_to_map(table),
+        }
+    }
+    fn table_to_map(table: toml::Table) -> Value {
+        Value::Map(table.into_iter().map(|(k, v)| (k, convert(v))).collect())
+    }
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| e.to_string().trim_end().replace('\n', "\n    "))?;
+    Ok(table_to_map(table))
+}
+
+/// Loads YAML text (one document; an empty text is an empty map).
+#[cfg(feature = "yaml")]
+pub(crate) fn from_yaml(text: &str) -> Result<Value, String> {
+    use saphyr::{LoadableYamlNode, Scalar, Yaml};
+
+    fn scalar(s: &Scalar<'_>) -> Value {
+        match s {
+            Scalar::Null => Value::Null,
+            Scalar::Boolean(b) => Value::Bool(*b),
+            Scalar::Integer(i) => Value::Int(*i),
+            Scalar::FloatingPoint(f) => Value::Float(f.into_inner()),
+            Scalar::String(s) => Value::Str(s.to_string()),
+        }
+    }
+    fn convert(node: &Yaml<'_>) -> Result<Value, String> {
+        Ok(match node {
+            Yaml::Value(s) => scalar(s),
+            Yaml::Representation(text, style, tag) => {
+                match Yaml::value_from_cow_and_metadata(text.clone(), *style, tag.as_ref()) {
+                    Yaml::Value(s) => scalar(&s),
+                    _ => Value::Str(text.to_string()),
+                }
+            }
+            Yaml::Sequence(items) => {
+                Value::List(items.iter().map(convert).collect::<Result<_, _>>()?)
+            }
+            Yaml::Mapping(map) => {
+                let mut entries = Vec::with_capacity(map.len());
+                for (k, v) in map {
+                    let key = match convert(k)? {
+                        Value::Str(s) => s,
+                        Value::Int(i) => i.to_string(),
+                        Value::Bool(b) => b.to_string(),
+                        Value::Float(f) => f.to_string(),
+                        other => {
+                            return Err(format!(
+                                "a mapping key must be a plain word, got {}",
+                                other.describe()
+                            ))
+                        }
+                    };
+                    entries.push((key, convert(v)?));
+                }
+                Value::Map(entries)
+            }
+            Yaml::Tagged(_, inner) => convert(inner)?,
+            Yaml::Alias(_) => Value::Other("an unresolved YAML alias"),
+            Yaml::BadValue => Value::Other("an unreadable YAML value"),
+        })
+    }
+    let docs = Yaml::load_from_str(text).map_err(|e| e.to_string())?;
+    match docs.as_slice() {
+        [] => Ok(Value::Map(Vec::new())),
+        [doc] => convert(doc),
+        docs => Err(format!(
+            "expected one YAML document, found {} (separated by `---`)",
+            docs.len()
+        )),
+    }
+}
+
+#[cfg(all(test, any(feature = "toml", feature = "yaml")))]
+mod tests {
+    use super::*;
+
+    #[cfg(feature = "yaml")]
+    #[test]
+    fn yaml_scalars_become_typed_values_and_maps_keep_file_order() {
+        let v = from_yaml("b: 1\na: 2.5\nc: [x, true, ~]\nd: 500ms\ne: '60'\n").unwrap();
+        assert_eq!(
+            v,
+            Value::Map(vec![
+                ("b".into(), Value::Int(1)),
+                ("a".into(), Value::Float(2.5)),
+                (
+                    "c".into(),
+                    Value::List(vec![Value::Str("x".into()), Value::Bool(true), Value::Null])
+                ),
+                ("d".into(), Value::Str("500ms".into())),
+                ("e".into(), Value::Str("60".into())),
+            ])
+        );
+        assert_eq!(from_yaml("").unwrap(), Value::Map(vec![]));
+        assert!(from_yaml("a: 1\n---\nb: 2\n")
+            .unwrap_err()
+            .contains("one YAML document"));
+        assert!(from_yaml("a: 1\na: 2\n")
+            .unwrap_err()
+            .contains("duplicated key"));
+    }
+
+    #[cfg(feature = "toml")]
+    #[test]
+    fn toml_values_become_typed_values() {
+        let v =
+            from_toml("a = 1\nb = \"10s\"\nc = [1.5]\nd = 1979-05-27\n[t]\nx = false\n").unwrap();
+        assert_eq!(
+            v,
+            Value::Map(vec![
+                ("a".into(), Value::Int(1)),
+                ("b".into(), Value::Str("10s".into())),
+                ("c".into(), Value::List(vec![Value::Float(1.5)])),
+                ("d".into(), Value::Other("a date-time")),
+                (
+                    "t".into(),
+                    Value::Map(vec![("x".into(), Value::Bool(false))])
+                ),
+            ])
+        );
+        assert!(from_toml("a = \n").is_err());
+    }
+}

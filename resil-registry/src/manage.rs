@@ -1,0 +1,515 @@
+//! Management by name: breaker transitions (with a TTL and a reason for the
+//! manual modes), a rate limiter's limit and a bulkhead's size.
+//!
+//! Forgotten manual switches cause long outages (a breaker forced open during
+//! an incident and never closed again): so `force_open` and `disable` take an
+//! optional TTL after which the breaker returns to the mode it was in, on the
+//! registry's clock, and a reason that appears in the events and the snapshot.
+//!
+//! Expiry is checked by [`Registry::run_due_overrides`], which every
+//! management operation, snapshot and health check calls first, and which a
+//! small timer thread calls on its own while an override with a TTL is pending
+//! (one thread per registry, started with the first TTL, exiting when none is
+//! left or the registry is dropped).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+use resil_core::bulkhead::Bulkhead;
+use resil_core::circuit_breaker::{CircuitBreaker, State};
+use resil_core::clock::Clock;
+use resil_core::rate_limiter::RateLimiter;
+
+use crate::error::RegistryError;
+use crate::event::RegistryEventKind;
+use crate::kind::Kind;
+use crate::registry::{Inner, Registry};
+
+/// A transition an operator can ask of a breaker by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transition {
+    /// To CLOSED (a fresh window).
+    Closed,
+    /// To OPEN, for the configured wait.
+    Open,
+    /// To HALF_OPEN.
+    HalfOpen,
+    /// To FORCED_OPEN: every call refused until an operator (or the TTL) ends it.
+    ForcedOpen,
+    /// To DISABLED: every call passes, nothing is recorded.
+    Disabled,
+    /// To METRICS_ONLY: every call passes and is recorded, thresholds never open.
+    MetricsOnly,
+    /// Back to CLOSED with every count cleared.
+    Reset,
+}
+
+impl Transition {
+    /// The label used in events and logs (`forced_open`, `reset`, …).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Transition::Closed => "closed",
+            Transition::Open => "open",
+            Transition::HalfOpen => "half_open",
+            Transition::ForcedOpen => "forced_open",
+            Transition::Disabled => "disabled",
+            Transition::MetricsOnly => "metrics_only",
+            Transition::Reset => "reset",
+        }
+    }
+}
+
+impl fmt::Display for Transition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A manual mode in force on a breaker (for the snapshot).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManualOverride {
+    /// FORCED_OPEN or DISABLED.
+    pub mode: State,
+    /// The mode the breaker returns to when the TTL expires.
+    pub previous: State,
+    /// Why, as the operator said.
+    pub reason: Arc<str>,
+    /// When it was set, on the registry's clock (time since the clock's origin).
+    pub since: Duration,
+    /// When it expires, on the registry's clock; `None`: never by itself.
+    pub until: Option<Duration>,
+}
+
+/// The breakers under a manual override, and the timer that expires them.
+#[derive(Default)]
+pub(crate) struct Overrides {
+    by_name: Mutex<HashMap<Arc<str>, ManualOverride>>,
+    timer_running: AtomicBool,
+    /// How many overrides the timer thread expired (tests wait on it).
+    timer_expired: Mutex<usize>,
+    timer_progress: Condvar,
+}
+
+impl Overrides {
+    pub(crate) fn get(&self, name: &str) -> Option<ManualOverride> {
+        self.by_name.lock().get(name).cloned()
+    }
+
+    fn next_deadline(&self) -> Option<Duration> {
+        self.by_name.lock().values().filter_map(|o| o.until).min()
+    }
+}
+
+/// Runs a transition; an illegal one (Resilience4j's transition table) comes
+/// back as the breaker's message.
+fn apply(breaker: &CircuitBreaker, to: Transition) -> Result<(), String> {
+    let result = match to {
+        Transition::Closed => breaker.transition_to_closed(),
+        Transition::Open => breaker.transition_to_open(),
+        Transition::HalfOpen => breaker.transition_to_half_open(),
+        Transition::ForcedOpen => breaker.transition_to_forced_open(),
+        Transition::Disabled => breaker.transition_to_disabled(),
+        Transition::MetricsOnly => breaker.transition_to_metrics_only(),
+        Transition::Reset => {
+            breaker.reset();
+            Ok(())
+        }
+    };
+    result.map_err(|e| e.to_string())
+}
+
+/// The transition that puts a breaker back into `state` after an override.
+fn back_to(state: State) -> Transition {
+    match state {
+        State::Disabled => Transition::Disabled,
+        State::MetricsOnly => Transition::MetricsOnly,
+        State::ForcedOpen => Transition::ForcedOpen,
+        // A breaker that was CLOSED, OPEN or HALF_OPEN before the override
+        // resumes normal operation: CLOSED, with a fresh window.
+        State::Closed | State::Open | State::HalfOpen => Transition::Closed,
+    }
+}
+
+impl Registry {
+    fn existing_breaker(&self, name: &str) -> Result<crate::Handle<CircuitBreaker>, RegistryError> {
+        self.find::<CircuitBreaker>(name)
+            .ok_or_else(|| RegistryError::NotFound {
+                kind: Kind::CircuitBreaker,
+                name: name.to_owned(),
+            })
+    }
+
+    fn publish_breaker(&self, name: &str, what: RegistryEventKind) {
+        let entry = self.store::<CircuitBreaker>().entries.get(name);
+        self.publish(
+            Kind::CircuitBreaker,
+            name.into(),
+            what,
+            entry.as_ref().map(|e| &e.ring),
+        );
+    }
+
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.inner.ttl_clock.now_nanos())
+    }
+
+    /// Transitions the breaker called `name`. A transition to CLOSED, OPEN,
+    /// HALF_OPEN, METRICS_ONLY or a reset ends any manual override; use
+    /// [`force_open`](Self::force_open) and [`disable`](Self::disable) for the
+    /// manual modes with a TTL and a reason.
+    pub fn transition_circuit_breaker(
+        &self,
+        name: &str,
+        to: Transition,
+    ) -> Result<(), RegistryError> {
+        match to {
+            Transition::ForcedOpen => return self.force_open(name, None, ""),
+            Transition::Disabled => return self.disable(name, None, ""),
+            _ => {}
+        }
+        self.run_due_overrides();
+        let breaker = self.existing_breaker(name)?;
+        let mut overrides = self.inner.overrides.by_name.lock();
+        apply(&breaker, to).map_err(|reason| RegistryError::IllegalOperation {
+            kind: Kind::CircuitBreaker,
+            name: name.to_owned(),
+            reason,
+        })?;
+        overrides.remove(name);
+        drop(overrides);
+        tracing::info!(kind = "circuit_breaker", name, to = %to, "manual transition");
+        self.publish_breaker(
+            name,
+            RegistryEventKind::ManualTransition {
+                to,
+                reason: None,
+                ttl: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// Forces the breaker called `name` open: every call is refused. With a
+    /// `ttl`, it returns to the mode it was in (CLOSED when it was operating
+    /// normally) once `ttl` has passed on the registry's clock. `reason` shows
+    /// in the events, the logs and the snapshot.
+    pub fn force_open(
+        &self,
+        name: &str,
+        ttl: Option<Duration>,
+        reason: &str,
+    ) -> Result<(), RegistryError> {
+        self.set_override(name, State::ForcedOpen, ttl, reason)
+    }
+
+    /// Disables the breaker called `name`: every call passes, nothing is
+    /// recorded. `ttl` and `reason` as for [`force_open`](Self::force_open).
+    pub fn disable(
+        &self,
+        name: &str,
+        ttl: Option<Duration>,
+        reason: &str,
+    ) -> Result<(), RegistryError> {
+        self.set_override(name, State::Disabled, ttl, reason)
+    }
+
+    /// The manual override in force on the breaker called `name`, if any.
+    pub fn manual_override(&self, name: &str) -> Option<ManualOverride> {
+        self.run_due_overrides();
+        self.inner.overrides.get(name)
+    }
+
+    fn set_override(
+        &self,
+        name: &str,
+        mode: State,
+        ttl: Option<Duration>,
+        reason: &str,
+    ) -> Result<(), RegistryError> {
+        self.run_due_overrides();
+        let breaker = self.existing_breaker(name)?;
+        let to = match mode {
+            State::ForcedOpen => Transition::ForcedOpen,
+            _ => Transition::Disabled,
+        };
+        let now = self.now();
+        let mut overrides = self.inner.overrides.by_name.lock();
+        // A second override keeps the mode the first one interrupted.
+        let previous = overrides
+            .get(name)
+            .map_or_else(|| breaker.state(), |o| o.previous);
+        apply(&breaker, to).map_err(|reason| RegistryError::IllegalOperation {
+            kind: Kind::CircuitBreaker,
+            name: name.to_owned(),
+            reason,
+        })?;
+        let reason: Arc<str> = reason.into();
+        overrides.insert(
+            name.into(),
+            ManualOverride {
+                mode,
+                previous,
+                reason: Arc::clone(&reason),
+                since: now,
+                until: ttl.map(|t| now.saturating_add(t)),
+            },
+        );
+        drop(overrides);
+        tracing::warn!(
+            kind = "circuit_breaker", name, to = %to, reason = &*reason, ttl = ?ttl,
+            "manual override"
+        );
+        self.publish_breaker(
+            name,
+            RegistryEventKind::ManualTransition {
+                to,
+                reason: Some(reason),
+                ttl,
+            },
+        );
+        if ttl.is_some() {
+            self.start_override_timer();
+        }
+        Ok(())
+    }
+
+    /// Ends every manual override whose TTL has passed on the registry's
+    /// clock, returning each breaker to its previous mode. Returns how many
+    /// expired. Called by every management operation, snapshot and health
+    /// check, and by the override timer; tests on a
+    /// [`ManualClock`](resil_core::clock::ManualClock) call it after advancing.
+    pub fn run_due_overrides(&self) -> usize {
+        let now = self.now();
+        let due: Vec<(Arc<str>, ManualOverride)> = {
+            let mut overrides = self.inner.overrides.by_name.lock();
+            let names: Vec<Arc<str>> = overrides
+                .iter()
+                .filter(|(_, o)| o.until.is_some_and(|u| u <= now))
+                .map(|(n, _)| Arc::clone(n))
+                .collect();
+            names
+                .into_iter()
+                .filter_map(|n| overrides.remove(&n).map(|o| (n, o)))
+                .collect()
+        };
+        for (name, expired) in &due {
+            let to = back_to(expired.previous);
+            if let Some(breaker) = self.find::<CircuitBreaker>(name) {
+                if let Err(reason) = apply(&breaker, to) {
+                    tracing::error!(
+                        kind = "circuit_breaker",
+                        name = &**name,
+                        reason,
+                        "override expiry"
+                    );
+                }
+            }
+            tracing::info!(
+                kind = "circuit_breaker", name = &**name, back_to = %to,
+                reason = &*expired.reason, "manual override expired"
+            );
+            self.publish_breaker(
+                name,
+                RegistryEventKind::OverrideExpired {
+                    to,
+                    reason: Arc::clone(&expired.reason),
+                },
+            );
+        }
+        due.len()
+    }
+
+    /// Re-applies the manual override of `name` (if any) to a breaker that
+    /// replaced the overridden one (a reload or a `configure_*`).
+    pub(crate) fn reapply_override(&self, name: &str, breaker: &CircuitBreaker) {
+        if let Some(o) = self.inner.overrides.get(name) {
+            let to = match o.mode {
+                State::ForcedOpen => Transition::ForcedOpen,
+                _ => Transition::Disabled,
+            };
+            let _ = apply(breaker, to);
+        }
+    }
+
+    fn start_override_timer(&self) {
+        if self
+            .inner
+            .overrides
+            .timer_running
+            .swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        let spawned = std::thread::Builder::new()
+            .name("resil-override-ttl".into())
+            .spawn(move || override_timer(weak));
+        if spawned.is_err() {
+            self.inner
+                .overrides
+                .timer_running
+                .store(false, Ordering::Release);
+            tracing::error!(
+                "could not start the override timer; TTLs expire on the next management call"
+            );
+        }
+    }
+
+    /// Changes the rate limiter called `name`'s `limit_for_period` (from the
+    /// next cycle on), through the limiter's own run-time setter.
+    pub fn set_rate_limit(&self, name: &str, limit_for_period: u32) -> Result<(), RegistryError> {
+        let limiter = self
+            .find::<RateLimiter>(name)
+            .ok_or_else(|| RegistryError::NotFound {
+                kind: Kind::RateLimiter,
+                name: name.to_owned(),
+            })?;
+        limiter
+            .change_limit_for_period(limit_for_period)
+            .map_err(|source| RegistryError::InvalidConfig {
+                kind: Kind::RateLimiter,
+                name: name.to_owned(),
+                source,
+            })?;
+        tracing::info!(
+            kind = "rate_limiter",
+            name,
+            limit_for_period,
+            "limit changed"
+        );
+        Ok(())
+    }
+
+    /// Changes the rate limiter called `name`'s `timeout_duration`.
+    pub fn set_rate_limiter_timeout(
+        &self,
+        name: &str,
+        timeout: Duration,
+    ) -> Result<(), RegistryError> {
+        let limiter = self
+            .find::<RateLimiter>(name)
+            .ok_or_else(|| RegistryError::NotFound {
+                kind: Kind::RateLimiter,
+                name: name.to_owned(),
+            })?;
+        limiter.change_timeout_duration(timeout);
+        tracing::info!(kind = "rate_limiter", name, timeout = ?timeout, "timeout changed");
+        Ok(())
+    }
+
+    /// Changes the bulkhead called `name`'s `max_concurrent_calls`; calls in
+    /// flight keep their slots.
+    pub fn set_bulkhead_size(
+        &self,
+        name: &str,
+        max_concurrent_calls: u32,
+    ) -> Result<(), RegistryError> {
+        let bulkhead = self
+            .find::<Bulkhead>(name)
+            .ok_or_else(|| RegistryError::NotFound {
+                kind: Kind::Bulkhead,
+                name: name.to_owned(),
+            })?;
+        bulkhead
+            .set_max_concurrent_calls(max_concurrent_calls)
+            .map_err(|source| RegistryError::InvalidConfig {
+                kind: Kind::Bulkhead,
+                name: name.to_owned(),
+                source,
+            })?;
+        tracing::info!(
+            kind = "bulkhead",
+            name,
+            max_concurrent_calls,
+            "size changed"
+        );
+        Ok(())
+    }
+}
+
+/// The override timer: sleeps until the nearest TTL (re-reading the registry's
+/// clock at most once a second, so a manual or adjusted clock is followed),
+/// expires what is due, and exits when nothing is pending or the registry is
+/// gone.
+fn override_timer(registry: Weak<Inner>) {
+    const MAX_NAP: Duration = Duration::from_secs(1);
+    loop {
+        let nap = {
+            let Some(inner) = registry.upgrade() else {
+                return;
+            };
+            let registry = Registry { inner };
+            let expired = registry.run_due_overrides();
+            if expired > 0 {
+                *registry.inner.overrides.timer_expired.lock() += expired;
+                registry.inner.overrides.timer_progress.notify_all();
+            }
+            let next = registry.inner.overrides.next_deadline();
+            match next {
+                None => {
+                    registry
+                        .inner
+                        .overrides
+                        .timer_running
+                        .store(false, Ordering::Release);
+                    // An override set between the check and the store would
+                    // have seen the flag still set: look once more.
+                    if registry.inner.overrides.next_deadline().is_some()
+                        && !registry
+                            .inner
+                            .overrides
+                            .timer_running
+                            .swap(true, Ordering::AcqRel)
+                    {
+                        continue;
+                    }
+                    return;
+                }
+                Some(at) => {
+                    let now = registry.now();
+                    at.saturating_sub(now)
+                        .clamp(Duration::from_millis(1), MAX_NAP)
+                }
+            }
+        };
+        std::thread::sleep(nap);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use resil_core::clock::ManualClock;
+
+    #[test]
+    fn the_timer_thread_expires_an_override_by_itself_once_the_registry_clock_passes_the_ttl() {
+        let clock = ManualClock::new();
+        let registry = Registry::builder().clock(clock.clone()).build();
+        let cb = registry.circuit_breaker("x");
+        registry
+            .force_open("x", Some(Duration::from_secs(30)), "drill")
+            .unwrap();
+        clock.advance(Duration::from_secs(30));
+        // Nothing but the timer thread runs the expiry from here on: wait for
+        // it to report (a bound, not a timing assertion).
+        let overrides = &registry.inner.overrides;
+        let mut expired = overrides.timer_expired.lock();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while *expired == 0 {
+            if overrides
+                .timer_progress
+                .wait_until(&mut expired, deadline)
+                .timed_out()
+            {
+                break;
+            }
+        }
+        assert_eq!(*expired, 1, "the timer expired the override");
+        drop(expired);
+        assert_eq!(cb.state(), State::Closed);
+    }
+}

@@ -1,0 +1,490 @@
+//! What telemetry reads from each kind: its state, its metrics, its effective
+//! configuration as key/value pairs, and its health.
+
+use resil_core::bulkhead::Bulkhead;
+use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig, State};
+use resil_core::rate_limiter::RateLimiter;
+use resil_core::retry::Retry;
+use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
+use resil_core::time_limiter::TimeLimiter;
+
+use resil_core::event::EventStream;
+
+use super::health::Status;
+
+/// One metric: Resilience4j's name, an optional `kind` label, the value.
+pub(crate) type MetricValue = (&'static str, Option<&'static str>, f64);
+
+/// What telemetry needs from a primitive.
+pub trait Describe {
+    /// The primitive's own event type.
+    type Event: std::fmt::Debug + Clone + Send + 'static;
+    /// A subscription to the primitive's own events.
+    fn subscribe_events(&self) -> EventStream<Self::Event>;
+    /// Resilience4j's state name, for kinds that have states.
+    fn state_label(&self) -> Option<&'static str>;
+    /// The metrics, under Resilience4j's names (without the `resilience4j_` prefix).
+    fn metric_values(&self) -> Vec<MetricValue>;
+    /// The effective configuration, with the keys a config file uses.
+    fn config_values(&self) -> Vec<(&'static str, String)>;
+    /// The configuration values of Resilience4j's defaults, same keys.
+    fn default_values() -> Vec<(&'static str, String)>
+    where
+        Self: Sized;
+    /// Health from the instance's own point of view, with the reason.
+    fn health(&self) -> (Status, Option<String>);
+}
+
+fn d(v: std::time::Duration) -> String {
+    format!("{v:?}")
+}
+
+fn breaker_config(c: &CircuitBreakerConfig) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "failure-rate-threshold",
+            c.failure_rate_threshold().to_string(),
+        ),
+        (
+            "slow-call-rate-threshold",
+            c.slow_call_rate_threshold().to_string(),
+        ),
+        (
+            "slow-call-duration-threshold",
+            d(c.slow_call_duration_threshold()),
+        ),
+        (
+            "sliding-window-type",
+            match c.sliding_window_type() {
+                resil_core::circuit_breaker::SlidingWindowType::CountBased => "COUNT_BASED",
+                resil_core::circuit_breaker::SlidingWindowType::TimeBased => "TIME_BASED",
+            }
+            .to_owned(),
+        ),
+        ("sliding-window-size", c.sliding_window_size().to_string()),
+        (
+            "minimum-number-of-calls",
+            c.minimum_number_of_calls().to_string(),
+        ),
+        (
+            "wait-duration-in-open-state",
+            d(c.wait_duration_in_open_state()),
+        ),
+        (
+            "automatic-transition-from-open-to-half-open-enabled",
+            c.automatic_transition_from_open_to_half_open_enabled()
+                .to_string(),
+        ),
+        (
+            "permitted-number-of-calls-in-half-open-state",
+            c.permitted_number_of_calls_in_half_open_state().to_string(),
+        ),
+        (
+            "max-wait-duration-in-half-open-state",
+            d(c.max_wait_duration_in_half_open_state()),
+        ),
+    ]
+}
+
+impl Describe for CircuitBreaker {
+    type Event = resil_core::circuit_breaker::CircuitBreakerEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn state_label(&self) -> Option<&'static str> {
+        Some(self.state().as_str())
+    }
+
+    fn metric_values(&self) -> Vec<MetricValue> {
+        let m = self.metrics();
+        vec![
+            (
+                "circuitbreaker_calls",
+                Some("successful"),
+                m.successful_calls() as f64,
+            ),
+            (
+                "circuitbreaker_calls",
+                Some("failed"),
+                m.failed_calls() as f64,
+            ),
+            (
+                "circuitbreaker_calls",
+                Some("ignored"),
+                m.ignored_calls() as f64,
+            ),
+            (
+                "circuitbreaker_calls",
+                Some("not_permitted"),
+                m.not_permitted_calls() as f64,
+            ),
+            // Resilience4j publishes -1 while below the minimum number of calls.
+            (
+                "circuitbreaker_failure_rate",
+                None,
+                m.failure_rate().map_or(-1.0, f64::from),
+            ),
+            (
+                "circuitbreaker_slow_call_rate",
+                None,
+                m.slow_call_rate().map_or(-1.0, f64::from),
+            ),
+            (
+                "circuitbreaker_buffered_calls",
+                None,
+                m.buffered_calls() as f64,
+            ),
+            (
+                "circuitbreaker_slow_calls",
+                Some("successful"),
+                m.slow_successful_calls() as f64,
+            ),
+            (
+                "circuitbreaker_slow_calls",
+                Some("failed"),
+                m.slow_failed_calls() as f64,
+            ),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        breaker_config(self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        breaker_config(&CircuitBreakerConfig::default())
+    }
+
+    fn health(&self) -> (Status, Option<String>) {
+        let m = self.metrics();
+        match self.state() {
+            State::Closed | State::Disabled | State::MetricsOnly => (Status::Up, None),
+            State::HalfOpen => (
+                Status::Degraded,
+                Some("HALF_OPEN: probing whether the backend recovered".to_owned()),
+            ),
+            State::Open => (
+                Status::Down,
+                Some(format!(
+                    "OPEN: failure rate {} (threshold {}%), slow-call rate {} (threshold {}%)",
+                    m.failure_rate()
+                        .map_or("n/a".to_owned(), |r| format!("{r}%")),
+                    self.config().failure_rate_threshold(),
+                    m.slow_call_rate()
+                        .map_or("n/a".to_owned(), |r| format!("{r}%")),
+                    self.config().slow_call_rate_threshold(),
+                )),
+            ),
+            State::ForcedOpen => (Status::Down, Some("FORCED_OPEN by an operator".to_owned())),
+        }
+    }
+}
+
+fn retry_config(c: &resil_core::retry::RetryConfig) -> Vec<(&'static str, String)> {
+    vec![
+        ("max-attempts", c.max_attempts().to_string()),
+        ("wait-duration", d(c.wait_duration())),
+    ]
+}
+
+impl Describe for Retry {
+    type Event = resil_core::retry::RetryEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn state_label(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn metric_values(&self) -> Vec<MetricValue> {
+        let m = self.metrics();
+        vec![
+            (
+                "retry_calls",
+                Some("successful_without_retry"),
+                m.successful_calls_without_retry() as f64,
+            ),
+            (
+                "retry_calls",
+                Some("successful_with_retry"),
+                m.successful_calls_with_retry() as f64,
+            ),
+            (
+                "retry_calls",
+                Some("failed_without_retry"),
+                m.failed_calls_without_retry() as f64,
+            ),
+            (
+                "retry_calls",
+                Some("failed_with_retry"),
+                m.failed_calls_with_retry() as f64,
+            ),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        retry_config(self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        retry_config(&resil_core::retry::RetryConfig::default())
+    }
+
+    fn health(&self) -> (Status, Option<String>) {
+        (Status::Up, None)
+    }
+}
+
+fn bulkhead_config(c: resil_core::bulkhead::BulkheadConfig) -> Vec<(&'static str, String)> {
+    vec![
+        ("max-concurrent-calls", c.max_concurrent_calls().to_string()),
+        ("max-wait-duration", d(c.max_wait_duration())),
+        (
+            "fair-call-handling-enabled",
+            c.fair_call_handling_enabled().to_string(),
+        ),
+    ]
+}
+
+impl Describe for Bulkhead {
+    type Event = resil_core::bulkhead::BulkheadEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn state_label(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn metric_values(&self) -> Vec<MetricValue> {
+        let m = self.metrics();
+        vec![
+            (
+                "bulkhead_available_concurrent_calls",
+                None,
+                m.available_concurrent_calls() as f64,
+            ),
+            (
+                "bulkhead_max_allowed_concurrent_calls",
+                None,
+                m.max_allowed_concurrent_calls() as f64,
+            ),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        bulkhead_config(self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        bulkhead_config(resil_core::bulkhead::BulkheadConfig::default())
+    }
+
+    fn health(&self) -> (Status, Option<String>) {
+        if self.available_concurrent_calls() == 0 {
+            (
+                Status::Degraded,
+                Some("every concurrent-call slot is taken".to_owned()),
+            )
+        } else {
+            (Status::Up, None)
+        }
+    }
+}
+
+fn pool_config(
+    c: &resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig,
+) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "core-thread-pool-size",
+            c.core_thread_pool_size().to_string(),
+        ),
+        ("max-thread-pool-size", c.max_thread_pool_size().to_string()),
+        ("queue-capacity", c.queue_capacity().to_string()),
+        ("keep-alive-duration", d(c.keep_alive_duration())),
+    ]
+}
+
+impl Describe for ThreadPoolBulkhead {
+    type Event = resil_core::thread_pool_bulkhead::ThreadPoolBulkheadEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn state_label(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn metric_values(&self) -> Vec<MetricValue> {
+        let m = self.metrics();
+        vec![
+            (
+                "thread_pool_bulkhead_active_thread_count",
+                None,
+                m.active_thread_count() as f64,
+            ),
+            (
+                "thread_pool_bulkhead_thread_pool_size",
+                None,
+                m.thread_pool_size() as f64,
+            ),
+            (
+                "thread_pool_bulkhead_core_thread_pool_size",
+                None,
+                m.core_thread_pool_size() as f64,
+            ),
+            (
+                "thread_pool_bulkhead_max_thread_pool_size",
+                None,
+                m.maximum_thread_pool_size() as f64,
+            ),
+            (
+                "thread_pool_bulkhead_queue_depth",
+                None,
+                m.queue_depth() as f64,
+            ),
+            (
+                "thread_pool_bulkhead_queue_capacity",
+                None,
+                m.queue_capacity() as f64,
+            ),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        pool_config(self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        pool_config(&resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig::default())
+    }
+
+    fn health(&self) -> (Status, Option<String>) {
+        let m = self.metrics();
+        if m.remaining_queue_capacity() == 0 && m.queue_capacity() > 0 {
+            (Status::Degraded, Some("the queue is full".to_owned()))
+        } else {
+            (Status::Up, None)
+        }
+    }
+}
+
+fn limiter_config(c: resil_core::rate_limiter::RateLimiterConfig) -> Vec<(&'static str, String)> {
+    vec![
+        ("limit-for-period", c.limit_for_period().to_string()),
+        ("limit-refresh-period", d(c.limit_refresh_period())),
+        ("timeout-duration", d(c.timeout_duration())),
+    ]
+}
+
+impl Describe for RateLimiter {
+    type Event = resil_core::rate_limiter::RateLimiterEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn state_label(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn metric_values(&self) -> Vec<MetricValue> {
+        let m = self.metrics();
+        vec![
+            (
+                "ratelimiter_available_permissions",
+                None,
+                m.available_permissions() as f64,
+            ),
+            (
+                "ratelimiter_waiting_threads",
+                None,
+                m.number_of_waiting_threads() as f64,
+            ),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        limiter_config(self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        limiter_config(resil_core::rate_limiter::RateLimiterConfig::default())
+    }
+
+    fn health(&self) -> (Status, Option<String>) {
+        let m = self.metrics();
+        if m.number_of_waiting_threads() > 0 || m.available_permissions() < 0 {
+            (
+                Status::Degraded,
+                Some(format!(
+                    "{} callers waiting, {} permissions available",
+                    m.number_of_waiting_threads(),
+                    m.available_permissions()
+                )),
+            )
+        } else {
+            (Status::Up, None)
+        }
+    }
+}
+
+fn time_limiter_config(
+    c: &resil_core::time_limiter::TimeLimiterConfig,
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("timeout-duration", d(c.timeout_duration())),
+        (
+            "cancel-running-future",
+            c.cancel_running_future().to_string(),
+        ),
+    ]
+}
+
+impl Describe for TimeLimiter {
+    type Event = resil_core::time_limiter::TimeLimiterEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn state_label(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn metric_values(&self) -> Vec<MetricValue> {
+        let m = self.metrics();
+        vec![
+            (
+                "timelimiter_calls",
+                Some("successful"),
+                m.successful_calls() as f64,
+            ),
+            ("timelimiter_calls", Some("failed"), m.failed_calls() as f64),
+            (
+                "timelimiter_calls",
+                Some("timeout"),
+                m.timeout_calls() as f64,
+            ),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        time_limiter_config(self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        time_limiter_config(&resil_core::time_limiter::TimeLimiterConfig::default())
+    }
+
+    fn health(&self) -> (Status, Option<String>) {
+        (Status::Up, None)
+    }
+}

@@ -1,0 +1,91 @@
+//! Resilience4j's metric names through the `metrics` facade.
+//!
+//! [`Registry::publish_metrics`] reads every instance's counters (which the
+//! primitives keep anyway) and hands them to whatever recorder the program
+//! installed: gauges set, counters set to their absolute value. Call it from
+//! the exporter's scrape hook or a periodic task; nothing is added to the call
+//! path. Labels are `name` and the instance's tags, plus `kind` where
+//! Resilience4j has one (`resilience4j_circuitbreaker_calls{kind="failed"}`).
+
+use metrics::Label;
+use resil_core::bulkhead::Bulkhead;
+use resil_core::circuit_breaker::{CircuitBreaker, State};
+use resil_core::rate_limiter::RateLimiter;
+use resil_core::retry::Retry;
+use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
+use resil_core::time_limiter::TimeLimiter;
+
+use crate::kind::{Kind, Primitive};
+use crate::registry::Registry;
+
+/// Breaker states, in the order of Resilience4j's `state` gauge labels.
+const STATES: [State; 6] = [
+    State::Closed,
+    State::Open,
+    State::HalfOpen,
+    State::ForcedOpen,
+    State::Disabled,
+    State::MetricsOnly,
+];
+
+/// Metrics that are monotonic counts (published as counters); every other
+/// value is a gauge.
+fn is_counter(name: &str) -> bool {
+    name.ends_with("_calls") && !name.contains("buffered") && !name.contains("concurrent")
+}
+
+impl Registry {
+    /// Publishes every instance's metrics under Resilience4j's names through
+    /// the `metrics` facade, plus `resil_registry_refused_instances{kind}`,
+    /// the cardinality guard's refusals. Runs due override expiries and
+    /// collects instance events first.
+    pub fn publish_metrics(&self) {
+        self.run_due_overrides();
+        self.collect_instance_events();
+        self.publish_kind::<CircuitBreaker>();
+        self.publish_kind::<Retry>();
+        self.publish_kind::<Bulkhead>();
+        self.publish_kind::<ThreadPoolBulkhead>();
+        self.publish_kind::<RateLimiter>();
+        self.publish_kind::<TimeLimiter>();
+        for kind in Kind::ALL {
+            metrics::counter!(
+                "resil_registry_refused_instances",
+                vec![Label::new("kind", kind.as_str())]
+            )
+            .absolute(self.refused_by_cap(kind));
+        }
+    }
+
+    fn publish_kind<P: Primitive>(&self) {
+        for name in self.names::<P>() {
+            let Some(handle) = self.find::<P>(&name) else {
+                continue;
+            };
+            let mut labels = vec![Label::new("name", name.clone())];
+            for (k, v) in self.tags::<P>(&name) {
+                labels.push(Label::new(k, v));
+            }
+            for (metric, kind, value) in handle.metric_values() {
+                let mut labels = labels.clone();
+                if let Some(kind) = kind {
+                    labels.push(Label::new("kind", kind));
+                }
+                let key = format!("resilience4j_{metric}");
+                if is_counter(metric) {
+                    metrics::counter!(key, labels).absolute(value as u64);
+                } else {
+                    metrics::gauge!(key, labels).set(value);
+                }
+            }
+            if let Some(state) = handle.state_label() {
+                for s in STATES {
+                    let mut labels = labels.clone();
+                    labels.push(Label::new("state", s.as_str().to_ascii_lowercase()));
+                    metrics::gauge!("resilience4j_circuitbreaker_state", labels)
+                        .set(if s.as_str() == state { 1.0 } else { 0.0 });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! A serializable picture of every instance, for an HTTP endpoint to serve.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use resil_core::bulkhead::Bulkhead;
+use resil_core::circuit_breaker::CircuitBreaker;
+use resil_core::rate_limiter::RateLimiter;
+use resil_core::retry::Retry;
+use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
+use resil_core::time_limiter::TimeLimiter;
+
+use super::health::{ComponentHealth, Health, Status};
+use super::ring::RecordedEvent;
+use crate::kind::{Kind, Primitive};
+use crate::registry::Registry;
+
+/// Every instance in the registry.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Snapshot {
+    /// Sorted by kind, then name.
+    pub instances: Vec<InstanceSnapshot>,
+}
+
+impl Snapshot {
+    /// The instance of `kind` called `name`.
+    pub fn instance(&self, kind: Kind, name: &str) -> Option<&InstanceSnapshot> {
+        self.instances
+            .iter()
+            .find(|i| i.kind == kind.as_str() && i.name == name)
+    }
+}
+
+/// One instance.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct InstanceSnapshot {
+    /// `circuit_breaker`, `retry`, `bulkhead`, `thread_pool_bulkhead`,
+    /// `rate_limiter` or `time_limiter`.
+    pub kind: &'static str,
+    /// The instance name.
+    pub name: String,
+    /// Resilience4j's state name (breakers only).
+    pub state: Option<&'static str>,
+    /// Its metrics, under Resilience4j's names.
+    pub metrics: Vec<MetricSnapshot>,
+    /// The effective configuration with where each value came from.
+    pub config: Vec<ConfigValue>,
+    /// Its tags.
+    pub tags: BTreeMap<String, String>,
+    /// A manual override in force (breakers only).
+    pub manual_override: Option<OverrideSnapshot>,
+    /// Its own health (before the registry's opt-outs).
+    pub health: Status,
+    /// Why, when not UP.
+    pub health_reason: Option<String>,
+    /// Recent events, oldest first (bounded).
+    pub recent_events: Vec<RecordedEvent>,
+}
+
+impl InstanceSnapshot {
+    /// The value of metric `name` (with the `kind` label, if it has one).
+    pub fn metric(&self, name: &str, kind: Option<&str>) -> Option<f64> {
+        self.metrics
+            .iter()
+            .find(|m| m.name == name && m.kind == kind)
+            .map(|m| m.value)
+    }
+
+    /// The effective value of config key `key` and its source.
+    pub fn config_value(&self, key: &str) -> Option<&ConfigValue> {
+        self.config.iter().find(|c| c.key == key)
+    }
+}
+
+/// One metric value.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct MetricSnapshot {
+    /// Resilience4j's name, without the `resilience4j_` prefix.
+    pub name: &'static str,
+    /// The `kind` label, for metrics that have one.
+    pub kind: Option<&'static str>,
+    /// The value.
+    pub value: f64,
+}
+
+/// One effective configuration value.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct ConfigValue {
+    /// The key as a config file writes it (`failure-rate-threshold`).
+    pub key: &'static str,
+    /// The value as a config file writes it.
+    pub value: String,
+    /// Where it came from: `default` (Resilience4j's default), `code` (set by
+    /// `configure_*` or a code config), or, for a value from a config file,
+    /// the file's own provenance (`config \`name\``, `instance`, `env \`VAR\``).
+    pub source: String,
+}
+
+/// A manual override, as the snapshot shows it.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct OverrideSnapshot {
+    /// `FORCED_OPEN` or `DISABLED`.
+    pub mode: &'static str,
+    /// The mode it returns to.
+    pub previous: &'static str,
+    /// The operator's reason.
+    pub reason: String,
+    /// Since when, on the registry's clock.
+    pub since: Duration,
+    /// Until when, on the registry's clock (`None`: until an operator ends it).
+    pub until: Option<Duration>,
+}
+
+impl Registry {
+    /// A picture of every instance: kind, name, state, metrics, effective
+    /// configuration with provenance, tags, manual override, health and
+    /// recent events. Runs due override expiries first.
+    pub fn snapshot(&self) -> Snapshot {
+        self.run_due_overrides();
+        let mut instances = Vec::new();
+        self.snapshot_kind::<CircuitBreaker>(&mut instances);
+        self.snapshot_kind::<Retry>(&mut instances);
+        self.snapshot_kind::<Bulkhead>(&mut instances);
+        self.snapshot_kind::<ThreadPoolBulkhead>(&mut instances);
+        self.snapshot_kind::<RateLimiter>(&mut instances);
+        self.snapshot_kind::<TimeLimiter>(&mut instances);
+        Snapshot { instances }
+    }
+
+    fn snapshot_kind<P: Primitive>(&self, out: &mut Vec<InstanceSnapshot>) {
+        let defaults = P::default_values();
+        for name in self.names::<P>() {
+            let Some(entry) = self.store::<P>().entries.get(name.as_str()) else {
+                continue;
+            };
+            self.drain_instance_events(&entry);
+            let instance = entry.slot.load();
+            let provenance = self.provenance::<P>(&name);
+            let config = instance
+                .config_values()
+                .into_iter()
+                .map(|(key, value)| {
+                    let source = match provenance.get(key) {
+                        Some((file_value, source)) if *file_value == value => source.clone(),
+                        _ if defaults.iter().any(|(k, v)| *k == key && *v == value) => {
+                            "default".to_owned()
+                        }
+                        _ => "code".to_owned(),
+                    };
+                    ConfigValue { key, value, source }
+                })
+                .collect();
+            let (health, health_reason) = instance.health();
+            let manual_override = match P::KIND {
+                Kind::CircuitBreaker => self.inner.overrides.get(&name).map(|o| OverrideSnapshot {
+                    mode: o.mode.as_str(),
+                    previous: o.previous.as_str(),
+                    reason: o.reason.to_string(),
+                    since: o.since,
+                    until: o.until,
+                }),
+                _ => None,
+            };
+            out.push(InstanceSnapshot {
+                kind: P::KIND.as_str(),
+                state: instance.state_label(),
+                metrics: instance
+                    .metric_values()
+                    .into_iter()
+                    .map(|(name, kind, value)| MetricSnapshot { name, kind, value })
+                    .collect(),
+                config,
+                tags: self.tags::<P>(&name),
+                manual_override,
+                health,
+                health_reason,
+                recent_events: entry.ring.to_vec(),
+                name,
+            });
+        }
+    }
+
+    /// The registry's health summary: every instance that takes part (see
+    /// [`set_health_indicator`](Self::set_health_indicator)), and the worst
+    /// status among them with the reasons.
+    pub fn health(&self) -> Health {
+        self.run_due_overrides();
+        let mut components = Vec::new();
+        self.health_kind::<CircuitBreaker>(&mut components);
+        self.health_kind::<Retry>(&mut components);
+        self.health_kind::<Bulkhead>(&mut components);
+        self.health_kind::<ThreadPoolBulkhead>(&mut components);
+        self.health_kind::<RateLimiter>(&mut components);
+        self.health_kind::<TimeLimiter>(&mut components);
+        Health::of(components)
+    }
+
+    fn health_kind<P: Primitive>(&self, out: &mut Vec<ComponentHealth>) {
+        let store = self.store::<P>();
+        for entry in store.entries.iter() {
+            let name = entry.key().to_string();
+            let (register, allow_fail) = self.health_settings::<P>(&name);
+            if !register {
+                continue;
+            }
+            let (mut status, mut reason) = entry.slot.load().health();
+            if P::KIND == Kind::CircuitBreaker {
+                if let Some(o) = self.inner.overrides.get(&name) {
+                    reason = Some(format!("{} by an operator: {}", o.mode, o.reason));
+                }
+            }
+            if status == Status::Down && !allow_fail {
+                status = Status::Degraded;
+            }
+            out.push(ComponentHealth {
+                kind: P::KIND.as_str(),
+                name,
+                status,
+                reason: if status == Status::Up { None } else { reason },
+            });
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! The registry's optional telemetry through the facade: the snapshot as JSON
+//! (feature `serde`) and Resilience4j's metric names (feature `metrics`).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use metrics::{
+    Counter, CounterFn, Gauge, GaugeFn, Histogram, Key, KeyName, Metadata, Recorder, SharedString,
+    Unit,
+};
+use resil::registry_crate::{Kind, Status};
+use resil::Registry;
+
+#[test]
+fn the_snapshot_and_the_health_serialize_to_json() {
+    let registry = Registry::new();
+    let cb = registry.circuit_breaker("inventory");
+    let _ = cb.call(|| Err::<(), _>("boom"));
+    registry.force_open("inventory", None, "INC-1").unwrap();
+    let json = serde_json::to_value(registry.snapshot()).unwrap();
+    let i = &json["instances"][0];
+    assert_eq!(i["kind"], "circuit_breaker");
+    assert_eq!(i["name"], "inventory");
+    assert_eq!(i["state"], "FORCED_OPEN");
+    assert_eq!(i["manual_override"]["reason"], "INC-1");
+    assert_eq!(i["health"], "DOWN");
+    assert!(i["config"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["key"] == "failure-rate-threshold" && c["source"] == "default"));
+    let health = serde_json::to_value(registry.health()).unwrap();
+    assert_eq!(health["status"], "DOWN");
+    assert_eq!(registry.health().status, Status::Down);
+}
+
+/// A recorder that remembers the last value of every key, rendered
+/// `name{label=value,…}` with labels sorted.
+#[derive(Default, Clone)]
+struct Remember(Arc<Mutex<HashMap<String, f64>>>);
+
+struct Cell(String, Arc<Mutex<HashMap<String, f64>>>, AtomicU64);
+
+impl CounterFn for Cell {
+    fn increment(&self, v: u64) {
+        let n = self.2.fetch_add(v, Ordering::SeqCst) + v;
+        self.1.lock().unwrap().insert(self.0.clone(), n as f64);
+    }
+    fn absolute(&self, v: u64) {
+        self.2.store(v, Ordering::SeqCst);
+        self.1.lock().unwrap().insert(self.0.clone(), v as f64);
+    }
+}
+
+impl GaugeFn for Cell {
+    fn increment(&self, _: f64) {}
+    fn decrement(&self, _: f64) {}
+    fn set(&self, v: f64) {
+        self.1.lock().unwrap().insert(self.0.clone(), v);
+    }
+}
+
+impl Remember {
+    fn cell(&self, key: &Key) -> Arc<Cell> {
+        let mut labels: Vec<String> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        labels.sort();
+        let name = format!("{}{{{}}}", key.name(), labels.join(","));
+        Arc::new(Cell(name, Arc::clone(&self.0), AtomicU64::new(0)))
+    }
+
+    fn get(&self, key: &str) -> Option<f64> {
+        self.0.lock().unwrap().get(key).copied()
+    }
+}
+
+impl Recorder for Remember {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(self.cell(key))
+    }
+    fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::from_arc(self.cell(key))
+    }
+    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::noop()
+    }
+}
+
+#[test]
+fn publish_metrics_uses_resilience4j_names_labelled_by_name_and_tags() {
+    let registry = Registry::builder().max_instances_per_kind(2).build();
+    registry
+        .set_tags::<resil::circuit_breaker::CircuitBreaker, _, _>("inventory", [("team", "stock")]);
+    let cb = registry.circuit_breaker("inventory");
+    let _ = cb.call(|| Err::<(), _>("boom"));
+    let _ = cb.call(|| Ok::<_, &str>(()));
+    let _ = registry.bulkhead("db");
+    registry
+        .configure_rate_limiter("api", |b| {
+            b.limit_refresh_period(std::time::Duration::from_secs(3600))
+        })
+        .unwrap();
+    let rl = registry.rate_limiter("api");
+    assert!(rl.try_acquire_permission(1));
+    let retry = registry.retry("payments");
+    let _ = retry.call(|| Ok::<_, ()>(()));
+    let _ = registry.try_retry("a");
+    assert!(
+        registry.try_retry("b").is_err(),
+        "the cap of 2 refuses a third"
+    );
+
+    let recorder = Remember::default();
+    metrics::with_local_recorder(&recorder, || registry.publish_metrics());
+
+    let cb_labels = "name=inventory,team=stock";
+    assert_eq!(
+        recorder.get(&format!(
+            "resilience4j_circuitbreaker_calls{{kind=failed,{cb_labels}}}"
+        )),
+        Some(1.0)
+    );
+    assert_eq!(
+        recorder.get(&format!(
+            "resilience4j_circuitbreaker_calls{{kind=successful,{cb_labels}}}"
+        )),
+        Some(1.0)
+    );
+    assert_eq!(
+        recorder.get("resilience4j_circuitbreaker_state{name=inventory,state=closed,team=stock}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        recorder.get("resilience4j_circuitbreaker_state{name=inventory,state=open,team=stock}"),
+        Some(0.0)
+    );
+    assert_eq!(
+        recorder.get(&format!(
+            "resilience4j_circuitbreaker_failure_rate{{{cb_labels}}}"
+        )),
+        Some(-1.0)
+    );
+    assert_eq!(
+        recorder.get(&format!(
+            "resilience4j_circuitbreaker_buffered_calls{{{cb_labels}}}"
+        )),
+        Some(2.0)
+    );
+    assert_eq!(
+        recorder.get("resilience4j_bulkhead_available_concurrent_calls{name=db}"),
+        Some(25.0)
+    );
+    assert_eq!(
+        recorder.get("resilience4j_bulkhead_max_allowed_concurrent_calls{name=db}"),
+        Some(25.0)
+    );
+    assert_eq!(
+        recorder.get("resilience4j_ratelimiter_available_permissions{name=api}"),
+        Some(49.0)
+    );
+    assert_eq!(
+        recorder.get("resilience4j_ratelimiter_waiting_threads{name=api}"),
+        Some(0.0)
+    );
+    assert_eq!(
+        recorder.get("resilience4j_retry_calls{kind=successful_without_retry,name=payments}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        recorder.get("resil_registry_refused_instances{kind=retry}"),
+        Some(1.0)
+    );
+    assert_eq!(registry.refused_by_cap(Kind::Retry), 1);
+}
