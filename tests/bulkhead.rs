@@ -104,7 +104,7 @@ fn invalid_limits_are_rejected_naming_the_field_and_the_allowed_range() {
     assert_eq!(err.field(), "max_concurrent_calls");
     assert_eq!(
         err.to_string(),
-        "invalid `max_concurrent_calls`: got 0, expected an integer in 1..=1073741823"
+        "invalid `max_concurrent_calls`: got 0, expected an integer in 1..=2147483647"
     );
     assert!(BulkheadConfig::builder()
         .max_concurrent_calls(MAX_CONCURRENT_CALLS + 1)

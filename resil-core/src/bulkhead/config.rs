@@ -4,13 +4,9 @@ use std::time::Duration;
 
 use crate::error::ConfigError;
 
-/// The largest `max_concurrent_calls` a bulkhead accepts: 2^30 − 1, half of
-/// Resilience4j's `Integer.MAX_VALUE`. The slot count lives in 31 bits of one
-/// atomic, and taking a slot is one unconditional `fetch_add` that a refused
-/// caller undoes, so the count may briefly exceed the limit by the number of
-/// callers racing for the last slots; the spare bit keeps that overshoot from
-/// ever carrying into the neighbouring field.
-pub const MAX_CONCURRENT_CALLS: u32 = (1 << 30) - 1;
+/// The largest `max_concurrent_calls` a bulkhead accepts: Java's `Integer.MAX_VALUE`,
+/// the same bound as Resilience4j (the permit count lives in 31 bits of one atomic).
+pub const MAX_CONCURRENT_CALLS: u32 = (1 << 31) - 1;
 
 /// How many calls a [`Bulkhead`](super::Bulkhead) lets run at once, and how long
 /// a call may wait for a slot.
@@ -126,7 +122,7 @@ impl BulkheadConfigBuilder {
             return Err(ConfigError::new(
                 "max_concurrent_calls",
                 c.max_concurrent_calls,
-                "an integer in 1..=1073741823",
+                "an integer in 1..=2147483647",
             ));
         }
         Ok(c)

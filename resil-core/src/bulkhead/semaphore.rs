@@ -49,6 +49,11 @@ const MAX_SHIFT: u32 = 32;
 const MAX_MASK: u64 = ((1 << 31) - 1) << MAX_SHIFT;
 const UNFAIR: u64 = 1 << 63;
 
+/// Limits up to this take slots with an unconditional `fetch_add`: the slots
+/// in use may then overshoot the limit by the callers racing at once, which
+/// stays below `IN_USE_MASK` by 2^30.
+const ADD_LIMIT: u32 = 1 << 30;
+
 /// At most this many waiters are woken per lock acquisition; wakers run with the
 /// lock released, so a waker that re-enters the bulkhead cannot deadlock.
 const WAKE_BATCH: usize = 16;
@@ -168,6 +173,8 @@ pub(crate) struct Semaphore {
     state: Padded,
     queue: Mutex<VecDeque<Arc<Waiter>>>,
     waiting: AtomicUsize,
+    /// The limit is, or once was, above [`ADD_LIMIT`]: take slots by CAS.
+    wide: AtomicBool,
 }
 
 impl Semaphore {
@@ -182,6 +189,7 @@ impl Semaphore {
             state: Padded(AtomicU64::new((u64::from(max) << MAX_SHIFT) | unfair)),
             queue: Mutex::new(VecDeque::new()),
             waiting: AtomicUsize::new(0),
+            wide: AtomicBool::new(max > ADD_LIMIT),
         }
     }
 
@@ -191,11 +199,15 @@ impl Semaphore {
     /// CAS (on two cores each retry is another cache-line transfer); a caller
     /// that finds no room undoes its add with a [`release`](Self::release),
     /// which also hands the phantom slot to waiters if any queued meanwhile.
-    /// The overshoot is bounded by the callers racing at once, far below the
-    /// spare bit that [`MAX_CONCURRENT_CALLS`](super::MAX_CONCURRENT_CALLS)
-    /// leaves in `in_use`.
+    /// The overshoot is bounded by the callers racing at once; limits above
+    /// [`ADD_LIMIT`] (2^30, far beyond any real bulkhead), where it could carry
+    /// out of the 31-bit `in_use` field, take a slot by compare-and-swap
+    /// instead.
     #[inline]
     pub(crate) fn try_acquire(&self) -> bool {
+        if self.wide.load(Ordering::Relaxed) {
+            return self.try_acquire_cas();
+        }
         let s = self.state.fetch_add(1, Ordering::Acquire);
         // Fair: a free slot belongs to the queue's head, if there is one.
         let queued = s & WAITERS != 0 && s & UNFAIR == 0;
@@ -204,6 +216,26 @@ impl Semaphore {
         }
         self.release();
         false
+    }
+
+    /// The fast path for limits above [`ADD_LIMIT`]: a CAS that never
+    /// overshoots.
+    #[cold]
+    fn try_acquire_cas(&self) -> bool {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            let queued = s & WAITERS != 0 && s & UNFAIR == 0;
+            if in_use(s) >= max(s) || queued {
+                return false;
+            }
+            match self
+                .state
+                .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(actual) => s = actual,
+            }
+        }
     }
 
     /// Gives one slot back; hands it (or any room) to waiters if there are some.
@@ -277,6 +309,11 @@ impl Semaphore {
         );
         {
             let _queue = self.queue.lock();
+            // Set before a wide limit is in force, and never cleared: slots
+            // held under a wide limit could still be near the field's top.
+            if new_max > ADD_LIMIT {
+                self.wide.store(true, Ordering::Relaxed);
+            }
             let mut s = self.state.load(Ordering::Acquire);
             loop {
                 let next = (s & !MAX_MASK) | (u64::from(new_max) << MAX_SHIFT);
