@@ -43,6 +43,7 @@
 //! The crates behind the facade: `resil-core` (the primitives, re-exported
 //! here module by module), `resil-registry` and `resil-macros` (named
 //! instances and the attribute macros, still to land).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 /// Config files: Resilience4j's `resilience4j.*` tree in TOML or YAML, and
@@ -60,3 +61,9 @@ pub use resil_registry::{init, registry, ErrorClass, Handle, Registry};
 /// root: [`RegistryError`](resil_registry::RegistryError), events, kinds, the
 /// registry builder (clock, cardinality cap).
 pub use resil_registry as registry_crate;
+
+/// The distributed rate limiter: one quota in Redis shared by every instance
+/// of a service (feature `redis`).
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use resil_core::distributed_rate_limiter;

@@ -19,6 +19,9 @@ pub mod bulkhead;
 pub mod circuit_breaker;
 pub mod clock;
 pub mod deadline;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod distributed_rate_limiter;
 mod erased;
 pub mod error;
 pub mod event;

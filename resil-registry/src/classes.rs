@@ -108,7 +108,8 @@ pub enum ErrorList {
 
 /// The error types a registry knows by name.
 #[derive(Default)]
-pub(crate) struct ErrorClasses {
+#[doc(hidden)]
+pub struct ErrorClasses {
     classes: RwLock<Vec<Class>>,
 }
 

@@ -39,6 +39,12 @@ pub enum RegistryEventKind {
         /// breaker starts CLOSED with an empty window).
         state_carried_over: bool,
     },
+    /// The same instance took a new configuration through its run-time
+    /// setters (a rate limiter's limit or timeout, a bulkhead's size).
+    Reconfigured {
+        /// Why (`reload`).
+        cause: Arc<str>,
+    },
     /// An operator transitioned a breaker by name.
     ManualTransition {
         /// The transition.

@@ -16,6 +16,8 @@ use resil_core::thread_pool_bulkhead::{
 use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfig, TimeLimiterConfigBuilder};
 use resil_core::ConfigError;
 
+use crate::classes::{ErrorClasses, ErrorList};
+use crate::config::{ErrorNames, FileConfig, Resolved, Section};
 use crate::telemetry::describe::Describe;
 
 /// Which kind of primitive a registry entry is.
@@ -107,10 +109,32 @@ pub trait Primitive:
     fn create(name: Arc<str>, config: Self::Config, clock: Option<&SharedClock>) -> Self;
     /// The configuration the instance runs with.
     fn config_of(&self) -> Self::Config;
+
+    /// This kind's part of a config file.
+    #[doc(hidden)]
+    fn section(file: &FileConfig) -> &Section<Self::Config>;
+    /// The builder a config file's entry resolved to.
+    #[doc(hidden)]
+    fn file_builder(entry: &Resolved<Self::Config>) -> Self::Builder;
+    /// The error-name lists of a file entry, and the predicates they become.
+    #[doc(hidden)]
+    fn error_lists(_entry: &Resolved<Self::Config>) -> Vec<(ErrorNames<'_>, ErrorList)> {
+        Vec::new()
+    }
+    /// Adds the predicates of one error-name list to a builder.
+    #[doc(hidden)]
+    fn apply_error_list(
+        _classes: &ErrorClasses,
+        builder: Self::Builder,
+        _list: ErrorList,
+        _names: &[String],
+    ) -> Self::Builder {
+        builder
+    }
 }
 
 macro_rules! primitive {
-    ($ty:ty, $config:ty, $builder:ty, $kind:expr, |$c:ident| $to_builder:expr) => {
+    ($ty:ty, $config:ty, $builder:ty, $kind:expr, $section:ident, |$c:ident| $to_builder:expr $(, $extra:item)*) => {
         impl sealed::Sealed for $ty {}
 
         impl Primitive for $ty {
@@ -141,6 +165,16 @@ macro_rules! primitive {
             fn config_of(&self) -> $config {
                 self.config().clone()
             }
+
+            fn section(file: &FileConfig) -> &Section<$config> {
+                file.$section()
+            }
+
+            fn file_builder(entry: &Resolved<$config>) -> $builder {
+                entry.builder()
+            }
+
+            $($extra)*
         }
     };
 }
@@ -150,15 +184,59 @@ primitive!(
     CircuitBreakerConfig,
     CircuitBreakerConfigBuilder,
     Kind::CircuitBreaker,
-    |c| c.to_builder()
+    circuit_breaker,
+    |c| c.to_builder(),
+    fn error_lists(entry: &Resolved<CircuitBreakerConfig>) -> Vec<(ErrorNames<'_>, ErrorList)> {
+        let mut lists = Vec::new();
+        if let Some(names) = entry.record_errors() {
+            lists.push((names, ErrorList::BreakerRecord));
+        }
+        if let Some(names) = entry.ignore_errors() {
+            lists.push((names, ErrorList::BreakerIgnore));
+        }
+        lists
+    },
+    fn apply_error_list(
+        classes: &ErrorClasses,
+        builder: CircuitBreakerConfigBuilder,
+        list: ErrorList,
+        names: &[String],
+    ) -> CircuitBreakerConfigBuilder {
+        classes.apply_breaker(builder, list, names)
+    }
 );
-primitive!(Retry, RetryConfig, RetryConfigBuilder, Kind::Retry, |c| c
-    .to_builder());
+primitive!(
+    Retry,
+    RetryConfig,
+    RetryConfigBuilder,
+    Kind::Retry,
+    retry,
+    |c| c.to_builder(),
+    fn error_lists(entry: &Resolved<RetryConfig>) -> Vec<(ErrorNames<'_>, ErrorList)> {
+        let mut lists = Vec::new();
+        if let Some(names) = entry.retry_errors() {
+            lists.push((names, ErrorList::RetryOn));
+        }
+        if let Some(names) = entry.ignore_errors() {
+            lists.push((names, ErrorList::RetryIgnore));
+        }
+        lists
+    },
+    fn apply_error_list(
+        classes: &ErrorClasses,
+        builder: RetryConfigBuilder,
+        list: ErrorList,
+        names: &[String],
+    ) -> RetryConfigBuilder {
+        classes.apply_retry(builder, list, names)
+    }
+);
 primitive!(
     Bulkhead,
     BulkheadConfig,
     BulkheadConfigBuilder,
     Kind::Bulkhead,
+    bulkhead,
     |c| c.to_builder()
 );
 primitive!(
@@ -166,6 +244,7 @@ primitive!(
     RateLimiterConfig,
     RateLimiterConfigBuilder,
     Kind::RateLimiter,
+    rate_limiter,
     |c| c.to_builder()
 );
 primitive!(
@@ -173,6 +252,7 @@ primitive!(
     TimeLimiterConfig,
     TimeLimiterConfigBuilder,
     Kind::TimeLimiter,
+    time_limiter,
     |c| TimeLimiterConfig::builder()
         .timeout_duration(c.timeout_duration())
         .cancel_running_future(c.cancel_running_future())
@@ -209,5 +289,13 @@ impl Primitive for ThreadPoolBulkhead {
 
     fn config_of(&self) -> Self::Config {
         self.config().clone()
+    }
+
+    fn section(file: &FileConfig) -> &Section<Self::Config> {
+        file.thread_pool_bulkhead()
+    }
+
+    fn file_builder(entry: &Resolved<Self::Config>) -> Self::Builder {
+        entry.builder()
     }
 }

@@ -21,6 +21,7 @@ use resil_core::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadCon
 use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfigBuilder};
 
 use crate::classes::{ErrorClass, ErrorClasses, ErrorList};
+use crate::config::{FileConfig, Resolved};
 use crate::error::RegistryError;
 use crate::event::{RegistryEvent, RegistryEventKind};
 use crate::handle::{Handle, Slot};
@@ -152,6 +153,12 @@ pub(crate) struct Inner {
     pub(crate) classes: ErrorClasses,
     events: EventPublisher<RegistryEvent>,
     seq: AtomicU64,
+    /// The loaded config file (an empty one before any load). Read while an
+    /// instance is resolved, under its kind's settings lock; replaced by a
+    /// reload while every kind's settings lock is held for writing.
+    pub(crate) file: RwLock<Arc<FileConfig>>,
+    /// One load or reload at a time.
+    pub(crate) reload_lock: Mutex<()>,
 }
 
 /// Named, shared instances of the six primitives and their configuration.
@@ -248,6 +255,8 @@ impl RegistryBuilder {
                 classes: ErrorClasses::default(),
                 events: EventPublisher::default(),
                 seq: AtomicU64::new(0),
+                file: RwLock::new(Arc::new(FileConfig::default())),
+                reload_lock: Mutex::new(()),
             }),
         }
     }
@@ -364,7 +373,9 @@ impl Registry {
             return Ok(Handle::from_slot(Arc::clone(&entry.slot)));
         }
         let code = store.code.read();
-        let config = self.resolve::<P>(&code, name)?;
+        let file = self.file();
+        let (config, ring_capacity) = self.resolve_full::<P>(&file, &code, name)?;
+        let ring_capacity = ring_capacity.unwrap_or(self.inner.event_buffer_size);
         match store.entries.entry(Arc::from(name)) {
             MapEntry::Occupied(o) => Ok(Handle::from_slot(Arc::clone(&o.get().slot))),
             MapEntry::Vacant(v) => {
@@ -384,14 +395,16 @@ impl Registry {
                     .record_instance_events
                     .then(|| Mutex::new(instance.subscribe_events()));
                 let slot = Arc::new(Slot::new(Arc::clone(&name), instance));
-                let entry = v.insert(Entry {
+                v.insert(Entry {
                     slot: Arc::clone(&slot),
-                    ring: Ring::new(self.inner.event_buffer_size),
+                    ring: Ring::new(ring_capacity),
                     capture,
                 });
                 // Published while the shard is still locked: nobody can remove
-                // or replace this name before `Added` is out.
-                self.publish(P::KIND, name, RegistryEventKind::Added, Some(&entry.ring));
+                // or replace this name before `Added` is out. Not kept in the
+                // instance's ring (its existence says as much), which saves
+                // the ring's buffer for the many instances nothing happens to.
+                self.publish(P::KIND, name, RegistryEventKind::Added, None);
                 Ok(Handle::from_slot(slot))
             }
         }
@@ -430,13 +443,23 @@ impl Registry {
             .collect();
     }
 
-    /// The tags of the instance of kind `P` called `name`.
+    /// The tags of the instance of kind `P` called `name`: the config
+    /// file's (kind-level, inherited, its own), then those set in code.
     pub fn tags<P: Primitive>(&self, name: &str) -> BTreeMap<String, String> {
         let code = self.store::<P>().code.read();
-        code.instances
-            .get(name)
-            .map(|i| i.tags.clone())
-            .unwrap_or_default()
+        let file = self.file();
+        let mut tags: BTreeMap<String, String> = plan::<P>(&file, &code, name)
+            .map(|p| {
+                p.entry
+                    .tags()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(i) = code.instances.get(name) {
+            tags.extend(i.tags.clone());
+        }
+        tags
     }
 
     /// The existing instance called `name`, without creating one.
@@ -469,7 +492,7 @@ impl Registry {
             .or_default()
             .settings
             .replace(f);
-        let built = self.resolve::<P>(&code, name);
+        let built = self.resolve::<P>(&self.file(), &code, name);
         match built {
             Ok(config) => {
                 self.replace_with::<P>(name, config, "configure");
@@ -521,8 +544,8 @@ impl Registry {
                 settings: vec![Arc::new(f)],
             },
         );
-        let validated =
-            config_chain(P::KIND, &code, Some(name)).and_then(|_| self.resolve_all::<P>(&code));
+        let validated = config_chain(P::KIND, &code, Some(name), &|_| false)
+            .and_then(|_| self.resolve_all::<P>(&code));
         match validated {
             Ok(configs) => {
                 for (instance, config) in configs {
@@ -556,7 +579,7 @@ impl Registry {
             .or_default()
             .config
             .replace(config.to_owned());
-        match self.resolve::<P>(&code, instance) {
+        match self.resolve::<P>(&self.file(), &code, instance) {
             Ok(built) => {
                 self.replace_with::<P>(instance, built, "configure");
                 Ok(())
@@ -576,6 +599,7 @@ impl Registry {
         &self,
         code: &CodeSettings<P::Builder>,
     ) -> Result<Vec<(String, P::Config)>, RegistryError> {
+        let file = self.file();
         let names: Vec<String> = self
             .store::<P>()
             .entries
@@ -584,65 +608,65 @@ impl Registry {
             .collect();
         names
             .into_iter()
-            .map(|n| self.resolve::<P>(code, &n).map(|c| (n, c)))
+            .map(|n| self.resolve::<P>(&file, code, &n).map(|c| (n, c)))
             .collect()
     }
 
-    /// Resolves the configuration of instance `name` from `code` (and, once a
-    /// file is loaded, the file's layers).
-    pub(crate) fn resolve<P: Primitive>(
-        &self,
-        code: &CodeSettings<P::Builder>,
-        name: &str,
-    ) -> Result<P::Config, RegistryError> {
-        let mut instance = code.instances.get(name);
-        if let Some(group) = instance
-            .filter(|i| !i.has_settings())
-            .and_then(|i| i.group.as_deref())
-        {
-            if code.configs.contains_key(group) {
-                return self.resolve_chain::<P>(code, name, Some(group), None);
-            }
-            instance = code.instances.get(group);
-        }
-        self.resolve_chain::<P>(
-            code,
-            name,
-            instance.and_then(|i| i.config.as_deref()),
-            instance.and_then(|i| i.settings.as_ref()),
-        )
+    /// The loaded config file.
+    pub(crate) fn file(&self) -> Arc<FileConfig> {
+        Arc::clone(&self.inner.file.read())
     }
 
-    fn resolve_chain<P: Primitive>(
+    /// Resolves the configuration of instance `name`: the config file's entry
+    /// for it (with its error-name lists as predicates), then the code
+    /// settings of every config in its chain (root first), then its own code
+    /// settings.
+    pub(crate) fn resolve<P: Primitive>(
         &self,
+        file: &FileConfig,
         code: &CodeSettings<P::Builder>,
         name: &str,
-        config: Option<&str>,
-        settings: Option<&CodeFn<P::Builder>>,
     ) -> Result<P::Config, RegistryError> {
-        let chain = config_chain(P::KIND, code, config)?;
-        let mut builder = P::default_builder();
+        self.resolve_full::<P>(file, code, name)
+            .map(|(config, _)| config)
+    }
+
+    /// As `resolve`, plus the size of the ring of recent events the file asks for.
+    fn resolve_full<P: Primitive>(
+        &self,
+        file: &FileConfig,
+        code: &CodeSettings<P::Builder>,
+        name: &str,
+    ) -> Result<(P::Config, Option<usize>), RegistryError> {
+        let plan = plan::<P>(file, code, name)?;
+        let ring_capacity = plan.entry.event_consumer_buffer_size();
+        let mut builder = P::file_builder(plan.entry);
+        for (names, list) in P::error_lists(plan.entry) {
+            self.check_error_names(names.names(), names.path())?;
+            builder = P::apply_error_list(&self.inner.classes, builder, list, names.names());
+        }
         let applied = |b: P::Builder, f: &CodeFn<P::Builder>, at: &str| {
             catch_unwind(AssertUnwindSafe(|| f(b))).map_err(|_| RegistryError::SettingsPanicked {
                 kind: P::KIND,
                 name: at.to_owned(),
             })
         };
-        for config in &chain {
+        for config in &plan.chain {
             if let Some(c) = code.configs.get(config) {
                 for f in &c.settings {
                     builder = applied(builder, f, config)?;
                 }
             }
         }
-        if let Some(f) = settings {
+        if let Some(f) = plan.settings {
             builder = applied(builder, f, name)?;
         }
-        P::build(builder).map_err(|source| RegistryError::InvalidConfig {
+        let config = P::build(builder).map_err(|source| RegistryError::InvalidConfig {
             kind: P::KIND,
             name: name.to_owned(),
             source,
-        })
+        })?;
+        Ok((config, ring_capacity))
     }
 
     /// Installs a new instance built from `config` under `name`, if the name
@@ -764,13 +788,29 @@ impl Registry {
     }
 
     /// Where each configuration value of an instance came from, by key, when
-    /// a config file set it: `(value, source)`.
-    #[allow(clippy::extra_unused_type_parameters)] // the file layer fills it per kind
+    /// a config file set it: `(value as the snapshot writes it, source)`.
     pub(crate) fn provenance<P: Primitive>(
         &self,
-        _name: &str,
+        name: &str,
     ) -> HashMap<&'static str, (String, String)> {
-        HashMap::new()
+        let code = self.store::<P>().code.read();
+        let file = self.file();
+        let Ok(plan) = plan::<P>(&file, &code, name) else {
+            return HashMap::new();
+        };
+        let sources: HashMap<String, String> = plan
+            .entry
+            .provenance()
+            .into_iter()
+            .map(|p| (p.key, p.source.to_string()))
+            .collect();
+        crate::telemetry::describe::describe_config(plan.entry.config())
+            .into_iter()
+            .filter_map(|(key, value)| {
+                let source = sources.get(key)?;
+                Some((key, (value, source.clone())))
+            })
+            .collect()
     }
 
     /// Registers an error type whose class names config lists may use.
@@ -903,6 +943,7 @@ pub(crate) fn config_chain<B>(
     kind: Kind,
     code: &CodeSettings<B>,
     start: Option<&str>,
+    in_file: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<String>, RegistryError> {
     let mut chain: Vec<String> = Vec::new();
     let mut next = start.map(str::to_owned);
@@ -912,7 +953,7 @@ pub(crate) fn config_chain<B>(
             return Err(RegistryError::CyclicConfig { kind, chain });
         }
         let config = code.configs.get(&name);
-        if config.is_none() && name != DEFAULT_CONFIG {
+        if config.is_none() && name != DEFAULT_CONFIG && !in_file(&name) {
             let mut known: Vec<String> = code.configs.keys().cloned().collect();
             known.sort();
             chain.push(name.clone());
@@ -953,6 +994,7 @@ fn describe_event(what: &RegistryEventKind) -> String {
                 "fresh state"
             }
         ),
+        RegistryEventKind::Reconfigured { cause } => format!("reconfigured in place by {cause}"),
         RegistryEventKind::ManualTransition { to, reason, ttl } => format!(
             "manual transition to {to}{}{}",
             reason
@@ -978,4 +1020,71 @@ fn is_notable(description: &str) -> bool {
     ]
     .iter()
     .any(|w| description.contains(w))
+}
+
+/// Where an instance's configuration comes from.
+pub(crate) struct Plan<'a, P: Primitive> {
+    /// The config file's entry it starts from.
+    pub(crate) entry: &'a Resolved<P::Config>,
+    /// The configs whose code settings apply, root first.
+    pub(crate) chain: Vec<String>,
+    /// Its own code settings.
+    pub(crate) settings: Option<&'a CodeFn<P::Builder>>,
+}
+
+/// The plan for instance `name`. Its own settings (in the file or in code)
+/// first; for a `circuit_breaker_for(id, group)` id without any, the group's.
+pub(crate) fn plan<'a, P: Primitive>(
+    file: &'a FileConfig,
+    code: &'a CodeSettings<P::Builder>,
+    name: &str,
+) -> Result<Plan<'a, P>, RegistryError> {
+    let section = P::section(file);
+    let mut instance = code.instances.get(name);
+    let mut lookup = name;
+    if let Some(group) = instance
+        .filter(|i| !i.has_settings())
+        .and_then(|i| i.group.as_deref())
+    {
+        if section.instance(name).is_none() {
+            lookup = group;
+            instance = code.instances.get(group);
+        }
+    }
+    let in_file = |n: &str| section.config(n).is_some();
+    let (entry, chain) = match instance.and_then(|i| i.config.as_deref()) {
+        Some(config) => (
+            section.config(config).unwrap_or(section.default_config()),
+            config_chain(P::KIND, code, Some(config), &in_file)?,
+        ),
+        // No config registered in code: no code settings to apply, no chain.
+        None if code.configs.is_empty() => (section.for_name(lookup), Vec::new()),
+        None => {
+            let entry = section.for_name(lookup);
+            let mut chain: Vec<String> = vec![DEFAULT_CONFIG.to_owned()];
+            chain.extend(entry.chain().iter().cloned());
+            if !entry.is_instance() {
+                chain.push(entry.name().to_owned());
+            }
+            if section.instance(lookup).is_none() && section.config(lookup).is_none() {
+                // A config registered in code under the instance's (or the
+                // group's) own name, as the file's same-name rule.
+                if code.configs.contains_key(lookup) {
+                    chain = config_chain(P::KIND, code, Some(lookup), &in_file)?;
+                }
+            }
+            let mut unique: Vec<String> = Vec::with_capacity(chain.len());
+            for c in chain {
+                if !unique.contains(&c) {
+                    unique.push(c);
+                }
+            }
+            (entry, unique)
+        }
+    };
+    Ok(Plan {
+        entry,
+        chain,
+        settings: instance.and_then(|i| i.settings.as_ref()),
+    })
 }

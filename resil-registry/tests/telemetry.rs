@@ -83,12 +83,9 @@ fn the_snapshot_shows_state_metrics_config_with_provenance_tags_and_the_override
         .collect();
     assert_eq!(
         events,
-        [
-            "added",
-            "manual transition to forced_open, reason: INC-7, ttl: 60s"
-        ]
+        ["manual transition to forced_open, reason: INC-7, ttl: 60s"]
     );
-    assert_eq!(i.recent_events[1].at, Duration::from_secs(7));
+    assert_eq!(i.recent_events[0].at, Duration::from_secs(7));
     let r = snap.instance(Kind::Retry, "payments").unwrap();
     assert_eq!(r.state, None);
     assert_eq!(r.config_value("max-attempts").unwrap().source, "default");

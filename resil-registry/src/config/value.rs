@@ -87,8 +87,31 @@ pub(crate) fn from_yaml(text: &str) -> Result<Value, String> {
                 Value::List(items.iter().map(convert).collect::<Result<_, _>>()?)
             }
             Yaml::Mapping(map) => {
-                let mut entries = Vec::with_capacity(map.len());
+                let mut entries: Vec<(String, Value)> = Vec::with_capacity(map.len());
+                let mut merged: Vec<(String, Value)> = Vec::new();
                 for (k, v) in map {
+                    // YAML's merge key (`<<: *base`): the anchored map's
+                    // entries, under the ones written here.
+                    if matches!(convert(k)?, Value::Str(ref s) if s == "<<") {
+                        match convert(v)? {
+                            Value::Map(items) => merged.extend(items),
+                            Value::List(maps) => {
+                                for m in maps {
+                                    let Value::Map(items) = m else {
+                                        return Err("`<<` merges maps only".into());
+                                    };
+                                    merged.extend(items);
+                                }
+                            }
+                            other => {
+                                return Err(format!(
+                                    "`<<` merges maps only, got {}",
+                                    other.describe()
+                                ))
+                            }
+                        }
+                        continue;
+                    }
                     let key = match convert(k)? {
                         Value::Str(s) => s,
                         Value::Int(i) => i.to_string(),
@@ -102,6 +125,11 @@ pub(crate) fn from_yaml(text: &str) -> Result<Value, String> {
                         }
                     };
                     entries.push((key, convert(v)?));
+                }
+                for (key, value) in merged {
+                    if !entries.iter().any(|(k, _)| *k == key) {
+                        entries.push((key, value));
+                    }
                 }
                 Value::Map(entries)
             }
@@ -149,6 +177,33 @@ mod tests {
         assert!(from_yaml("a: 1\na: 2\n")
             .unwrap_err()
             .contains("duplicated key"));
+    }
+
+    #[cfg(feature = "yaml")]
+    #[test]
+    fn yaml_anchors_aliases_and_merge_keys_are_resolved() {
+        let v = from_yaml("base: &b {x: 1, y: 2}\ncopy: *b\nmerged:\n  <<: *b\n  y: 3\n").unwrap();
+        let base = Value::Map(vec![
+            ("x".into(), Value::Int(1)),
+            ("y".into(), Value::Int(2)),
+        ]);
+        assert_eq!(
+            v,
+            Value::Map(vec![
+                ("base".into(), base.clone()),
+                ("copy".into(), base),
+                (
+                    "merged".into(),
+                    Value::Map(vec![
+                        ("y".into(), Value::Int(3)),
+                        ("x".into(), Value::Int(1))
+                    ])
+                ),
+            ])
+        );
+        assert!(from_yaml("a:\n  <<: 5\n")
+            .unwrap_err()
+            .contains("merges maps only"));
     }
 
     #[cfg(feature = "toml")]

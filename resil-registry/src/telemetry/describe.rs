@@ -376,7 +376,7 @@ impl Describe for ThreadPoolBulkhead {
     }
 }
 
-fn limiter_config(c: resil_core::rate_limiter::RateLimiterConfig) -> Vec<(&'static str, String)> {
+fn limiter_config(c: &resil_core::rate_limiter::RateLimiterConfig) -> Vec<(&'static str, String)> {
     vec![
         ("limit-for-period", c.limit_for_period().to_string()),
         ("limit-refresh-period", d(c.limit_refresh_period())),
@@ -412,11 +412,11 @@ impl Describe for RateLimiter {
     }
 
     fn config_values(&self) -> Vec<(&'static str, String)> {
-        limiter_config(self.config())
+        limiter_config(&self.config())
     }
 
     fn default_values() -> Vec<(&'static str, String)> {
-        limiter_config(resil_core::rate_limiter::RateLimiterConfig::default())
+        limiter_config(&resil_core::rate_limiter::RateLimiterConfig::default())
     }
 
     fn health(&self) -> (Status, Option<String>) {
@@ -486,5 +486,27 @@ impl Describe for TimeLimiter {
 
     fn health(&self) -> (Status, Option<String>) {
         (Status::Up, None)
+    }
+}
+
+/// The configuration values of any kind's config, with the keys a config
+/// file uses (empty for a type that is not a primitive's config).
+pub(crate) fn describe_config(config: &dyn std::any::Any) -> Vec<(&'static str, String)> {
+    if let Some(c) = config.downcast_ref::<CircuitBreakerConfig>() {
+        breaker_config(c)
+    } else if let Some(c) = config.downcast_ref::<resil_core::retry::RetryConfig>() {
+        retry_config(c)
+    } else if let Some(c) = config.downcast_ref::<resil_core::bulkhead::BulkheadConfig>() {
+        bulkhead_config(*c)
+    } else if let Some(c) =
+        config.downcast_ref::<resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig>()
+    {
+        pool_config(c)
+    } else if let Some(c) = config.downcast_ref::<resil_core::rate_limiter::RateLimiterConfig>() {
+        limiter_config(c)
+    } else if let Some(c) = config.downcast_ref::<resil_core::time_limiter::TimeLimiterConfig>() {
+        time_limiter_config(c)
+    } else {
+        Vec::new()
     }
 }

@@ -12,6 +12,9 @@ use resil_core::time_limiter::TimeLimiter;
 
 use super::health::{ComponentHealth, Health, Status};
 use super::ring::RecordedEvent;
+use std::sync::Arc;
+
+use crate::handle::Handle;
 use crate::kind::{Kind, Primitive};
 use crate::registry::Registry;
 
@@ -135,11 +138,19 @@ impl Registry {
     fn snapshot_kind<P: Primitive>(&self, out: &mut Vec<InstanceSnapshot>) {
         let defaults = P::default_values();
         for name in self.names::<P>() {
-            let Some(entry) = self.store::<P>().entries.get(name.as_str()) else {
-                continue;
+            // Take what the entry holds and let its shard go before reading
+            // settings: locks are always taken settings first, then shard.
+            let (handle, recent_events) = {
+                let Some(entry) = self.store::<P>().entries.get(name.as_str()) else {
+                    continue;
+                };
+                self.drain_instance_events(&entry);
+                (
+                    Handle::from_slot(Arc::clone(&entry.slot)),
+                    entry.ring.to_vec(),
+                )
             };
-            self.drain_instance_events(&entry);
-            let instance = entry.slot.load();
+            let instance: &P = &handle;
             let provenance = self.provenance::<P>(&name);
             let config = instance
                 .config_values()
@@ -179,7 +190,7 @@ impl Registry {
                 manual_override,
                 health,
                 health_reason,
-                recent_events: entry.ring.to_vec(),
+                recent_events,
                 name,
             });
         }
@@ -201,14 +212,16 @@ impl Registry {
     }
 
     fn health_kind<P: Primitive>(&self, out: &mut Vec<ComponentHealth>) {
-        let store = self.store::<P>();
-        for entry in store.entries.iter() {
-            let name = entry.key().to_string();
+        // Names first, so no shard lock is held while settings are read.
+        for name in self.names::<P>() {
+            let Some(handle) = self.find::<P>(&name) else {
+                continue;
+            };
             let (register, allow_fail) = self.health_settings::<P>(&name);
             if !register {
                 continue;
             }
-            let (mut status, mut reason) = entry.slot.load().health();
+            let (mut status, mut reason) = handle.health();
             if P::KIND == Kind::CircuitBreaker {
                 if let Some(o) = self.inner.overrides.get(&name) {
                     reason = Some(format!("{} by an operator: {}", o.mode, o.reason));

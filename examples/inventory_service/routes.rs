@@ -1,0 +1,269 @@
+//! The inventory service's HTTP routes, and how the whole program starts.
+//!
+//! ```text
+//! GET  /inventory/{sku}                               the protected stock query
+//! GET  /actuator/health                               the registry's health (503 when DOWN)
+//! GET  /actuator/circuitbreakers                      every breaker's snapshot
+//! POST /actuator/circuitbreakers/{name}/{operation}   forced-open | disabled | closed | reset
+//!                                                     (forced-open, disabled: ?ttl=30s&reason=…)
+//! ```
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use hyper::body::Incoming;
+use hyper::{Method, Request, StatusCode};
+use resil::config::FileConfig;
+use resil::registry_crate::{RegistryError, Snapshot, Status, Transition};
+use resil::Registry;
+
+use crate::downstream::Downstream;
+use crate::http::{self, Reply, Server};
+use crate::inventory::{self, Inventory};
+
+/// The config file shipped with the example.
+pub const CONFIG: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/examples/inventory_service.toml"
+);
+
+/// The registry from a config file, with the example's error classes and
+/// code settings.
+pub fn load_registry(path: &Path) -> Result<Registry, String> {
+    let file = FileConfig::from_file(path).map_err(|e| e.to_string())?;
+    configure(Registry::new(), file)
+}
+
+/// Configures `registry` (tests build theirs on a manual clock) from `file`
+/// (tests add environment overrides with `FileConfig::from_file_with_env`):
+/// the error classes the file's lists name first, then the file, then the
+/// code settings.
+pub fn configure(registry: Registry, file: FileConfig) -> Result<Registry, String> {
+    registry.register_error_class::<inventory::InventoryError>();
+    bridge::install(&registry, &Arc::new(file)).map_err(|e| e.to_string())?;
+    inventory::configure(&registry).map_err(|e| e.to_string())?;
+    Ok(registry)
+}
+
+/// TEMPORARY until `Registry::from_file` lands: the file's entries as named
+/// code configs.
+mod bridge {
+    use std::sync::Arc;
+
+    use resil::bulkhead::Bulkhead;
+    use resil::circuit_breaker::CircuitBreaker;
+    use resil::config::FileConfig;
+    use resil::rate_limiter::RateLimiter;
+    use resil::registry_crate::RegistryError;
+    use resil::retry::Retry;
+    use resil::time_limiter::TimeLimiter;
+    use resil::{ErrorClass, Registry};
+
+    use crate::inventory::{InventoryError, INSTANCE};
+
+    fn has(names: Option<&[String]>, e: &InventoryError) -> bool {
+        names.is_some_and(|n| n.iter().any(|n| n == e.error_class()))
+    }
+
+    pub(super) fn install(r: &Registry, file: &Arc<FileConfig>) -> Result<(), RegistryError> {
+        const FILE: &str = "file";
+        let f = Arc::clone(file);
+        r.add_config::<CircuitBreaker>(FILE, None, move |_| {
+            let e = f.circuit_breaker().for_name(INSTANCE);
+            let record: Option<Vec<String>> = e.record_errors().map(|n| n.names().to_vec());
+            let ignore: Option<Vec<String>> = e.ignore_errors().map(|n| n.names().to_vec());
+            let mut b = e.builder();
+            if record.is_some() {
+                b = b.record_error(move |x: &InventoryError| has(record.as_deref(), x));
+            }
+            if ignore.is_some() {
+                b = b.ignore_error(move |x: &InventoryError| has(ignore.as_deref(), x));
+            }
+            b
+        })?;
+        r.use_config::<CircuitBreaker>(INSTANCE, FILE)?;
+        let f = Arc::clone(file);
+        r.add_config::<Retry>(FILE, None, move |_| {
+            let e = f.retry().for_name(INSTANCE);
+            let on: Option<Vec<String>> = e.retry_errors().map(|n| n.names().to_vec());
+            let ignore: Option<Vec<String>> = e.ignore_errors().map(|n| n.names().to_vec());
+            let mut b = e.builder();
+            if on.is_some() {
+                b = b.retry_on_error(move |x: &InventoryError| has(on.as_deref(), x));
+            }
+            if ignore.is_some() {
+                b = b.ignore_error(move |x: &InventoryError| has(ignore.as_deref(), x));
+            }
+            b
+        })?;
+        r.use_config::<Retry>(INSTANCE, FILE)?;
+        let f = Arc::clone(file);
+        r.add_config::<Bulkhead>(FILE, None, move |_| {
+            f.bulkhead().for_name(INSTANCE).builder()
+        })?;
+        r.use_config::<Bulkhead>(INSTANCE, FILE)?;
+        let f = Arc::clone(file);
+        r.add_config::<RateLimiter>(FILE, None, move |_| {
+            f.rate_limiter().for_name(INSTANCE).builder()
+        })?;
+        r.use_config::<RateLimiter>(INSTANCE, FILE)?;
+        let f = Arc::clone(file);
+        r.add_config::<TimeLimiter>(FILE, None, move |_| {
+            f.time_limiter().for_name(INSTANCE).builder()
+        })?;
+        r.use_config::<TimeLimiter>(INSTANCE, FILE)?;
+        Ok(())
+    }
+}
+
+/// The service: the protected query and the registry it reports on.
+pub struct App {
+    registry: &'static Registry,
+    inventory: Inventory,
+}
+
+impl App {
+    /// Routes one request.
+    pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Reply {
+        let path = req.uri().path().to_owned();
+        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+        match (req.method(), segments.as_slice()) {
+            (&Method::GET, ["inventory", sku]) => {
+                let outcome = self.inventory.query(sku).await;
+                http::json(StatusCode::OK, &inventory::answer(sku, outcome))
+            }
+            (&Method::GET, ["actuator", "health"]) => self.health(),
+            (&Method::GET, ["actuator", "circuitbreakers"]) => self.breakers(None),
+            (&Method::GET, ["actuator", "circuitbreakers", name]) => self.breakers(Some(name)),
+            (&Method::POST, ["actuator", "circuitbreakers", name, operation]) => {
+                self.manage(name, operation, &http::query(&req))
+            }
+            (_, ["inventory", _] | ["actuator", ..]) => http::error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                format!("{} is not allowed on {path}", req.method()),
+            ),
+            _ => http::error(StatusCode::NOT_FOUND, format!("no route for {path}")),
+        }
+    }
+
+    fn health(&self) -> Reply {
+        let health = self.registry.health();
+        // Actuator's convention: a DOWN application answers 503, so a load
+        // balancer takes it out; DEGRADED still serves.
+        let status = match health.status {
+            Status::Down => StatusCode::SERVICE_UNAVAILABLE,
+            Status::Up | Status::Degraded => StatusCode::OK,
+        };
+        http::json(status, &serde_json::to_value(&health).unwrap_or_default())
+    }
+
+    /// The registry's snapshot, circuit breakers only (all of them, or one).
+    fn breakers(&self, name: Option<&str>) -> Reply {
+        let snapshot = self.registry.snapshot();
+        let instances: Vec<_> = snapshot
+            .instances
+            .into_iter()
+            .filter(|i| i.kind == "circuit_breaker" && name.is_none_or(|n| i.name == n))
+            .collect();
+        if let (Some(name), true) = (name, instances.is_empty()) {
+            return http::error(
+                StatusCode::NOT_FOUND,
+                format!("no circuit breaker `{name}`"),
+            );
+        }
+        let snapshot = Snapshot { instances };
+        http::json(
+            StatusCode::OK,
+            &serde_json::to_value(&snapshot).unwrap_or_default(),
+        )
+    }
+
+    fn manage(
+        &self,
+        name: &str,
+        operation: &str,
+        params: &std::collections::HashMap<String, String>,
+    ) -> Reply {
+        let ttl = match params.get("ttl").map(|t| resil::config::parse_duration(t)) {
+            None => None,
+            Some(Ok(ttl)) => Some(ttl),
+            Some(Err(e)) => {
+                return http::error(StatusCode::BAD_REQUEST, format!("invalid `ttl`: {e}"))
+            }
+        };
+        let reason = params.get("reason").map_or("", String::as_str);
+        let done = match operation {
+            "forced-open" => self.registry.force_open(name, ttl, reason),
+            "disabled" => self.registry.disable(name, ttl, reason),
+            "closed" | "reset" if ttl.is_some() => {
+                return http::error(
+                    StatusCode::BAD_REQUEST,
+                    format!("`ttl` applies to forced-open and disabled, not to {operation}"),
+                )
+            }
+            "closed" => self
+                .registry
+                .transition_circuit_breaker(name, Transition::Closed),
+            "reset" => self
+                .registry
+                .transition_circuit_breaker(name, Transition::Reset),
+            other => {
+                return http::error(
+                    StatusCode::NOT_FOUND,
+                    format!(
+                        "unknown operation `{other}`: use forced-open, disabled, closed or reset"
+                    ),
+                )
+            }
+        };
+        match done {
+            Ok(()) => self.breakers(Some(name)),
+            Err(e @ RegistryError::NotFound { .. }) => {
+                http::error(StatusCode::NOT_FOUND, e.to_string())
+            }
+            Err(e) => http::error(StatusCode::CONFLICT, e.to_string()),
+        }
+    }
+}
+
+/// The whole program, running: the downstream and the service, each on its
+/// own port.
+pub struct Running {
+    /// The registry the service reports on (the process-wide one).
+    pub registry: &'static Registry,
+    /// The fake downstream's state (its mode, its request count).
+    pub downstream: Arc<Downstream>,
+    /// The downstream's server.
+    pub downstream_server: Server,
+    /// The service's server.
+    pub service: Server,
+}
+
+impl Running {
+    /// Starts the downstream on any free 127.0.0.1 port and the service on
+    /// `service_addr`, protected by the process-wide registry (see
+    /// [`resil::init`]).
+    pub async fn start(service_addr: SocketAddr) -> std::io::Result<Running> {
+        let registry = resil::registry();
+        let (downstream, downstream_server) =
+            Downstream::start(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+        let app = Arc::new(App {
+            inventory: Inventory::new(registry, downstream_server.addr()),
+            registry,
+        });
+        let service = Server::start(service_addr, move |req| Arc::clone(&app).handle(req)).await?;
+        Ok(Running {
+            registry,
+            downstream,
+            downstream_server,
+            service,
+        })
+    }
+
+    /// Stops both servers, letting requests in flight finish.
+    pub async fn stop(self) {
+        self.service.stop().await;
+        self.downstream_server.stop().await;
+    }
+}

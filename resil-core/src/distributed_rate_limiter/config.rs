@@ -1,0 +1,516 @@
+//! The distributed rate limiter's configuration: where Redis is, the quota,
+//! the algorithm, the waits and the failure policy.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::ConfigError;
+
+/// The shortest `limit_refresh_period`: one millisecond (key TTLs are whole
+/// milliseconds).
+pub const MIN_LIMIT_REFRESH_PERIOD: Duration = Duration::from_millis(1);
+/// The longest `limit_refresh_period`: 30 days.
+pub const MAX_LIMIT_REFRESH_PERIOD: Duration = Duration::from_secs(30 * 24 * 3600);
+/// The most buckets a sliding window may be cut into.
+pub const MAX_BUCKETS: u32 = 1000;
+
+/// How the shared quota is counted (see the [module docs](super) for what
+/// "N per interval" means with each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Algorithm {
+    /// At most `limit_for_period` grants in *any* window of
+    /// `limit_refresh_period`, counted in `buckets` time buckets per period
+    /// (one small hash per limiter). Bursts up to the whole quota at once.
+    #[default]
+    SlidingWindow,
+    /// GCRA: one grant every `limit_refresh_period / limit_for_period`, with up
+    /// to `burst` at once after an idle spell (one string per limiter). Smooth
+    /// pacing and the smallest footprint when there are many keys.
+    Gcra,
+}
+
+impl Algorithm {
+    /// A short, stable label: `sliding_window`, `gcra`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Algorithm::SlidingWindow => "sliding_window",
+            Algorithm::Gcra => "gcra",
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an acquire does when Redis does not answer within `redis_timeout` or
+/// answers with an error. Every such decision is counted in the
+/// [metrics](super::DistributedRateLimiterMetrics) and published as an
+/// [event](super::DistributedRateLimiterEvent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum FailurePolicy {
+    /// Grant: availability over the quota. While Redis is down the callers are
+    /// not limited at all.
+    FailOpen,
+    /// Refuse with `RequestNotPermitted`: the quota is never exceeded, and
+    /// while Redis is down nothing passes. The default, because it is the only
+    /// policy that keeps the limiter's promise.
+    #[default]
+    FailClosed,
+    /// Decide on a local [`RateLimiter`](crate::rate_limiter::RateLimiter) of
+    /// `ceil(limit_for_period / expected_instances)` permits per
+    /// `limit_refresh_period`: with the expected number of instances running,
+    /// the cluster as a whole stays near the shared quota.
+    LocalFallback {
+        /// How many instances share the quota; at least 1.
+        expected_instances: u32,
+    },
+}
+
+impl FailurePolicy {
+    /// A short, stable label: `fail_open`, `fail_closed`, `local_fallback`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FailurePolicy::FailOpen => "fail_open",
+            FailurePolicy::FailClosed => "fail_closed",
+            FailurePolicy::LocalFallback { .. } => "local_fallback",
+        }
+    }
+}
+
+impl fmt::Display for FailurePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The configuration of a [`DistributedRateLimiter`](super::DistributedRateLimiter).
+///
+/// The quota fields keep the local [`RateLimiterConfig`](crate::rate_limiter::RateLimiterConfig)'s
+/// names (`limit_for_period`, `limit_refresh_period`, `timeout_duration`), so
+/// one configuration section can describe either backend.
+///
+/// ```
+/// use std::time::Duration;
+/// use resil_core::distributed_rate_limiter::{
+///     Algorithm, DistributedRateLimiterConfig, FailurePolicy,
+/// };
+///
+/// let config = DistributedRateLimiterConfig::builder()
+///     .redis_url("redis://127.0.0.1:6379/")
+///     .key_prefix("checkout:")
+///     .limit_for_period(1000)
+///     .limit_refresh_period(Duration::from_secs(1))
+///     .algorithm(Algorithm::Gcra)
+///     .failure_policy(FailurePolicy::LocalFallback { expected_instances: 10 })
+///     .build()
+///     .unwrap();
+/// assert_eq!(config.burst(), 1000); // GCRA's burst defaults to the limit
+///
+/// let err = DistributedRateLimiterConfig::builder()
+///     .failure_policy(FailurePolicy::LocalFallback { expected_instances: 0 })
+///     .build()
+///     .unwrap_err();
+/// assert_eq!(err.field(), "failure_policy.expected_instances");
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct DistributedRateLimiterConfig {
+    redis_url: Arc<str>,
+    key_prefix: Arc<str>,
+    algorithm: Algorithm,
+    limit_for_period: u32,
+    limit_refresh_period: Duration,
+    timeout_duration: Duration,
+    buckets: u32,
+    burst: Option<u32>,
+    redis_timeout: Duration,
+    failure_policy: FailurePolicy,
+}
+
+impl DistributedRateLimiterConfig {
+    /// A builder starting from the defaults.
+    pub fn builder() -> DistributedRateLimiterConfigBuilder {
+        DistributedRateLimiterConfigBuilder {
+            config: DistributedRateLimiterConfig::default(),
+        }
+    }
+
+    /// A builder starting from this configuration, to change a few values.
+    pub fn to_builder(&self) -> DistributedRateLimiterConfigBuilder {
+        DistributedRateLimiterConfigBuilder {
+            config: self.clone(),
+        }
+    }
+
+    /// The Redis server, as a `redis://` URL (default `redis://127.0.0.1:6379/`;
+    /// `rediss://` needs a TLS feature of the `redis` crate).
+    pub fn redis_url(&self) -> &str {
+        &self.redis_url
+    }
+
+    /// Prepended to the limiter's name to form its Redis key (default
+    /// `resil:rate_limiter:`). The key is `{key_prefix}{name}:{algorithm}`.
+    pub fn key_prefix(&self) -> &str {
+        &self.key_prefix
+    }
+
+    /// How the quota is counted (default [`Algorithm::SlidingWindow`]).
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// N: permits per `limit_refresh_period`, shared by every client of the
+    /// same key (default 50).
+    pub fn limit_for_period(&self) -> u32 {
+        self.limit_for_period
+    }
+
+    /// The interval the quota is counted over (default 1 s; 1 ms ..= 30 days).
+    pub fn limit_refresh_period(&self) -> Duration {
+        self.limit_refresh_period
+    }
+
+    /// How long an acquire may wait for permits before it is refused with
+    /// `RequestNotPermitted` (default 5 s, Resilience4j's; zero never waits).
+    pub fn timeout_duration(&self) -> Duration {
+        self.timeout_duration
+    }
+
+    /// Sliding window only: the number of time buckets per period (default 10;
+    /// 1 ..= 1000). A permit comes back between one period and one period plus
+    /// one bucket after it was taken; more buckets return permits sooner and
+    /// cost a few bytes each.
+    pub fn buckets(&self) -> u32 {
+        self.buckets
+    }
+
+    /// GCRA only: how many permits may be taken at once after an idle spell
+    /// (default `limit_for_period`; 1 paces every grant evenly).
+    pub fn burst(&self) -> u32 {
+        self.burst.unwrap_or(self.limit_for_period)
+    }
+
+    /// How long one round trip to Redis may take before the failure policy
+    /// decides instead (default 100 ms).
+    pub fn redis_timeout(&self) -> Duration {
+        self.redis_timeout
+    }
+
+    /// What happens when Redis is slow, down or failing (default
+    /// [`FailurePolicy::FailClosed`]).
+    pub fn failure_policy(&self) -> FailurePolicy {
+        self.failure_policy
+    }
+
+    /// The most permits one acquire may ask for: the limit (sliding window) or
+    /// the burst (GCRA).
+    pub fn max_permits(&self) -> u32 {
+        match self.algorithm {
+            Algorithm::SlidingWindow => self.limit_for_period,
+            Algorithm::Gcra => self.burst(),
+        }
+    }
+
+    /// `limit_refresh_period` in whole microseconds (the scripts' unit).
+    pub(crate) fn interval_micros(&self) -> u64 {
+        u64::try_from(self.limit_refresh_period.as_micros()).unwrap_or(u64::MAX)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.redis_url.is_empty() {
+            return Err(ConfigError::new(
+                "redis_url",
+                "\"\"",
+                "a redis:// URL such as redis://127.0.0.1:6379/",
+            ));
+        }
+        if let Err(e) = redis::Client::open(&*self.redis_url) {
+            return Err(ConfigError::new(
+                "redis_url",
+                format!("{:?} ({e})", &*self.redis_url),
+                "a redis:// URL such as redis://127.0.0.1:6379/",
+            ));
+        }
+        let period = self.limit_refresh_period;
+        if !(MIN_LIMIT_REFRESH_PERIOD..=MAX_LIMIT_REFRESH_PERIOD).contains(&period) {
+            return Err(ConfigError::new(
+                "limit_refresh_period",
+                format!("{period:?}"),
+                "a duration in 1ms..=30 days",
+            ));
+        }
+        let micros = self.interval_micros();
+        let max_limit = u32::try_from(micros).unwrap_or(u32::MAX);
+        if self.limit_for_period == 0 || self.limit_for_period > max_limit {
+            return Err(ConfigError::new(
+                "limit_for_period",
+                self.limit_for_period,
+                format!(
+                    "an integer in 1..={max_limit} (at most one permit per microsecond of `limit_refresh_period`)"
+                ),
+            ));
+        }
+        let max_buckets = MAX_BUCKETS.min(max_limit);
+        if self.buckets == 0 || self.buckets > max_buckets {
+            return Err(ConfigError::new(
+                "buckets",
+                self.buckets,
+                format!(
+                    "an integer in 1..={max_buckets} (at most one bucket per microsecond of `limit_refresh_period`)"
+                ),
+            ));
+        }
+        if let Some(burst) = self.burst {
+            if burst == 0 || burst > max_limit {
+                return Err(ConfigError::new(
+                    "burst",
+                    burst,
+                    format!("an integer in 1..={max_limit}"),
+                ));
+            }
+        }
+        if self.redis_timeout.is_zero() {
+            return Err(ConfigError::new(
+                "redis_timeout",
+                format!("{:?}", self.redis_timeout),
+                "a positive duration, such as 100ms",
+            ));
+        }
+        if let FailurePolicy::LocalFallback {
+            expected_instances: 0,
+        } = self.failure_policy
+        {
+            return Err(ConfigError::new(
+                "failure_policy.expected_instances",
+                0,
+                "an integer in 1..=4294967295",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Default for DistributedRateLimiterConfig {
+    /// 50 permits per second over a 10-bucket sliding window on
+    /// `redis://127.0.0.1:6379/`, waits up to 5 s, 100 ms per Redis round trip,
+    /// fail-closed.
+    fn default() -> Self {
+        DistributedRateLimiterConfig {
+            redis_url: Arc::from("redis://127.0.0.1:6379/"),
+            key_prefix: Arc::from("resil:rate_limiter:"),
+            algorithm: Algorithm::SlidingWindow,
+            limit_for_period: 50,
+            limit_refresh_period: Duration::from_secs(1),
+            timeout_duration: Duration::from_secs(5),
+            buckets: 10,
+            burst: None,
+            redis_timeout: Duration::from_millis(100),
+            failure_policy: FailurePolicy::FailClosed,
+        }
+    }
+}
+
+impl fmt::Debug for DistributedRateLimiterConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The URL may carry a password: show only the host part's presence.
+        f.debug_struct("DistributedRateLimiterConfig")
+            .field("redis_url", &redacted(&self.redis_url))
+            .field("key_prefix", &&*self.key_prefix)
+            .field("algorithm", &self.algorithm)
+            .field("limit_for_period", &self.limit_for_period)
+            .field("limit_refresh_period", &self.limit_refresh_period)
+            .field("timeout_duration", &self.timeout_duration)
+            .field("buckets", &self.buckets)
+            .field("burst", &self.burst())
+            .field("redis_timeout", &self.redis_timeout)
+            .field("failure_policy", &self.failure_policy)
+            .finish()
+    }
+}
+
+/// `redis://user:secret@host/` → `redis://user:***@host/`.
+fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Builds a [`DistributedRateLimiterConfig`]; [`build`](Self::build) checks
+/// every value.
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build()` is called"]
+pub struct DistributedRateLimiterConfigBuilder {
+    config: DistributedRateLimiterConfig,
+}
+
+impl DistributedRateLimiterConfigBuilder {
+    /// The Redis server's URL.
+    pub fn redis_url(mut self, url: impl Into<Arc<str>>) -> Self {
+        self.config.redis_url = url.into();
+        self
+    }
+
+    /// The prefix of the limiter's Redis key.
+    pub fn key_prefix(mut self, prefix: impl Into<Arc<str>>) -> Self {
+        self.config.key_prefix = prefix.into();
+        self
+    }
+
+    /// The counting algorithm.
+    pub fn algorithm(mut self, algorithm: Algorithm) -> Self {
+        self.config.algorithm = algorithm;
+        self
+    }
+
+    /// Permits per period: at least 1, at most one per microsecond of the period.
+    pub fn limit_for_period(mut self, limit: u32) -> Self {
+        self.config.limit_for_period = limit;
+        self
+    }
+
+    /// The period: 1 ms ..= 30 days.
+    pub fn limit_refresh_period(mut self, period: Duration) -> Self {
+        self.config.limit_refresh_period = period;
+        self
+    }
+
+    /// How long an acquire may wait for permits; zero refuses at once.
+    pub fn timeout_duration(mut self, timeout: Duration) -> Self {
+        self.config.timeout_duration = timeout;
+        self
+    }
+
+    /// Sliding window: buckets per period (1 ..= 1000).
+    pub fn buckets(mut self, buckets: u32) -> Self {
+        self.config.buckets = buckets;
+        self
+    }
+
+    /// GCRA: permits at once after an idle spell (at least 1).
+    pub fn burst(mut self, burst: u32) -> Self {
+        self.config.burst = Some(burst);
+        self
+    }
+
+    /// The most one Redis round trip may take.
+    pub fn redis_timeout(mut self, timeout: Duration) -> Self {
+        self.config.redis_timeout = timeout;
+        self
+    }
+
+    /// What to do when Redis is slow or down.
+    pub fn failure_policy(mut self, policy: FailurePolicy) -> Self {
+        self.config.failure_policy = policy;
+        self
+    }
+
+    /// The configuration, or the first invalid value with its field name.
+    pub fn build(self) -> Result<DistributedRateLimiterConfig, ConfigError> {
+        self.config.validate()?;
+        Ok(self.config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(b: DistributedRateLimiterConfigBuilder) -> String {
+        b.build().unwrap_err().field().to_owned()
+    }
+
+    #[test]
+    fn the_defaults_build_and_describe_a_per_second_quota() {
+        let c = DistributedRateLimiterConfig::builder().build().unwrap();
+        assert_eq!(c, DistributedRateLimiterConfig::default());
+        assert_eq!(c.limit_for_period(), 50);
+        assert_eq!(c.limit_refresh_period(), Duration::from_secs(1));
+        assert_eq!(c.timeout_duration(), Duration::from_secs(5));
+        assert_eq!(c.buckets(), 10);
+        assert_eq!(c.burst(), 50);
+        assert_eq!(c.max_permits(), 50);
+        assert_eq!(c.failure_policy(), FailurePolicy::FailClosed);
+        assert_eq!(c.algorithm(), Algorithm::SlidingWindow);
+    }
+
+    #[test]
+    fn every_invalid_value_is_rejected_naming_its_field() {
+        let b = DistributedRateLimiterConfig::builder;
+        assert_eq!(field_of(b().redis_url("")), "redis_url");
+        assert_eq!(field_of(b().redis_url("http://x")), "redis_url");
+        assert_eq!(field_of(b().limit_for_period(0)), "limit_for_period");
+        assert_eq!(
+            field_of(
+                b().limit_refresh_period(Duration::from_millis(1))
+                    .limit_for_period(1001)
+            ),
+            "limit_for_period"
+        );
+        assert_eq!(
+            field_of(b().limit_refresh_period(Duration::from_micros(999))),
+            "limit_refresh_period"
+        );
+        assert_eq!(
+            field_of(b().limit_refresh_period(MAX_LIMIT_REFRESH_PERIOD + Duration::from_secs(1))),
+            "limit_refresh_period"
+        );
+        assert_eq!(field_of(b().buckets(0)), "buckets");
+        assert_eq!(field_of(b().buckets(MAX_BUCKETS + 1)), "buckets");
+        assert_eq!(field_of(b().burst(0)), "burst");
+        assert_eq!(field_of(b().redis_timeout(Duration::ZERO)), "redis_timeout");
+        let err = b()
+            .failure_policy(FailurePolicy::LocalFallback {
+                expected_instances: 0,
+            })
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid `failure_policy.expected_instances`: got 0, expected an integer in 1..=4294967295"
+        );
+        let err = b().limit_for_period(0).build().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid `limit_for_period`: got 0, expected an integer in 1..=1000000 \
+             (at most one permit per microsecond of `limit_refresh_period`)"
+        );
+    }
+
+    #[test]
+    fn gcra_bounds_one_acquire_by_the_burst_and_the_window_by_the_limit() {
+        let c = DistributedRateLimiterConfig::builder()
+            .algorithm(Algorithm::Gcra)
+            .limit_for_period(10)
+            .burst(3)
+            .build()
+            .unwrap();
+        assert_eq!(c.max_permits(), 3);
+        let c = c
+            .to_builder()
+            .algorithm(Algorithm::SlidingWindow)
+            .build()
+            .unwrap();
+        assert_eq!(c.max_permits(), 10);
+    }
+
+    #[test]
+    fn debug_hides_the_password_in_the_url() {
+        let c = DistributedRateLimiterConfig::builder()
+            .redis_url("redis://app:hunter2@cache:6379/0")
+            .build()
+            .unwrap();
+        let shown = format!("{c:?}");
+        assert!(shown.contains("redis://app:***@cache:6379/0"), "{shown}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
+}

@@ -1,0 +1,403 @@
+//! The distributed rate limiter handle: acquire, wait, call.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
+
+use super::backend::{Backend, BackendFailure};
+use super::config::DistributedRateLimiterConfig;
+use super::event::{DistributedRateLimiterEvent, DistributedRateLimiterEventKind};
+use super::grant::{DecidedBy, Grant};
+use super::metrics::{Counters, DistributedRateLimiterMetrics, Waiting};
+use super::policy::Policy;
+use super::script::{Quota, Verdict};
+use crate::clock::{self, Clock, SharedClock, SystemClock};
+use crate::deadline;
+use crate::error::{ConfigError, DeadlineExceeded, Error, RequestNotPermitted};
+use crate::event::{EventPublisher, EventStream};
+use crate::rate_limiter::{AcquireError, ExceedsLimit};
+
+/// A rate limiter whose quota lives in Redis and is shared by every process
+/// that uses the same key: at most `limit_for_period` permits per
+/// `limit_refresh_period` across all of them (see the [module docs](super)
+/// for exactly what that means with each algorithm).
+///
+/// A cheap `Clone` handle. Refusals are the local limiter's:
+/// [`AcquireError`] from `acquire*`, [`Error::RequestNotPermitted`] from
+/// `call*`, so callers handle both limiters alike.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use resil_core::distributed_rate_limiter::{DistributedRateLimiter, DistributedRateLimiterConfig};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = DistributedRateLimiterConfig::builder()
+///     .redis_url("redis://127.0.0.1:6379/")
+///     .limit_for_period(100)
+///     .limit_refresh_period(Duration::from_secs(1))
+///     .build()?;
+/// let limiter = DistributedRateLimiter::new("payments", config)?;
+/// let receipt = limiter
+///     .call_async(async { Ok::<_, std::io::Error>("charged") })
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct DistributedRateLimiter {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: Arc<str>,
+    config: DistributedRateLimiterConfig,
+    quota: Quota,
+    backend: Backend,
+    policy: Policy,
+    clock: SharedClock,
+    counters: Counters,
+    events: EventPublisher<DistributedRateLimiterEvent>,
+    /// Waiters of this process take turns: only the first asks Redis again,
+    /// the others queue here (FIFO) instead of polling together.
+    turn: tokio::sync::Mutex<()>,
+    /// A runtime for blocking acquires made outside any runtime.
+    blocking: OnceLock<Runtime>,
+}
+
+impl DistributedRateLimiter {
+    /// A limiter named `name` (its Redis key is
+    /// `{key_prefix}{name}:{algorithm}`), timed by the system's monotonic clock.
+    ///
+    /// Nothing is sent to Redis until the first acquire, so the limiter can be
+    /// built before Redis is reachable (acquires then follow the failure
+    /// policy) and outside any runtime. Fails only if the URL cannot be used
+    /// (the builder already checked it), naming `redis_url`.
+    pub fn new(
+        name: impl Into<Arc<str>>,
+        config: DistributedRateLimiterConfig,
+    ) -> Result<Self, ConfigError> {
+        Self::with_clock(name, config, SystemClock)
+    }
+
+    /// A limiter whose *local* timing reads `clock`: how long an acquire has
+    /// waited, its sleeps, and the local fallback limiter. The quota itself is
+    /// always timed by the Redis server's clock, whatever `clock` says.
+    pub fn with_clock(
+        name: impl Into<Arc<str>>,
+        config: DistributedRateLimiterConfig,
+        clock: impl Clock,
+    ) -> Result<Self, ConfigError> {
+        let client = redis::Client::open(config.redis_url()).map_err(|e| {
+            ConfigError::new(
+                "redis_url",
+                format!("{:?} ({e})", config.redis_url()),
+                "a redis:// URL such as redis://127.0.0.1:6379/",
+            )
+        })?;
+        let name: Arc<str> = name.into();
+        let clock = SharedClock::new(clock);
+        Ok(DistributedRateLimiter {
+            inner: Arc::new(Inner {
+                quota: Quota::new(&name, &config),
+                backend: Backend::new(client, config.redis_timeout()),
+                policy: Policy::new(&name, &config, clock.clone()),
+                clock,
+                counters: Counters::default(),
+                events: EventPublisher::default(),
+                turn: tokio::sync::Mutex::new(()),
+                blocking: OnceLock::new(),
+                name,
+                config,
+            }),
+        })
+    }
+
+    /// The name given at creation.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DistributedRateLimiterConfig {
+        &self.inner.config
+    }
+
+    /// The Redis key holding this limiter's state.
+    pub fn key(&self) -> &str {
+        self.inner.quota.key()
+    }
+
+    /// The local fallback limiter's permits per period, when the failure
+    /// policy is [`LocalFallback`](super::FailurePolicy::LocalFallback).
+    pub fn local_fallback_limit(&self) -> Option<u32> {
+        self.inner.policy.local_limit()
+    }
+
+    /// A snapshot of the counters.
+    pub fn metrics(&self) -> DistributedRateLimiterMetrics {
+        self.inner.counters.snapshot()
+    }
+
+    /// Every acquisition from now on, and every failure-policy decision.
+    pub fn subscribe(&self) -> EventStream<DistributedRateLimiterEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Awaits one permit: [`acquire_n_async(1)`](Self::acquire_n_async).
+    pub async fn acquire_async(&self) -> Result<Grant, AcquireError> {
+        self.acquire_n_async(1).await
+    }
+
+    /// Awaits `permits` permits, waiting on a timer (no thread blocked) for
+    /// them to come back, up to `timeout_duration` and the task's
+    /// [deadline](crate::deadline).
+    ///
+    /// One script call when the permits are free. Otherwise the script says
+    /// when they will be; the acquire sleeps that long plus a little jitter and
+    /// asks again, and waiters of this process take turns, so only one of them
+    /// asks Redis at a time. Refused, consuming nothing, with
+    /// [`AcquireError::NotPermitted`] when the permits cannot come back within
+    /// `timeout_duration`, [`AcquireError::DeadlineExceeded`] when they cannot
+    /// before the deadline, or [`AcquireError::ExceedsLimit`] when more are
+    /// asked for than one acquire may take ([`max_permits`](DistributedRateLimiterConfig::max_permits)).
+    ///
+    /// When Redis does not answer within `redis_timeout`, or fails, the
+    /// failure policy decides, once: a timed-out script may still have granted
+    /// the permits, so it is never sent again for this acquire.
+    ///
+    /// Dropping the future gives nothing back: permits Redis already granted
+    /// count against the quota, as a call that was sent counts against a
+    /// remote service.
+    pub async fn acquire_n_async(&self, permits: u32) -> Result<Grant, AcquireError> {
+        self.inner.acquire(permits).await
+    }
+
+    /// Takes one permit, blocking the thread: [`acquire_n(1)`](Self::acquire_n).
+    pub fn acquire(&self) -> Result<Grant, AcquireError> {
+        self.acquire_n(1)
+    }
+
+    /// [`acquire_n_async`](Self::acquire_n_async) for sync code: blocks the
+    /// thread until it is decided.
+    ///
+    /// Outside any runtime it runs on a one-worker runtime the limiter starts
+    /// on first use; on a multi-thread runtime's worker it uses
+    /// `block_in_place`. A current-thread runtime's thread cannot be blocked
+    /// without stopping the I/O it would wait for: there the failure policy
+    /// decides at once (counted as [`BackendFailure::CannotBlock`]); use the
+    /// async methods in async code.
+    pub fn acquire_n(&self, permits: u32) -> Result<Grant, AcquireError> {
+        match Handle::try_current() {
+            Ok(handle) => match handle.runtime_flavor() {
+                RuntimeFlavor::CurrentThread => self.inner.cannot_block(permits),
+                _ => tokio::task::block_in_place(|| handle.block_on(self.inner.acquire(permits))),
+            },
+            Err(_) => match self.inner.blocking_runtime() {
+                Some(rt) => rt.block_on(self.inner.acquire(permits)),
+                None => self.inner.cannot_block(permits),
+            },
+        }
+    }
+
+    /// Runs `f` once it has a permit, blocking the thread while it waits (see
+    /// [`acquire_n`](Self::acquire_n)). Refused with
+    /// [`Error::RequestNotPermitted`] or [`Error::DeadlineExceeded`]; `f` then
+    /// does not run.
+    pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+    {
+        let _ = self.acquire()?;
+        f().map_err(Error::Call)
+    }
+
+    /// Awaits `fut` once it has a permit; `fut` is not polled before. Refused
+    /// as [`call`](Self::call).
+    pub async fn call_async<T, E, F>(&self, fut: F) -> Result<T, Error<E>>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        let _ = self.acquire_async().await?;
+        fut.await.map_err(Error::Call)
+    }
+}
+
+/// The most jitter added to a wait: waiters of several processes told the
+/// same wake-up time spread over up to this much.
+const MAX_JITTER: Duration = Duration::from_millis(5);
+
+impl Inner {
+    async fn acquire(&self, permits: u32) -> Result<Grant, AcquireError> {
+        let max = self.config.max_permits();
+        if permits > max {
+            self.publish(DistributedRateLimiterEventKind::FailedAcquire, permits);
+            self.counters.acquired(false);
+            return Err(AcquireError::ExceedsLimit(ExceedsLimit::new(
+                &self.name, permits, max,
+            )));
+        }
+        let start = self.clock.now_nanos();
+        let timeout = clock::nanos(self.config.timeout_duration());
+        // A wait that ends at the deadline leaves no time for the call.
+        let budget = deadline::remaining().map(|left| clock::nanos(left).saturating_sub(1));
+        let mut verdict = match self.ask(permits).await {
+            Ok(v) => v,
+            Err(failure) => return self.fall_back(permits, failure).await,
+        };
+        let mut turn = None;
+        let mut _waiting = None;
+        loop {
+            if verdict.granted {
+                return Ok(self.granted(permits, verdict));
+            }
+            let waited = clock::nanos(clock::elapsed(start, self.clock.now_nanos()));
+            let wait = clock::nanos(verdict.wait).max(1);
+            let end = waited.saturating_add(wait);
+            if end > timeout {
+                return Err(self.not_permitted(permits));
+            }
+            if budget.is_some_and(|b| end > b) {
+                let late = DeadlineExceeded::by(Arc::clone(&self.name));
+                return Err(self.refused(permits, AcquireError::DeadlineExceeded(late)));
+            }
+            // Never sleep past the time this acquire may wait.
+            let limit = timeout.min(budget.unwrap_or(u64::MAX)) - waited;
+            if turn.is_none() {
+                _waiting = Some(Waiting::enter(&self.counters.waiting));
+                // Take a turn behind this process's other waiters: only the
+                // first of them asks Redis again.
+                if let Ok(guard) = self.turn.try_lock() {
+                    turn = Some(guard);
+                } else {
+                    match tokio::time::timeout(Duration::from_nanos(limit), self.turn.lock()).await
+                    {
+                        Ok(guard) => turn = Some(guard),
+                        Err(_) => return Err(self.not_permitted(permits)),
+                    }
+                    // The quota moved while this acquire queued: ask again
+                    // before sleeping on an old answer.
+                    verdict = match self.ask(permits).await {
+                        Ok(v) => v,
+                        Err(failure) => return self.fall_back(permits, failure).await,
+                    };
+                    continue;
+                }
+            }
+            let jitter = fastrand::u64(0..=clock::nanos(MAX_JITTER.min(verdict.wait / 4)));
+            self.clock
+                .sleep_async(Duration::from_nanos((wait + jitter).min(limit)))
+                .await;
+            verdict = match self.ask(permits).await {
+                Ok(v) => v,
+                Err(failure) => return self.fall_back(permits, failure).await,
+            };
+        }
+    }
+
+    /// One script call, counted; a failure is counted and published too.
+    async fn ask(&self, permits: u32) -> Result<Verdict, BackendFailure> {
+        self.counters.script_call();
+        let outcome = self.backend.run(&self.quota, permits).await;
+        if let Err(failure) = outcome {
+            self.counters.failure(failure);
+            self.publish(
+                DistributedRateLimiterEventKind::BackendFailure(failure),
+                permits,
+            );
+        }
+        outcome
+    }
+
+    fn granted(&self, permits: u32, verdict: Verdict) -> Grant {
+        self.counters.acquired(true);
+        self.publish(DistributedRateLimiterEventKind::SuccessfulAcquire, permits);
+        Grant {
+            decided_by: DecidedBy::Redis,
+            server_time_micros: Some(verdict.server_time_micros),
+            remaining: Some(verdict.remaining),
+        }
+    }
+
+    #[cold]
+    fn not_permitted(&self, permits: u32) -> AcquireError {
+        let refusal = RequestNotPermitted::new(Arc::clone(&self.name));
+        self.refused(permits, AcquireError::NotPermitted(refusal))
+    }
+
+    #[cold]
+    fn refused(&self, permits: u32, err: AcquireError) -> AcquireError {
+        self.counters.acquired(false);
+        self.publish(DistributedRateLimiterEventKind::FailedAcquire, permits);
+        err
+    }
+
+    /// Redis gave no verdict: the policy decides, once.
+    #[cold]
+    async fn fall_back(
+        &self,
+        permits: u32,
+        _failure: BackendFailure,
+    ) -> Result<Grant, AcquireError> {
+        let decision = self.policy.decide(permits).await;
+        self.decided(permits, decision)
+    }
+
+    fn decided(
+        &self,
+        permits: u32,
+        decision: Result<Grant, AcquireError>,
+    ) -> Result<Grant, AcquireError> {
+        let granted = decision.is_ok();
+        self.counters.fallback(granted);
+        self.publish(
+            DistributedRateLimiterEventKind::FallbackAcquire {
+                policy: self.policy.policy(),
+                granted,
+            },
+            permits,
+        );
+        decision
+    }
+
+    #[cold]
+    fn cannot_block(&self, permits: u32) -> Result<Grant, AcquireError> {
+        let failure = BackendFailure::CannotBlock;
+        self.counters.failure(failure);
+        self.publish(
+            DistributedRateLimiterEventKind::BackendFailure(failure),
+            permits,
+        );
+        let decision = self.policy.decide_now(permits);
+        self.decided(permits, decision)
+    }
+
+    fn blocking_runtime(&self) -> Option<&Runtime> {
+        if let Some(rt) = self.blocking.get() {
+            return Some(rt);
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("resil-redis-limiter")
+            .enable_all()
+            .build()
+            .ok()?;
+        Some(self.blocking.get_or_init(|| rt))
+    }
+
+    fn publish(&self, kind: DistributedRateLimiterEventKind, permits: u32) {
+        self.events
+            .publish_with(|| DistributedRateLimiterEvent::new(&self.name, kind, permits));
+    }
+}
+
+impl fmt::Debug for DistributedRateLimiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DistributedRateLimiter")
+            .field("name", &&*self.inner.name)
+            .field("key", &self.inner.quota.key())
+            .field("config", &self.inner.config)
+            .finish()
+    }
+}

@@ -1,0 +1,169 @@
+//! What a distributed rate limiter counted.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::backend::BackendFailure;
+
+/// A snapshot of a [`DistributedRateLimiter`](super::DistributedRateLimiter)'s
+/// counters since it was created, taken by
+/// [`metrics`](super::DistributedRateLimiter::metrics).
+///
+/// Unlike the local limiter's, these count every acquisition: each one costs a
+/// network round trip, next to which a relaxed atomic add is free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DistributedRateLimiterMetrics {
+    pub(crate) successful_acquires: u64,
+    pub(crate) failed_acquires: u64,
+    pub(crate) fallback_grants: u64,
+    pub(crate) fallback_refusals: u64,
+    pub(crate) redis_timeouts: u64,
+    pub(crate) redis_unavailable: u64,
+    pub(crate) redis_errors: u64,
+    pub(crate) cannot_block: u64,
+    pub(crate) script_calls: u64,
+    pub(crate) number_of_waiting_tasks: u32,
+}
+
+impl DistributedRateLimiterMetrics {
+    /// Acquisitions Redis granted.
+    pub fn successful_acquires(&self) -> u64 {
+        self.successful_acquires
+    }
+
+    /// Acquisitions refused because the shared quota had no room within the
+    /// wait allowed (or asked for more than one acquire may take).
+    pub fn failed_acquires(&self) -> u64 {
+        self.failed_acquires
+    }
+
+    /// Acquisitions the failure policy granted while Redis gave no verdict
+    /// (fail-open, or the local fallback limiter had room).
+    pub fn fallback_grants(&self) -> u64 {
+        self.fallback_grants
+    }
+
+    /// Acquisitions the failure policy refused while Redis gave no verdict
+    /// (fail-closed, or the local fallback limiter had no room).
+    pub fn fallback_refusals(&self) -> u64 {
+        self.fallback_refusals
+    }
+
+    /// Every decision the failure policy took: grants plus refusals.
+    pub fn fallback_decisions(&self) -> u64 {
+        self.fallback_grants + self.fallback_refusals
+    }
+
+    /// Script calls that got no answer within `redis_timeout`.
+    pub fn redis_timeouts(&self) -> u64 {
+        self.redis_timeouts
+    }
+
+    /// Script calls that found no connection (Redis down or unreachable).
+    pub fn redis_unavailable(&self) -> u64 {
+        self.redis_unavailable
+    }
+
+    /// Script calls Redis answered with an error.
+    pub fn redis_errors(&self) -> u64 {
+        self.redis_errors
+    }
+
+    /// Blocking acquires refused the round trip because they ran on a
+    /// current-thread runtime's thread.
+    pub fn cannot_block(&self) -> u64 {
+        self.cannot_block
+    }
+
+    /// Script calls sent to Redis (one per acquire, plus one per wake-up of a
+    /// waiting acquire).
+    pub fn script_calls(&self) -> u64 {
+        self.script_calls
+    }
+
+    /// Acquires waiting right now for permits to come back.
+    pub fn number_of_waiting_tasks(&self) -> u32 {
+        self.number_of_waiting_tasks
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    successful: AtomicU64,
+    failed: AtomicU64,
+    fallback_grants: AtomicU64,
+    fallback_refusals: AtomicU64,
+    timeouts: AtomicU64,
+    unavailable: AtomicU64,
+    errors: AtomicU64,
+    cannot_block: AtomicU64,
+    script_calls: AtomicU64,
+    pub(crate) waiting: AtomicU32,
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+impl Counters {
+    pub(crate) fn acquired(&self, granted: bool) {
+        bump(if granted {
+            &self.successful
+        } else {
+            &self.failed
+        });
+    }
+
+    pub(crate) fn script_call(&self) {
+        bump(&self.script_calls);
+    }
+
+    pub(crate) fn failure(&self, failure: BackendFailure) {
+        bump(match failure {
+            BackendFailure::Timeout => &self.timeouts,
+            BackendFailure::Unavailable => &self.unavailable,
+            BackendFailure::Error => &self.errors,
+            BackendFailure::CannotBlock => &self.cannot_block,
+        });
+    }
+
+    pub(crate) fn fallback(&self, granted: bool) {
+        bump(if granted {
+            &self.fallback_grants
+        } else {
+            &self.fallback_refusals
+        });
+    }
+
+    pub(crate) fn snapshot(&self) -> DistributedRateLimiterMetrics {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        DistributedRateLimiterMetrics {
+            successful_acquires: load(&self.successful),
+            failed_acquires: load(&self.failed),
+            fallback_grants: load(&self.fallback_grants),
+            fallback_refusals: load(&self.fallback_refusals),
+            redis_timeouts: load(&self.timeouts),
+            redis_unavailable: load(&self.unavailable),
+            redis_errors: load(&self.errors),
+            cannot_block: load(&self.cannot_block),
+            script_calls: load(&self.script_calls),
+            number_of_waiting_tasks: self.waiting.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Counts a task in `number_of_waiting_tasks` while it lives (so a cancelled
+/// or panicking waiter is uncounted too).
+pub(crate) struct Waiting<'a>(&'a AtomicU32);
+
+impl<'a> Waiting<'a> {
+    pub(crate) fn enter(count: &'a AtomicU32) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}

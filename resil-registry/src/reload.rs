@@ -1,0 +1,329 @@
+//! Config files in the registry: building a registry from a file, and
+//! reloading a running one.
+//!
+//! A reload validates everything first — the file itself (done by
+//! [`FileConfig`]), every error-class name it uses against the names the
+//! program registered, and the configuration every existing instance would
+//! get with the new file plus its code settings — and applies nothing if any
+//! part is invalid: the running instances keep working and the error lists
+//! every problem. When it is valid, each instance whose file settings changed
+//! is updated: a rate limiter's limit and timeout and a bulkhead's size and
+//! wait through their own run-time setters (same instance, nothing lost),
+//! every other change by building a new instance and installing it in the
+//! handle's slot (one atomic swap per instance; every handle sees it on its
+//! next use). Instances whose settings did not change are not touched.
+//!
+//! A replaced circuit breaker keeps its mode (FORCED_OPEN, DISABLED,
+//! METRICS_ONLY, a manual override) but starts CLOSED with an empty window
+//! otherwise, and the `Replaced` event says so (`state_carried_over: false`):
+//! resil-core has no way yet to move a sliding window from one breaker to
+//! another.
+
+use std::any::Any;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use resil_core::bulkhead::Bulkhead;
+use resil_core::circuit_breaker::{CircuitBreaker, State};
+use resil_core::rate_limiter::RateLimiter;
+use resil_core::retry::Retry;
+use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
+use resil_core::time_limiter::TimeLimiter;
+
+use crate::config::{ConfigFileError, FileConfig, Problem};
+use crate::error::RegistryError;
+use crate::event::RegistryEventKind;
+use crate::kind::{Kind, Primitive};
+use crate::registry::{plan, CodeSettings, Registry};
+
+/// Why a reload was refused. Nothing was applied.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ReloadError {
+    /// The file is invalid (every problem with its key path), or uses error
+    /// class names nobody registered.
+    File(ConfigFileError),
+    /// The file is valid, but some running instance's code settings do not
+    /// fit it (each error names the instance).
+    Instances(Vec<RegistryError>),
+}
+
+impl fmt::Display for ReloadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReloadError::File(e) => write!(f, "reload refused, nothing changed: {e}"),
+            ReloadError::Instances(errors) => {
+                write!(f, "reload refused, nothing changed:")?;
+                for e in errors {
+                    write!(f, "\n  - {e}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ReloadError {}
+
+impl From<ConfigFileError> for ReloadError {
+    fn from(e: ConfigFileError) -> Self {
+        ReloadError::File(e)
+    }
+}
+
+/// What a reload changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReloadReport {
+    /// Instances replaced by a new instance (`kind name`).
+    pub replaced: Vec<String>,
+    /// Instances changed in place through their run-time setters.
+    pub updated_in_place: Vec<String>,
+    /// How many existing instances the reload left untouched.
+    pub unchanged: usize,
+}
+
+/// One instance's change, validated, waiting to be applied.
+struct Change<P: Primitive> {
+    name: String,
+    config: P::Config,
+}
+
+impl Registry {
+    /// A registry configured by TOML text (feature `toml`).
+    ///
+    /// Error-class names in the file must be `resil::Error` kinds here (no
+    /// error type is registered yet); to use your own, build the registry,
+    /// [`register_error_class`](Self::register_error_class), then
+    /// [`reload`](Self::reload).
+    #[cfg(feature = "toml")]
+    pub fn from_toml_str(s: &str) -> Result<Registry, ConfigFileError> {
+        Registry::from_file_config(FileConfig::from_toml_str(s)?)
+    }
+
+    /// A registry configured by YAML text (feature `yaml`); see
+    /// [`from_toml_str`](Self::from_toml_str).
+    #[cfg(feature = "yaml")]
+    pub fn from_yaml_str(s: &str) -> Result<Registry, ConfigFileError> {
+        Registry::from_file_config(FileConfig::from_yaml_str(s)?)
+    }
+
+    /// A registry configured by a `.toml`, `.yaml` or `.yml` file; see
+    /// [`from_toml_str`](Self::from_toml_str).
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Registry, ConfigFileError> {
+        Registry::from_file_config(FileConfig::from_file(path)?)
+    }
+
+    /// A registry configured by a loaded [`FileConfig`].
+    pub fn from_file_config(file: FileConfig) -> Result<Registry, ConfigFileError> {
+        let registry = Registry::new();
+        match registry.reload(file) {
+            Ok(_) => Ok(registry),
+            Err(ReloadError::File(e)) => Err(e),
+            Err(ReloadError::Instances(errors)) => {
+                unreachable!("a new registry has no instances, yet: {errors:?}")
+            }
+        }
+    }
+
+    /// Installs `file` as the registry's configuration (the first load, or a
+    /// reload of a running registry). All or nothing.
+    ///
+    /// Validated first: the file itself (by [`FileConfig`]), every
+    /// error-class name it uses against the registered ones, and the
+    /// configuration every existing instance would get with the new file plus
+    /// its code settings. On any error nothing is applied, the running
+    /// instances keep working, and the error lists every problem.
+    ///
+    /// Then each instance whose file settings changed is updated: a rate
+    /// limiter's limit and timeout and a bulkhead's configuration through
+    /// their run-time setters (same instance, nothing lost); any other change
+    /// by building a new instance and swapping it into the handles' slot (one
+    /// atomic swap per instance). Unchanged instances are not touched. A
+    /// replaced breaker keeps its mode (FORCED_OPEN, DISABLED, METRICS_ONLY, a
+    /// manual override) but otherwise starts CLOSED with an empty window, and
+    /// its `Replaced` event says so (`state_carried_over: false`): resil-core
+    /// cannot move a sliding window between breakers yet.
+    pub fn reload(&self, file: FileConfig) -> Result<ReloadReport, ReloadError> {
+        let _one_at_a_time = self.inner.reload_lock.lock();
+        // Every kind's settings, for writing: no instance is created, and no
+        // code setting changes, between validation and application.
+        let cb = self.store::<CircuitBreaker>().code.write();
+        let retry = self.store::<Retry>().code.write();
+        let bulkhead = self.store::<Bulkhead>().code.write();
+        let pool = self.store::<ThreadPoolBulkhead>().code.write();
+        let limiter = self.store::<RateLimiter>().code.write();
+        let time = self.store::<TimeLimiter>().code.write();
+
+        let old = self.file();
+        let mut problems = Vec::new();
+        let mut errors = Vec::new();
+        self.check_file_names::<CircuitBreaker>(&file, &mut problems);
+        self.check_file_names::<Retry>(&file, &mut problems);
+        let changes = (
+            self.validate::<CircuitBreaker>(&old, &file, &cb, &mut errors),
+            self.validate::<Retry>(&old, &file, &retry, &mut errors),
+            self.validate::<Bulkhead>(&old, &file, &bulkhead, &mut errors),
+            self.validate::<ThreadPoolBulkhead>(&old, &file, &pool, &mut errors),
+            self.validate::<RateLimiter>(&old, &file, &limiter, &mut errors),
+            self.validate::<TimeLimiter>(&old, &file, &time, &mut errors),
+        );
+        if !problems.is_empty() {
+            let mut e = ConfigFileError::new(problems);
+            if let Some(origin) = file.origin() {
+                e = e.with_origin(origin);
+            }
+            tracing::warn!(error = %e, "config reload refused");
+            return Err(ReloadError::File(e));
+        }
+        if !errors.is_empty() {
+            let e = ReloadError::Instances(errors);
+            tracing::warn!(error = %e, "config reload refused");
+            return Err(e);
+        }
+
+        *self.inner.file.write() = Arc::new(file);
+        let mut report = ReloadReport::default();
+        self.apply::<CircuitBreaker>(changes.0, &mut report);
+        self.apply::<Retry>(changes.1, &mut report);
+        self.apply::<Bulkhead>(changes.2, &mut report);
+        self.apply::<ThreadPoolBulkhead>(changes.3, &mut report);
+        self.apply::<RateLimiter>(changes.4, &mut report);
+        self.apply::<TimeLimiter>(changes.5, &mut report);
+        let existing: usize = Kind::ALL.iter().map(|k| self.len(*k)).sum();
+        report.unchanged = existing - report.replaced.len() - report.updated_in_place.len();
+        tracing::info!(
+            replaced = ?report.replaced,
+            updated_in_place = ?report.updated_in_place,
+            unchanged = report.unchanged,
+            "config reloaded"
+        );
+        // The settings guards are released here, after every change is in.
+        Ok(report)
+    }
+
+    /// Every error-class name the file uses (in every entry, used or not)
+    /// must be registered.
+    fn check_file_names<P: Primitive>(&self, file: &FileConfig, problems: &mut Vec<Problem>) {
+        let known = self.inner.classes.names();
+        let known_refs: Vec<&str> = known.iter().map(String::as_str).collect();
+        let section = P::section(file);
+        let entries = std::iter::once(section.default_config())
+            .chain(section.config_names().filter_map(|n| section.config(n)))
+            .chain(section.instances().map(|(_, r)| r));
+        for entry in entries {
+            for (names, _) in P::error_lists(entry) {
+                for (index, name) in names.names().iter().enumerate() {
+                    if known.binary_search(name).is_err() {
+                        let p =
+                            Problem::unknown_error_class(names.path(), index, name, &known_refs);
+                        if !problems.iter().any(|q| q.to_string() == p.to_string()) {
+                            problems.push(p);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The changes `new` makes to existing instances of kind `P`, each
+    /// validated; errors collected.
+    fn validate<P: Primitive>(
+        &self,
+        old: &FileConfig,
+        new: &FileConfig,
+        code: &CodeSettings<P::Builder>,
+        errors: &mut Vec<RegistryError>,
+    ) -> Vec<Change<P>> {
+        let mut changes = Vec::new();
+        for name in self.names::<P>() {
+            let changed = match (plan::<P>(old, code, &name), plan::<P>(new, code, &name)) {
+                (Ok(a), Ok(b)) => {
+                    a.entry.path() != b.entry.path() || !a.entry.same_settings(b.entry)
+                }
+                _ => true,
+            };
+            if !changed {
+                continue;
+            }
+            match self.resolve::<P>(new, code, &name) {
+                Ok(config) => changes.push(Change { name, config }),
+                Err(e) => errors.push(e),
+            }
+        }
+        changes
+    }
+
+    fn apply<P: Primitive>(&self, changes: Vec<Change<P>>, report: &mut ReloadReport) {
+        for Change { name, config } in changes {
+            let Some(handle) = self.find::<P>(&name) else {
+                continue;
+            };
+            let label = format!("{} {name}", P::KIND);
+            if update_in_place(&*handle as &dyn Any, &config as &dyn Any) {
+                let entry = self.store::<P>().entries.get(name.as_str());
+                self.publish(
+                    P::KIND,
+                    name.as_str().into(),
+                    RegistryEventKind::Reconfigured {
+                        cause: "reload".into(),
+                    },
+                    entry.as_ref().map(|e| &e.ring),
+                );
+                report.updated_in_place.push(label);
+                continue;
+            }
+            // A breaker keeps the mode an operator (or a transition) set.
+            let mode = (&*handle as &dyn Any)
+                .downcast_ref::<CircuitBreaker>()
+                .map(CircuitBreaker::state);
+            self.replace_with::<P>(&name, config, "reload");
+            if let (Some(state), Some(breaker)) = (
+                mode,
+                (&*handle as &dyn Any).downcast_ref::<CircuitBreaker>(),
+            ) {
+                if self.inner.overrides.get(&name).is_none() {
+                    let _ = match state {
+                        State::Disabled => breaker.transition_to_disabled(),
+                        State::MetricsOnly => breaker.transition_to_metrics_only(),
+                        State::ForcedOpen => breaker.transition_to_forced_open(),
+                        _ => Ok(()),
+                    };
+                }
+            }
+            report.replaced.push(label);
+        }
+    }
+}
+
+/// Applies `config` to `instance` through its run-time setters when every
+/// difference is one a setter covers (a rate limiter's limit and timeout, a
+/// semaphore bulkhead's whole config). Returns whether it did.
+fn update_in_place(instance: &dyn Any, config: &dyn Any) -> bool {
+    if let (Some(limiter), Some(next)) = (
+        instance.downcast_ref::<RateLimiter>(),
+        config.downcast_ref::<resil_core::rate_limiter::RateLimiterConfig>(),
+    ) {
+        let current = limiter.config();
+        if current.limit_refresh_period() != next.limit_refresh_period() {
+            return false;
+        }
+        if current.limit_for_period() != next.limit_for_period()
+            && limiter
+                .change_limit_for_period(next.limit_for_period())
+                .is_err()
+        {
+            return false;
+        }
+        limiter.change_timeout_duration(next.timeout_duration());
+        return true;
+    }
+    if let (Some(bulkhead), Some(next)) = (
+        instance.downcast_ref::<Bulkhead>(),
+        config.downcast_ref::<resil_core::bulkhead::BulkheadConfig>(),
+    ) {
+        bulkhead.change_config(*next);
+        return true;
+    }
+    false
+}
