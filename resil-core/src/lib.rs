@@ -28,6 +28,7 @@ pub mod event;
 mod guarded;
 pub mod interval;
 pub mod rate_limiter;
+pub mod rejection;
 pub mod retry;
 mod striped;
 pub mod thread_pool_bulkhead;
@@ -35,3 +36,4 @@ pub mod time_limiter;
 
 pub use crate::error::{ConfigError, Error, ErrorKind};
 pub use crate::interval::IntervalFunction;
+pub use crate::rejection::Rejection;

@@ -224,7 +224,7 @@ fn clamp64(total: &AtomicU64) -> u64 {
 }
 
 /// The last `size` outcomes (at most 2^24, so the totals fit in `u32`).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct CountWindow {
     /// Read by every record, written by none: shared by every core.
     ring: Box<[AtomicU8]>,
@@ -411,7 +411,7 @@ impl Bucket {
 const NEVER: u64 = u64::MAX;
 
 /// The outcomes of the last `size` seconds, one bucket per second.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct TimeWindow {
     buckets: Box<[Bucket]>,
     /// The latest second the window has moved to.
@@ -582,7 +582,7 @@ impl Total for (&AtomicU64, &AtomicU64) {
 }
 
 /// The sliding window a configuration asks for.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Window {
     Count(CountWindow),
     Time(TimeWindow),
