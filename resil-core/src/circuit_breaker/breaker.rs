@@ -577,7 +577,7 @@ impl CircuitBreaker {
             }
             other => inner.transition_locked(&mut core, other, None),
         }
-        core.window = old_core.window.clone();
+        inner.window.copy_from(&old.window);
         core.ignored = old_core.ignored;
         inner
             .not_permitted

@@ -224,7 +224,7 @@ fn clamp64(total: &AtomicU64) -> u64 {
 }
 
 /// The last `size` outcomes (at most 2^24, so the totals fit in `u32`).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct CountWindow {
     /// Read by every record, written by none: shared by every core.
     ring: Box<[AtomicU8]>,
@@ -411,7 +411,7 @@ impl Bucket {
 const NEVER: u64 = u64::MAX;
 
 /// The outcomes of the last `size` seconds, one bucket per second.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct TimeWindow {
     buckets: Box<[Bucket]>,
     /// The latest second the window has moved to.
@@ -582,7 +582,7 @@ impl Total for (&AtomicU64, &AtomicU64) {
 }
 
 /// The sliding window a configuration asks for.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) enum Window {
     Count(CountWindow),
     Time(TimeWindow),
@@ -633,6 +633,56 @@ impl Window {
         match self {
             Window::Count(w) => w.heap_bytes(),
             Window::Time(w) => w.heap_bytes(),
+        }
+    }
+
+    /// Makes this window (fresh, not yet shared) a copy of `other`, a window
+    /// of the same type and size (a registry reload carries the outcomes
+    /// over). Outcomes recorded into `other` while it is copied may or may not
+    /// be carried; each copied total still equals its copied slots only if
+    /// `other` is quiet, as the reload documents.
+    pub(crate) fn copy_from(&self, other: &Window) {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        match (self, other) {
+            (Window::Count(to), Window::Count(from)) if to.ring.len() == from.ring.len() => {
+                for (t, f) in to.ring.iter().zip(from.ring.iter()) {
+                    t.store(f.load(Ordering::Relaxed), Ordering::Relaxed);
+                }
+                let (t, f) = (&to.hot, &from.hot);
+                t.cursor.store(load(&f.cursor), Ordering::Relaxed);
+                for (t, f) in [
+                    (&t.calls, &f.calls),
+                    (&t.failed, &f.failed),
+                    (&t.slow, &f.slow),
+                    (&t.slow_failed, &f.slow_failed),
+                ] {
+                    t.store(f.load(Ordering::Relaxed), Ordering::Relaxed);
+                }
+            }
+            (Window::Time(to), Window::Time(from)) if to.buckets.len() == from.buckets.len() => {
+                let _guard = from.lock.lock();
+                for (t, f) in to.buckets.iter().zip(from.buckets.iter()) {
+                    for (t, f) in [
+                        (&t.second, &f.second),
+                        (&t.calls, &f.calls),
+                        (&t.failed, &f.failed),
+                        (&t.slow, &f.slow),
+                        (&t.slow_failed, &f.slow_failed),
+                    ] {
+                        t.store(load(f), Ordering::Relaxed);
+                    }
+                }
+                for (t, f) in [
+                    (&to.latest, &from.latest),
+                    (&to.calls, &from.calls),
+                    (&to.failed, &from.failed),
+                    (&to.slow, &from.slow),
+                    (&to.slow_failed, &from.slow_failed),
+                ] {
+                    t.store(load(f), Ordering::Relaxed);
+                }
+            }
+            _ => debug_assert!(false, "only a window of the same shape is copied"),
         }
     }
 }
@@ -758,6 +808,30 @@ mod tests {
         );
         assert_eq!(w.total().calls, 3);
         assert_eq!(w.record(Measurement::new(true, false)), Change::Up);
+    }
+
+    #[test]
+    fn a_copied_window_holds_the_same_outcomes_and_evicts_in_the_same_order() {
+        let from = Window::Count(CountWindow::new(3));
+        let to = Window::Count(CountWindow::new(3));
+        for m in [(true, false), (false, true), (false, false), (true, true)] {
+            from.record(0, Measurement::new(m.0, m.1));
+        }
+        to.copy_from(&from);
+        assert_eq!(to.total(0), from.total(0));
+        for w in [&from, &to] {
+            w.record(0, Measurement::new(false, false));
+        }
+        assert_eq!(to.total(0), from.total(0), "the same slot was evicted");
+
+        let from = Window::Time(TimeWindow::new(2, 0));
+        let to = Window::Time(TimeWindow::new(2, 0));
+        from.record(0, Measurement::new(true, false));
+        from.record(S, Measurement::new(false, true));
+        to.copy_from(&from);
+        assert_eq!(to.total(S), from.total(S));
+        assert_eq!(to.total(2 * S), from.total(2 * S), "second 0 left both");
+        assert_eq!(to.total(2 * S).calls, 1);
     }
 
     #[test]
