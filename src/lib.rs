@@ -52,8 +52,22 @@ pub use resil_registry::config;
 
 pub use resil_core::{
     bulkhead, circuit_breaker, clock, deadline, error, event, interval, rate_limiter, retry,
-    thread_pool_bulkhead, time_limiter, ConfigError, Error, ErrorKind, IntervalFunction,
+    thread_pool_bulkhead, time_limiter, ConfigError, Error, ErrorKind, IntervalFunction, Rejection,
 };
+
+// The attributes live in the macro namespace, so `resil::circuit_breaker` is
+// both the module above and the attribute here; the derive shares its name
+// with the `ErrorClass` trait, as serde's derives do.
+pub use resil_macros::{bulkhead, circuit_breaker, rate_limiter, retry, time_limiter, ErrorClass};
+
+pub mod fallback;
+
+#[doc(hidden)]
+#[path = "private/mod.rs"]
+pub mod __private;
+
+#[doc(hidden)]
+pub mod checks;
 
 pub use resil_registry::{init, registry, ErrorClass, Handle, Registry};
 

@@ -1142,3 +1142,131 @@ mod never_panics {
         }
     }
 }
+
+#[test]
+fn problems_carry_the_line_of_the_file_they_are_on() {
+    let err = toml(
+        "[resilience4j.retry.configs.base]\nmax-attempts = 0\n\n[resilience4j.retry.instances.a]\n\
+         base-config = \"base\"\nwait-duration = \"soon\"\nretry-exceptions = [\"ok\", 5]\n",
+    )
+    .unwrap_err();
+    let lines: Vec<_> = err
+        .problems()
+        .iter()
+        .map(|p| (p.path().unwrap(), p.line()))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("resilience4j.retry.configs.base.max-attempts", Some(2)),
+            (
+                "resilience4j.retry.instances.a.retry-exceptions[1]",
+                Some(7)
+            ),
+            ("resilience4j.retry.instances.a.wait-duration", Some(6)),
+        ]
+    );
+    assert!(err
+        .to_string()
+        .contains("\n  line 6: invalid `resilience4j.retry.instances.a.wait-duration`"));
+    // A default that does not fit the values around it is placed on its entry.
+    let p = only_problem(toml(
+        "[resilience4j.ratelimiter.instances.api]\nlimit-refresh-period = \"10ns\"\n",
+    ));
+    assert_eq!(
+        p.path(),
+        Some("resilience4j.ratelimiter.instances.api.limit-for-period")
+    );
+    assert_eq!(p.line(), Some(1));
+    // Environment problems have no line.
+    let p = only_problem(env("", &[("RESIL_RETRY_INSTANCES_A_MAX_ATTEMPTS", "0")]));
+    assert_eq!(p.line(), None);
+}
+
+// ---- end to end: the example file running in a registry --------------------
+
+/// The program's error type, named in the example's error lists.
+#[derive(Debug, PartialEq)]
+enum InventoryError {
+    Connection,
+    Business,
+}
+
+impl resil::ErrorClass for InventoryError {
+    fn error_class(&self) -> &'static str {
+        match self {
+            InventoryError::Connection => "inventory_connection",
+            InventoryError::Business => "inventory_business",
+        }
+    }
+    fn error_classes() -> &'static [&'static str] {
+        &["inventory_connection", "inventory_business"]
+    }
+}
+
+#[test]
+fn the_example_file_runs_in_a_registry_with_the_programs_error_classes() {
+    let clock = resil::clock::ManualClock::new(); // retry waits advance it instead of sleeping
+    let registry = resil::Registry::builder().clock(clock.clone()).build();
+    registry.register_error_class::<InventoryError>();
+    registry
+        .reload(FileConfig::from_file(example("resil.yaml")).unwrap())
+        .unwrap();
+
+    let breaker = registry.circuit_breaker("inventory-query");
+    assert_eq!(breaker.config().sliding_window_size(), 20);
+    assert_eq!(breaker.config().slow_call_duration_threshold(), MS(500));
+    assert_eq!(
+        registry
+            .bulkhead("inventory-query")
+            .config()
+            .max_concurrent_calls(),
+        20
+    );
+    assert_eq!(
+        registry
+            .time_limiter("inventory-query")
+            .config()
+            .timeout_duration(),
+        MS(800)
+    );
+
+    // retry-exceptions: a connection failure is tried twice (100 ms apart);
+    // ignore-exceptions: a business error returns at once.
+    let retry = registry.retry("inventory-query");
+    let mut attempts = 0;
+    let out = retry.call(|| {
+        attempts += 1;
+        Err::<(), _>(InventoryError::Connection)
+    });
+    assert_eq!(out, Err(resil::Error::Call(InventoryError::Connection)));
+    assert_eq!(attempts, 2);
+    let mut attempts = 0;
+    let _ = retry.call(|| {
+        attempts += 1;
+        Err::<(), _>(InventoryError::Business)
+    });
+    assert_eq!(attempts, 1);
+
+    // Without the program's classes the names are unknown: an error naming the list.
+    let err = resil::Registry::from_file(example("resil.yaml")).unwrap_err();
+    let mut paths: Vec<_> = err
+        .problems()
+        .iter()
+        .map(|p| (p.kind(), p.path().unwrap()))
+        .collect();
+    paths.sort_by_key(|(_, path)| *path);
+    assert_eq!(
+        paths,
+        [
+            (
+                ProblemKind::UnknownErrorClass,
+                "resilience4j.retry.instances.inventory-query.ignore-exceptions[0]"
+            ),
+            (
+                ProblemKind::UnknownErrorClass,
+                "resilience4j.retry.instances.inventory-query.retry-exceptions[0]"
+            ),
+        ]
+    );
+}

@@ -259,7 +259,7 @@ fn a_valid_reload_replaces_changed_instances_updates_limits_in_place_and_leaves_
                 format!("{} {}", e.kind, e.name),
                 match e.what {
                     RegistryEventKind::Replaced {
-                        state_carried_over: false,
+                        state_carried_over: true,
                         ..
                     } => "replaced",
                     RegistryEventKind::Reconfigured { .. } => "reconfigured",
@@ -372,4 +372,78 @@ fn reloads_snapshots_health_configure_and_new_names_running_together_never_deadl
         });
     });
     assert_eq!(registry.len(Kind::CircuitBreaker), 101);
+}
+
+const WINDOW: &str = r#"
+[resilience4j.circuitbreaker.instances.x]
+sliding-window-size = 4
+minimum-number-of-calls = 4
+failure-rate-threshold = 50
+wait-duration-in-open-state = "10s"
+"#;
+
+#[test]
+fn a_reload_keeping_the_window_shape_carries_the_window_and_the_open_wait_over() {
+    use resil::clock::ManualClock;
+    let clock = ManualClock::new();
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry.reload(file(WINDOW)).unwrap();
+    let cb = registry.circuit_breaker("x");
+    let _ = cb.call(|| Err::<(), _>("boom"));
+    let _ = cb.call(|| Ok::<_, &str>(()));
+    let mut events = registry.subscribe();
+
+    // Same window shape: the two outcomes stay in the window.
+    registry
+        .reload(file(&WINDOW.replace(
+            "failure-rate-threshold = 50",
+            "failure-rate-threshold = 75",
+        )))
+        .unwrap();
+    assert_eq!(cb.config().failure_rate_threshold(), 75.0);
+    assert_eq!(cb.metrics().buffered_calls(), 2);
+    assert_eq!(cb.metrics().failed_calls(), 1);
+    assert!(matches!(
+        events.drain()[0].what,
+        RegistryEventKind::Replaced {
+            state_carried_over: true,
+            ..
+        }
+    ));
+    let _ = cb.call(|| Err::<(), _>("boom"));
+    let _ = cb.call(|| Err::<(), _>("boom"));
+    assert_eq!(cb.state(), State::Open, "3 of 4 failed: 75 % >= 75 %");
+
+    // OPEN carries over with the rest of its wait.
+    clock.advance(Duration::from_secs(6));
+    registry
+        .reload(file(&WINDOW.replace(
+            "failure-rate-threshold = 50",
+            "failure-rate-threshold = 80",
+        )))
+        .unwrap();
+    assert_eq!(cb.state(), State::Open);
+    assert!(cb.call(|| Ok::<_, &str>(())).is_err(), "still waiting");
+    clock.advance(Duration::from_secs(4) + Duration::from_millis(1));
+    assert!(
+        cb.call(|| Ok::<_, &str>(())).is_ok(),
+        "the 10 s wait ended on time"
+    );
+
+    // Another window shape: a fresh breaker, and the event says so.
+    let _ = events.drain();
+    registry
+        .reload(file(
+            &WINDOW.replace("sliding-window-size = 4", "sliding-window-size = 8"),
+        ))
+        .unwrap();
+    assert_eq!(cb.state(), State::Closed);
+    assert_eq!(cb.metrics().buffered_calls(), 0);
+    assert!(matches!(
+        events.drain()[0].what,
+        RegistryEventKind::Replaced {
+            state_carried_over: false,
+            ..
+        }
+    ));
 }

@@ -27,6 +27,7 @@ pub mod error;
 pub mod event;
 pub mod interval;
 pub mod rate_limiter;
+pub mod rejection;
 pub mod retry;
 mod striped;
 pub mod thread_pool_bulkhead;
@@ -34,3 +35,4 @@ pub mod time_limiter;
 
 pub use crate::error::{ConfigError, Error, ErrorKind};
 pub use crate::interval::IntervalFunction;
+pub use crate::rejection::Rejection;

@@ -1,3 +1,371 @@
-//! resil's attribute macros. They have not landed yet: this crate exports
-//! nothing, so no attribute can silently do nothing.
+//! resil's attribute macros. Use them through the `resil` facade
+//! (`#[resil::circuit_breaker(…)]`), whose documentation shows each one with
+//! the code it expands to; this crate only routes each entry point to the
+//! pipeline in `entry.rs`: parse (`attr.rs`, `item.rs`) → model
+//! (`model.rs`, siblings collected) → validate (`valid.rs`, every rule) →
+//! expand (`expand.rs`, `check.rs`).
 #![warn(missing_docs)]
+
+use proc_macro::TokenStream;
+
+mod attr;
+mod check;
+mod derive_error_class;
+mod diag;
+mod entry;
+mod expand;
+mod fallback;
+mod item;
+mod model;
+mod order;
+mod valid;
+
+use crate::order::Aspect;
+
+/// Protects a fn with the registry's circuit breaker `name`.
+///
+/// ```
+/// # #[derive(Debug)] pub struct InventoryError;
+/// # impl From<resil::Rejection> for InventoryError { fn from(_: resil::Rejection) -> Self { InventoryError } }
+/// #[resil::circuit_breaker(name = "doc-inventory", sliding_window_size = 20)]
+/// fn query_inventory(sku: &str) -> Result<u32, InventoryError> {
+///     Ok(sku.len() as u32)
+/// }
+///
+/// assert_eq!(query_inventory("sku-1").unwrap(), 5);
+/// let breaker = resil::registry().circuit_breaker("doc-inventory");
+/// assert_eq!(breaker.metrics().successful_calls(), 1);
+/// ```
+///
+/// Every resil attribute works the same way; this page documents what they
+/// share. Arguments: `name = "…"` (required: the registry instance, shared by
+/// every fn naming it), `fallback = f` or `fallback = [f, g]`, `order = [...]`,
+/// and literal settings named as the config builder's setters.
+///
+/// # Expansion
+///
+/// The fn is rewritten in place (a fn calling itself is protected on every
+/// call: there is no proxy to bypass). The example above expands to about:
+///
+/// ```
+/// # #[derive(Debug)] pub struct InventoryError;
+/// # impl From<resil::Rejection> for InventoryError { fn from(_: resil::Rejection) -> Self { InventoryError } }
+/// use std::sync::OnceLock;
+/// use resil::{circuit_breaker::CircuitBreaker, Handle};
+///
+/// fn query_inventory(sku: &str) -> Result<u32, InventoryError> {
+///     // Once per call site, not per call; the handle sees registry reloads.
+///     static SITE: OnceLock<Handle<CircuitBreaker>> = OnceLock::new();
+///     let breaker: &CircuitBreaker = SITE.get_or_init(|| {
+///         let registry = resil::registry();
+///         registry
+///             .configure_circuit_breaker("doc-inventory-by-hand", |b| b.sliding_window_size(20))
+///             .expect("checked at compile time");
+///         registry.circuit_breaker("doc-inventory-by-hand")
+///     });
+///     let out = breaker.call(|| -> Result<u32, InventoryError> { Ok(sku.len() as u32) });
+///     // No fallback: a rejection becomes the fn's error through `From<Rejection>`.
+///     out.map_err(|e| match e.into_rejection() {
+///         Ok(rejection) => InventoryError::from(rejection),
+///         Err(call) => call,
+///     })
+/// }
+/// # assert_eq!(query_inventory("sku-1").unwrap(), 5);
+/// ```
+///
+/// Costs: one `OnceLock` check and one atomic load per primitive per call,
+/// on top of the primitives themselves; no allocation. Settings written as
+/// literals are applied when the call site first runs, after the file's (an
+/// instance created earlier under that name is rebuilt, as a reload would).
+///
+/// # Order
+///
+/// Attributes on one fn build one stack, in one fixed order whatever order
+/// they are written in — Resilience4j's default aspect order:
+///
+/// ```text
+/// Retry( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( call )))))
+/// ```
+///
+/// | | default order | `order = [circuit_breaker, retry]` |
+/// |---|---|---|
+/// | breaker samples per logical call with 3 failing attempts | 3 | 1 |
+/// | breaker timing | one attempt | all attempts and backoffs |
+/// | time limit (`time_limiter` inside `retry`) | per attempt; worst case ≈ attempts × timeout + waits | (unchanged) |
+/// | rate-limiter permits | one per attempt | one per attempt |
+/// | an open breaker | returned at once, not retried | refuses before any attempt |
+///
+/// The override is given once, on any of the fn's resil attributes, and must
+/// list each of them exactly once:
+///
+/// ```
+/// # #[derive(Debug, PartialEq)] pub struct E;
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }
+/// #[resil::circuit_breaker(name = "doc-order", order = [circuit_breaker, retry])]
+/// #[resil::retry(name = "doc-order", max_attempts = 3, wait_duration = "0ms")]
+/// fn flaky() -> Result<u32, E> {
+///     Err(E)
+/// }
+///
+/// assert_eq!(flaky(), Err(E));
+/// assert_eq!(resil::registry().circuit_breaker("doc-order").metrics().failed_calls(), 1);
+/// ```
+///
+/// ```compile_fail
+/// # pub struct E;
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }
+/// #[resil::circuit_breaker(name = "doc-order", order = [circuit_breaker])] // `retry` missing
+/// #[resil::retry(name = "doc-order")]
+/// fn flaky() -> Result<u32, E> { Err(E) }
+/// ```
+///
+/// Attributes are recognised by path shape (`retry`, `resil::retry`,
+/// `::resil::retry`); a renamed import is not, and is reported.
+///
+/// # Fallback
+///
+/// One list per fn, applied outermost (after every retry). A fallback takes
+/// the fn's parameters, plus an optional trailing parameter whose type selects
+/// what it handles: `resil::Error<E>` or nothing (everything), `E` (the
+/// call's own error), `resil::Rejection` (every refusal) or one refusal type
+/// (`resil::error::Timeout`, `CallNotPermitted`, …). The most specific match
+/// wins, whatever the list order. A fallback's own error propagates; degraded
+/// results are counted by cause in [`resil::fallback::metrics`].
+///
+/// ```
+/// use resil::error::CallNotPermitted;
+/// # #[derive(Debug, PartialEq)] pub struct E;
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }
+///
+/// #[resil::circuit_breaker(name = "doc-fallback", fallback = [stale, while_open])]
+/// fn price(sku: &str) -> Result<u32, E> {
+///     Err(E)
+/// }
+///
+/// fn stale(_sku: &str, _why: resil::Error<E>) -> Result<u32, E> {
+///     Ok(1)
+/// }
+///
+/// fn while_open(_sku: &str, _why: CallNotPermitted) -> Result<u32, E> {
+///     Ok(2)
+/// }
+///
+/// assert_eq!(price("sku"), Ok(1));
+/// resil::registry().circuit_breaker("doc-fallback").transition_to_forced_open().unwrap();
+/// assert_eq!(price("sku"), Ok(2)); // the more specific one, though listed last
+/// ```
+///
+/// Arguments needed again (by the fallback, or by retry attempts) are re-used
+/// as they are when they are references or `Copy`, and cloned otherwise; a
+/// type that is not `Clone` is a compile error at the argument.
+///
+/// ```compile_fail
+/// # pub struct E;
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }
+/// #[resil::circuit_breaker(name = "doc-fallback-arity", fallback = stale)]
+/// fn price(sku: &str) -> Result<u32, E> { Err(E) }
+///
+/// fn stale(_sku: &str, _region: u8) -> Result<u32, E> { Ok(1) } // not the fn's parameters
+/// ```
+///
+/// # Rejections and `?`
+///
+/// Without a fallback (or when no fallback handles a refusal), a refusal is
+/// returned as the fn's own error, through `E: From<resil::Rejection>`; that
+/// one line is what the compiler asks for when it is missing:
+///
+/// ```compile_fail
+/// #[derive(Debug)]
+/// pub struct E; // no `impl From<resil::Rejection> for E`
+///
+/// #[resil::circuit_breaker(name = "doc-rejection")]
+/// fn price() -> Result<u32, E> { Ok(1) }
+/// ```
+///
+/// # Settings
+///
+/// `failure_rate_threshold`, `slow_call_rate_threshold` (percentages),
+/// `slow_call_duration_threshold`, `wait_duration_in_open_state`,
+/// `max_wait_duration_in_half_open_state` (durations: `"500ms"`, `"60s"`),
+/// `sliding_window_size`, `minimum_number_of_calls`,
+/// `permitted_number_of_calls_in_half_open_state` (integers ≥ 1),
+/// `automatic_transition_from_open_to_half_open_enabled` (bool). Checked at
+/// the literal:
+///
+/// ```compile_fail
+/// # pub struct E;
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }
+/// #[resil::circuit_breaker(name = "doc-settings", minimum_number_of_calls = 0)]
+/// fn price() -> Result<u32, E> { Ok(1) }
+/// ```
+#[proc_macro_attribute]
+pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
+    entry::expand(Aspect::CircuitBreaker, args.into(), item.into()).into()
+}
+
+/// Retries a fn with the registry's retry `name`: outermost in the fixed
+/// order, so each attempt goes through every other primitive of the fn (see
+/// [`circuit_breaker`](macro@circuit_breaker) for what all attributes share).
+///
+/// Settings: `max_attempts` (≥ 1, counting the first call), `wait_duration`.
+///
+/// ```
+/// # #[derive(Debug, PartialEq)] pub struct E;
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// static CALLS: AtomicU32 = AtomicU32::new(0);
+///
+/// #[resil::retry(name = "doc-retry", max_attempts = 3, wait_duration = "0ms")]
+/// fn flaky(items: Vec<u32>) -> Result<u32, E> {
+///     // `items` is cloned for each attempt: it is not `Copy`.
+///     if CALLS.fetch_add(1, Ordering::SeqCst) < 2 { Err(E) } else { Ok(items.len() as u32) }
+/// }
+///
+/// assert_eq!(flaky(vec![1, 2]), Ok(2));
+/// assert_eq!(CALLS.load(Ordering::SeqCst), 3);
+/// ```
+///
+/// ```compile_fail
+/// # pub struct E;
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }
+/// pub struct Request; // not Clone: an attempt cannot get its own copy
+///
+/// #[resil::retry(name = "doc-retry-clone")]
+/// fn send(request: Request) -> Result<u32, E> { Ok(1) }
+/// ```
+#[proc_macro_attribute]
+pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
+    entry::expand(Aspect::Retry, args.into(), item.into()).into()
+}
+
+/// Limits a fn's concurrency with the registry's bulkhead `name`: innermost
+/// in the fixed order (see [`circuit_breaker`](macro@circuit_breaker)).
+///
+/// `kind = "semaphore"` (the default; settings `max_concurrent_calls`,
+/// `max_wait_duration`, `fair_call_handling_enabled`) holds a slot while the
+/// body runs. `kind = "thread_pool"` (settings `core_thread_pool_size`,
+/// `max_thread_pool_size`, `queue_capacity`, `keep_alive_duration`) runs the
+/// body — blocking code — on the bulkhead's own threads while the caller
+/// awaits, so the fn must be `async` and its arguments owned and `Send`.
+///
+/// ```
+/// # #[derive(Debug, PartialEq)] pub struct E;
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }
+/// #[resil::bulkhead(name = "doc-bulkhead", max_concurrent_calls = 4)]
+/// fn render(page: u32) -> Result<u32, E> {
+///     Ok(page)
+/// }
+///
+/// #[resil::bulkhead(name = "doc-pool", kind = "thread_pool", core_thread_pool_size = 1, max_thread_pool_size = 2)]
+/// async fn checksum(data: Vec<u8>) -> Result<u32, E> {
+///     Ok(data.iter().map(|&b| u32::from(b)).sum()) // runs on a pool thread
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// assert_eq!(render(2), Ok(2));
+/// assert_eq!(checksum(vec![1, 2, 3]).await, Ok(6));
+/// # }
+/// ```
+///
+/// ```compile_fail
+/// # pub struct E;
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }
+/// #[resil::bulkhead(name = "doc-pool-borrow", kind = "thread_pool")]
+/// async fn checksum(data: std::rc::Rc<Vec<u8>>) -> Result<u32, E> { Ok(data.len() as u32) }
+/// ```
+#[proc_macro_attribute]
+pub fn bulkhead(args: TokenStream, item: TokenStream) -> TokenStream {
+    entry::expand(Aspect::Bulkhead, args.into(), item.into()).into()
+}
+
+/// Limits a fn's call rate with the registry's rate limiter `name` (see
+/// [`circuit_breaker`](macro@circuit_breaker)). Inside `retry` in the fixed
+/// order: each attempt spends a permit.
+///
+/// Settings: `limit_for_period` (≥ 1), `limit_refresh_period`, `timeout_duration`.
+///
+/// ```
+/// # #[derive(Debug, PartialEq)] pub struct E;
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }
+/// #[resil::rate_limiter(name = "doc-rate", limit_for_period = 1, limit_refresh_period = "1h", timeout_duration = "0ms", fallback = later)]
+/// fn send(to: &str) -> Result<&'static str, E> {
+///     Ok("sent")
+/// }
+///
+/// fn later(_to: &str, _why: resil::error::RequestNotPermitted) -> Result<&'static str, E> {
+///     Ok("queued")
+/// }
+///
+/// assert_eq!(send("a"), Ok("sent"));
+/// assert_eq!(send("b"), Ok("queued"));
+/// ```
+#[proc_macro_attribute]
+pub fn rate_limiter(args: TokenStream, item: TokenStream) -> TokenStream {
+    entry::expand(Aspect::RateLimiter, args.into(), item.into()).into()
+}
+
+/// Bounds an async fn's duration with the registry's time limiter `name`
+/// (see [`circuit_breaker`](macro@circuit_breaker)). Inside `retry` in the
+/// fixed order, so the limit is per attempt. A timeout stops *waiting*; it
+/// cannot undo what the call already did remotely.
+///
+/// Settings: `timeout_duration`, `cancel_running_future`.
+///
+/// ```
+/// # #[derive(Debug, PartialEq)] pub struct E;
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }
+/// use std::time::Duration;
+///
+/// #[resil::time_limiter(name = "doc-timeout", timeout_duration = "100ms", fallback = too_slow)]
+/// async fn report(ms: u64) -> Result<&'static str, E> {
+///     tokio::time::sleep(Duration::from_millis(ms)).await;
+///     Ok("fresh")
+/// }
+///
+/// async fn too_slow(_ms: u64, _why: resil::error::Timeout) -> Result<&'static str, E> {
+///     Ok("cached")
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// assert_eq!(report(10).await, Ok("fresh"));
+/// assert_eq!(report(500).await, Ok("cached"));
+/// # }
+/// ```
+///
+/// A sync fn cannot be timed out (nothing can interrupt a running thread):
+///
+/// ```compile_fail
+/// # pub struct E;
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }
+/// #[resil::time_limiter(name = "doc-timeout-sync")]
+/// fn report() -> Result<u32, E> { Ok(1) }
+/// ```
+#[proc_macro_attribute]
+pub fn time_limiter(args: TokenStream, item: TokenStream) -> TokenStream {
+    entry::expand(Aspect::TimeLimiter, args.into(), item.into()).into()
+}
+
+/// Implements `resil::ErrorClass` for an enum: one stable name per variant,
+/// the variant's name in snake_case, or `#[error_class(name = "…")]`. Config
+/// files name these in `record-errors`, `ignore-errors` and `retry-errors`.
+///
+/// ```
+/// use resil::ErrorClass;
+///
+/// #[derive(Debug, resil::ErrorClass)]
+/// enum InventoryError {
+///     NotFound,
+///     #[error_class(name = "upstream-503")]
+///     Unavailable(u16),
+/// }
+///
+/// assert_eq!(InventoryError::NotFound.error_class(), "not_found");
+/// assert_eq!(InventoryError::Unavailable(503).error_class(), "upstream-503");
+/// assert_eq!(InventoryError::error_classes(), ["not_found", "upstream-503"]);
+/// ```
+#[proc_macro_derive(ErrorClass, attributes(error_class))]
+pub fn derive_error_class(input: TokenStream) -> TokenStream {
+    derive_error_class::expand(input.into()).into()
+}

@@ -495,7 +495,7 @@ impl Registry {
         let built = self.resolve::<P>(&self.file(), &code, name);
         match built {
             Ok(config) => {
-                self.replace_with::<P>(name, config, "configure");
+                let _ = self.replace_with::<P>(name, config, "configure");
                 Ok(())
             }
             Err(e) => {
@@ -549,7 +549,7 @@ impl Registry {
         match validated {
             Ok(configs) => {
                 for (instance, config) in configs {
-                    self.replace_with::<P>(&instance, config, "configure");
+                    let _ = self.replace_with::<P>(&instance, config, "configure");
                 }
                 Ok(())
             }
@@ -581,7 +581,7 @@ impl Registry {
             .replace(config.to_owned());
         match self.resolve::<P>(&self.file(), &code, instance) {
             Ok(built) => {
-                self.replace_with::<P>(instance, built, "configure");
+                let _ = self.replace_with::<P>(instance, built, "configure");
                 Ok(())
             }
             Err(e) => {
@@ -671,11 +671,35 @@ impl Registry {
 
     /// Installs a new instance built from `config` under `name`, if the name
     /// exists; handles follow it.
-    pub(crate) fn replace_with<P: Primitive>(&self, name: &str, config: P::Config, cause: &str) {
+    ///
+    /// A circuit breaker whose window shape is unchanged carries its state and
+    /// window over ([`CircuitBreaker::reconfigured`]); returns whether it did.
+    pub(crate) fn replace_with<P: Primitive>(
+        &self,
+        name: &str,
+        config: P::Config,
+        cause: &str,
+    ) -> bool {
         let store = self.store::<P>();
+        let mut carried = false;
         if let Some(entry) = store.entries.get(name) {
             let name = Arc::clone(entry.key());
-            let instance = P::create(Arc::clone(&name), config, self.inner.clock.as_ref());
+            let current: &dyn Any = entry.slot.load();
+            let instance = match (
+                current.downcast_ref::<CircuitBreaker>(),
+                (&config as &dyn Any)
+                    .downcast_ref::<resil_core::circuit_breaker::CircuitBreakerConfig>(),
+            ) {
+                (Some(breaker), Some(next)) => {
+                    let (next, kept) = breaker.reconfigured(next.clone());
+                    carried = kept;
+                    let boxed: Box<dyn Any> = Box::new(next);
+                    *boxed
+                        .downcast::<P>()
+                        .expect("a circuit breaker entry holds circuit breakers")
+                }
+                _ => P::create(Arc::clone(&name), config, self.inner.clock.as_ref()),
+            };
             if let Some(breaker) = (&instance as &dyn Any).downcast_ref::<CircuitBreaker>() {
                 self.reapply_override(&name, breaker);
             }
@@ -689,11 +713,41 @@ impl Registry {
                 name,
                 RegistryEventKind::Replaced {
                     cause: cause.into(),
-                    state_carried_over: false,
+                    state_carried_over: carried,
                 },
                 Some(&entry.ring),
             );
         }
+        carried
+    }
+
+    /// Replaces the instance of kind `P` called `name` with `instance`, built
+    /// by hand (Resilience4j's `registry.replace`): every handle sees it on
+    /// its next use; the old one is retired. The name must exist. A later
+    /// reload or `configure_*` rebuilds it from the settings again.
+    pub fn replace<P: Primitive>(&self, name: &str, instance: P) -> Result<(), RegistryError> {
+        let store = self.store::<P>();
+        let Some(entry) = store.entries.get(name) else {
+            return Err(RegistryError::NotFound {
+                kind: P::KIND,
+                name: name.to_owned(),
+            });
+        };
+        self.drain_instance_events(&entry);
+        if let Some(capture) = &entry.capture {
+            *capture.lock() = instance.subscribe_events();
+        }
+        entry.slot.replace(instance);
+        self.publish(
+            P::KIND,
+            Arc::clone(entry.key()),
+            RegistryEventKind::Replaced {
+                cause: "replace".into(),
+                state_carried_over: false,
+            },
+            Some(&entry.ring),
+        );
+        Ok(())
     }
 
     /// Removes the instance of kind `P` called `name`. Handles still holding

@@ -140,10 +140,11 @@ impl Registry {
     /// their run-time setters (same instance, nothing lost); any other change
     /// by building a new instance and swapping it into the handles' slot (one
     /// atomic swap per instance). Unchanged instances are not touched. A
-    /// replaced breaker keeps its mode (FORCED_OPEN, DISABLED, METRICS_ONLY, a
-    /// manual override) but otherwise starts CLOSED with an empty window, and
-    /// its `Replaced` event says so (`state_carried_over: false`): resil-core
-    /// cannot move a sliding window between breakers yet.
+    /// replaced breaker whose window keeps its type and size carries its
+    /// state and window over; with another shape it keeps only its mode
+    /// (FORCED_OPEN, DISABLED, METRICS_ONLY, a manual override) and starts
+    /// CLOSED with an empty window; its `Replaced` event says which
+    /// (`state_carried_over`).
     pub fn reload(&self, file: FileConfig) -> Result<ReloadReport, ReloadError> {
         let _one_at_a_time = self.inner.reload_lock.lock();
         // Every kind's settings, for writing: no instance is created, and no
@@ -277,7 +278,11 @@ impl Registry {
             let mode = (&*handle as &dyn Any)
                 .downcast_ref::<CircuitBreaker>()
                 .map(CircuitBreaker::state);
-            self.replace_with::<P>(&name, config, "reload");
+            let carried = self.replace_with::<P>(&name, config, "reload");
+            if carried {
+                report.replaced.push(label);
+                continue;
+            }
             if let (Some(state), Some(breaker)) = (
                 mode,
                 (&*handle as &dyn Any).downcast_ref::<CircuitBreaker>(),

@@ -447,3 +447,33 @@ fn error_names_become_predicates_and_an_unknown_name_lists_the_registered_ones()
     });
     assert_eq!(calls, 3, "db_timeout is retried");
 }
+
+#[test]
+fn replace_installs_a_hand_built_instance_that_held_handles_see() {
+    let registry = Registry::new();
+    let held = registry.circuit_breaker("inventory");
+    let mut events = registry.subscribe();
+    let mine = CircuitBreaker::new(
+        "inventory",
+        resil_core::circuit_breaker::CircuitBreakerConfig::builder()
+            .failure_rate_threshold(75.0)
+            .build()
+            .unwrap(),
+    );
+    registry.replace("inventory", mine.clone()).unwrap();
+    assert_eq!(held.config().failure_rate_threshold(), 75.0);
+    let _ = mine.call(|| Err::<(), _>("x"));
+    assert_eq!(
+        held.metrics().failed_calls(),
+        1,
+        "the handle now reaches the same breaker"
+    );
+    assert!(matches!(
+        events.drain()[0].what,
+        RegistryEventKind::Replaced { ref cause, .. } if &**cause == "replace"
+    ));
+    let err = registry
+        .replace("nope", CircuitBreaker::new("nope", Default::default()))
+        .unwrap_err();
+    assert!(matches!(err, RegistryError::NotFound { .. }));
+}

@@ -517,6 +517,47 @@ impl CircuitBreaker {
         inner.publish(|| CircuitBreakerEventKind::Reset);
     }
 
+    /// A new breaker with `config` that carries this one on (a registry
+    /// reload): when the sliding window's type and size are unchanged it takes
+    /// over the window's outcomes, the not-permitted count and the state —
+    /// CLOSED, METRICS_ONLY, DISABLED and FORCED_OPEN as they are, OPEN for the
+    /// rest of its wait, HALF_OPEN as a fresh probe round under the new
+    /// config. Returns the new breaker and whether it carried the state over;
+    /// with another window shape it starts CLOSED with an empty window, as a
+    /// new breaker does. Calls in flight on this breaker finish here and are
+    /// not seen by the new one.
+    pub fn reconfigured(&self, config: CircuitBreakerConfig) -> (CircuitBreaker, bool) {
+        let old = &*self.inner;
+        let same_shape = old.config.sliding_window_type == config.sliding_window_type
+            && old.config.sliding_window_size == config.sliding_window_size;
+        let next = Self::with_shared_clock(Arc::clone(&old.name), config, old.clock.clone());
+        if !same_shape {
+            return (next, false);
+        }
+        let old_core = old.core.lock();
+        let state = old.load().state();
+        let inner = &*next.inner;
+        let mut core = inner.core.lock();
+        core.attempts = old_core.attempts;
+        match state {
+            State::Closed => {}
+            State::Open => {
+                let now = old.clock.precise_now_nanos();
+                let rest = old.open_until.load(Ordering::Acquire).saturating_sub(now);
+                let rest = Duration::from_nanos(rest).max(MIN_OPEN_WAIT);
+                inner.transition_locked(&mut core, State::Open, Some(rest));
+            }
+            other => inner.transition_locked(&mut core, other, None),
+        }
+        core.window = old_core.window.clone();
+        core.ignored = old_core.ignored;
+        inner
+            .not_permitted
+            .store(old.not_permitted.load(Ordering::Relaxed), Ordering::Relaxed);
+        drop(core);
+        (next, true)
+    }
+
     /// Bytes this breaker occupies: the shared state plus its windows' heap
     /// memory (the configuration's predicates and the event channel, created on
     /// the first `subscribe`, are not counted).

@@ -54,7 +54,7 @@ impl Aggregate {
 }
 
 /// The last `size` outcomes (at most 2^24, so the totals fit in `u32`).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct CountWindow {
     ring: Box<[u8]>,
     head: u32,
@@ -143,7 +143,7 @@ struct Bucket {
 }
 
 /// The outcomes of the last `size` seconds, one bucket per second.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct TimeWindow {
     buckets: Box<[Bucket]>,
     head: usize,
@@ -222,7 +222,7 @@ impl TimeWindow {
 }
 
 /// The sliding window a configuration asks for.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Window {
     Count(CountWindow),
     Time(TimeWindow),

@@ -48,6 +48,8 @@ where
     }
 }
 
+// One call per variable, on a cold path: the problem is returned unboxed.
+#[allow(clippy::result_large_err)]
 fn apply_one(
     doc: &mut Document,
     var: &str,

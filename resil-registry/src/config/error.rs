@@ -9,12 +9,13 @@ use resil_core::ConfigError;
 /// Everything wrong with one configuration (file plus environment overrides):
 /// the loader does not stop at the first problem.
 ///
-/// `Display` prints a header line, then one problem per line:
+/// `Display` prints a header line, then one problem per line, with the line
+/// of the file it is on when there is one:
 ///
 /// ```text
 /// 2 problems in `resil.toml`:
-///   invalid `resilience4j.circuitbreaker.instances.inventory.failure-rate-threshold`: got 0, expected a percentage in (0, 100]
-///   unknown key `resilience4j.retry.instances.inventory.max-atempts`; did you mean `max-attempts`?
+///   line 4: invalid `resilience4j.circuitbreaker.instances.inventory.failure-rate-threshold`: got 0, expected a percentage in (0, 100]
+///   line 9: unknown key `resilience4j.retry.instances.inventory.max-atempts`; did you mean `max-attempts`?
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigFileError {
@@ -70,7 +71,10 @@ impl fmt::Display for ConfigFileError {
             None => write!(f, "{n} {plural} in the configuration:")?,
         }
         for problem in &self.problems {
-            write!(f, "\n  {problem}")?;
+            match problem.line {
+                Some(line) => write!(f, "\n  line {line}: {problem}")?,
+                None => write!(f, "\n  {problem}")?,
+            }
         }
         Ok(())
     }
@@ -115,6 +119,7 @@ pub struct Problem {
     suggestion: Option<String>,
     config_error: Option<Box<ConfigError>>,
     message: String,
+    line: Option<usize>,
 }
 
 impl Problem {
@@ -126,6 +131,7 @@ impl Problem {
             suggestion: None,
             config_error: None,
             message,
+            line: None,
         }
     }
 
@@ -147,6 +153,7 @@ impl Problem {
             suggestion: None,
             config_error: Some(Box::new(error)),
             message,
+            line: None,
         }
     }
 
@@ -242,6 +249,35 @@ impl Problem {
     /// For a bad value: resil-core's error, whose field is the full key path.
     pub fn config_error(&self) -> Option<&ConfigError> {
         self.config_error.as_deref()
+    }
+
+    /// The line of the file the key path is written on, when the problem is
+    /// about a key of the file (not an environment variable or the whole file).
+    pub fn line(&self) -> Option<usize> {
+        self.line
+    }
+
+    /// Sets the line from the file's key-path lines: the path's own, else its
+    /// nearest written parent's (a default that does not fit sits under the
+    /// entry that chose the other values).
+    pub(crate) fn locate(&mut self, lines: &super::value::Lines) {
+        if self.env_var.is_some() {
+            return;
+        }
+        let mut path = match &self.path {
+            Some(p) => p.as_str(),
+            None => return,
+        };
+        loop {
+            if let Some(line) = lines.get(path) {
+                self.line = Some(*line);
+                return;
+            }
+            match path.rfind(['.', '[']) {
+                Some(at) => path = &path[..at],
+                None => return,
+            }
+        }
     }
 
     fn sort_key(&self) -> (&str, &str) {

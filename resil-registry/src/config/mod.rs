@@ -120,6 +120,21 @@ impl Format {
         }
     }
 
+    /// The line of every key path (only computed when there are problems).
+    fn lines(self, text: &str) -> value::Lines {
+        match self {
+            #[cfg(feature = "toml")]
+            Format::Toml => value::toml_lines(text),
+            #[cfg(feature = "yaml")]
+            Format::Yaml => value::yaml_lines(text),
+            #[allow(unreachable_patterns)]
+            _ => {
+                let _ = text;
+                value::Lines::new()
+            }
+        }
+    }
+
     fn feature(self) -> &'static str {
         match self {
             Format::Toml => "toml",
@@ -267,9 +282,15 @@ impl FileConfig {
     {
         let mut problems = Vec::new();
         let mut doc = Document::default();
+        let mut lines = value::Lines::new();
         if let Some((text, format)) = source {
             match format.parse(text) {
-                Ok(tree) => doc = load::document(tree, &mut problems),
+                Ok(tree) => {
+                    doc = load::document(tree, &mut problems);
+                    if !problems.is_empty() {
+                        lines = format.lines(text);
+                    }
+                }
                 Err(message) => problems.push(Problem::new(
                     ProblemKind::Syntax,
                     None,
@@ -284,6 +305,12 @@ impl FileConfig {
         let config = FileConfig::resolve(doc, origin, &mut problems);
         if problems.is_empty() {
             return Ok(config);
+        }
+        if let (true, Some((text, format))) = (lines.is_empty(), source) {
+            lines = format.lines(text);
+        }
+        for problem in &mut problems {
+            problem.locate(&lines);
         }
         let mut error = ConfigFileError::new(problems);
         error.sort();

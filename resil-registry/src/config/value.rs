@@ -2,11 +2,28 @@
 //!
 //! The schema walks this tree rather than deserializing into structs, so that
 //! one pass can report every problem in a file, each with its key path and a
-//! suggestion, instead of stopping at the first one.
+//! suggestion, instead of stopping at the first one. A second, span-keeping
+//! parse gives the line of every key path ([`Lines`]) for the error report.
+
+use std::collections::HashMap;
+
+/// The 1-based line where each key path (`resilience4j.retry.instances.a`,
+/// `…retry-exceptions[0]`) is written.
+pub(crate) type Lines = HashMap<String, usize>;
+
+#[cfg_attr(not(any(feature = "toml", feature = "yaml")), allow(dead_code))]
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
 
 /// One node of a loaded config file.
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(not(any(feature = "toml", feature = "yaml")), allow(dead_code))]
+// Without YAML nothing makes a `Null`; without either format, nothing at all.
+#[cfg_attr(not(feature = "yaml"), allow(dead_code))]
 pub(crate) enum Value {
     Null,
     Bool(bool),
@@ -149,6 +166,95 @@ pub(crate) fn from_yaml(text: &str) -> Result<Value, String> {
     }
 }
 
+/// The line of every key path of TOML text (empty when the text does not parse).
+#[cfg(feature = "toml")]
+pub(crate) fn toml_lines(text: &str) -> Lines {
+    use toml::de::{DeTable, DeValue};
+
+    fn line_of(text: &str, offset: usize) -> usize {
+        text.as_bytes()[..offset.min(text.len())]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count()
+            + 1
+    }
+    fn value(text: &str, v: &DeValue<'_>, path: &str, lines: &mut Lines) {
+        match v {
+            DeValue::Table(t) => table(text, t, path, lines),
+            DeValue::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let p = format!("{path}[{i}]");
+                    lines
+                        .entry(p.clone())
+                        .or_insert(line_of(text, item.span().start));
+                    value(text, item.get_ref(), &p, lines);
+                }
+            }
+            _ => {}
+        }
+    }
+    fn table(text: &str, t: &DeTable<'_>, path: &str, lines: &mut Lines) {
+        for (k, v) in t.iter() {
+            let p = join(path, k.get_ref());
+            lines
+                .entry(p.clone())
+                .or_insert(line_of(text, k.span().start));
+            value(text, v.get_ref(), &p, lines);
+        }
+    }
+    let mut lines = Lines::new();
+    if let Ok(root) = DeTable::parse(text) {
+        table(text, root.get_ref(), "", &mut lines);
+    }
+    lines
+}
+
+/// The line of every key path of YAML text (empty when the text does not parse).
+#[cfg(feature = "yaml")]
+pub(crate) fn yaml_lines(text: &str) -> Lines {
+    use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
+
+    fn key_text(key: &MarkedYaml<'_>) -> Option<String> {
+        match &key.data {
+            YamlData::Value(Scalar::String(s)) => Some(s.to_string()),
+            YamlData::Value(Scalar::Integer(i)) => Some(i.to_string()),
+            YamlData::Value(Scalar::Boolean(b)) => Some(b.to_string()),
+            YamlData::Value(Scalar::FloatingPoint(f)) => Some(f.to_string()),
+            YamlData::Representation(s, _, _) => Some(s.to_string()),
+            _ => None,
+        }
+    }
+    fn walk(node: &MarkedYaml<'_>, path: &str, lines: &mut Lines) {
+        match &node.data {
+            YamlData::Mapping(map) => {
+                for (k, v) in map {
+                    if let Some(key) = key_text(k) {
+                        let p = join(path, &key);
+                        lines.entry(p.clone()).or_insert(k.span.start.line());
+                        walk(v, &p, lines);
+                    }
+                }
+            }
+            YamlData::Sequence(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let p = format!("{path}[{i}]");
+                    lines.entry(p.clone()).or_insert(item.span.start.line());
+                    walk(item, &p, lines);
+                }
+            }
+            YamlData::Tagged(_, inner) => walk(inner, path, lines),
+            _ => {}
+        }
+    }
+    let mut lines = Lines::new();
+    if let Ok(docs) = MarkedYaml::load_from_str(text) {
+        if let Some(doc) = docs.first() {
+            walk(doc, "", &mut lines);
+        }
+    }
+    lines
+}
+
 #[cfg(all(test, any(feature = "toml", feature = "yaml")))]
 mod tests {
     use super::*;
@@ -225,5 +331,24 @@ mod tests {
             ])
         );
         assert!(from_toml("a = \n").is_err());
+    }
+
+    #[cfg(feature = "toml")]
+    #[test]
+    fn toml_lines_follow_headers_dotted_keys_and_arrays() {
+        let lines = toml_lines("[r.c.instances.a]\nx = 1\n\n[r.retry]\ny.z = [\"p\",\n  \"q\"]\n");
+        assert_eq!(lines["r.c.instances.a"], 1);
+        assert_eq!(lines["r.c.instances.a.x"], 2);
+        assert_eq!(lines["r.retry.y.z"], 5);
+        assert_eq!(lines["r.retry.y.z[1]"], 6);
+    }
+
+    #[cfg(feature = "yaml")]
+    #[test]
+    fn yaml_lines_follow_nesting_and_sequences() {
+        let lines = yaml_lines("r:\n  c:\n    a: 1\n    l:\n      - x\n      - y\n");
+        assert_eq!(lines["r.c"], 2);
+        assert_eq!(lines["r.c.a"], 3);
+        assert_eq!(lines["r.c.l[1]"], 6);
     }
 }

@@ -1,0 +1,274 @@
+//! One attribute's arguments, as written: `name = "…"`, `fallback = …`,
+//! `order = [...]`, `kind = "…"` and literal config overrides. Every value keeps
+//! its span so a later rule can point at the token the user typed.
+
+use std::collections::BTreeMap;
+
+use proc_macro2::{Span, TokenStream};
+use syn::ext::IdentExt;
+use syn::parse::{Parse, ParseStream, Parser};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Expr, ExprLit, Ident, Lit, Path, Token};
+
+use crate::diag::Errors;
+use crate::order::Aspect;
+
+/// `key = value`, before interpretation.
+struct RawArg {
+    key: Ident,
+    value: Expr,
+}
+
+impl Parse for RawArg {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let key = Ident::parse_any(input)?;
+        if !input.peek(Token![=]) {
+            return Err(syn::Error::new(
+                key.span(),
+                format!("expected `{key} = …`: every argument is written `key = value`"),
+            ));
+        }
+        input.parse::<Token![=]>()?;
+        let value = input.parse()?;
+        Ok(RawArg { key, value })
+    }
+}
+
+/// A literal config override, e.g. `max_attempts = 5`, checked in `valid.rs`.
+pub(crate) struct Override {
+    pub(crate) key: Ident,
+    pub(crate) lit: Lit,
+}
+
+/// Which bulkhead `#[bulkhead(kind = "…")]` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BulkheadKind {
+    Semaphore,
+    ThreadPool,
+}
+
+/// The arguments of one resil attribute.
+pub(crate) struct AspectArgs {
+    pub(crate) aspect: Aspect,
+    /// The attribute's path (`resil::retry`), where attribute-level errors point.
+    pub(crate) span: Span,
+    pub(crate) name: Option<(String, Span)>,
+    pub(crate) fallback: Option<(Vec<Path>, Span)>,
+    pub(crate) order: Option<(Vec<Ident>, Span)>,
+    pub(crate) kind: Option<(BulkheadKind, Span)>,
+    pub(crate) overrides: Vec<Override>,
+}
+
+/// Arguments every attribute accepts.
+const COMMON: [&str; 3] = ["name", "fallback", "order"];
+
+/// Literal overrides each aspect accepts, with what `valid.rs` checks.
+pub(crate) fn override_keys(aspect: Aspect) -> &'static [&'static str] {
+    match aspect {
+        Aspect::CircuitBreaker => &[
+            "failure_rate_threshold",
+            "slow_call_rate_threshold",
+            "slow_call_duration_threshold",
+            "sliding_window_size",
+            "minimum_number_of_calls",
+            "wait_duration_in_open_state",
+            "automatic_transition_from_open_to_half_open_enabled",
+            "permitted_number_of_calls_in_half_open_state",
+            "max_wait_duration_in_half_open_state",
+        ],
+        Aspect::Retry => &["max_attempts", "wait_duration"],
+        Aspect::Bulkhead => &[
+            "kind",
+            "max_concurrent_calls",
+            "max_wait_duration",
+            "fair_call_handling_enabled",
+            "core_thread_pool_size",
+            "max_thread_pool_size",
+            "queue_capacity",
+            "keep_alive_duration",
+        ],
+        Aspect::RateLimiter => &[
+            "limit_for_period",
+            "limit_refresh_period",
+            "timeout_duration",
+        ],
+        Aspect::TimeLimiter => &["timeout_duration", "cancel_running_future"],
+    }
+}
+
+/// Puts `value` in `slot` unless the argument was already given: the one
+/// duplicate check every argument goes through.
+fn set_once<T>(slot: &mut Option<(T, Span)>, value: T, key: &Ident, errors: &mut Errors) {
+    if slot.is_some() {
+        errors.push(syn::Error::new(
+            key.span(),
+            format!("duplicate argument `{key}`; give it once"),
+        ));
+    } else {
+        *slot = Some((value, key.span()));
+    }
+}
+
+/// `maxAttempts` → `max_attempts`.
+fn snake_case(camel: &str) -> String {
+    let mut out = String::new();
+    for c in camel.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn unknown_argument(aspect: Aspect, key: &Ident) -> syn::Error {
+    let text = key.to_string();
+    let known = |k: &str| COMMON.contains(&k) || override_keys(aspect).contains(&k);
+    let message = if text == "fallbackMethod" || text == "fallback_method" {
+        format!("`{text}` is Resilience4j's spelling; write `fallback = your_fn` (a path, not a string)")
+    } else if text == "type" && aspect == Aspect::Bulkhead {
+        "`type` is Resilience4j's spelling; write `kind = \"thread_pool\"` or `kind = \"semaphore\"`".to_owned()
+    } else if text != snake_case(&text) && known(&snake_case(&text)) {
+        format!(
+            "`{text}` is Resilience4j's spelling; write `{}`",
+            snake_case(&text)
+        )
+    } else {
+        let mut expected: Vec<String> = COMMON.iter().map(|k| format!("`{k}`")).collect();
+        expected.extend(override_keys(aspect).iter().map(|k| format!("`{k}`")));
+        format!(
+            "unknown argument `{text}` for `{aspect}`; expected one of {}",
+            expected.join(", ")
+        )
+    };
+    syn::Error::new(key.span(), message)
+}
+
+fn lit_of(expr: &Expr) -> Option<&Lit> {
+    match expr {
+        Expr::Lit(ExprLit { lit, .. }) => Some(lit),
+        Expr::Group(g) => lit_of(&g.expr),
+        _ => None,
+    }
+}
+
+fn path_of(expr: &Expr) -> Option<&Path> {
+    match expr {
+        Expr::Path(p) if p.qself.is_none() => Some(&p.path),
+        Expr::Group(g) => path_of(&g.expr),
+        _ => None,
+    }
+}
+
+impl AspectArgs {
+    /// Reads `tokens` (what is between the attribute's parentheses), pushing
+    /// every problem to `errors` and keeping what could be read.
+    pub(crate) fn parse(
+        aspect: Aspect,
+        span: Span,
+        tokens: TokenStream,
+        errors: &mut Errors,
+    ) -> AspectArgs {
+        let mut args = AspectArgs {
+            aspect,
+            span,
+            name: None,
+            fallback: None,
+            order: None,
+            kind: None,
+            overrides: Vec::new(),
+        };
+        let raw = match Punctuated::<RawArg, Token![,]>::parse_terminated.parse2(tokens) {
+            Ok(raw) => raw,
+            Err(e) => {
+                errors.push(e);
+                return args;
+            }
+        };
+        let mut seen_overrides: BTreeMap<String, Option<((), Span)>> = BTreeMap::new();
+        for RawArg { key, value } in raw {
+            match key.to_string().as_str() {
+                "name" => match lit_of(&value) {
+                    Some(Lit::Str(s)) => set_once(&mut args.name, s.value(), &key, errors),
+                    _ => errors.push(syn::Error::new(
+                        value.span(),
+                        "`name` takes a string literal: `name = \"inventory-query\"`",
+                    )),
+                },
+                "fallback" => {
+                    let paths = match &value {
+                        Expr::Array(list) => list
+                            .elems
+                            .iter()
+                            .map(|e| path_of(e).cloned().ok_or(e.span()))
+                            .collect::<Result<Vec<_>, _>>(),
+                        other => path_of(other).cloned().map(|p| vec![p]).ok_or(other.span()),
+                    };
+                    match paths {
+                        Ok(paths) => set_once(&mut args.fallback, paths, &key, errors),
+                        Err(at) => errors.push(syn::Error::new(
+                            at,
+                            "`fallback` takes a fn path or a list of them: `fallback = cached_price` or `fallback = [on_timeout, on_error]`",
+                        )),
+                    }
+                }
+                "order" => {
+                    let idents = match &value {
+                        Expr::Array(list) => list
+                            .elems
+                            .iter()
+                            .map(|e| {
+                                path_of(e)
+                                    .and_then(|p| p.get_ident().cloned())
+                                    .ok_or(e.span())
+                            })
+                            .collect::<Result<Vec<_>, _>>(),
+                        other => Err(other.span()),
+                    };
+                    match idents {
+                        Ok(idents) => set_once(&mut args.order, idents, &key, errors),
+                        Err(at) => errors.push(syn::Error::new(
+                            at,
+                            "`order` takes a list of attribute names, outermost first: `order = [circuit_breaker, retry]`",
+                        )),
+                    }
+                }
+                "kind" if aspect == Aspect::Bulkhead => match lit_of(&value) {
+                    Some(Lit::Str(s)) if s.value() == "semaphore" => {
+                        set_once(&mut args.kind, BulkheadKind::Semaphore, &key, errors)
+                    }
+                    Some(Lit::Str(s)) if s.value() == "thread_pool" => {
+                        set_once(&mut args.kind, BulkheadKind::ThreadPool, &key, errors)
+                    }
+                    _ => errors.push(syn::Error::new(
+                        value.span(),
+                        "`kind` is `\"semaphore\"` (the default) or `\"thread_pool\"`",
+                    )),
+                },
+                other if override_keys(aspect).contains(&other) => {
+                    let slot = seen_overrides.entry(other.to_owned()).or_default();
+                    let first = slot.is_none();
+                    set_once(slot, (), &key, errors);
+                    if !first {
+                        continue;
+                    }
+                    match lit_of(&value) {
+                        Some(lit) => args.overrides.push(Override {
+                            key,
+                            lit: lit.clone(),
+                        }),
+                        None => errors.push(syn::Error::new(
+                            value.span(),
+                            format!("`{key}` takes a literal, checked at compile time; set computed values in a config file or with `resil::registry().configure_{aspect}(…)`"),
+                        )),
+                    }
+                }
+                _ => errors.push(unknown_argument(aspect, &key)),
+            }
+        }
+        args
+    }
+}

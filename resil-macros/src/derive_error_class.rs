@@ -1,0 +1,132 @@
+//! `#[derive(ErrorClass)]`: a stable name per enum variant, the variant's name
+//! in snake_case unless `#[error_class(name = "…")]` says otherwise.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::spanned::Spanned;
+use syn::{Data, DeriveInput, Fields, LitStr};
+
+/// `NotFound` → `not_found`, `HTTPError` → `http_error`.
+fn snake_case(ident: &str) -> String {
+    let chars: Vec<char> = ident.chars().collect();
+    let mut out = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_ascii_uppercase() {
+            let prev_lower = i > 0 && !chars[i - 1].is_ascii_uppercase() && chars[i - 1] != '_';
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
+            let prev_upper = i > 0 && chars[i - 1].is_ascii_uppercase();
+            if i > 0 && (prev_lower || (prev_upper && next_lower)) {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn variant_name(v: &syn::Variant) -> syn::Result<(String, proc_macro2::Span)> {
+    let mut name = None;
+    for attr in v.attrs.iter().filter(|a| a.path().is_ident("error_class")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("name") {
+                let lit: LitStr = meta.value()?.parse()?;
+                if lit.value().trim().is_empty() {
+                    return Err(syn::Error::new(
+                        lit.span(),
+                        "an error class name may not be empty",
+                    ));
+                }
+                if name.is_some() {
+                    return Err(meta.error("duplicate `name`; give it once"));
+                }
+                name = Some((lit.value(), lit.span()));
+                Ok(())
+            } else {
+                Err(meta.error("unknown argument; expected `name = \"…\"`"))
+            }
+        })?;
+    }
+    Ok(name.unwrap_or_else(|| (snake_case(&v.ident.to_string()), v.ident.span())))
+}
+
+pub(crate) fn expand(input: TokenStream) -> TokenStream {
+    match try_expand(input) {
+        Ok(tokens) => tokens,
+        Err(e) => e.to_compile_error(),
+    }
+}
+
+fn try_expand(input: TokenStream) -> syn::Result<TokenStream> {
+    let input: DeriveInput = syn::parse2(input)?;
+    let Data::Enum(data) = &input.data else {
+        return Err(syn::Error::new(
+            input.ident.span(),
+            "`ErrorClass` can be derived for an enum (one name per variant); for a struct, implement `error_class` by hand",
+        ));
+    };
+    let mut names = Vec::new();
+    let mut arms = Vec::new();
+    let mut errors: Option<syn::Error> = None;
+    for v in &data.variants {
+        match variant_name(v) {
+            Ok((name, span)) => {
+                if names.contains(&name) {
+                    let e = syn::Error::new(span, format!("two variants are named `{name}`; give one `#[error_class(name = \"…\")]`"));
+                    match &mut errors {
+                        Some(all) => all.combine(e),
+                        None => errors = Some(e),
+                    }
+                }
+                let ident = &v.ident;
+                let pattern = match &v.fields {
+                    Fields::Unit => quote!(Self::#ident),
+                    Fields::Unnamed(_) => quote!(Self::#ident(..)),
+                    Fields::Named(_) => quote!(Self::#ident { .. }),
+                };
+                arms.push(quote!(#pattern => #name));
+                names.push(name);
+            }
+            Err(e) => match &mut errors {
+                Some(all) => all.combine(e),
+                None => errors = Some(e),
+            },
+        }
+    }
+    if let Some(e) = errors {
+        return Err(e);
+    }
+    let ident = &input.ident;
+    let (impl_g, ty_g, where_g) = input.generics.split_for_impl();
+    let body = if arms.is_empty() {
+        quote!(match *self {})
+    } else {
+        quote!(match self { #(#arms,)* })
+    };
+    let _ = input.span();
+    Ok(quote! {
+        impl #impl_g ::resil::ErrorClass for #ident #ty_g #where_g {
+            fn error_class(&self) -> &'static str {
+                #body
+            }
+            fn error_classes() -> &'static [&'static str] {
+                &[#(#names),*]
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::snake_case;
+
+    #[test]
+    fn variant_names_become_snake_case() {
+        assert_eq!(snake_case("NotFound"), "not_found");
+        assert_eq!(snake_case("Unavailable"), "unavailable");
+        assert_eq!(snake_case("HTTPError"), "http_error");
+        assert_eq!(snake_case("Io"), "io");
+        assert_eq!(snake_case("Timeout503"), "timeout503");
+    }
+}

@@ -1,0 +1,386 @@
+//! Codegen only: the plan is valid by now. The fn keeps its signature (an
+//! argument pattern is renamed or loses its `mut` only when the stack re-uses
+//! it) and its body becomes
+//!
+//! ```text
+//! static __RESIL_SITE_0: Site<Retry> = Site::new();      // one per primitive
+//! let retry = __RESIL_SITE_0.get(|| registry().retry("name"));   // once per call site
+//! let out = Retry::call_async_nested(retry, || { let arg = arg.reuse();
+//!     circuit_breaker_async(breaker, … Bulkhead::call_async(bulkhead, async move { body }) …) }).await;
+//! match out { Ok(v) => Ok(v), Err(e) => the most specific fallback, or `E: From<Rejection>` }
+//! ```
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::{AttrStyle, FnArg, Ident, Pat, PatIdent, Path, Type};
+
+use crate::check;
+use crate::model::PROTECTED_MARKER;
+use crate::order::Aspect;
+use crate::valid::{Layer, Plan};
+
+/// How one parameter is passed on.
+struct Param {
+    /// What the body and the fallback call it by (`self` for a receiver).
+    name: TokenStream,
+    /// The statement that binds a fresh copy for one more use, if any.
+    rebind: TokenStream,
+}
+
+fn private() -> TokenStream {
+    quote!(::resil::__private)
+}
+
+/// Where the compile-time checks live: named directly (not through
+/// `__private`) so their diagnostics print `resil::checks::…`.
+fn checks() -> TokenStream {
+    quote!(::resil::checks)
+}
+
+fn mixed(name: &str) -> Ident {
+    Ident::new(name, Span::mixed_site())
+}
+
+/// Replaces the `self` keyword in `tokens` by `with` (not `self::` paths).
+fn replace_self(tokens: TokenStream, with: &Ident) -> TokenStream {
+    let mut out = Vec::new();
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    for (i, t) in tokens.iter().enumerate() {
+        match t {
+            TokenTree::Ident(id) if id == "self" => {
+                let path =
+                    matches!(tokens.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == ':');
+                if path {
+                    out.push(t.clone());
+                } else {
+                    let mut id = with.clone();
+                    id.set_span(t.span().resolved_at(with.span()));
+                    out.push(TokenTree::Ident(id));
+                }
+            }
+            TokenTree::Group(g) => {
+                let mut ng = proc_macro2::Group::new(g.delimiter(), replace_self(g.stream(), with));
+                ng.set_span(g.span());
+                out.push(TokenTree::Group(ng));
+            }
+            other => out.push(other.clone()),
+        }
+    }
+    out.into_iter().collect()
+}
+
+pub(crate) fn expand(mut plan: Plan) -> TokenStream {
+    let p = private();
+    let c = checks();
+    let is_async = plan.item.is_async();
+    let has_retry = plan.layers.iter().any(|l| l.aspect == Aspect::Retry);
+    let reuse = has_retry || !plan.fallbacks.is_empty();
+    let ret: Type = plan
+        .item
+        .output()
+        .cloned()
+        .expect("valid.rs requires a return type");
+
+    // Parameters: how each is re-used, and the signature adjusted for it.
+    let self_alias = mixed("__resil_self");
+    let mut replace_receiver = false;
+    let mut params = Vec::new();
+    for (i, arg) in plan.item.sig.inputs.iter_mut().enumerate() {
+        match arg {
+            FnArg::Receiver(r) => {
+                let by_ref = matches!(*r.ty, Type::Reference(_));
+                let by_mut_ref = matches!(&*r.ty, Type::Reference(t) if t.mutability.is_some());
+                let rebind = if !reuse || (by_ref && !by_mut_ref) || (by_mut_ref && !is_async) {
+                    TokenStream::new()
+                } else if by_mut_ref {
+                    replace_receiver = true;
+                    quote!(let #self_alias = &mut *self;)
+                } else {
+                    replace_receiver = true;
+                    let span = r.span();
+                    quote_spanned!(span=> let #self_alias = #c::Reuse::reuse(&self);)
+                };
+                if reuse && r.reference.is_none() {
+                    r.mutability = None;
+                }
+                params.push(Param {
+                    name: quote!(self),
+                    rebind,
+                });
+            }
+            FnArg::Typed(t) => {
+                let span = t.span();
+                let is_mut_ref = matches!(&*t.ty, Type::Reference(r) if r.mutability.is_some());
+                match &mut *t.pat {
+                    Pat::Ident(PatIdent {
+                        by_ref: None,
+                        subpat: None,
+                        mutability,
+                        ident,
+                        ..
+                    }) => {
+                        let ident = ident.clone();
+                        let m = if reuse { mutability.take() } else { None };
+                        let rebind = if is_mut_ref {
+                            quote!(let #m #ident = &mut *#ident;)
+                        } else {
+                            quote_spanned!(span=> let #m #ident = #c::Reuse::reuse(&#ident);)
+                        };
+                        params.push(Param {
+                            name: ident.to_token_stream(),
+                            rebind,
+                        });
+                    }
+                    pat if reuse => {
+                        let original = pat.clone();
+                        let renamed = format_ident!("__resil_arg{}", i, span = Span::mixed_site());
+                        *pat = Pat::Ident(PatIdent {
+                            attrs: Vec::new(),
+                            by_ref: None,
+                            mutability: None,
+                            ident: renamed.clone(),
+                            subpat: None,
+                        });
+                        let rebind = if is_mut_ref {
+                            quote!(let #original = &mut *#renamed;)
+                        } else {
+                            quote_spanned!(span=> let #original = #c::Reuse::reuse(&#renamed);)
+                        };
+                        params.push(Param {
+                            name: renamed.to_token_stream(),
+                            rebind,
+                        });
+                    }
+                    _ => params.push(Param {
+                        name: TokenStream::new(),
+                        rebind: TokenStream::new(),
+                    }),
+                }
+            }
+        }
+    }
+    let rebind_all: TokenStream = params.iter().map(|p| p.rebind.clone()).collect();
+
+    let mut body = plan.item.body_block();
+    if replace_receiver {
+        body = replace_self(body, &self_alias);
+    }
+
+    // One static site per primitive, read once per call.
+    let mut sites = TokenStream::new();
+    let handles: Vec<Ident> = (0..plan.layers.len())
+        .map(|i| mixed(&format!("__resil_h{i}")))
+        .collect();
+    for (i, layer) in plan.layers.iter().enumerate() {
+        let site = mixed(&format!("__RESIL_SITE_{i}"));
+        let h = &handles[i];
+        let (ty, get) = primitive(layer);
+        let name = &layer.name;
+        let init = if layer.settings.is_empty() {
+            quote!(#p::#get(#name))
+        } else {
+            let with = format_ident!("{}_with", get);
+            let b = mixed("__resil_b");
+            let calls = layer.settings.iter().map(|s| {
+                let m = &s.method;
+                let v = &s.value;
+                quote!(.#m(#v))
+            });
+            quote!(#p::#with(#name, |#b| #b #(#calls)*))
+        };
+        sites.extend(quote! {
+            static #site: #p::Site<#p::#ty> = #p::Site::new();
+            let #h: &'static #p::#ty = #site.get(|| #init);
+        });
+    }
+
+    // The stack, innermost first.
+    let n = plan.layers.len();
+    let typed_body = quote!(#p::returns::<#ret>(#body));
+    let mut expr = TokenStream::new();
+    for i in (0..n).rev() {
+        let layer = &plan.layers[i];
+        let h = &handles[i];
+        let innermost = i + 1 == n;
+        expr = if innermost {
+            innermost_call(layer, h, &rebind_all, &typed_body, is_async)
+        } else {
+            outer_call(layer, h, &rebind_all, expr, is_async)
+        };
+    }
+    let top_rebind = if !has_retry && reuse {
+        rebind_all.clone()
+    } else {
+        TokenStream::new()
+    };
+    let out = mixed("__resil_out");
+    let run = if is_async {
+        quote!(let #out = { #top_rebind #expr }.await;)
+    } else {
+        quote!(let #out = { #top_rebind #expr };)
+    };
+
+    let ret_span = ret.span();
+    let result_check = quote_spanned!(ret_span=> #c::protected_result::<#ret>(););
+    let finish = if plan.fallbacks.is_empty() {
+        quote_spanned!(ret_span=> #c::into_fn_result(#out))
+    } else {
+        let receiver = plan
+            .item
+            .sig
+            .inputs
+            .first()
+            .is_some_and(|a| matches!(a, FnArg::Receiver(_)));
+        let paths: Vec<TokenStream> = plan
+            .fallbacks
+            .iter()
+            .map(|f| fallback_path(f, receiver))
+            .collect();
+        let names: Vec<TokenStream> = params.iter().map(|p| p.name.clone()).collect();
+        let types: Vec<TokenStream> = plan.item.sig.inputs.iter().map(arg_type).collect();
+        check::dispatch(&check::Protected {
+            out: &out,
+            fallbacks: &plan.fallbacks,
+            paths: &paths,
+            args: &names,
+            arg_types: &types,
+            ret: &ret,
+            is_async,
+            fn_name: &plan.item.sig.ident,
+        })
+    };
+
+    let marker = Ident::new(PROTECTED_MARKER, Span::call_site());
+    let block = quote! {
+        #[allow(dead_code)]
+        const #marker: () = ();
+        #result_check
+        #sites
+        #run
+        #finish
+    };
+
+    let item = &plan.item;
+    let mut attrs = item.attrs.clone();
+    for a in &item.inner_attrs {
+        let mut a = a.clone();
+        a.style = AttrStyle::Outer;
+        attrs.push(a);
+    }
+    let vis = &item.vis;
+    let sig = &item.sig;
+    let brace = item.brace_span;
+    let full_body = match &item.async_trait {
+        Some(at) => {
+            let prefix = &at.prefix;
+            let boxing = &at.boxing;
+            quote!(#prefix #boxing(async move { #block }))
+        }
+        None => block,
+    };
+    let mut group = proc_macro2::Group::new(proc_macro2::Delimiter::Brace, full_body);
+    group.set_span(brace);
+    quote! {
+        #(#attrs)*
+        #vis #sig #group
+    }
+}
+
+/// The parameter's type for the fallback check, `_` where it cannot be
+/// written in an expression (`impl Trait`).
+fn arg_type(arg: &FnArg) -> TokenStream {
+    let ty = match arg {
+        FnArg::Receiver(r) => &r.ty,
+        FnArg::Typed(t) => &t.ty,
+    };
+    if mentions_impl(ty.to_token_stream()) {
+        quote!(_)
+    } else {
+        ty.to_token_stream()
+    }
+}
+
+fn mentions_impl(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|t| match t {
+        TokenTree::Ident(i) => i == "impl",
+        TokenTree::Group(g) => mentions_impl(g.stream()),
+        _ => false,
+    })
+}
+
+fn fallback_path(path: &Path, receiver: bool) -> TokenStream {
+    if receiver && path.get_ident().is_some() {
+        let span = path.span();
+        quote_spanned!(span=> Self::#path)
+    } else {
+        path.to_token_stream()
+    }
+}
+
+/// The core type and the `__private` look-up for a layer.
+fn primitive(layer: &Layer) -> (Ident, Ident) {
+    let (ty, get) = match layer.aspect {
+        Aspect::Retry => ("Retry", "retry"),
+        Aspect::CircuitBreaker => ("CircuitBreaker", "circuit_breaker"),
+        Aspect::RateLimiter => ("RateLimiter", "rate_limiter"),
+        Aspect::TimeLimiter => ("TimeLimiter", "time_limiter"),
+        Aspect::Bulkhead if layer.thread_pool => ("ThreadPoolBulkhead", "thread_pool_bulkhead"),
+        Aspect::Bulkhead => ("Bulkhead", "bulkhead"),
+    };
+    (
+        Ident::new(ty, Span::call_site()),
+        Ident::new(get, Span::call_site()),
+    )
+}
+
+/// The innermost primitive, around the body itself (the primitive's own call).
+fn innermost_call(
+    layer: &Layer,
+    h: &Ident,
+    rebind: &TokenStream,
+    body: &TokenStream,
+    is_async: bool,
+) -> TokenStream {
+    let p = private();
+    let c = checks();
+    let (ty, _) = primitive(layer);
+    match (layer.aspect, is_async) {
+        (Aspect::Retry, true) => {
+            quote!(#p::Retry::call_async(#h, || { #rebind async move { #body } }))
+        }
+        (Aspect::Retry, false) => quote!(#p::Retry::call(#h, || { #rebind #body })),
+        (Aspect::Bulkhead, true) if layer.thread_pool => {
+            let span = layer.span;
+            let work = quote_spanned!(span=> #c::pool_work(move || #body));
+            quote!(#p::ThreadPoolBulkhead::call_async(#h, #work))
+        }
+        (_, true) => quote!(#p::#ty::call_async(#h, async move { #body })),
+        (_, false) => quote!(#p::#ty::call(#h, || #body)),
+    }
+}
+
+/// A primitive around an inner stack.
+fn outer_call(
+    layer: &Layer,
+    h: &Ident,
+    rebind: &TokenStream,
+    inner: TokenStream,
+    is_async: bool,
+) -> TokenStream {
+    let p = private();
+    match (layer.aspect, is_async) {
+        (Aspect::Retry, true) => quote!(#p::Retry::call_async_nested(#h, || { #rebind #inner })),
+        (Aspect::Retry, false) => quote!(#p::Retry::call_nested(#h, || { #rebind #inner })),
+        (Aspect::CircuitBreaker, true) => quote!(#p::CircuitBreaker::call_async_nested(#h, #inner)),
+        (Aspect::CircuitBreaker, false) => quote!(#p::CircuitBreaker::call_nested(#h, || #inner)),
+        (aspect, true) => {
+            let f = format_ident!("around_{}_async", aspect.as_str());
+            quote!(#p::#f(#h, #inner))
+        }
+        (aspect, false) => {
+            let f = format_ident!("around_{}", aspect.as_str());
+            quote!(#p::#f(#h, || #inner))
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! The one table that fixes the aspect order, and the names of the aspects.
+
+use std::fmt;
+
+/// One kind of protection an attribute asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Aspect {
+    Retry,
+    CircuitBreaker,
+    RateLimiter,
+    TimeLimiter,
+    Bulkhead,
+}
+
+/// Outermost first: Retry( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( call ))))),
+/// Resilience4j's default Spring aspect order. Nothing else in the crate
+/// encodes an order: the expansion sorts by the position in this table, or
+/// follows a validated per-fn `order = [...]`.
+pub(crate) const ORDER: [Aspect; 5] = [
+    Aspect::Retry,
+    Aspect::CircuitBreaker,
+    Aspect::RateLimiter,
+    Aspect::TimeLimiter,
+    Aspect::Bulkhead,
+];
+
+impl Aspect {
+    /// The attribute's name, as the user writes it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Aspect::Retry => "retry",
+            Aspect::CircuitBreaker => "circuit_breaker",
+            Aspect::RateLimiter => "rate_limiter",
+            Aspect::TimeLimiter => "time_limiter",
+            Aspect::Bulkhead => "bulkhead",
+        }
+    }
+
+    /// The aspect an attribute (or an `order` entry) names.
+    pub(crate) fn from_name(name: &str) -> Option<Aspect> {
+        ORDER.into_iter().find(|a| a.as_str() == name)
+    }
+
+    /// The position in [`ORDER`]: 0 is outermost.
+    pub(crate) fn rank(self) -> usize {
+        ORDER
+            .iter()
+            .position(|&a| a == self)
+            .expect("every aspect is in ORDER")
+    }
+}
+
+impl fmt::Display for Aspect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `retry, circuit_breaker, …` in table order, for messages.
+pub(crate) fn default_order_text() -> String {
+    ORDER.map(Aspect::as_str).join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_lists_every_aspect_once_outermost_first() {
+        assert_eq!(
+            default_order_text(),
+            "retry, circuit_breaker, rate_limiter, time_limiter, bulkhead"
+        );
+        for a in ORDER {
+            assert_eq!(Aspect::from_name(a.as_str()), Some(a));
+            assert_eq!(ORDER[a.rank()], a);
+        }
+    }
+}

@@ -1,0 +1,540 @@
+//! Every semantic rule, each a spanned error, and nothing else. Turns the
+//! model (spans everywhere) into the plan `expand.rs` follows (no spans but the
+//! ones codegen re-uses for user-facing checks).
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, ToTokens};
+use syn::spanned::Spanned;
+use syn::{FnArg, Ident, Lit, Path, ReturnType, Type};
+
+use crate::attr::{AspectArgs, BulkheadKind, Override};
+use crate::diag::Errors;
+use crate::item::ItemFn;
+use crate::model::Model;
+use crate::order::{default_order_text, Aspect, ORDER};
+
+/// What to build, validated.
+pub(crate) struct Plan {
+    pub(crate) item: ItemFn,
+    /// Outermost first.
+    pub(crate) layers: Vec<Layer>,
+    pub(crate) fallbacks: Vec<Path>,
+}
+
+/// One primitive around the call.
+pub(crate) struct Layer {
+    pub(crate) aspect: Aspect,
+    pub(crate) thread_pool: bool,
+    /// The attribute, where checks of generated code about it point.
+    pub(crate) span: Span,
+    pub(crate) name: String,
+    /// Builder calls applied once at call-site initialisation.
+    pub(crate) settings: Vec<Setting>,
+}
+
+/// `.max_attempts(5)` on the instance's config builder.
+pub(crate) struct Setting {
+    pub(crate) method: Ident,
+    pub(crate) value: TokenStream,
+}
+
+/// What a literal override must be.
+enum Expect {
+    /// An integer in `min..=max`, emitted with the builder's integer type.
+    Int {
+        min: u64,
+        max: u64,
+        ty: &'static str,
+    },
+    /// A percentage in (0, 100].
+    Percent,
+    /// A duration string with a unit, at least `min_nanos`.
+    Duration {
+        min_nanos: u128,
+        min_text: &'static str,
+    },
+    Bool,
+}
+
+fn expect_for(aspect: Aspect, kind: BulkheadKind, key: &str) -> Option<Expect> {
+    use Expect::*;
+    const U32: u64 = u32::MAX as u64;
+    let any_duration = Duration {
+        min_nanos: 0,
+        min_text: "0ms",
+    };
+    Some(match (aspect, key) {
+        (Aspect::CircuitBreaker, "failure_rate_threshold" | "slow_call_rate_threshold") => Percent,
+        (Aspect::CircuitBreaker, "slow_call_duration_threshold") => Duration {
+            min_nanos: 1,
+            min_text: "1ns",
+        },
+        (Aspect::CircuitBreaker, "sliding_window_size") => Int {
+            min: 1,
+            max: 16_777_216,
+            ty: "u32",
+        },
+        (Aspect::CircuitBreaker, "minimum_number_of_calls") => Int {
+            min: 1,
+            max: U32,
+            ty: "u32",
+        },
+        (Aspect::CircuitBreaker, "wait_duration_in_open_state") => Duration {
+            min_nanos: 1_000_000,
+            min_text: "1ms",
+        },
+        (Aspect::CircuitBreaker, "automatic_transition_from_open_to_half_open_enabled") => Bool,
+        (Aspect::CircuitBreaker, "permitted_number_of_calls_in_half_open_state") => Int {
+            min: 1,
+            max: 16_777_216,
+            ty: "u32",
+        },
+        (Aspect::CircuitBreaker, "max_wait_duration_in_half_open_state") => any_duration,
+        (Aspect::Retry, "max_attempts") => Int {
+            min: 1,
+            max: U32,
+            ty: "u32",
+        },
+        (Aspect::Retry, "wait_duration") => any_duration,
+        (Aspect::Bulkhead, "max_concurrent_calls") if kind == BulkheadKind::Semaphore => Int {
+            min: 1,
+            max: i32::MAX as u64,
+            ty: "u32",
+        },
+        (Aspect::Bulkhead, "max_wait_duration") if kind == BulkheadKind::Semaphore => any_duration,
+        (Aspect::Bulkhead, "fair_call_handling_enabled") if kind == BulkheadKind::Semaphore => Bool,
+        (Aspect::Bulkhead, "core_thread_pool_size" | "max_thread_pool_size")
+            if kind == BulkheadKind::ThreadPool =>
+        {
+            Int {
+                min: 1,
+                max: U32,
+                ty: "usize",
+            }
+        }
+        (Aspect::Bulkhead, "queue_capacity") if kind == BulkheadKind::ThreadPool => Int {
+            min: 0,
+            max: U32,
+            ty: "usize",
+        },
+        (Aspect::Bulkhead, "keep_alive_duration") if kind == BulkheadKind::ThreadPool => {
+            any_duration
+        }
+        (Aspect::RateLimiter, "limit_for_period") => Int {
+            min: 1,
+            max: U32,
+            ty: "u32",
+        },
+        (Aspect::RateLimiter, "limit_refresh_period") => Duration {
+            min_nanos: 1,
+            min_text: "1ns",
+        },
+        (Aspect::RateLimiter, "timeout_duration") => any_duration,
+        (Aspect::TimeLimiter, "timeout_duration") => Duration {
+            min_nanos: 1,
+            min_text: "1ns",
+        },
+        (Aspect::TimeLimiter, "cancel_running_future") => Bool,
+        _ => return None,
+    })
+}
+
+/// `"500ms"` → nanoseconds. Units: `ns`, `us`, `ms`, `s`, `m`, `h`.
+pub(crate) fn parse_duration(text: &str) -> Option<u128> {
+    let split = text.find(|c: char| !c.is_ascii_digit())?;
+    let (digits, unit) = text.split_at(split);
+    let n: u128 = digits.parse().ok()?;
+    let scale: u128 = match unit {
+        "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        _ => return None,
+    };
+    n.checked_mul(scale).filter(|&n| n <= u64::MAX as u128)
+}
+
+fn check_override(
+    aspect: Aspect,
+    kind: BulkheadKind,
+    o: &Override,
+    errors: &mut Errors,
+) -> Option<Setting> {
+    let key = o.key.to_string();
+    let Some(expect) = expect_for(aspect, kind, &key) else {
+        let (needs, other) = match kind {
+            BulkheadKind::Semaphore => ("thread_pool", "semaphore"),
+            BulkheadKind::ThreadPool => ("semaphore", "thread_pool"),
+        };
+        errors.push(syn::Error::new(
+            o.key.span(),
+            format!("`{key}` configures a {needs} bulkhead, and this one is a {other} bulkhead; add `kind = \"{needs}\"` or remove `{key}`"),
+        ));
+        return None;
+    };
+    let span = o.lit.span();
+    let value = match (&expect, &o.lit) {
+        (Expect::Int { min, max, ty }, Lit::Int(i)) => match i.base10_parse::<u64>() {
+            Ok(n) if (*min..=*max).contains(&n) => {
+                let ty = Ident::new(ty, Span::call_site());
+                quote!(#n as #ty)
+            }
+            _ if *min == 1 && i.base10_digits() == "0" => {
+                errors.push(syn::Error::new(
+                    span,
+                    format!("`{key}` may not be 0; expected an integer in {min}..={max}"),
+                ));
+                return None;
+            }
+            _ => {
+                errors.push(syn::Error::new(
+                    span,
+                    format!("`{key}` is out of range; expected an integer in {min}..={max}"),
+                ));
+                return None;
+            }
+        },
+        (Expect::Percent, Lit::Int(_) | Lit::Float(_)) => {
+            let parsed = match &o.lit {
+                Lit::Int(i) => i.base10_parse::<f64>().ok(),
+                Lit::Float(f) => f.base10_parse::<f64>().ok(),
+                _ => None,
+            };
+            match parsed {
+                Some(p) if p > 0.0 && p <= 100.0 => {
+                    let p = p as f32;
+                    quote!(#p)
+                }
+                _ => {
+                    errors.push(syn::Error::new(
+                        span,
+                        format!("`{key}` is a percentage in (0, 100]"),
+                    ));
+                    return None;
+                }
+            }
+        }
+        (
+            Expect::Duration {
+                min_nanos,
+                min_text,
+            },
+            Lit::Str(s),
+        ) => match parse_duration(&s.value()) {
+            Some(n) if n >= *min_nanos => {
+                let n = n as u64;
+                quote!(::core::time::Duration::from_nanos(#n))
+            }
+            Some(_) => {
+                errors.push(syn::Error::new(
+                    span,
+                    format!("`{key}` must be at least {min_text}"),
+                ));
+                return None;
+            }
+            None => {
+                errors.push(syn::Error::new(
+                        span,
+                        format!("`{key}` takes a duration with a unit: `\"500ms\"`, `\"2s\"`; units are `ns`, `us`, `ms`, `s`, `m`, `h`"),
+                    ));
+                return None;
+            }
+        },
+        (Expect::Bool, Lit::Bool(b)) => quote!(#b),
+        _ => {
+            let what = match expect {
+                Expect::Int { .. } => "an integer literal",
+                Expect::Percent => "a percentage literal such as `50` or `12.5`",
+                Expect::Duration { .. } => "a duration string such as `\"500ms\"`",
+                Expect::Bool => "`true` or `false`",
+            };
+            errors.push(syn::Error::new(span, format!("`{key}` takes {what}")));
+            return None;
+        }
+    };
+    Some(Setting {
+        method: o.key.clone(),
+        value,
+    })
+}
+
+/// `Result<…>`, `io::Result<…>`, `anyhow::Result<…>`, `FetchResult<…>`: a
+/// path whose last segment ends in `Result`. Other aliases are left to the
+/// generated `ProtectedResult` check.
+fn looks_like_result(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident.to_string().ends_with("Result")),
+        Type::Group(g) => looks_like_result(&g.elem),
+        Type::Paren(p) => looks_like_result(&p.elem),
+        _ => false,
+    }
+}
+
+fn mut_reference_arg(arg: &FnArg) -> Option<Span> {
+    match arg {
+        FnArg::Receiver(r) if r.reference.is_some() && r.mutability.is_some() => Some(r.span()),
+        FnArg::Typed(t) => match &*t.ty {
+            Type::Reference(r) if r.mutability.is_some() => Some(t.span()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+impl Model {
+    /// Checks every rule; on success, the plan to expand.
+    pub(crate) fn validate(self, errors: &mut Errors) -> Option<Plan> {
+        let Model {
+            item,
+            aspects,
+            already_protected,
+        } = self;
+        if already_protected {
+            errors.push(syn::Error::new(
+                aspects[0].span,
+                format!("this fn is protected already by a resil attribute above it, which could not see this one: a renamed resil attribute is not recognised as a sibling; write `#[resil::{}(…)]`", aspects[0].aspect),
+            ));
+        }
+        let sig = &item.sig;
+        if let Some(c) = &sig.constness {
+            errors.push(syn::Error::new(
+                c.span,
+                "a resil attribute cannot protect a `const fn`: protection happens at run time; remove `const`",
+            ));
+        }
+        // The protected fn returns `Result<T, E>`. A type alias is left to the
+        // generated check; a missing return type is certainly wrong.
+        match (&item.async_trait, &sig.output) {
+            (None, ReturnType::Default) => errors.push(syn::Error::new(
+                sig.ident.span(),
+                format!(
+                    "a protected fn must return `Result<T, E>`: resil needs an error to count and to retry on; give `{}` a `Result` return type",
+                    sig.ident
+                ),
+            )),
+            (None, ReturnType::Type(_, ty)) if !looks_like_result(ty) => errors.push(
+                syn::Error::new(
+                    ty.span(),
+                    format!(
+                        "a protected fn must return `Result<T, E>`, not `{}`: resil needs an error to count and to retry on",
+                        ty.to_token_stream().to_string().replace(" < ", "<").replace(" >", ">").replace("& ", "&")
+                    ),
+                ),
+            ),
+            _ => {}
+        }
+
+        // One attribute per aspect.
+        let mut seen: Vec<Aspect> = Vec::new();
+        for a in &aspects {
+            if seen.contains(&a.aspect) {
+                errors.push(syn::Error::new(
+                    a.span,
+                    format!("duplicate `{}` attribute: a fn has at most one of each; merge their arguments into one", a.aspect),
+                ));
+            }
+            seen.push(a.aspect);
+        }
+
+        // One fallback list and one order per fn.
+        let mut fallback: Option<&(Vec<Path>, Span)> = None;
+        let mut order: Option<&(Vec<Ident>, Span)> = None;
+        for a in &aspects {
+            if let Some(f) = &a.fallback {
+                if fallback.is_some() {
+                    errors.push(syn::Error::new(
+                        f.1,
+                        "a fn has one fallback list; give every fallback in one `fallback = [first, second]`",
+                    ));
+                } else {
+                    fallback = Some(f);
+                }
+            }
+            if let Some(o) = &a.order {
+                if order.is_some() {
+                    errors.push(syn::Error::new(
+                        o.1,
+                        "a fn has one `order`; give it on one attribute only",
+                    ));
+                } else {
+                    order = Some(o);
+                }
+            }
+        }
+
+        let mut layers = Vec::new();
+        for a in &aspects {
+            if let Some(layer) = check_aspect(a, &item, errors) {
+                layers.push(layer);
+            }
+        }
+
+        // The order: the table, or a complete, repetition-free override.
+        match order {
+            None => layers.sort_by_key(|l| l.aspect.rank()),
+            Some((idents, span)) => {
+                let mut listed: Vec<Aspect> = Vec::new();
+                for ident in idents {
+                    match Aspect::from_name(&ident.to_string()) {
+                        None => errors.push(syn::Error::new(
+                            ident.span(),
+                            format!("unknown aspect `{ident}` in `order`; expected one of {}", default_order_text()),
+                        )),
+                        Some(a) if listed.contains(&a) => errors.push(syn::Error::new(
+                            ident.span(),
+                            format!("`{a}` appears twice in `order`; list each attribute once"),
+                        )),
+                        Some(a) if !seen.contains(&a) => errors.push(syn::Error::new(
+                            ident.span(),
+                            format!("`order` lists `{a}`, but the fn has no `#[resil::{a}]`; list exactly the fn's attributes"),
+                        )),
+                        Some(a) => listed.push(a),
+                    }
+                }
+                let missing: Vec<&str> = ORDER
+                    .iter()
+                    .filter(|a| seen.contains(a) && !listed.contains(a))
+                    .map(|a| a.as_str())
+                    .collect();
+                if !missing.is_empty() {
+                    errors.push(syn::Error::new(
+                        *span,
+                        format!("`order` must list every resil attribute on the fn, outermost first; add `{}`", missing.join("`, `")),
+                    ));
+                }
+                layers.sort_by_key(|l| listed.iter().position(|&a| a == l.aspect));
+            }
+        }
+
+        // A thread-pool bulkhead runs the (blocking) body on its own threads: it
+        // must be the innermost layer and the fn async.
+        if let Some(pos) = layers.iter().position(|l| l.thread_pool) {
+            let bulkhead = aspects.iter().find(|a| a.aspect == Aspect::Bulkhead);
+            let at = bulkhead
+                .and_then(|b| b.kind.map(|k| k.1))
+                .unwrap_or(Span::call_site());
+            if !item.is_async() {
+                errors.push(syn::Error::new(
+                    at,
+                    "a thread-pool bulkhead hands the body to its own threads and must be awaited; make the fn `async` (its body stays blocking code) or use `kind = \"semaphore\"`",
+                ));
+            } else if pos + 1 != layers.len() {
+                errors.push(syn::Error::new(
+                    at,
+                    "a thread-pool bulkhead runs the blocking body itself, so it must be innermost; put `bulkhead` last in `order`",
+                ));
+            }
+        }
+
+        // Retry attempts of an async fn each need their own future; one that
+        // holds an exclusive borrow cannot be made again while the retry holds
+        // the closure that makes them.
+        let has_retry = layers.iter().any(|l| l.aspect == Aspect::Retry);
+        if has_retry && item.is_async() {
+            for arg in &sig.inputs {
+                if let Some(span) = mut_reference_arg(arg) {
+                    errors.push(syn::Error::new(
+                        span,
+                        "`retry` cannot re-use an `&mut` argument across the attempts of an async fn; take it by shared reference (with interior mutability) or by value (`Clone`)",
+                    ));
+                }
+            }
+        }
+
+        let fallbacks = fallback.map(|f| f.0.clone()).unwrap_or_default();
+        if !errors.is_empty() {
+            return None;
+        }
+        Some(Plan {
+            item,
+            layers,
+            fallbacks,
+        })
+    }
+}
+
+fn check_aspect(a: &AspectArgs, item: &ItemFn, errors: &mut Errors) -> Option<Layer> {
+    let name = match &a.name {
+        None => {
+            errors.push(syn::Error::new(
+                a.span,
+                format!("missing `name`: every resil attribute names its registry instance; write `#[resil::{}(name = \"…\")]`", a.aspect),
+            ));
+            None
+        }
+        Some((n, span)) if n.trim().is_empty() => {
+            errors.push(syn::Error::new(
+                *span,
+                "`name` may not be empty; name the registry instance, e.g. `name = \"inventory-query\"`",
+            ));
+            None
+        }
+        Some((n, _)) => Some(n.clone()),
+    };
+    if a.aspect == Aspect::TimeLimiter && !item.is_async() {
+        errors.push(syn::Error::new(
+            item.sig.fn_token.span,
+            "`time_limiter` cannot protect a sync fn: a timeout can only stop waiting for a future, it cannot interrupt a running thread; make the fn `async`",
+        ));
+    }
+    let kind = a.kind.map(|k| k.0).unwrap_or(BulkheadKind::Semaphore);
+    let mut settings = Vec::new();
+    for o in &a.overrides {
+        if let Some(s) = check_override(a.aspect, kind, o, errors) {
+            settings.push(s);
+        }
+    }
+    if kind == BulkheadKind::ThreadPool {
+        let int = |key: &str| {
+            a.overrides
+                .iter()
+                .find(|o| o.key == key)
+                .and_then(|o| match &o.lit {
+                    Lit::Int(i) => i.base10_parse::<u64>().ok().map(|n| (n, o.lit.span())),
+                    _ => None,
+                })
+        };
+        if let (Some((core, _)), Some((max, span))) =
+            (int("core_thread_pool_size"), int("max_thread_pool_size"))
+        {
+            if max < core {
+                errors.push(syn::Error::new(
+                    span,
+                    format!(
+                        "`max_thread_pool_size` must be at least `core_thread_pool_size` ({core})"
+                    ),
+                ));
+            }
+        }
+    }
+    Some(Layer {
+        aspect: a.aspect,
+        thread_pool: kind == BulkheadKind::ThreadPool,
+        span: a.kind.map_or(a.span, |k| k.1),
+        name: name?,
+        settings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_need_a_unit_and_fit_in_u64_nanoseconds() {
+        assert_eq!(parse_duration("500ms"), Some(500_000_000));
+        assert_eq!(parse_duration("0ms"), Some(0));
+        assert_eq!(parse_duration("2s"), Some(2_000_000_000));
+        assert_eq!(parse_duration("1m"), Some(60_000_000_000));
+        assert_eq!(parse_duration("500"), None);
+        assert_eq!(parse_duration("ms"), None);
+        assert_eq!(parse_duration("5 s"), None);
+        assert_eq!(parse_duration("999999999999h"), None);
+    }
+}

@@ -1,0 +1,102 @@
+//! What the attribute macros check at compile time, as traits the generated
+//! code calls through `resil::__private`. Not a public API. Each trait
+//! carries a `#[diagnostic::on_unimplemented]` message written for the
+//! user's token, saying what to write instead; this module's name is the one
+//! rustc prints next to it, hence a descriptive one.
+
+mod fallback;
+
+pub use self::fallback::*;
+pub(crate) use self::fallback::{KINDS, SITES};
+
+use resil_core::{Error, Rejection};
+
+/// The protected fn must return `Result<T, E>` (checked at the return type).
+#[diagnostic::on_unimplemented(
+    message = "a protected fn must return `Result<T, E>`, not `{Self}`",
+    label = "resil needs an error here to count, retry on and fall back from",
+    note = "return `Result<T, E>` (an alias of it is fine)"
+)]
+pub trait ProtectedResult {
+    /// `E`, the fn's own error type.
+    type Err;
+}
+
+impl<T, E> ProtectedResult for Result<T, E> {
+    type Err = E;
+}
+
+/// Work a thread-pool bulkhead runs on its own threads.
+#[diagnostic::on_unimplemented(
+    message = "the body of a fn with a thread-pool bulkhead must be able to move to another thread",
+    label = "the body and every argument it uses move to one of the bulkhead's threads",
+    note = "arguments must be owned (`String`, not `&str`), `Send` and `'static`; or use `kind = \"semaphore\"`, which runs the body in place"
+)]
+pub trait PoolWork<R>: FnOnce() -> R + Send + 'static {}
+
+impl<R, F: FnOnce() -> R + Send + 'static> PoolWork<R> for F {}
+
+/// Checks (and returns) the closure a thread-pool bulkhead runs.
+#[inline(always)]
+pub fn pool_work<R, F: PoolWork<R>>(work: F) -> F {
+    work
+}
+
+/// Compile-time check that `R` is a `Result`.
+#[inline(always)]
+pub fn protected_result<R: ProtectedResult>() {}
+
+/// An argument the stack needs again: by every retry attempt, or by the
+/// fallback after the call. References and `Copy` values are re-used as they
+/// are (cloning a reference copies a pointer); other types must be `Clone`.
+#[diagnostic::on_unimplemented(
+    message = "the argument of type `{Self}` is needed again, by a retry attempt or the fallback, but it is not `Clone`",
+    label = "this argument is re-used by every attempt and by the fallback",
+    note = "implement or derive `Clone` for it, take it by reference (`&{Self}`), or wrap it in an `Arc`"
+)]
+pub trait Reuse: Sized {
+    /// The value for one more use.
+    fn reuse(&self) -> Self;
+}
+
+impl<T: Clone> Reuse for T {
+    #[inline(always)]
+    fn reuse(&self) -> Self {
+        self.clone()
+    }
+}
+
+/// A fn error type able to carry a rejection when no fallback takes it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot carry a resil rejection (an open breaker, a full bulkhead, a timeout, …)",
+    label = "a rejection would be returned here, as `{Self}`",
+    note = "add one line to the error type: `impl From<resil::Rejection> for {Self}` (thiserror: a variant `Rejected(#[from] resil::Rejection)`), or give the fn a `fallback` that takes `resil::Error<{Self}>`"
+)]
+pub trait AcceptsRejection: Sized {
+    /// The rejection as the fn's own error.
+    fn from_rejection(rejection: Rejection) -> Self;
+}
+
+impl<E: From<Rejection>> AcceptsRejection for E {
+    #[inline]
+    fn from_rejection(rejection: Rejection) -> Self {
+        E::from(rejection)
+    }
+}
+
+/// The stack's result as the fn's: the call's error as it was, a rejection
+/// through `From<Rejection>`.
+#[inline]
+pub fn into_fn_result<T, E: AcceptsRejection>(out: Result<T, Error<E>>) -> Result<T, E> {
+    out.map_err(into_fn_error)
+}
+
+/// The stack's error as the fn's own: the call's error as it was, a
+/// rejection through `From<Rejection>`.
+#[inline]
+pub fn into_fn_error<E: AcceptsRejection>(err: Error<E>) -> E {
+    match err.into_rejection() {
+        Ok(rejection) => E::from_rejection(rejection),
+        Err(call) => call,
+    }
+}

@@ -1,0 +1,28 @@
+//! What the attribute macros' expansions call, and nothing else. Not a public
+//! API: names and signatures change without notice. Expansions name only
+//! `::resil::__private::…`, never `resil_core` or `resil_registry`.
+//!
+//! The traits generated checks rely on live in `resil::checks`, which
+//! expansions name directly: rustc prints the path an item is reached by, so
+//! a compile error names `resil::checks::Fallback`, never this module.
+
+mod layers;
+mod site;
+
+pub use self::layers::*;
+pub use self::site::*;
+
+pub use resil_core::bulkhead::Bulkhead;
+pub use resil_core::circuit_breaker::CircuitBreaker;
+pub use resil_core::rate_limiter::RateLimiter;
+pub use resil_core::retry::Retry;
+pub use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
+pub use resil_core::time_limiter::TimeLimiter;
+pub use resil_core::{Error, Rejection};
+
+/// Pins the type of a body's value to the protected fn's return type, so
+/// `?` and `return` inside an async block or closure know their target.
+#[inline(always)]
+pub fn returns<R>(value: R) -> R {
+    value
+}

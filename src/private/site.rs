@@ -1,0 +1,70 @@
+//! Per-call-site state: each protected fn holds a `static Site` per primitive,
+//! filled from the process-wide registry on the first call, so the registry is
+//! consulted once per call site, never per call. A [`Handle`] keeps seeing the
+//! instance a registry reload installs (one atomic load per call).
+
+use std::sync::OnceLock;
+
+use resil_core::bulkhead::{Bulkhead, BulkheadConfigBuilder};
+use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfigBuilder};
+use resil_core::rate_limiter::{RateLimiter, RateLimiterConfigBuilder};
+use resil_core::retry::{Retry, RetryConfigBuilder};
+use resil_core::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder};
+use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfigBuilder};
+use resil_registry::{registry, Handle};
+
+/// One primitive's handle, cached by one call site.
+pub struct Site<T>(OnceLock<Handle<T>>);
+
+impl<T> Site<T> {
+    /// An empty site, for a `static`.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        Site(OnceLock::new())
+    }
+
+    /// The current instance; `init` runs on the first call only.
+    #[inline]
+    pub fn get(&'static self, init: impl FnOnce() -> Handle<T>) -> &'static T {
+        self.0.get_or_init(init).get()
+    }
+}
+
+macro_rules! lookups {
+    ($($get:ident, $get_with:ident, $configure:ident, $ty:ty, $builder:ty;)*) => {$(
+        #[doc = concat!("The registry's `", stringify!($ty), "` called `name`.")]
+        #[inline(never)]
+        pub fn $get(name: &str) -> Handle<$ty> {
+            registry().$get(name)
+        }
+
+        #[doc = concat!("The registry's `", stringify!($ty), "` called `name`, with the attribute's literal settings applied last.")]
+        #[inline(never)]
+        pub fn $get_with(
+            name: &str,
+            settings: impl Fn($builder) -> $builder + Send + Sync + 'static,
+        ) -> Handle<$ty> {
+            if let Err(error) = registry().$configure(name, settings) {
+                // The literals were checked at compile time; what is left is a
+                // combination with the file's settings (e.g. a thread-pool
+                // size below the file's core size). The instance keeps the
+                // file's configuration, and the reason is traced.
+                tracing::error!(
+                    instance = name,
+                    %error,
+                    "the settings written in a resil attribute were not applied"
+                );
+            }
+            registry().$get(name)
+        }
+    )*};
+}
+
+lookups! {
+    circuit_breaker, circuit_breaker_with, configure_circuit_breaker, CircuitBreaker, CircuitBreakerConfigBuilder;
+    retry, retry_with, configure_retry, Retry, RetryConfigBuilder;
+    bulkhead, bulkhead_with, configure_bulkhead, Bulkhead, BulkheadConfigBuilder;
+    thread_pool_bulkhead, thread_pool_bulkhead_with, configure_thread_pool_bulkhead, ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder;
+    rate_limiter, rate_limiter_with, configure_rate_limiter, RateLimiter, RateLimiterConfigBuilder;
+    time_limiter, time_limiter_with, configure_time_limiter, TimeLimiter, TimeLimiterConfigBuilder;
+}

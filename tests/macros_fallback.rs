@@ -1,0 +1,172 @@
+//! Fallbacks of annotated fns: chosen by the type of their trailing error
+//! parameter, the most specific first whatever the list order; not invoked on
+//! success; their own errors propagate; degraded results are counted by cause.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use resil::error::{CallNotPermitted, Timeout};
+use resil::{fallback, registry, Error, ErrorKind, Rejection};
+
+#[derive(Debug, Clone, PartialEq)]
+enum PriceError {
+    Unavailable,
+    Rejected(String),
+}
+
+impl From<Rejection> for PriceError {
+    fn from(r: Rejection) -> Self {
+        PriceError::Rejected(r.kind().to_string())
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Price {
+    Live(u32),
+    Cached(u32, &'static str),
+}
+
+static LIVE_CALLS: AtomicU32 = AtomicU32::new(0);
+
+// The catch-all is listed first; the more specific fallbacks still win.
+#[resil::circuit_breaker(
+    name = "macros-fallback-price",
+    fallback = [price_unknown, price_on_call_error, price_on_open_breaker]
+)]
+fn price(sku: &str, fail: bool) -> Result<Price, PriceError> {
+    LIVE_CALLS.fetch_add(1, Ordering::SeqCst);
+    if fail {
+        Err(PriceError::Unavailable)
+    } else {
+        Ok(Price::Live(sku.len() as u32))
+    }
+}
+
+fn price_unknown(_sku: &str, _fail: bool, why: Error<PriceError>) -> Result<Price, PriceError> {
+    Ok(Price::Cached(0, why.kind().as_str()))
+}
+
+fn price_on_call_error(sku: &str, _fail: bool, why: PriceError) -> Result<Price, PriceError> {
+    match why {
+        PriceError::Unavailable => Ok(Price::Cached(sku.len() as u32 * 10, "call")),
+        other => Err(other),
+    }
+}
+
+fn price_on_open_breaker(
+    _sku: &str,
+    _fail: bool,
+    why: CallNotPermitted,
+) -> Result<Price, PriceError> {
+    assert_eq!(why.name(), "macros-fallback-price");
+    Ok(Price::Cached(7, "open"))
+}
+
+#[test]
+fn the_most_specific_fallback_wins_whatever_the_list_order_and_none_runs_on_success() {
+    let path = concat!(module_path!(), "::price");
+    assert_eq!(price("abc", false), Ok(Price::Live(3)));
+    assert_eq!(fallback::metrics(path).degraded_total(), 0);
+
+    assert_eq!(price("abc", true), Ok(Price::Cached(30, "call")));
+    assert_eq!(fallback::metrics(path).degraded(ErrorKind::Call), 1);
+
+    registry()
+        .circuit_breaker("macros-fallback-price")
+        .transition_to_forced_open()
+        .unwrap();
+    let live = LIVE_CALLS.load(Ordering::SeqCst);
+    assert_eq!(price("abc", false), Ok(Price::Cached(7, "open")));
+    assert_eq!(LIVE_CALLS.load(Ordering::SeqCst), live);
+    let m = fallback::metrics(path);
+    assert_eq!(m.degraded(ErrorKind::CallNotPermitted), 1);
+    assert_eq!((m.degraded_total(), m.failed()), (2, 0));
+}
+
+static SLOW_CALLS: AtomicU32 = AtomicU32::new(0);
+
+// Only timeouts fall back; the fn's own error and other refusals propagate,
+// which is why `QuoteError: From<Rejection>` is required here.
+#[resil::time_limiter(name = "macros-fallback-quote", timeout_duration = "100ms", fallback = quote_on_timeout)]
+async fn quote(sku: String, delay_ms: u64) -> Result<u32, PriceError> {
+    SLOW_CALLS.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+    if sku.is_empty() {
+        return Err(PriceError::Unavailable);
+    }
+    Ok(1)
+}
+
+async fn quote_on_timeout(sku: String, _delay_ms: u64, why: Timeout) -> Result<u32, PriceError> {
+    if sku == "broken" {
+        return Err(PriceError::Rejected(format!(
+            "fallback failed after {:?}",
+            why.after()
+        )));
+    }
+    Ok(sku.len() as u32 + 100)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_async_fallback_takes_its_rejection_type_only_and_its_own_error_propagates() {
+    let path = concat!(module_path!(), "::quote");
+    assert_eq!(quote("sku".to_owned(), 10).await, Ok(1));
+    assert_eq!(quote("sku".to_owned(), 500).await, Ok(103));
+    assert_eq!(quote(String::new(), 10).await, Err(PriceError::Unavailable));
+    assert_eq!(
+        quote("broken".to_owned(), 500).await,
+        Err(PriceError::Rejected(
+            "fallback failed after 100ms".to_owned()
+        ))
+    );
+    let m = fallback::metrics(path);
+    assert_eq!(m.degraded(ErrorKind::Timeout), 2);
+    assert_eq!(m.degraded(ErrorKind::Call), 0);
+    assert_eq!(m.failed(), 1);
+    assert_eq!(SLOW_CALLS.load(Ordering::SeqCst), 4);
+}
+
+/// No `From<Rejection>` at all: a catch-all fallback makes it unnecessary.
+#[derive(Debug, PartialEq)]
+struct Plain;
+
+#[resil::retry(name = "macros-fallback-plain", max_attempts = 2, wait_duration = "0ms", fallback = plain_default)]
+fn plain(items: Vec<u32>) -> Result<u32, Plain> {
+    if items.is_empty() {
+        Err(Plain)
+    } else {
+        Ok(items.iter().sum())
+    }
+}
+
+fn plain_default(items: Vec<u32>) -> Result<u32, Plain> {
+    Ok(items.len() as u32)
+}
+
+#[test]
+fn a_fallback_without_error_parameter_handles_everything_and_gets_the_arguments_back() {
+    assert_eq!(plain(vec![1, 2]), Ok(3));
+    assert_eq!(plain(vec![]), Ok(0));
+    let retry = registry().retry("macros-fallback-plain");
+    assert_eq!(retry.metrics().failed_calls_with_retry(), 1);
+}
+
+/// Refusals handled by `Rejection`, call errors propagate as they are.
+#[resil::bulkhead(name = "macros-fallback-any-rejection", fallback = on_any_rejection)]
+fn guarded(fail: bool) -> Result<u32, Plain> {
+    if fail {
+        Err(Plain)
+    } else {
+        Ok(1)
+    }
+}
+
+fn on_any_rejection(_fail: bool, why: Rejection) -> Result<u32, Plain> {
+    assert_eq!(why.kind(), ErrorKind::BulkheadFull);
+    Ok(0)
+}
+
+#[test]
+fn a_rejection_fallback_leaves_call_errors_to_the_caller() {
+    assert_eq!(guarded(false), Ok(1));
+    assert_eq!(guarded(true), Err(Plain));
+}

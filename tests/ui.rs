@@ -1,0 +1,18 @@
+//! The UI suite: one file per misuse in `tests/ui/fail/` with the exact
+//! diagnostic in its `.stderr`, and what must keep compiling in
+//! `tests/ui/pass/`. Regenerate snapshots with `TRYBUILD=overwrite cargo test
+//! --test ui` and review every `.stderr` diff like code.
+//!
+//! Compiler output changes between releases, so the suite runs only on the
+//! toolchain the snapshots were produced with (rustc 1.95, what CI uses).
+
+#[rustversion::attr(
+    not(stable(1.95)),
+    ignore = "UI snapshots are produced with rustc 1.95; other compilers word diagnostics differently"
+)]
+#[test]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    t.pass("tests/ui/pass/*.rs");
+    t.compile_fail("tests/ui/fail/*.rs");
+}

@@ -1,0 +1,8 @@
+#[derive(Debug, resil::ErrorClass)]
+pub enum E {
+    Timeout,
+    #[error_class(name = "timeout")]
+    Slow,
+}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[derive(Debug, resil::ErrorClass)]
+pub struct NotAnEnum;
+
+fn main() {}

@@ -1,0 +1,22 @@
+#[derive(Debug)]
+pub struct E;
+impl From<resil::Rejection> for E {
+    fn from(_: resil::Rejection) -> Self {
+        E
+    }
+}
+
+#[resil::circuit_breaker(name = "a", fallback = [plan_b, plan_c])]
+fn fetch(sku: &str) -> Result<u32, E> {
+    Ok(sku.len() as u32)
+}
+
+fn plan_b(_sku: &str, _why: resil::error::Timeout) -> Result<u32, E> {
+    Ok(0)
+}
+
+fn plan_c(_sku: &str, _why: resil::error::Timeout) -> Result<u32, E> {
+    Ok(1)
+}
+
+fn main() {}

@@ -1,0 +1,5 @@
+
+#[resil::retry(name = "a")]
+fn fetch() {}
+
+fn main() {}

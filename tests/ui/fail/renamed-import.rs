@@ -1,0 +1,17 @@
+#[derive(Debug)]
+pub struct E;
+impl From<resil::Rejection> for E {
+    fn from(_: resil::Rejection) -> Self {
+        E
+    }
+}
+
+use resil::retry as again;
+
+#[resil::circuit_breaker(name = "a")]
+#[again(name = "a")]
+fn fetch() -> Result<u32, E> {
+    Ok(1)
+}
+
+fn main() {}
