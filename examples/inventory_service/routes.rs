@@ -20,7 +20,7 @@ use resil::Registry;
 
 use crate::downstream::Downstream;
 use crate::http::{self, Reply, Server};
-use crate::inventory::{self, Inventory};
+use crate::inventory;
 
 /// The config file shipped with the example.
 pub const CONFIG: &str = concat!(
@@ -50,7 +50,7 @@ pub fn configure(registry: Registry, file: FileConfig) -> Result<Registry, Strin
 /// The service: the protected query and the registry it reports on.
 pub struct App {
     registry: &'static Registry,
-    inventory: Inventory,
+    downstream: SocketAddr,
 }
 
 impl App {
@@ -60,8 +60,12 @@ impl App {
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
         match (req.method(), segments.as_slice()) {
             (&Method::GET, ["inventory", sku]) => {
-                let outcome = self.inventory.query(sku).await;
-                http::json(StatusCode::OK, &inventory::answer(sku, outcome))
+                match inventory::query_stock(self.downstream, sku).await {
+                    Ok(view) => http::json(StatusCode::OK, &view.to_json()),
+                    // The fallbacks answer every error; one of their own
+                    // would land here.
+                    Err(e) => http::error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+                }
             }
             (&Method::GET, ["actuator", "health"]) => self.health(),
             (&Method::GET, ["actuator", "circuitbreakers"]) => self.breakers(None),
@@ -179,7 +183,7 @@ impl Running {
         let (downstream, downstream_server) =
             Downstream::start(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
         let app = Arc::new(App {
-            inventory: Inventory::new(registry, downstream_server.addr()),
+            downstream: downstream_server.addr(),
             registry,
         });
         let service = Server::start(service_addr, move |req| Arc::clone(&app).handle(req)).await?;
