@@ -6,7 +6,9 @@
 //! What is measured: what the expansion adds over hand-written composition:
 //! one `OnceLock` check per primitive (the per-call-site static), the handle's
 //! atomic load (the hand-composed contender pays it too: it holds registry
-//! handles), the nested-aware breaker layer, and the result conversion. Async
+//! handles), the extra async block around the body, and the result
+//! conversion. Both stacks use the nested-aware `call_nested` /
+//! `call_async_nested` of the retry and the breaker. Async
 //! contenders are polled once with a no-op waker (every future here is ready
 //! on the first poll), so no executor cost is included.
 //!
@@ -115,11 +117,7 @@ fn sync_stack(c: &mut Criterion) {
             "hand-composed",
             Box::new(|x| {
                 retry
-                    .call_nested(|| {
-                        breaker
-                            .call(|| bulkhead.call(|| op(x)))
-                            .map_err(Error::flatten)
-                    })
+                    .call_nested(|| breaker.call_nested(|| bulkhead.call(|| op(x))))
                     .map_err(fn_error)
                     .unwrap()
             }),
@@ -139,11 +137,8 @@ fn async_stack(c: &mut Criterion) {
             "hand-composed",
             Box::new(|x| {
                 let (retry, breaker, bulkhead) = (&*retry, &*breaker, &*bulkhead);
-                ready(retry.call_async_nested(|| async move {
-                    breaker
-                        .call_async(bulkhead.call_async(op_async(x)))
-                        .await
-                        .map_err(Error::flatten)
+                ready(retry.call_async_nested(|| {
+                    breaker.call_async_nested(bulkhead.call_async(op_async(x)))
                 }))
                 .map_err(fn_error)
                 .unwrap()

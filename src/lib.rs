@@ -40,9 +40,31 @@
 //! # Ok::<(), resil::ConfigError>(())
 //! ```
 //!
+//! Or declare the protection on the fn, with instances from the process-wide
+//! [`registry()`] by name and compile-time checked fallbacks (see the
+//! [`circuit_breaker`](macro@circuit_breaker) attribute for what every
+//! attribute shares: the fixed order, fallbacks, rejections and `?`):
+//!
+//! ```
+//! # #[derive(Debug, PartialEq)] pub struct InventoryError;
+//! # impl From<resil::Rejection> for InventoryError { fn from(_: resil::Rejection) -> Self { InventoryError } }
+//! #[resil::circuit_breaker(name = "facade-inventory", fallback = unknown)]
+//! #[resil::retry(name = "facade-inventory", max_attempts = 3, wait_duration = "0ms")]
+//! fn stock(sku: &str) -> Result<u32, InventoryError> {
+//!     Err(InventoryError) // the downstream is down
+//! }
+//!
+//! fn unknown(_sku: &str, why: resil::Error<InventoryError>) -> Result<u32, InventoryError> {
+//!     assert_eq!(why.kind(), resil::ErrorKind::Call);
+//!     Ok(0) // an explicit degraded answer
+//! }
+//!
+//! assert_eq!(stock("sku-1"), Ok(0));
+//! ```
+//!
 //! The crates behind the facade: `resil-core` (the primitives, re-exported
-//! here module by module), `resil-registry` and `resil-macros` (named
-//! instances and the attribute macros, still to land).
+//! here module by module), `resil-registry` (named instances, config files)
+//! and `resil-macros` (the attributes and `#[derive(ErrorClass)]`).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 

@@ -56,12 +56,15 @@ pub(crate) struct AspectArgs {
     pub(crate) name: Option<(String, Span)>,
     pub(crate) fallback: Option<(Vec<Path>, Span)>,
     pub(crate) order: Option<(Vec<Ident>, Span)>,
+    /// `crate = "my_facade::resil"`: where the expansion finds resil, for
+    /// crates that re-export it.
+    pub(crate) krate: Option<(Path, Span)>,
     pub(crate) kind: Option<(BulkheadKind, Span)>,
     pub(crate) overrides: Vec<Override>,
 }
 
 /// Arguments every attribute accepts.
-const COMMON: [&str; 3] = ["name", "fallback", "order"];
+const COMMON: [&str; 4] = ["name", "fallback", "order", "crate"];
 
 /// Literal overrides each aspect accepts, with what `valid.rs` checks.
 pub(crate) fn override_keys(aspect: Aspect) -> &'static [&'static str] {
@@ -178,6 +181,7 @@ impl AspectArgs {
             name: None,
             fallback: None,
             order: None,
+            krate: None,
             kind: None,
             overrides: Vec::new(),
         };
@@ -215,6 +219,19 @@ impl AspectArgs {
                         )),
                     }
                 }
+                "crate" => match lit_of(&value) {
+                    Some(Lit::Str(s)) => match s.parse::<Path>() {
+                        Ok(path) => set_once(&mut args.krate, path, &key, errors),
+                        Err(_) => errors.push(syn::Error::new(
+                            s.span(),
+                            "`crate` takes the path resil is re-exported at: `crate = \"my_facade::resil\"`",
+                        )),
+                    },
+                    _ => errors.push(syn::Error::new(
+                        value.span(),
+                        "`crate` takes a string literal: `crate = \"my_facade::resil\"`",
+                    )),
+                },
                 "order" => {
                     let idents = match &value {
                         Expr::Array(list) => list

@@ -23,6 +23,8 @@ pub(crate) struct Protected<'a> {
     pub(crate) ret: &'a Type,
     pub(crate) is_async: bool,
     pub(crate) fn_name: &'a Ident,
+    /// `::resil::checks`, or under the `crate = "…"` override.
+    pub(crate) checks: &'a TokenStream,
 }
 
 /// `match out { Ok(v) => Ok(v), Err(err) => most specific fallback or leftover }`.
@@ -36,8 +38,9 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
         ret,
         is_async,
         fn_name,
+        checks,
     } = *fn_;
-    let p = quote!(::resil::checks);
+    let p = checks.clone();
     let err = Ident::new("__resil_err", Span::mixed_site());
     let cov = Ident::new("__resil_cov", Span::mixed_site());
     let site = Ident::new("__RESIL_FALLBACK", Span::mixed_site());

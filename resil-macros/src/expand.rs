@@ -28,14 +28,14 @@ struct Param {
     rebind: TokenStream,
 }
 
-fn private() -> TokenStream {
-    quote!(::resil::__private)
+fn private(krate: &TokenStream) -> TokenStream {
+    quote!(#krate::__private)
 }
 
 /// Where the compile-time checks live: named directly (not through
 /// `__private`) so their diagnostics print `resil::checks::…`.
-fn checks() -> TokenStream {
-    quote!(::resil::checks)
+fn checks(krate: &TokenStream) -> TokenStream {
+    quote!(#krate::checks)
 }
 
 fn mixed(name: &str) -> Ident {
@@ -71,8 +71,9 @@ fn replace_self(tokens: TokenStream, with: &Ident) -> TokenStream {
 }
 
 pub(crate) fn expand(mut plan: Plan) -> TokenStream {
-    let p = private();
-    let c = checks();
+    let krate = plan.krate.clone();
+    let p = private(&krate);
+    let c = checks(&krate);
     let is_async = plan.item.is_async();
     let has_retry = plan.layers.iter().any(|l| l.aspect == Aspect::Retry);
     let reuse = has_retry || !plan.fallbacks.is_empty();
@@ -204,9 +205,9 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         let h = &handles[i];
         let innermost = i + 1 == n;
         expr = if innermost {
-            innermost_call(layer, h, &rebind_all, &typed_body, is_async)
+            innermost_call(&krate, layer, h, &rebind_all, &typed_body, is_async)
         } else {
-            outer_call(layer, h, &rebind_all, expr, is_async)
+            outer_call(&krate, layer, h, &rebind_all, expr, is_async)
         };
     }
     let top_rebind = if !has_retry && reuse {
@@ -248,6 +249,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
             ret: &ret,
             is_async,
             fn_name: &plan.item.sig.ident,
+            checks: &c,
         })
     };
 
@@ -336,14 +338,15 @@ fn primitive(layer: &Layer) -> (Ident, Ident) {
 
 /// The innermost primitive, around the body itself (the primitive's own call).
 fn innermost_call(
+    krate: &TokenStream,
     layer: &Layer,
     h: &Ident,
     rebind: &TokenStream,
     body: &TokenStream,
     is_async: bool,
 ) -> TokenStream {
-    let p = private();
-    let c = checks();
+    let p = private(krate);
+    let c = checks(krate);
     let (ty, _) = primitive(layer);
     match (layer.aspect, is_async) {
         (Aspect::Retry, true) => {
@@ -362,13 +365,14 @@ fn innermost_call(
 
 /// A primitive around an inner stack.
 fn outer_call(
+    krate: &TokenStream,
     layer: &Layer,
     h: &Ident,
     rebind: &TokenStream,
     inner: TokenStream,
     is_async: bool,
 ) -> TokenStream {
-    let p = private();
+    let p = private(krate);
     match (layer.aspect, is_async) {
         (Aspect::Retry, true) => quote!(#p::Retry::call_async_nested(#h, || { #rebind #inner })),
         (Aspect::Retry, false) => quote!(#p::Retry::call_nested(#h, || { #rebind #inner })),

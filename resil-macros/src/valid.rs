@@ -19,6 +19,8 @@ pub(crate) struct Plan {
     /// Outermost first.
     pub(crate) layers: Vec<Layer>,
     pub(crate) fallbacks: Vec<Path>,
+    /// The path expansions reach resil by: `::resil`, or the `crate = "…"` override.
+    pub(crate) krate: TokenStream,
 }
 
 /// One primitive around the call.
@@ -345,7 +347,18 @@ impl Model {
         // One fallback list and one order per fn.
         let mut fallback: Option<&(Vec<Path>, Span)> = None;
         let mut order: Option<&(Vec<Ident>, Span)> = None;
+        let mut krate: Option<&(Path, Span)> = None;
         for a in &aspects {
+            if let Some(k) = &a.krate {
+                if krate.is_some() {
+                    errors.push(syn::Error::new(
+                        k.1,
+                        "a fn has one `crate`; give it on one attribute only",
+                    ));
+                } else {
+                    krate = Some(k);
+                }
+            }
             if let Some(f) = &a.fallback {
                 if fallback.is_some() {
                     errors.push(syn::Error::new(
@@ -451,10 +464,15 @@ impl Model {
         if !errors.is_empty() {
             return None;
         }
+        let krate = match krate {
+            Some((path, _)) => path.to_token_stream(),
+            None => quote!(::resil),
+        };
         Some(Plan {
             item,
             layers,
             fallbacks,
+            krate,
         })
     }
 }

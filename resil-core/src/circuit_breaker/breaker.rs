@@ -526,6 +526,24 @@ impl CircuitBreaker {
     /// with another window shape it starts CLOSED with an empty window, as a
     /// new breaker does. Calls in flight on this breaker finish here and are
     /// not seen by the new one.
+    ///
+    /// ```
+    /// use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
+    ///
+    /// let config = CircuitBreakerConfig::builder().sliding_window_size(10).build().unwrap();
+    /// let old = CircuitBreaker::new("inventory", config.clone());
+    /// let _ = old.call(|| Err::<(), _>("boom"));
+    ///
+    /// let stricter = config.to_builder().failure_rate_threshold(20.0).build().unwrap();
+    /// let (new, carried) = old.reconfigured(stricter);
+    /// assert!(carried);
+    /// assert_eq!(new.metrics().failed_calls(), 1);
+    ///
+    /// let wider = config.to_builder().sliding_window_size(20).build().unwrap();
+    /// let (fresh, carried) = old.reconfigured(wider);
+    /// assert!(!carried);
+    /// assert_eq!(fresh.metrics().buffered_calls(), 0);
+    /// ```
     pub fn reconfigured(&self, config: CircuitBreakerConfig) -> (CircuitBreaker, bool) {
         let old = &*self.inner;
         let same_shape = old.config.sliding_window_type == config.sliding_window_type
