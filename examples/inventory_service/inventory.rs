@@ -9,7 +9,6 @@ use std::time::Duration;
 use hyper::header::RETRY_AFTER;
 use hyper::StatusCode;
 use resil::circuit_breaker::ResultTransition;
-use resil::error::{BulkheadFull, RequestNotPermitted};
 use resil::{ErrorClass, Registry, Rejection};
 use serde_json::json;
 
@@ -175,13 +174,8 @@ async fn stock_failed(
     })
 }
 
-/// The breaker settings a file cannot express:
-///
-/// - a 429's `Retry-After` opens the breaker for exactly that long;
-/// - the service's own rate-limiter and bulkhead refusals (raised inside the
-///   breaker, in Resilience4j's order) say nothing about the downstream's
-///   health, so the breaker ignores them. Resilience4j would count them as
-///   failures unless listed in `ignore-exceptions`. Timeouts stay failures.
+/// The breaker setting a file cannot express: a 429's `Retry-After` opens
+/// the breaker for exactly that long.
 pub fn configure(registry: &Registry) -> Result<(), resil::registry_crate::RegistryError> {
     registry.configure_circuit_breaker(INSTANCE, |b| {
         b.transition_on_error(|e: &InventoryError| match e {
@@ -190,8 +184,6 @@ pub fn configure(registry: &Registry) -> Result<(), resil::registry_crate::Regis
             } => ResultTransition::OpenFor(*after),
             _ => ResultTransition::Stay,
         })
-        .ignore_error(|_: &RequestNotPermitted| true)
-        .ignore_error(|_: &BulkheadFull| true)
     })?;
     // Created now rather than at the first request, so health, the snapshot
     // and the management endpoints see them from the start; the annotated
