@@ -539,7 +539,7 @@ async fn a_downstream_that_never_answers_times_out_and_the_abandoned_attempts_gi
         .unwrap();
     running.downstream.set_mode(Mode::Holding);
     assert_eq!(stock(&running, "SKU-1").await, unknown("SKU-1", "timeout"));
-    // A timeout is retried (resil's default for refusals): two attempts.
+    // A timeout is retried because the retry's `retry-exceptions` names it: two attempts.
     assert_eq!(running.downstream.stock_requests(), 2);
     let bulkhead = running.registry.bulkhead(INSTANCE);
     assert_eq!(

@@ -217,7 +217,10 @@ impl ErrorClasses {
                 .filter(|(n, _)| names.iter().any(|m| m == n))
                 .map(|(_, k)| *k)
                 .collect();
-            if !kinds.is_empty() {
+            // As in Resilience4j, a `retry-errors` list is the whole list of
+            // what is retried: a refusal kind it does not name (a timeout,
+            // say) is not retried either.
+            if !names.is_empty() {
                 b = b.retry_on_rejection(move |k| kinds.contains(&k));
             }
         }

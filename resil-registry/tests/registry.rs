@@ -446,6 +446,37 @@ fn error_names_become_predicates_and_an_unknown_name_lists_the_registered_ones()
         Err::<(), _>(Db::Timeout)
     });
     assert_eq!(calls, 3, "db_timeout is retried");
+    // The list is the whole list (Resilience4j's `retryExceptions`): an inner
+    // refusal it does not name is not retried, one it names is.
+    let mut calls = 0;
+    let _ = r.call_nested(|| -> Result<(), resil_core::Error<Db>> {
+        calls += 1;
+        Err(resil_core::Error::Timeout(resil_core::error::Timeout::new(
+            "db",
+            std::time::Duration::from_secs(1),
+        )))
+    });
+    assert_eq!(calls, 1, "a timeout the list does not name is not retried");
+    let named = registry
+        .retry_error_names(
+            resil_core::retry::RetryConfig::builder().wait_duration(std::time::Duration::ZERO),
+            ErrorList::RetryOn,
+            &["db_timeout".into(), "timeout".into()],
+            "retry",
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+    let r = Retry::new("db", named);
+    let mut calls = 0;
+    let _ = r.call_nested(|| -> Result<(), resil_core::Error<Db>> {
+        calls += 1;
+        Err(resil_core::Error::Timeout(resil_core::error::Timeout::new(
+            "db",
+            std::time::Duration::from_secs(1),
+        )))
+    });
+    assert_eq!(calls, 3, "a timeout the list names is retried");
 }
 
 #[test]
