@@ -2,9 +2,12 @@
 
 use std::sync::OnceLock;
 
+use std::fmt;
+
 use crate::config::{ConfigFileError, FileConfig};
 use crate::error::InitError;
 use crate::registry::Registry;
+use crate::reload::ReloadError;
 
 static GLOBAL: OnceLock<Registry> = OnceLock::new();
 
@@ -56,6 +59,78 @@ pub fn init(registry: Registry) -> Result<(), InitError> {
     GLOBAL.set(registry).map_err(|_| InitError(()))
 }
 
+/// Installs the process-wide registry the environment describes (the file
+/// `RESIL_CONFIG` names, then the `RESIL_…` overrides), after `setup` has run
+/// on it: the one place to register the program's error classes (so the file's
+/// `record-errors`/`retry-errors` lists may name them) and code-only settings
+/// before the file is applied.
+///
+/// ```
+/// use resil_registry::ErrorClass; // `#[derive(resil::ErrorClass)]` writes this impl
+///
+/// enum InventoryError { Connection, Business }
+///
+/// impl ErrorClass for InventoryError {
+///     fn error_class(&self) -> &'static str {
+///         match self {
+///             InventoryError::Connection => "inventory_connection",
+///             InventoryError::Business => "inventory_business",
+///         }
+///     }
+///     fn error_classes() -> &'static [&'static str] {
+///         &["inventory_connection", "inventory_business"]
+///     }
+/// }
+///
+/// let registry = resil_registry::init_from_env(|r| r.register_error_class::<InventoryError>())
+///     .expect("a valid RESIL_CONFIG");
+/// assert!(registry.error_class_names().contains(&"inventory_connection".to_owned()));
+/// // Once only:
+/// assert!(resil_registry::init_from_env(|_| {}).is_err());
+/// ```
+///
+/// An error if the registry was already initialised or used (nothing is
+/// installed then), or if the configuration is invalid (every problem, with
+/// its key path; nothing is installed, and a later call may try again).
+pub fn init_from_env(setup: impl FnOnce(&Registry)) -> Result<&'static Registry, InitFromEnvError> {
+    if GLOBAL.get().is_some() {
+        return Err(InitFromEnvError::Init(InitError(())));
+    }
+    let vars: Vec<(String, String)> = std::env::vars().collect();
+    let registry = set_up_from_vars(&vars, setup)?;
+    GLOBAL
+        .set(registry)
+        .map_err(|_| InitFromEnvError::Init(InitError(())))?;
+    Ok(GLOBAL.get().expect("just installed"))
+}
+
+/// Why [`init_from_env`] installed nothing.
+#[derive(Debug, Clone)]
+pub enum InitFromEnvError {
+    /// The process-wide registry was already initialised or used.
+    Init(InitError),
+    /// The configuration is invalid, or names error classes `setup` did not
+    /// register.
+    Config(ReloadError),
+}
+
+impl fmt::Display for InitFromEnvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InitFromEnvError::Init(e) => fmt::Display::fmt(e, f),
+            InitFromEnvError::Config(e) => fmt::Display::fmt(e, f),
+        }
+    }
+}
+
+impl std::error::Error for InitFromEnvError {}
+
+impl From<ReloadError> for InitFromEnvError {
+    fn from(e: ReloadError) -> Self {
+        InitFromEnvError::Config(e)
+    }
+}
+
 /// The registry the environment describes: `RESIL_CONFIG`'s file (if set)
 /// with the `RESIL_…` overrides.
 pub(crate) fn from_environment() -> Result<Registry, ConfigFileError> {
@@ -66,11 +141,26 @@ pub(crate) fn from_vars(
     vars: impl IntoIterator<Item = (String, String)>,
 ) -> Result<Registry, ConfigFileError> {
     let vars: Vec<(String, String)> = vars.into_iter().collect();
-    let file = match vars.iter().find(|(k, _)| k == RESIL_CONFIG) {
-        Some((_, path)) => FileConfig::from_file_with_env(path, vars.iter().cloned())?,
-        None => FileConfig::from_env(vars.iter().cloned())?,
-    };
-    Registry::from_file_config(file)
+    Registry::from_file_config(file_from_vars(&vars)?)
+}
+
+/// A registry `setup` ran on, then configured from `vars`.
+fn set_up_from_vars(
+    vars: &[(String, String)],
+    setup: impl FnOnce(&Registry),
+) -> Result<Registry, ReloadError> {
+    let registry = Registry::new();
+    setup(&registry);
+    registry.reload(file_from_vars(vars)?)?;
+    Ok(registry)
+}
+
+/// `RESIL_CONFIG`'s file (if set) with the `RESIL_…` overrides.
+fn file_from_vars(vars: &[(String, String)]) -> Result<FileConfig, ConfigFileError> {
+    match vars.iter().find(|(k, _)| k == RESIL_CONFIG) {
+        Some((_, path)) => FileConfig::from_file_with_env(path, vars.iter().cloned()),
+        None => FileConfig::from_env(vars.iter().cloned()),
+    }
 }
 
 #[cfg(all(test, feature = "toml"))]
@@ -108,6 +198,45 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.to_string().contains("max-attempts"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    enum Inventory {
+        Connection,
+    }
+
+    impl crate::ErrorClass for Inventory {
+        fn error_class(&self) -> &'static str {
+            "inventory_connection"
+        }
+        fn error_classes() -> &'static [&'static str] {
+            &["inventory_connection"]
+        }
+    }
+
+    #[test]
+    fn a_file_naming_the_program_s_error_classes_loads_once_setup_registered_them() {
+        let dir = std::env::temp_dir().join(format!("resil-setup-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("resil.toml");
+        std::fs::write(
+            &path,
+            "[resilience4j.retry.instances.inventory]\nwait-duration = \"0s\"\n\
+             retry-exceptions = [\"inventory_connection\"]\n",
+        )
+        .unwrap();
+        let vars = vec![(RESIL_CONFIG.to_owned(), path.display().to_string())];
+        // Without the class registered first, the file cannot be applied ...
+        let err = from_vars(vars.clone()).err().unwrap();
+        assert!(err.to_string().contains("inventory_connection"), "{err}");
+        // ... with it, the list becomes a predicate.
+        let registry = set_up_from_vars(&vars, |r| r.register_error_class::<Inventory>()).unwrap();
+        let mut calls = 0;
+        let _ = registry.retry("inventory").call(|| {
+            calls += 1;
+            Err::<(), _>(Inventory::Connection)
+        });
+        assert_eq!(calls, 3, "inventory_connection is retried");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

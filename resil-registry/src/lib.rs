@@ -80,7 +80,9 @@ pub use crate::classes::{ErrorClass, ErrorList, ERROR_KIND_NAMES};
 pub use crate::config::{ConfigFileError, FileConfig};
 pub use crate::error::{InitError, RegistryError};
 pub use crate::event::{RegistryEvent, RegistryEventKind};
-pub use crate::global::{init, registry, try_registry, RESIL_CONFIG};
+pub use crate::global::{
+    init, init_from_env, registry, try_registry, InitFromEnvError, RESIL_CONFIG,
+};
 pub use crate::handle::Handle;
 pub use crate::kind::{Kind, Primitive};
 pub use crate::manage::{ManualOverride, Transition};
