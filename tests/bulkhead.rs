@@ -327,6 +327,78 @@ fn a_blocking_call_parks_until_another_thread_frees_a_slot() {
     assert_eq!(reports.available_concurrent_calls(), 1);
 }
 
+/// Issue 6 item 7: the blocking wait is measured *and parked* on the injected
+/// clock. An hour-long wait on a `ManualClock` ends as soon as the clock is
+/// advanced by an hour; before, the waiter slept an hour of real time first.
+/// (The 60 s `recv_timeout` only turns a hang into a failure.)
+#[test]
+fn a_blocking_wait_on_a_manual_clock_ends_when_the_clock_is_advanced_not_when_real_time_passes() {
+    let clock = ManualClock::new();
+    let reports = Arc::new(Bulkhead::with_clock(
+        "reports",
+        config(1, HOUR),
+        clock.clone(),
+    ));
+    let held = reports.try_acquire_permission().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let waiter = {
+        let reports = Arc::clone(&reports);
+        std::thread::spawn(move || {
+            let _ = tx.send(reports.call(|| Ok::<_, Infallible>(42)));
+        })
+    };
+    while reports.metrics().waiting_calls() == 0 {
+        std::thread::yield_now();
+    }
+    clock.advance(HOUR - Duration::from_nanos(1));
+    clock.advance(Duration::from_nanos(1));
+    let refused = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the waiter must notice its clock passed max_wait_duration");
+    assert!(
+        matches!(refused, Err(Error::BulkheadFull(_))),
+        "{refused:?}"
+    );
+    waiter.join().unwrap();
+    drop(held);
+    assert_eq!(reports.available_concurrent_calls(), 1);
+    assert_eq!(reports.metrics().waiting_calls(), 0);
+}
+
+/// The same on paused tokio time: a blocking call on a `spawn_blocking` thread
+/// with a `TokioClock` ends when `tokio::time::advance` passes its wait.
+#[tokio::test(start_paused = true)]
+async fn a_blocking_wait_on_paused_tokio_time_ends_when_tokio_time_is_advanced() {
+    let reports = Arc::new(Bulkhead::with_clock(
+        "reports",
+        config(1, HOUR),
+        TokioClock::new(),
+    ));
+    let held = reports.try_acquire_permission().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let waiter = {
+        let reports = Arc::clone(&reports);
+        tokio::task::spawn_blocking(move || {
+            let _ = tx.send(reports.call(|| Ok::<_, Infallible>(42)));
+        })
+    };
+    while reports.metrics().waiting_calls() == 0 {
+        tokio::task::yield_now().await;
+    }
+    tokio::time::advance(HOUR).await;
+    let refused = tokio::task::spawn_blocking(move || rx.recv_timeout(Duration::from_secs(60)))
+        .await
+        .unwrap()
+        .expect("the waiter must notice tokio's clock passed max_wait_duration");
+    assert!(
+        matches!(refused, Err(Error::BulkheadFull(_))),
+        "{refused:?}"
+    );
+    waiter.await.unwrap();
+    drop(held);
+    assert_eq!(reports.available_concurrent_calls(), 1);
+}
+
 #[test]
 fn a_blocking_call_is_refused_once_its_clock_says_max_wait_duration_passed() {
     let clock = ManualClock::new();

@@ -958,11 +958,14 @@ fn a_window_full_of_fast_successes_still_counts_the_next_failure_and_slow_call()
 }
 
 #[test]
-fn a_count_window_breaker_fits_in_a_few_hundred_bytes() {
+fn a_count_window_breaker_fits_in_a_kilobyte_plus_its_window() {
     let cb = CircuitBreaker::new("small", CircuitBreakerConfig::default());
     let bytes = cb.memory_footprint();
+    // Issue 9's bound: under 1 KB besides the window's one byte per call. (The
+    // lock-free window keeps its cursor on a cache line of its own, 64 bytes
+    // that buy two threads one contended line per call instead of two.)
     assert!(
-        bytes <= 512,
+        bytes <= 1024 + 100,
         "a breaker with a 100-call window takes {bytes} bytes"
     );
 }

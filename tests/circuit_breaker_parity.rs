@@ -617,6 +617,9 @@ impl tracing::Subscriber for Events {
 fn predicates_that_cannot_match_what_the_breaker_sees_are_reported_once_at_debug() {
     let events = Events::default();
     tracing::subscriber::with_default(events.clone(), || {
+        // Other tests of this binary may have registered the event\'s callsite
+        // (as "never") on threads without a subscriber: recompute it for ours.
+        tracing::callsite::rebuild_interest_cache();
         let cb = inventory_breaker();
         let bh = Bulkhead::new("inventory", BulkheadConfig::default());
         // `call` sees `Error<InvError>`, for which no predicate is written.

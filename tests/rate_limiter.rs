@@ -1064,6 +1064,9 @@ impl tracing::Subscriber for DebugEvents {
 fn a_drain_predicate_for_other_types_never_drains_and_is_traced_once_per_limiter() {
     let events = DebugEvents::default();
     tracing::subscriber::with_default(events.clone(), || {
+        // Other tests of this binary may have registered the event\'s callsite
+        // (as "never") on threads without a subscriber: recompute it for ours.
+        tracing::callsite::rebuild_interest_cache();
         let config = RateLimiterConfig::builder()
             .limit_for_period(10)
             .limit_refresh_period(SEC)

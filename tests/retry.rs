@@ -1206,6 +1206,9 @@ impl tracing::Subscriber for Traces {
 fn predicates_that_can_never_match_the_errors_a_retry_sees_are_traced_once_per_instance() {
     let traces = Traces::default();
     tracing::subscriber::with_default(traces.clone(), || {
+        // Other tests of this binary may have registered the event\'s callsite
+        // (as "never") on threads without a subscriber: recompute it for ours.
+        tracing::callsite::rebuild_interest_cache();
         let config = RetryConfig::builder()
             .ignore_error(|e: &std::io::Error| e.kind() == std::io::ErrorKind::InvalidInput)
             .build()

@@ -85,8 +85,9 @@ pub async fn run(running: &Running) -> io::Result<()> {
     step(service, "GET", "/actuator/circuitbreakers").await?;
 
     println!("\n3. The downstream fails: each request is tried twice (retry outside the breaker),");
-    println!("   so 5 requests fill the window of 10 and the breaker opens. Then it answers");
-    println!("   UNKNOWN without calling the downstream at all.");
+    println!("   so a few requests fill the window of 10 attempts and the breaker opens (the 5th");
+    println!("   request's second attempt is refused). Then it answers UNKNOWN without calling");
+    println!("   the downstream at all.");
     step(downstream, "POST", "/control/fail").await?;
     let before = running.downstream.stock_requests();
     for _ in 0..6 {

@@ -1,6 +1,6 @@
-//! The protected call: one stock query to the downstream API, under the
-//! registry's `inventory-query` instances, and the answer the service gives
-//! for every way it can end.
+//! The protected call: one stock query to the downstream API, annotated with
+//! the registry's `inventory-query` instances, and the answer the service
+//! gives for every way it can end.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -8,13 +8,8 @@ use std::time::Duration;
 
 use hyper::header::RETRY_AFTER;
 use hyper::StatusCode;
-use resil::bulkhead::Bulkhead;
-use resil::circuit_breaker::{CircuitBreaker, ResultTransition};
-use resil::error::{BulkheadFull, RequestNotPermitted};
-use resil::rate_limiter::RateLimiter;
-use resil::retry::Retry;
-use resil::time_limiter::TimeLimiter;
-use resil::{Error, ErrorClass, Handle, Registry};
+use resil::circuit_breaker::ResultTransition;
+use resil::{ErrorClass, Registry, Rejection};
 use serde_json::json;
 
 use crate::http;
@@ -24,19 +19,24 @@ use crate::http;
 pub const INSTANCE: &str = "inventory-query";
 
 /// What can go wrong with a stock query, as the downstream answered it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Each variant's class name is what the config file's error lists use
+/// (`retry-exceptions = ["inventory_connection"]`, …).
+#[derive(Debug, Clone, PartialEq, Eq, resil::ErrorClass)]
 pub enum InventoryError {
     /// No answer, or a 5xx: the dependency is unwell. Retried, and a failure
     /// for the breaker.
+    #[error_class(name = "inventory_connection")]
     Connection(String),
     /// 429: the downstream asks us to back off, for `retry_after` when it
     /// says. Not retried; opens the breaker for that long.
+    #[error_class(name = "inventory_throttled")]
     Throttled {
         /// The `Retry-After` header, when present.
         retry_after: Option<Duration>,
     },
     /// 409 "out of stock": a business answer, not an outage. Neither retried
     /// nor counted by the breaker.
+    #[error_class(name = "inventory_business")]
     OutOfStock,
 }
 
@@ -49,26 +49,6 @@ impl fmt::Display for InventoryError {
             }
             InventoryError::OutOfStock => f.write_str("out of stock"),
         }
-    }
-}
-
-/// The names the config file's error lists use for these errors
-/// (`retry-exceptions = ["inventory_connection"]`, …).
-impl ErrorClass for InventoryError {
-    fn error_class(&self) -> &'static str {
-        match self {
-            InventoryError::Connection(_) => "inventory_connection",
-            InventoryError::Throttled { .. } => "inventory_throttled",
-            InventoryError::OutOfStock => "inventory_business",
-        }
-    }
-
-    fn error_classes() -> &'static [&'static str] {
-        &[
-            "inventory_connection",
-            "inventory_throttled",
-            "inventory_business",
-        ]
     }
 }
 
@@ -110,65 +90,92 @@ pub async fn fetch_stock(downstream: SocketAddr, sku: &str) -> Result<Stock, Inv
     }
 }
 
-/// The registry's instances for the stock query, composed by hand in
-/// Resilience4j's aspect order:
-/// `Retry( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( call )))))`.
-pub struct Inventory {
-    downstream: SocketAddr,
-    retry: Handle<Retry>,
-    breaker: Handle<CircuitBreaker>,
-    rate_limiter: Handle<RateLimiter>,
-    time_limiter: Handle<TimeLimiter>,
-    bulkhead: Handle<Bulkhead>,
+/// What the service answers for a stock query: the real level, a business
+/// "out of stock", or an explicit `UNKNOWN` with the reason — never a
+/// made-up `AVAILABLE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StockView {
+    /// The downstream's stock level (`OUT_OF_STOCK` when it is 0).
+    Known(Stock),
+    /// The downstream said "out of stock" (409).
+    OutOfStock(String),
+    /// No trustworthy answer; `reason` is the refusal's kind
+    /// (`call_not_permitted`, `timeout`, …) or the error's class name.
+    Unknown {
+        /// The item.
+        sku: String,
+        /// Why.
+        reason: &'static str,
+    },
 }
 
-impl Inventory {
-    /// Looks the instances up once (not per call) in `registry`.
-    pub fn new(registry: &Registry, downstream: SocketAddr) -> Inventory {
-        Inventory {
-            downstream,
-            retry: registry.retry(INSTANCE),
-            breaker: registry.circuit_breaker(INSTANCE),
-            rate_limiter: registry.rate_limiter(INSTANCE),
-            time_limiter: registry.time_limiter(INSTANCE),
-            bulkhead: registry.bulkhead(INSTANCE),
+impl StockView {
+    /// The JSON body.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            StockView::Known(stock) => json!({
+                "sku": stock.sku,
+                "status": if stock.available > 0 { "AVAILABLE" } else { "OUT_OF_STOCK" },
+                "available": stock.available,
+            }),
+            StockView::OutOfStock(sku) => {
+                json!({ "sku": sku, "status": "OUT_OF_STOCK", "available": 0 })
+            }
+            StockView::Unknown { sku, reason } => {
+                json!({ "sku": sku, "status": "UNKNOWN", "reason": reason })
+            }
         }
     }
-
-    /// The protected stock query. The breaker sees every attempt (retry is
-    /// outermost), so one failing request adds `max-attempts` failures to its
-    /// window; a refusal from inside (open breaker, rate limit, full
-    /// bulkhead) is returned at once, never retried.
-    pub async fn query(&self, sku: &str) -> Result<Stock, Error<InventoryError>> {
-        self.retry
-            .call_async_nested(|| {
-                let call = fetch_stock(self.downstream, sku);
-                let isolated = self.bulkhead.call_async(call);
-                let timed = async {
-                    self.time_limiter
-                        .call_async(isolated)
-                        .await
-                        .map_err(Error::flatten)
-                };
-                let limited = async {
-                    self.rate_limiter
-                        .call_async(timed)
-                        .await
-                        .map_err(Error::flatten)
-                };
-                self.breaker.call_async_nested(limited)
-            })
-            .await
-    }
 }
 
-/// The breaker settings a file cannot express:
-///
-/// - a 429's `Retry-After` opens the breaker for exactly that long;
-/// - the service's own rate-limiter and bulkhead refusals (raised inside the
-///   breaker, in Resilience4j's order) say nothing about the downstream's
-///   health, so the breaker ignores them. Resilience4j would count them as
-///   failures unless listed in `ignore-exceptions`. Timeouts stay failures.
+/// The protected stock query. Resilience4j's aspect order holds whatever
+/// order the attributes are written in:
+/// `Retry( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( call )))))`.
+/// So the breaker sees every attempt (one failing request adds
+/// `max-attempts` failures to its window), the time limit is per attempt,
+/// and a refusal from inside (open breaker, rate limit, full bulkhead) is
+/// returned at once, never retried. The instances are the process-wide
+/// registry's `inventory-query`, looked up once per call site.
+#[resil::circuit_breaker(name = "inventory-query", fallback = [stock_refused, stock_failed])]
+#[resil::retry(name = "inventory-query")]
+#[resil::rate_limiter(name = "inventory-query")]
+#[resil::time_limiter(name = "inventory-query")]
+#[resil::bulkhead(name = "inventory-query")]
+pub async fn query_stock(downstream: SocketAddr, sku: &str) -> Result<StockView, InventoryError> {
+    fetch_stock(downstream, sku).await.map(StockView::Known)
+}
+
+/// Fallback for every refusal (open breaker, rate limit, full bulkhead,
+/// timeout): `UNKNOWN`, with the refusal's kind as the reason.
+async fn stock_refused(
+    _downstream: SocketAddr,
+    sku: &str,
+    why: Rejection,
+) -> Result<StockView, InventoryError> {
+    Ok(StockView::Unknown {
+        sku: sku.to_owned(),
+        reason: why.kind().as_str(),
+    })
+}
+
+/// Fallback for the call's own error, once the retry gave up: out of stock is
+/// an answer; anything else is `UNKNOWN` with the error's class name.
+async fn stock_failed(
+    _downstream: SocketAddr,
+    sku: &str,
+    why: InventoryError,
+) -> Result<StockView, InventoryError> {
+    Ok(match why {
+        InventoryError::OutOfStock => StockView::OutOfStock(sku.to_owned()),
+        other => StockView::Unknown {
+            sku: sku.to_owned(),
+            reason: other.error_class(),
+        },
+    })
+}
+
+/// The breaker setting a file cannot express: a 429's `Retry-After` opens
+/// the breaker for exactly that long.
 pub fn configure(registry: &Registry) -> Result<(), resil::registry_crate::RegistryError> {
     registry.configure_circuit_breaker(INSTANCE, |b| {
         b.transition_on_error(|e: &InventoryError| match e {
@@ -177,29 +184,14 @@ pub fn configure(registry: &Registry) -> Result<(), resil::registry_crate::Regis
             } => ResultTransition::OpenFor(*after),
             _ => ResultTransition::Stay,
         })
-        .ignore_error(|_: &RequestNotPermitted| true)
-        .ignore_error(|_: &BulkheadFull| true)
-    })
-}
-
-/// The service's answer for a stock query, whatever happened. A refusal or a
-/// downstream failure is an explicit `UNKNOWN` with the reason — never a
-/// made-up `AVAILABLE`.
-pub fn answer(sku: &str, outcome: Result<Stock, Error<InventoryError>>) -> serde_json::Value {
-    match outcome {
-        Ok(stock) => json!({
-            "sku": stock.sku,
-            "status": if stock.available > 0 { "AVAILABLE" } else { "OUT_OF_STOCK" },
-            "available": stock.available,
-        }),
-        Err(Error::Call(InventoryError::OutOfStock)) => {
-            json!({ "sku": sku, "status": "OUT_OF_STOCK", "available": 0 })
-        }
-        Err(Error::Call(e)) => {
-            json!({ "sku": sku, "status": "UNKNOWN", "reason": e.error_class() })
-        }
-        Err(refusal) => {
-            json!({ "sku": sku, "status": "UNKNOWN", "reason": refusal.kind().as_str() })
-        }
-    }
+    })?;
+    // Created now rather than at the first request, so health, the snapshot
+    // and the management endpoints see them from the start; the annotated
+    // fn's call site finds these same instances by name.
+    registry.circuit_breaker(INSTANCE);
+    registry.retry(INSTANCE);
+    registry.rate_limiter(INSTANCE);
+    registry.time_limiter(INSTANCE);
+    registry.bulkhead(INSTANCE);
+    Ok(())
 }

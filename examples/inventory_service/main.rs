@@ -5,7 +5,7 @@
 //! endpoints.
 //!
 //! ```text
-//! cargo run --example inventory_service               # serve on 127.0.0.1:8080 until Ctrl-C
+//! cargo run --example inventory_service               # serve on 127.0.0.1:8080 until Ctrl-C (or SIGTERM)
 //! cargo run --example inventory_service -- --demo     # a scripted scenario, printed, then exit
 //! cargo run --example inventory_service -- --port 0   # any free port
 //! cargo run --example inventory_service -- --config my.toml
@@ -101,12 +101,29 @@ async fn main() -> ExitCode {
         };
     }
     print_banner(&running, &args.config);
-    match tokio::signal::ctrl_c().await {
-        Ok(()) => println!("\nCtrl-C: finishing requests in flight, then exiting"),
-        Err(e) => eprintln!("cannot listen for Ctrl-C ({e}); exiting"),
-    }
+    let signal = stop_signal().await;
+    println!("\n{signal}: finishing requests in flight, then exiting");
     running.stop().await;
     ExitCode::SUCCESS
+}
+
+/// Waits for Ctrl-C (or, on Unix, SIGTERM, as a process manager stops a
+/// service) and says which came.
+async fn stop_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            return tokio::select! {
+                _ = tokio::signal::ctrl_c() => "Ctrl-C",
+                _ = term.recv() => "SIGTERM",
+            };
+        }
+    }
+    match tokio::signal::ctrl_c().await {
+        Ok(()) => "Ctrl-C",
+        Err(_) => "no signal handler",
+    }
 }
 
 fn print_banner(running: &Running, config: &std::path::Path) {

@@ -20,7 +20,7 @@ use resil::Registry;
 
 use crate::downstream::Downstream;
 use crate::http::{self, Reply, Server};
-use crate::inventory::{self, Inventory};
+use crate::inventory;
 
 /// The config file shipped with the example.
 pub const CONFIG: &str = concat!(
@@ -37,90 +37,20 @@ pub fn load_registry(path: &Path) -> Result<Registry, String> {
 
 /// Configures `registry` (tests build theirs on a manual clock) from `file`
 /// (tests add environment overrides with `FileConfig::from_file_with_env`):
-/// the error classes the file's lists name first, then the file, then the
-/// code settings.
+/// first the error classes the file's lists name (`Registry::from_file`
+/// could only know `resil::Error`'s kinds), then the file, then the code
+/// settings.
 pub fn configure(registry: Registry, file: FileConfig) -> Result<Registry, String> {
     registry.register_error_class::<inventory::InventoryError>();
-    bridge::install(&registry, &Arc::new(file)).map_err(|e| e.to_string())?;
+    registry.reload(file).map_err(|e| e.to_string())?;
     inventory::configure(&registry).map_err(|e| e.to_string())?;
     Ok(registry)
-}
-
-/// TEMPORARY until `Registry::from_file` lands: the file's entries as named
-/// code configs.
-mod bridge {
-    use std::sync::Arc;
-
-    use resil::bulkhead::Bulkhead;
-    use resil::circuit_breaker::CircuitBreaker;
-    use resil::config::FileConfig;
-    use resil::rate_limiter::RateLimiter;
-    use resil::registry_crate::RegistryError;
-    use resil::retry::Retry;
-    use resil::time_limiter::TimeLimiter;
-    use resil::{ErrorClass, Registry};
-
-    use crate::inventory::{InventoryError, INSTANCE};
-
-    fn has(names: Option<&[String]>, e: &InventoryError) -> bool {
-        names.is_some_and(|n| n.iter().any(|n| n == e.error_class()))
-    }
-
-    pub(super) fn install(r: &Registry, file: &Arc<FileConfig>) -> Result<(), RegistryError> {
-        const FILE: &str = "file";
-        let f = Arc::clone(file);
-        r.add_config::<CircuitBreaker>(FILE, None, move |_| {
-            let e = f.circuit_breaker().for_name(INSTANCE);
-            let record: Option<Vec<String>> = e.record_errors().map(|n| n.names().to_vec());
-            let ignore: Option<Vec<String>> = e.ignore_errors().map(|n| n.names().to_vec());
-            let mut b = e.builder();
-            if record.is_some() {
-                b = b.record_error(move |x: &InventoryError| has(record.as_deref(), x));
-            }
-            if ignore.is_some() {
-                b = b.ignore_error(move |x: &InventoryError| has(ignore.as_deref(), x));
-            }
-            b
-        })?;
-        r.use_config::<CircuitBreaker>(INSTANCE, FILE)?;
-        let f = Arc::clone(file);
-        r.add_config::<Retry>(FILE, None, move |_| {
-            let e = f.retry().for_name(INSTANCE);
-            let on: Option<Vec<String>> = e.retry_errors().map(|n| n.names().to_vec());
-            let ignore: Option<Vec<String>> = e.ignore_errors().map(|n| n.names().to_vec());
-            let mut b = e.builder();
-            if on.is_some() {
-                b = b.retry_on_error(move |x: &InventoryError| has(on.as_deref(), x));
-            }
-            if ignore.is_some() {
-                b = b.ignore_error(move |x: &InventoryError| has(ignore.as_deref(), x));
-            }
-            b
-        })?;
-        r.use_config::<Retry>(INSTANCE, FILE)?;
-        let f = Arc::clone(file);
-        r.add_config::<Bulkhead>(FILE, None, move |_| {
-            f.bulkhead().for_name(INSTANCE).builder()
-        })?;
-        r.use_config::<Bulkhead>(INSTANCE, FILE)?;
-        let f = Arc::clone(file);
-        r.add_config::<RateLimiter>(FILE, None, move |_| {
-            f.rate_limiter().for_name(INSTANCE).builder()
-        })?;
-        r.use_config::<RateLimiter>(INSTANCE, FILE)?;
-        let f = Arc::clone(file);
-        r.add_config::<TimeLimiter>(FILE, None, move |_| {
-            f.time_limiter().for_name(INSTANCE).builder()
-        })?;
-        r.use_config::<TimeLimiter>(INSTANCE, FILE)?;
-        Ok(())
-    }
 }
 
 /// The service: the protected query and the registry it reports on.
 pub struct App {
     registry: &'static Registry,
-    inventory: Inventory,
+    downstream: SocketAddr,
 }
 
 impl App {
@@ -130,8 +60,12 @@ impl App {
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
         match (req.method(), segments.as_slice()) {
             (&Method::GET, ["inventory", sku]) => {
-                let outcome = self.inventory.query(sku).await;
-                http::json(StatusCode::OK, &inventory::answer(sku, outcome))
+                match inventory::query_stock(self.downstream, sku).await {
+                    Ok(view) => http::json(StatusCode::OK, &view.to_json()),
+                    // The fallbacks answer every error; one of their own
+                    // would land here.
+                    Err(e) => http::error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+                }
             }
             (&Method::GET, ["actuator", "health"]) => self.health(),
             (&Method::GET, ["actuator", "circuitbreakers"]) => self.breakers(None),
@@ -249,7 +183,7 @@ impl Running {
         let (downstream, downstream_server) =
             Downstream::start(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
         let app = Arc::new(App {
-            inventory: Inventory::new(registry, downstream_server.addr()),
+            downstream: downstream_server.addr(),
             registry,
         });
         let service = Server::start(service_addr, move |req| Arc::clone(&app).handle(req)).await?;

@@ -52,6 +52,19 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
     fn sleep_async(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         Box::pin(tokio::time::sleep(duration))
     }
+
+    /// Parks the current thread until it is unparked or this clock reads at
+    /// least `deadline` (nanoseconds); may return early (spuriously), so
+    /// callers re-check in a loop. A blocking wait measured on this clock must
+    /// park with this, not `std::thread::park_timeout`, so that a test clock
+    /// ends it when *its* time passes, whether or not real time does. The
+    /// default parks for the difference in real time.
+    fn park_until(&self, deadline: u64) {
+        let now = self.now_nanos();
+        if now < deadline {
+            std::thread::park_timeout(Duration::from_nanos(deadline - now));
+        }
+    }
 }
 
 /// The nanoseconds between two readings, saturating at zero.
@@ -192,6 +205,8 @@ fn coarse_slow_path() -> u64 {
 #[derive(Debug, Clone, Default)]
 pub struct ManualClock {
     now: Arc<AtomicU64>,
+    /// Threads in [`Clock::park_until`], unparked whenever the time moves.
+    parked: Arc<parking_lot::Mutex<Vec<std::thread::Thread>>>,
 }
 
 impl ManualClock {
@@ -208,12 +223,22 @@ impl ManualClock {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
                 Some(t.saturating_add(by))
             });
+        self.unpark_all();
+    }
+
+    /// Wakes every thread parked on this clock (after the time moved), so each
+    /// re-checks its deadline.
+    fn unpark_all(&self) {
+        for thread in self.parked.lock().iter() {
+            thread.unpark();
+        }
     }
 
     /// Sets the clock to `since_origin`, if that is not earlier than now (a clock
     /// never goes backwards; an earlier value is ignored).
     pub fn set(&self, since_origin: Duration) {
         self.now.fetch_max(nanos(since_origin), Ordering::AcqRel);
+        self.unpark_all();
     }
 
     /// The time since the origin.
@@ -235,6 +260,23 @@ impl Clock for ManualClock {
     fn sleep_async(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         self.advance(duration);
         Box::pin(std::future::ready(()))
+    }
+
+    /// Parks until unparked or until [`advance`](Self::advance) /
+    /// [`set`](Self::set) moves the time to `deadline` or later; real time
+    /// passing alone never ends it.
+    fn park_until(&self, deadline: u64) {
+        let me = std::thread::current();
+        self.parked.lock().push(me.clone());
+        // Registered before this check, and the time is stored before the
+        // parked list is read: an advance either shows here or unparks us.
+        if self.now_nanos() < deadline {
+            std::thread::park();
+        }
+        let mut parked = self.parked.lock();
+        if let Some(at) = parked.iter().position(|t| t.id() == me.id()) {
+            parked.swap_remove(at);
+        }
     }
 }
 
@@ -272,6 +314,29 @@ impl Clock for TokioClock {
     /// [`sleep_async`](Clock::sleep_async) with a `TokioClock`.
     fn sleep(&self, duration: Duration) {
         std::thread::sleep(duration);
+    }
+
+    /// Parks until unparked or until tokio's clock reaches `deadline`: with a
+    /// runtime current (a `spawn_blocking` thread has one), a timer task on it
+    /// unparks this thread, so paused time moved by `tokio::time::advance`
+    /// ends the wait. Without a runtime, parks for the difference in real time.
+    fn park_until(&self, deadline: u64) {
+        let now = self.now_nanos();
+        if now >= deadline {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            std::thread::park_timeout(Duration::from_nanos(deadline - now));
+            return;
+        };
+        let me = std::thread::current();
+        let at = self.origin + Duration::from_nanos(deadline);
+        let timer = handle.spawn(async move {
+            tokio::time::sleep_until(at).await;
+            me.unpark();
+        });
+        std::thread::park();
+        timer.abort();
     }
 }
 
@@ -354,6 +419,13 @@ impl Clock for SharedClock {
         match &self.0 {
             Repr::System | Repr::Coarse => SystemClock.sleep_async(duration),
             Repr::Custom(c) => c.sleep_async(duration),
+        }
+    }
+
+    fn park_until(&self, deadline: u64) {
+        match &self.0 {
+            Repr::System | Repr::Coarse => SystemClock.park_until(deadline),
+            Repr::Custom(c) => c.park_until(deadline),
         }
     }
 }

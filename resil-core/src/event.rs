@@ -5,11 +5,16 @@
 //! bounded broadcast channel: publishing never waits for a consumer, a consumer
 //! that falls behind loses its oldest events (and learns how many through
 //! [`EventStream::missed`]), and with no subscriber the cost of publishing is one
-//! relaxed atomic load — the event is not even constructed.
+//! atomic load — the event is not even constructed.
+//!
+//! The channel itself (a ring of `capacity` events per publisher) is allocated
+//! by the first [`subscribe`](EventPublisher::subscribe): a primitive nobody
+//! listens to carries no channel, only a few words, which matters when a
+//! registry holds thousands of instances.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tokio::sync::broadcast;
 
@@ -18,42 +23,62 @@ use tokio::sync::broadcast;
 pub const DEFAULT_EVENT_CAPACITY: usize = 256;
 
 /// The publishing side, owned by a primitive.
+///
+/// Holds no channel until the first [`subscribe`](Self::subscribe): creating
+/// one allocates nothing.
 pub struct EventPublisher<T> {
+    channel: OnceLock<Channel<T>>,
+    capacity: usize,
+}
+
+/// The broadcast channel and its subscriber count, created on first subscribe.
+struct Channel<T> {
     tx: broadcast::Sender<T>,
     subscribers: Arc<AtomicUsize>,
 }
 
 impl<T: Clone + Send + 'static> EventPublisher<T> {
     /// A publisher whose subscribers may each lag `capacity` events behind.
-    pub fn new(capacity: usize) -> Self {
-        let (tx, _) = broadcast::channel(capacity.max(1));
+    /// Allocates nothing until someone subscribes.
+    pub const fn new(capacity: usize) -> Self {
         EventPublisher {
-            tx,
-            subscribers: Arc::new(AtomicUsize::new(0)),
+            channel: OnceLock::new(),
+            capacity: if capacity == 0 { 1 } else { capacity },
         }
     }
 
-    /// Whether anyone listens. Cheap: one relaxed load.
+    /// Whether anyone listens. Cheap: one atomic load while nobody ever
+    /// subscribed, two relaxed loads after.
     #[inline]
     pub fn is_active(&self) -> bool {
-        self.subscribers.load(Ordering::Relaxed) != 0
+        match self.channel.get() {
+            Some(c) => c.subscribers.load(Ordering::Relaxed) != 0,
+            None => false,
+        }
     }
 
     /// Publishes the event `make` builds, building it only if someone listens.
     /// Never blocks and never fails: a lagging subscriber loses its oldest event.
     #[inline]
     pub fn publish_with(&self, make: impl FnOnce() -> T) {
-        if self.is_active() {
-            let _ = self.tx.send(make());
+        if let Some(c) = self.channel.get() {
+            if c.subscribers.load(Ordering::Relaxed) != 0 {
+                let _ = c.tx.send(make());
+            }
         }
     }
 
     /// A new subscription that receives every event published from now on.
+    /// The first one allocates the channel.
     pub fn subscribe(&self) -> EventStream<T> {
-        self.subscribers.fetch_add(1, Ordering::Relaxed);
+        let c = self.channel.get_or_init(|| Channel {
+            tx: broadcast::channel(self.capacity).0,
+            subscribers: Arc::new(AtomicUsize::new(0)),
+        });
+        c.subscribers.fetch_add(1, Ordering::Relaxed);
         EventStream {
-            rx: self.tx.subscribe(),
-            subscribers: Arc::clone(&self.subscribers),
+            rx: c.tx.subscribe(),
+            subscribers: Arc::clone(&c.subscribers),
             missed: AtomicU64::new(0),
         }
     }
@@ -67,8 +92,12 @@ impl<T: Clone + Send + 'static> Default for EventPublisher<T> {
 
 impl<T> fmt::Debug for EventPublisher<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let subscribers = self
+            .channel
+            .get()
+            .map_or(0, |c| c.subscribers.load(Ordering::Relaxed));
         f.debug_struct("EventPublisher")
-            .field("subscribers", &self.subscribers.load(Ordering::Relaxed))
+            .field("subscribers", &subscribers)
             .finish()
     }
 }
@@ -139,6 +168,26 @@ impl<T> fmt::Debug for EventStream<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_channel_exists_until_someone_subscribes() {
+        let publisher = EventPublisher::<u32>::new(256);
+        publisher.publish_with(|| 1);
+        assert!(publisher.channel.get().is_none());
+        let mut stream = publisher.subscribe();
+        assert!(publisher.channel.get().is_some());
+        publisher.publish_with(|| 2);
+        assert_eq!(stream.drain(), vec![2]);
+        drop(stream);
+        assert!(!publisher.is_active());
+        let mut again = publisher.subscribe();
+        publisher.publish_with(|| 3);
+        assert_eq!(
+            again.drain(),
+            vec![3],
+            "a later subscriber reuses the channel"
+        );
+    }
 
     #[test]
     fn without_subscribers_the_event_is_never_built() {

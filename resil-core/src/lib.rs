@@ -25,6 +25,7 @@ pub mod distributed_rate_limiter;
 mod erased;
 pub mod error;
 pub mod event;
+mod guarded;
 pub mod interval;
 pub mod rate_limiter;
 pub mod rejection;

@@ -7,16 +7,24 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-/// How many stripes a value is spread over.
-pub(crate) const STRIPES: usize = 8;
+/// How many stripes a value is spread over. Four cache lines (256 bytes) per
+/// striped value: every primitive's instance must stay under a kilobyte, and
+/// a registry holds thousands of them.
+pub(crate) const STRIPES: usize = 4;
 
-/// One value per stripe, each on cache lines of its own.
+/// The order in which threads are handed stripes: the first two threads get
+/// lines 128 bytes apart, so x86's adjacent-line prefetcher (which fetches
+/// lines in 128-byte pairs) never makes them share; only a third and fourth
+/// thread take the lines in between.
+const ORDER: [usize; STRIPES] = [0, 2, 1, 3];
+
+/// One value per stripe, each on a cache line of its own.
 #[derive(Debug, Default)]
 pub(crate) struct Striped<T>([Padded<T>; STRIPES]);
 
-/// Two cache lines: x86 prefetches lines in adjacent pairs.
+/// One cache line.
 #[derive(Debug, Default)]
-#[repr(align(128))]
+#[repr(align(64))]
 struct Padded<T>(T);
 
 impl<T> Striped<T> {
@@ -55,7 +63,7 @@ fn index() -> usize {
     INDEX.with(|index| {
         let mut i = index.get();
         if i == usize::MAX {
-            i = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
+            i = ORDER[NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES];
             index.set(i);
         }
         i

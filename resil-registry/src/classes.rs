@@ -53,14 +53,45 @@ pub trait ErrorClass: 'static {
 }
 
 /// The names `resil::Error` kinds answer to in error lists.
-pub const ERROR_KIND_NAMES: [(&str, ErrorKind); 6] = [
+pub const ERROR_KIND_NAMES: [(&str, ErrorKind); 7] = [
     ("call_not_permitted", ErrorKind::CallNotPermitted),
     ("bulkhead_full", ErrorKind::BulkheadFull),
     ("request_not_permitted", ErrorKind::RequestNotPermitted),
     ("timeout", ErrorKind::Timeout),
     ("retry_budget_exhausted", ErrorKind::RetryBudgetExhausted),
+    ("max_retries_exceeded", ErrorKind::MaxRetriesExceeded),
     ("deadline_exceeded", ErrorKind::DeadlineExceeded),
 ];
+
+/// Adds, for each `resil::Error` kind named in `names`, a predicate on that
+/// refusal's type: a breaker's nested call classifies an inner refusal (a
+/// `Timeout` from a time limiter inside it, …) by predicates written for it.
+fn breaker_kinds(
+    mut b: CircuitBreakerConfigBuilder,
+    ignore: bool,
+    names: &[String],
+) -> CircuitBreakerConfigBuilder {
+    use resil_core::error as e;
+    macro_rules! kind {
+        ($label:literal, $ty:ty) => {
+            if names.iter().any(|n| n == $label) {
+                b = if ignore {
+                    b.ignore_error(|_: &$ty| true)
+                } else {
+                    b.record_error(|_: &$ty| true)
+                };
+            }
+        };
+    }
+    kind!("call_not_permitted", e::CallNotPermitted);
+    kind!("bulkhead_full", e::BulkheadFull);
+    kind!("request_not_permitted", e::RequestNotPermitted);
+    kind!("timeout", e::Timeout);
+    kind!("retry_budget_exhausted", e::RetryBudgetExhausted);
+    kind!("max_retries_exceeded", e::MaxRetriesExceeded);
+    kind!("deadline_exceeded", e::DeadlineExceeded);
+    b
+}
 
 type Names = Arc<[String]>;
 
@@ -159,7 +190,7 @@ impl ErrorClasses {
                 _ => (class.breaker_record)(b, names.clone()),
             };
         }
-        b
+        breaker_kinds(b, list == ErrorList::BreakerIgnore, &names)
     }
 
     /// Adds the predicates `names` stand for to a retry builder; error-kind
@@ -250,5 +281,30 @@ mod tests {
         let config = b.build().unwrap();
         assert_eq!(config.classify_error(&Db::Constraint), Outcome::Ignored);
         assert_eq!(config.classify_error(&Db::Timeout), Outcome::Failure);
+    }
+
+    #[test]
+    fn an_error_kind_name_becomes_a_predicate_on_that_refusal() {
+        let classes = ErrorClasses::default();
+        let full = resil_core::error::BulkheadFull::new("db");
+        let b = classes.apply_breaker(
+            CircuitBreakerConfig::builder(),
+            ErrorList::BreakerIgnore,
+            &["bulkhead_full".to_owned()],
+        );
+        let config = b.build().unwrap();
+        assert_eq!(config.classify_error(&full), Outcome::Ignored);
+        let b = classes.apply_breaker(
+            CircuitBreakerConfig::builder(),
+            ErrorList::BreakerRecord,
+            &["bulkhead_full".to_owned()],
+        );
+        let config = b.build().unwrap();
+        assert_eq!(config.classify_error(&full), Outcome::Failure);
+        assert_eq!(
+            config.classify_error(&"other"),
+            Outcome::Success,
+            "only what the list names"
+        );
     }
 }

@@ -355,7 +355,14 @@ impl Registry {
         match self.try_get::<P>(name) {
             Ok(handle) => handle,
             Err(e) => {
-                tracing::error!(kind = %P::KIND, name, error = %e, "registry refused a new instance");
+                // Bounded logging: a flood of business-id names logs at the
+                // 1st, 2nd, 4th, 8th, … refusal; `refused_by_cap` counts them all.
+                let refused = self.refused_by_cap(P::KIND);
+                if !matches!(e, RegistryError::CardinalityExceeded { .. })
+                    || refused.is_power_of_two()
+                {
+                    tracing::error!(kind = %P::KIND, name, error = %e, refused, "registry refused a new instance");
+                }
                 let config = P::build(P::default_builder())
                     .expect("Resilience4j's defaults are a valid configuration");
                 let name: Arc<str> = name.into();

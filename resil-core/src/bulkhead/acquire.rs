@@ -5,7 +5,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use super::semaphore::{Enqueued, Waiter, Wake};
 use super::{AcquireError, BulkheadPermit, Inner};
@@ -162,8 +161,10 @@ impl Inner {
                     Err(self.rejected(cut))
                 };
             }
-            // Spurious wake-ups and early returns just go round the loop.
-            std::thread::park_timeout(Duration::from_nanos(limit - waited));
+            // Parked on the same clock the wait is measured on: a test clock
+            // ends it when its own time passes. Spurious wake-ups and early
+            // returns just go round the loop.
+            self.clock.park_until(start.saturating_add(limit));
         }
     }
 }

@@ -48,8 +48,10 @@
 //!
 //! # Cost
 //!
-//! Acquiring a free slot is one compare-and-swap on a single `AtomicU64`;
-//! releasing is one `fetch_sub`. The waiter queue (a mutex-guarded FIFO) is only
+//! Acquiring a free slot is one `fetch_add` on a single `AtomicU64` (a caller
+//! that finds no room undoes it); releasing is one `fetch_sub`. Two threads
+//! sharing a bulkhead therefore pay one contended add and one contended sub
+//! per call, and never a retried compare-and-swap. The waiter queue (a mutex-guarded FIFO) is only
 //! touched when a call must wait or a release finds waiters. Nothing is
 //! allocated on the fast path; a caller that waits allocates its queue node and
 //! its timer.
@@ -111,6 +113,7 @@ use self::semaphore::Semaphore;
 use crate::clock::{self, Clock, SharedClock};
 use crate::error::{BulkheadFull, ConfigError, DeadlineExceeded, Error};
 use crate::event::{EventPublisher, EventStream};
+use crate::guarded::{Acquire, Guarded};
 
 /// A semaphore bulkhead: at most `max_concurrent_calls` calls at once, others
 /// wait up to `max_wait_duration` and are then refused with `BulkheadFull`.
@@ -283,16 +286,29 @@ impl Bulkhead {
     /// Nothing happens until the returned future is polled; the slot is taken
     /// on its first poll and held until `work` completes or the future is
     /// dropped. A refused `work` is dropped without being polled.
-    pub async fn call_async<F, T, E>(&self, work: F) -> Result<T, Error<E>>
+    ///
+    /// `work` is stored once and polled in place: the returned future is
+    /// `work` plus the permit and the (empty unless waiting) wait state.
+    #[inline]
+    pub fn call_async<F, T, E>(
+        &self,
+        work: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, F, T, E>
     where
         F: Future<Output = Result<T, E>>,
     {
-        // The fast path inline, so an uncontended call builds no wait state.
-        let _permit = match self.inner.try_acquire_now() {
-            Some(ready) => ready?,
-            None => self.acquire_permission().await?,
-        };
-        work.await.map_err(Error::Call)
+        Guarded::new(
+            work,
+            // The fast path inline, so an uncontended call builds no wait state.
+            move || match self.inner.try_acquire_now() {
+                Some(ready) => ready.map(Acquire::Now),
+                None => Ok(Acquire::Wait(self.acquire_permission())),
+            },
+            |permit: BulkheadPermit<'_>, result: Result<T, E>| {
+                drop(permit);
+                result.map_err(Error::Call)
+            },
+        )
     }
 
     /// Takes a free slot now, or refuses with `BulkheadFull`; never waits.

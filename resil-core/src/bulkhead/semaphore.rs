@@ -10,14 +10,18 @@
 //!
 //! * `in_use` counts the slots held, `max` is the current limit. `in_use` may
 //!   exceed `max` after the limit was lowered: held slots are never revoked, new
-//!   calls simply find no room until enough of them end.
+//!   calls simply find no room until enough of them end. It also exceeds it for
+//!   an instant while a refused caller undoes its add.
 //! * `WAITERS` is set exactly while the queue is non-empty; it is only changed
 //!   with the queue lock held.
 //! * `UNFAIR` lets the fast path take a free slot even while callers wait.
 //!
-//! Acquire is one compare-and-swap (`in_use + 1` if `in_use < max` and, when
-//! fair, nobody waits). Release is one `fetch_sub`; only when `WAITERS` was set
-//! does it take the lock and hand free slots to the queue's head, in order.
+//! Acquire is one `fetch_add` (`in_use + 1`), kept if there was room
+//! (`in_use < max` and, when fair, nobody waits) and otherwise undone by a
+//! release. Release is one `fetch_sub`; only when `WAITERS` was set does it
+//! take the lock and hand free slots to the queue's head, in order. So a call
+//! through a free bulkhead is one atomic add and one atomic sub, never a
+//! retried CAS.
 //!
 //! # Invariants
 //!
@@ -44,6 +48,11 @@ const WAITERS: u64 = 1 << 31;
 const MAX_SHIFT: u32 = 32;
 const MAX_MASK: u64 = ((1 << 31) - 1) << MAX_SHIFT;
 const UNFAIR: u64 = 1 << 63;
+
+/// Limits up to this take slots with an unconditional `fetch_add`: the slots
+/// in use may then overshoot the limit by the callers racing at once, which
+/// stays below `IN_USE_MASK` by 2^30.
+const ADD_LIMIT: u32 = 1 << 30;
 
 /// At most this many waiters are woken per lock acquisition; wakers run with the
 /// lock released, so a waker that re-enters the bulkhead cannot deadlock.
@@ -140,12 +149,32 @@ impl WakeList {
     }
 }
 
+/// The state word alone on a cache line: two threads bouncing it between
+/// their cores do not also evict the read-mostly fields next to it (the name,
+/// the wait, the event publisher) that every call reads.
+#[derive(Debug)]
+#[repr(align(64))]
+struct Padded(AtomicU64);
+
+impl std::ops::Deref for Padded {
+    type Target = AtomicU64;
+
+    #[inline]
+    fn deref(&self) -> &AtomicU64 {
+        &self.0
+    }
+}
+
 /// A resizable counting semaphore with FIFO waiters for threads and tasks.
 #[derive(Debug)]
 pub(crate) struct Semaphore {
-    state: AtomicU64,
+    /// Written by every acquire and release: on cache lines of its own (see
+    /// [`Padded`]).
+    state: Padded,
     queue: Mutex<VecDeque<Arc<Waiter>>>,
     waiting: AtomicUsize,
+    /// The limit is, or once was, above [`ADD_LIMIT`]: take slots by CAS.
+    wide: AtomicBool,
 }
 
 impl Semaphore {
@@ -157,18 +186,44 @@ impl Semaphore {
         );
         let unfair = if fair { 0 } else { UNFAIR };
         Semaphore {
-            state: AtomicU64::new((u64::from(max) << MAX_SHIFT) | unfair),
+            state: Padded(AtomicU64::new((u64::from(max) << MAX_SHIFT) | unfair)),
             queue: Mutex::new(VecDeque::new()),
             waiting: AtomicUsize::new(0),
+            wide: AtomicBool::new(max > ADD_LIMIT),
         }
     }
 
-    /// Takes a free slot without waiting: the fast path, one CAS.
+    /// Takes a free slot without waiting: the fast path, one `fetch_add`.
+    ///
+    /// The add is unconditional, so two racing callers never retry a failed
+    /// CAS (on two cores each retry is another cache-line transfer); a caller
+    /// that finds no room undoes its add with a [`release`](Self::release),
+    /// which also hands the phantom slot to waiters if any queued meanwhile.
+    /// The overshoot is bounded by the callers racing at once; limits above
+    /// [`ADD_LIMIT`] (2^30, far beyond any real bulkhead), where it could carry
+    /// out of the 31-bit `in_use` field, take a slot by compare-and-swap
+    /// instead.
     #[inline]
     pub(crate) fn try_acquire(&self) -> bool {
+        if self.wide.load(Ordering::Relaxed) {
+            return self.try_acquire_cas();
+        }
+        let s = self.state.fetch_add(1, Ordering::Acquire);
+        // Fair: a free slot belongs to the queue's head, if there is one.
+        let queued = s & WAITERS != 0 && s & UNFAIR == 0;
+        if in_use(s) < max(s) && !queued {
+            return true;
+        }
+        self.release();
+        false
+    }
+
+    /// The fast path for limits above [`ADD_LIMIT`]: a CAS that never
+    /// overshoots.
+    #[cold]
+    fn try_acquire_cas(&self) -> bool {
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
-            // Fair: a free slot belongs to the queue's head, if there is one.
             let queued = s & WAITERS != 0 && s & UNFAIR == 0;
             if in_use(s) >= max(s) || queued {
                 return false;
@@ -254,6 +309,11 @@ impl Semaphore {
         );
         {
             let _queue = self.queue.lock();
+            // Set before a wide limit is in force, and never cleared: slots
+            // held under a wide limit could still be near the field's top.
+            if new_max > ADD_LIMIT {
+                self.wide.store(true, Ordering::Relaxed);
+            }
             let mut s = self.state.load(Ordering::Acquire);
             loop {
                 let next = (s & !MAX_MASK) | (u64::from(new_max) << MAX_SHIFT);

@@ -269,3 +269,40 @@ fn only_an_unfair_newcomer_may_take_a_slot_in_the_instant_before_it_is_handed_of
         assert_eq!(sem.waiting(), usize::from(!fair));
     }
 }
+
+#[test]
+fn a_limit_above_two_to_the_thirty_takes_slots_without_overshooting_the_field() {
+    let max = super::MAX_CONCURRENT_CALLS;
+    let sem = Semaphore::new(max, true);
+    for _ in 0..3 {
+        assert!(sem.try_acquire());
+    }
+    assert_eq!(sem.snapshot(), (3, max));
+    sem.resize(2);
+    assert!(
+        !sem.try_acquire(),
+        "3 held, limit 2: no room, and no overshoot left behind"
+    );
+    assert_eq!(sem.snapshot(), (3, 2));
+    sem.release();
+    sem.release();
+    assert!(sem.try_acquire());
+    assert_eq!(sem.snapshot(), (2, 2));
+}
+
+#[test]
+fn a_refused_fetch_add_is_undone_and_hands_the_room_to_a_waiter() {
+    let sem = Semaphore::new(1, true);
+    assert!(sem.try_acquire());
+    let Enqueued::Queued(waiter) = new_waiter(&sem) else {
+        panic!("the only slot is held")
+    };
+    assert!(
+        !sem.try_acquire(),
+        "fair: a newcomer never overtakes a waiter"
+    );
+    assert_eq!(sem.snapshot(), (1, 1), "the refused add was undone");
+    sem.release();
+    assert!(waiter.is_granted());
+    assert_eq!(sem.snapshot(), (1, 1));
+}

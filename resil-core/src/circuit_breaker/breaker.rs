@@ -2,9 +2,9 @@
 
 use std::any::{type_name, Any};
 use std::fmt;
-use std::future::Future;
+use std::future::{Future, Pending};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -17,11 +17,12 @@ use super::event::{CircuitBreakerEvent, CircuitBreakerEventKind};
 use super::metrics::Metrics;
 use super::permit::Permit;
 use super::state::Word;
-use super::window::{Aggregate, CountWindow, Measurement, TimeWindow, Window};
+use super::window::{Aggregate, Change, CountWindow, Measurement, TimeWindow, Window};
 use super::{IllegalTransition, State};
 use crate::clock::{self, Clock, SharedClock};
 use crate::error::{CallNotPermitted, Error};
 use crate::event::{EventPublisher, EventStream};
+use crate::guarded::{Acquire, Guarded};
 
 /// A circuit breaker: stops calling a dependency whose recent calls mostly failed
 /// or were slow, and probes it carefully before trusting it again.
@@ -73,12 +74,14 @@ pub(crate) struct Inner {
     pub(crate) config: CircuitBreakerConfig,
     events: OnceLock<EventPublisher<CircuitBreakerEvent>>,
     me: Weak<Inner>,
+    /// The CLOSED / METRICS_ONLY window: recorded without the lock (see
+    /// [`Inner::complete`]), reset under it.
+    window: Window,
     core: Mutex<Core>,
 }
 
 /// Everything that changes only under the lock.
 struct Core {
-    window: Window,
     /// The HALF_OPEN round's totals. A round is decided as soon as it holds
     /// `half_open_minimum_number_of_calls` outcomes, so it never needs more than
     /// running totals: no per-probe storage, whatever the permitted count.
@@ -164,8 +167,8 @@ impl CircuitBreaker {
             config,
             events: OnceLock::new(),
             me: me.clone(),
+            window,
             core: Mutex::new(Core {
-                window,
                 probes: Aggregate::default(),
                 shown: Shown::Main,
                 ignored: 0,
@@ -229,11 +232,11 @@ impl CircuitBreaker {
     pub fn metrics(&self) -> Metrics {
         let state = self.state();
         let inner = &*self.inner;
-        let mut core = inner.core.lock();
+        let core = inner.core.lock();
         let now = inner.clock.now_nanos();
         let (total, minimum) = match core.shown {
             Shown::Main => (
-                core.window.total(now),
+                inner.window.total(now),
                 inner.config.minimum_number_of_calls(),
             ),
             Shown::Probes => (
@@ -330,18 +333,31 @@ impl CircuitBreaker {
     /// is dropped before completion (cancelled), nothing is recorded and a
     /// half-open probe slot is given back; so does a panicking predicate, whose
     /// panic continues.
-    pub async fn call_async<T, E, F>(&self, future: F) -> Result<T, Error<E>>
+    ///
+    /// Permission is asked on the first poll. `future` is stored once and
+    /// polled in place, so the returned future is `future` plus a few words,
+    /// not twice its size as an `async fn` would make it.
+    #[inline]
+    pub fn call_async<T, E, F>(
+        &self,
+        future: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, F>
     where
         T: 'static,
         E: 'static,
         F: Future<Output = Result<T, E>>,
     {
-        let permit = self
-            .try_acquire_permission()
-            .map_err(Error::CallNotPermitted)?;
-        let result = future.await;
-        permit.on_result(&result);
-        result.map_err(Error::Call)
+        Guarded::new(
+            future,
+            move || {
+                self.try_acquire_permission()
+                    .map(Acquire::<_, Pending<_>>::Now)
+            },
+            |permit: Permit<'_>, result: Result<T, E>| {
+                permit.on_result(&result);
+                result.map_err(Error::Call)
+            },
+        )
     }
 
     /// Runs `f`, a call protected by other resil primitives (so it returns
@@ -442,18 +458,30 @@ impl CircuitBreaker {
     /// assert_eq!(breaker.metrics().ignored_calls(), 1);
     /// # });
     /// ```
-    pub async fn call_async_nested<T, E, F>(&self, future: F) -> Result<T, Error<E>>
+    ///
+    /// Like [`call_async`](Self::call_async), `future` is stored once and
+    /// polled in place.
+    #[inline]
+    pub fn call_async_nested<T, E, F>(
+        &self,
+        future: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, F>
     where
         T: 'static,
         E: 'static,
         F: Future<Output = Result<T, Error<E>>>,
     {
-        let permit = self
-            .try_acquire_permission()
-            .map_err(Error::CallNotPermitted)?;
-        let result = future.await;
-        permit.on_nested_result(&result);
-        result
+        Guarded::new(
+            future,
+            move || {
+                self.try_acquire_permission()
+                    .map(Acquire::<_, Pending<_>>::Now)
+            },
+            |permit: Permit<'_>, result: Result<T, Error<E>>| {
+                permit.on_nested_result(&result);
+                result
+            },
+        )
     }
 
     /// How `error` would count (see [`CircuitBreakerConfig::classify_error`]).
@@ -526,6 +554,24 @@ impl CircuitBreaker {
     /// with another window shape it starts CLOSED with an empty window, as a
     /// new breaker does. Calls in flight on this breaker finish here and are
     /// not seen by the new one.
+    ///
+    /// ```
+    /// use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
+    ///
+    /// let config = CircuitBreakerConfig::builder().sliding_window_size(10).build().unwrap();
+    /// let old = CircuitBreaker::new("inventory", config.clone());
+    /// let _ = old.call(|| Err::<(), _>("boom"));
+    ///
+    /// let stricter = config.to_builder().failure_rate_threshold(20.0).build().unwrap();
+    /// let (new, carried) = old.reconfigured(stricter);
+    /// assert!(carried);
+    /// assert_eq!(new.metrics().failed_calls(), 1);
+    ///
+    /// let wider = config.to_builder().sliding_window_size(20).build().unwrap();
+    /// let (fresh, carried) = old.reconfigured(wider);
+    /// assert!(!carried);
+    /// assert_eq!(fresh.metrics().buffered_calls(), 0);
+    /// ```
     pub fn reconfigured(&self, config: CircuitBreakerConfig) -> (CircuitBreaker, bool) {
         let old = &*self.inner;
         let same_shape = old.config.sliding_window_type == config.sliding_window_type
@@ -549,7 +595,7 @@ impl CircuitBreaker {
             }
             other => inner.transition_locked(&mut core, other, None),
         }
-        core.window = old_core.window.clone();
+        inner.window.copy_from(&old.window);
         core.ignored = old_core.ignored;
         inner
             .not_permitted
@@ -562,8 +608,7 @@ impl CircuitBreaker {
     /// memory (the configuration's predicates and the event channel, created on
     /// the first `subscribe`, are not counted).
     pub fn memory_footprint(&self) -> usize {
-        let core = self.inner.core.lock();
-        std::mem::size_of::<Inner>() + core.window.heap_bytes()
+        std::mem::size_of::<Inner>() + self.inner.window.heap_bytes()
     }
 }
 
@@ -813,7 +858,91 @@ impl Inner {
             });
             return;
         }
+        if outcome != Outcome::Ignored
+            && transition == ResultTransition::Stay
+            && matches!(state, State::Closed | State::MetricsOnly)
+            && self.load().epoch() == permit.epoch()
+        {
+            self.record_unlocked(permit, end, elapsed, slow, outcome == Outcome::Failure);
+            return;
+        }
         self.complete_slow(permit, end, elapsed, slow, outcome, transition);
+    }
+
+    /// Records a CLOSED / METRICS_ONLY outcome without the lock: the window
+    /// takes it with atomics, and the lock is taken only when the record may
+    /// have reached a threshold (a failure or slow call entered, or the window
+    /// holds no more than `minimum_number_of_calls`) or may have made the window
+    /// clean. The transition itself is still decided under the lock, once.
+    ///
+    /// A transition that lands between the epoch check and the record lets
+    /// this one outcome into the new state's fresh window (the locked path
+    /// kept it out); totals stay exact either way.
+    #[inline]
+    fn record_unlocked(&self, permit: Word, end: u64, elapsed: u64, slow: bool, failed: bool) {
+        let m = Measurement::new(failed, slow);
+        let change = self.window.record(end, m);
+        if !m.is_clean() {
+            // Pairs with the fence in `refresh_clean`: either it sees this
+            // record's totals, or this sees its `true` and clears it.
+            fence(Ordering::SeqCst);
+            if self.clean.load(Ordering::Relaxed) {
+                self.clean.store(false, Ordering::Relaxed);
+            }
+        }
+        let elapsed = Duration::from_nanos(elapsed);
+        self.publish(|| {
+            if failed {
+                CircuitBreakerEventKind::Error { elapsed }
+            } else {
+                CircuitBreakerEventKind::Success { elapsed }
+            }
+        });
+        match change {
+            Change::Up
+                if !m.is_clean()
+                    || self.window.calls() <= u64::from(self.config.minimum_number_of_calls()) =>
+            {
+                self.check_window(permit, end)
+            }
+            Change::Down if self.window.is_saturated_clean() => {
+                let _core = self.core.lock();
+                if self.load().epoch() == permit.epoch() {
+                    self.refresh_clean();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Decides, under the lock, whether the window reached a threshold.
+    #[cold]
+    #[inline(never)]
+    fn check_window(&self, permit: Word, end: u64) {
+        let mut core = self.core.lock();
+        let current = self.load();
+        if current.epoch() != permit.epoch() {
+            return;
+        }
+        let total = self.window.total(end);
+        let minimum = self.config.minimum_number_of_calls();
+        self.check_thresholds(&mut core, current.state(), total, minimum);
+    }
+
+    /// Sets the clean flag to whether the window is full of fast successes
+    /// (with the lock held, in the window's current epoch). Setting it is
+    /// checked again after a fence, so a failure recorded concurrently without
+    /// the lock is never hidden behind a stale `true`.
+    fn refresh_clean(&self) {
+        if self.window.is_saturated_clean() {
+            self.clean.store(true, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+            if !self.window.is_saturated_clean() {
+                self.clean.store(false, Ordering::Relaxed);
+            }
+        } else {
+            self.clean.store(false, Ordering::Relaxed);
+        }
     }
 
     #[cold]
@@ -852,12 +981,9 @@ impl Inner {
                 let m = Measurement::new(outcome == Outcome::Failure, slow);
                 match state {
                     State::Closed | State::MetricsOnly => {
-                        core.window.record(end, m);
-                        let clean = core.window.is_saturated_clean();
-                        if self.clean.load(Ordering::Relaxed) != clean {
-                            self.clean.store(clean, Ordering::Relaxed);
-                        }
-                        let total = core.window.total(end);
+                        self.window.record(end, m);
+                        self.refresh_clean();
+                        let total = self.window.total(end);
                         let minimum = self.config.minimum_number_of_calls();
                         self.check_thresholds(&mut core, state, total, minimum);
                     }
@@ -1029,7 +1155,7 @@ impl Inner {
                     // periods; FORCED_OPEN neither counts nor ends it.
                     core.attempts = 0;
                 }
-                core.window.reset(now);
+                self.window.reset(now);
                 core.shown = Shown::Main;
             }
         }

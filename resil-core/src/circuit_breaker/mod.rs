@@ -71,13 +71,19 @@
 //! `slow_call_duration_threshold` may be classified either way. Pass
 //! [`SystemClock`](crate::clock::SystemClock) (TSC, nanoseconds, ~9 ns a
 //! reading) to [`CircuitBreaker::with_clock`] when thresholds are that tight.
-//! Outcomes are recorded under a short lock, except that a fast success arriving
-//! while a count window is full of fast successes changes nothing and takes no
-//! lock and writes no shared memory, so a healthy breaker shared by many threads
-//! does not bounce a cache line between them. No call allocates. A count window
-//! costs one byte per call it holds, a time window 24 bytes per second; a probe
-//! round keeps only running totals (a round never outlives its decision), so
-//! `permitted_number_of_calls_in_half_open_state` costs no memory.
+//! Outcomes are recorded without a lock: a count window claims its slot with
+//! one `fetch_add` and touches a total only when the outcome differs from the
+//! one it replaces (so with 2 % failures, 98 % of calls cost that one atomic
+//! add); a time window adds to its current second's bucket with atomics and
+//! takes a lock once per second to move on. The lock is taken only to decide
+//! a transition, when a failure or slow call entered the window. A fast
+//! success arriving while a count window is full of fast successes changes
+//! nothing and writes no shared memory at all, so a healthy breaker shared by
+//! many threads does not bounce a cache line between them. No call allocates.
+//! A count window costs one byte per call it holds, a time window 40 bytes per
+//! second; a probe round keeps only running totals (a round never outlives its
+//! decision), so `permitted_number_of_calls_in_half_open_state` costs no
+//! memory.
 //!
 //! ```
 //! use std::time::Duration;

@@ -17,6 +17,7 @@ use crate::clock::{self, Clock, CoarseClock, SharedClock, SystemClock, COARSE_TI
 use crate::deadline;
 use crate::error::{ConfigError, DeadlineExceeded, Error, RequestNotPermitted};
 use crate::event::{EventPublisher, EventStream};
+use crate::guarded::{Acquire, Guarded};
 
 /// Resilience4j's `AtomicRateLimiter`: at most `limit_for_period` permits per
 /// `limit_refresh_period` cycle, with reservation of later cycles' permits for
@@ -188,16 +189,38 @@ impl RateLimiter {
     /// waits gives the reserved permit back if no later caller reserved behind
     /// it; otherwise the permit stays consumed, as in Resilience4j (later
     /// callers' waits were computed behind it).
-    pub async fn call_async<T, E, F>(&self, fut: F) -> Result<T, Error<E>>
+    ///
+    /// `fut` is stored once and polled in place (an `async fn` would hold it
+    /// twice); a free permit is taken on the first poll without building any
+    /// wait state.
+    #[inline]
+    pub fn call_async<T, E, F>(
+        &self,
+        fut: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, F>
     where
         F: Future<Output = Result<T, E>>,
         T: 'static,
         E: 'static,
     {
-        self.acquire_permission_async(1).await?;
-        let result = fut.await;
-        self.inner.on_result(&result);
-        result.map_err(Error::Call)
+        Guarded::new(
+            fut,
+            move || {
+                let grant = self.inner.reserve(1)?;
+                Ok(if grant.wait == 0 {
+                    Acquire::Now(())
+                } else {
+                    // Boxed: only a waiting call pays for its wait state (it
+                    // allocates a timer anyway), every other call's future
+                    // stays a pointer smaller.
+                    Acquire::Wait(Box::pin(self.wait_for(grant)))
+                })
+            },
+            move |(), result: Result<T, E>| {
+                self.inner.on_result(&result);
+                result.map_err(Error::Call)
+            },
+        )
     }
 
     /// Drains the current cycle's free permits (Resilience4j
@@ -243,13 +266,20 @@ impl RateLimiter {
     pub async fn acquire_permission_async(&self, permits: u32) -> Result<(), AcquireError> {
         let grant = self.inner.reserve(permits)?;
         if grant.wait > 0 {
-            let reserved = Reserved::new(&self.inner, grant);
-            self.inner
-                .clock
-                .sleep_async(Duration::from_nanos(grant.wait))
-                .await;
-            reserved.used();
+            self.wait_for(grant).await?;
         }
+        Ok(())
+    }
+
+    /// Waits out a reservation; dropped early, it gives the reservation back
+    /// if it is still the latest one.
+    async fn wait_for(&self, grant: Grant) -> Result<(), AcquireError> {
+        let reserved = Reserved::new(&self.inner, grant);
+        self.inner
+            .clock
+            .sleep_async(Duration::from_nanos(grant.wait))
+            .await;
+        reserved.used();
         Ok(())
     }
 
