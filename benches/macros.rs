@@ -4,8 +4,8 @@
 //! succeeds at once.
 //!
 //! What is measured: what the expansion adds over hand-written composition:
-//! one `OnceLock` check per primitive (the per-call-site static), the handle's
-//! atomic load (the hand-composed contender pays it too: it holds registry
+//! one `OnceLock` check (the per-call-site static holding every handle), the
+//! handles' atomic loads (the hand-composed contender pays it too: it holds registry
 //! handles), the extra async block around the body, and the result
 //! conversion. Both stacks use the nested-aware `call_nested` /
 //! `call_async_nested` of the retry and the breaker. Async

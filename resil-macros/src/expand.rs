@@ -3,8 +3,9 @@
 //! it) and its body becomes
 //!
 //! ```text
-//! static __RESIL_SITE_0: Site<Retry> = Site::new();      // one per primitive
-//! let retry = __RESIL_SITE_0.get(|| registry().retry("name"));   // once per call site
+//! static __RESIL_SITE: Site<(Handle<Retry>, …)> = Site::new();  // one per call site
+//! let handles = __RESIL_SITE.get(|| (registry().retry("name"), …));  // looked up once
+//! let retry: &Retry = handles.0.get();                   // one atomic load per primitive
 //! let out = Retry::call_async_nested(retry, || { let arg = arg.reuse();
 //!     circuit_breaker_async(breaker, … Bulkhead::call_async(bulkhead, async move { body }) …) }).await;
 //! match out { Ok(v) => Ok(v), Err(e) => the most specific fallback, or `E: From<Rejection>` }
@@ -168,13 +169,16 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         body = replace_self(body, &self_alias);
     }
 
-    // One static site per primitive, read once per call.
-    let mut sites = TokenStream::new();
+    // One static per call site holding every primitive's handle: one
+    // `OnceLock` check per call, then one atomic load per primitive.
     let handles: Vec<Ident> = (0..plan.layers.len())
         .map(|i| mixed(&format!("__resil_h{i}")))
         .collect();
+    let mut types = Vec::new();
+    let mut inits = Vec::new();
+    let mut lets = TokenStream::new();
+    let all = mixed("__resil_handles");
     for (i, layer) in plan.layers.iter().enumerate() {
-        let site = mixed(&format!("__RESIL_SITE_{i}"));
         let h = &handles[i];
         let (ty, get) = primitive(layer);
         let name = &layer.name;
@@ -190,11 +194,19 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
             });
             quote!(#p::#with(#name, |#b| #b #(#calls)*))
         };
-        sites.extend(quote! {
-            static #site: #p::Site<#p::#ty> = #p::Site::new();
-            let #h: &'static #p::#ty = #site.get(|| #init);
+        let index = syn::Index::from(i);
+        types.push(quote!(#p::Handle<#p::#ty>));
+        inits.push(init);
+        lets.extend(quote! {
+            let #h: &'static #p::#ty = #all.#index.get();
         });
     }
+    let site = mixed("__RESIL_SITE");
+    let sites = quote! {
+        static #site: #p::Site<(#(#types,)*)> = #p::Site::new();
+        let #all: &'static (#(#types,)*) = #site.get(|| (#(#inits,)*));
+        #lets
+    };
 
     // The stack, innermost first.
     let n = plan.layers.len();

@@ -1,5 +1,5 @@
-//! Per-call-site state: each protected fn holds a `static Site` per primitive,
-//! filled from the process-wide registry on the first call, so the registry is
+//! Per-call-site state: each protected fn holds one `static Site` with a
+//! handle per primitive, filled from the process-wide registry on the first call, so the registry is
 //! consulted once per call site, never per call. A [`Handle`] keeps seeing the
 //! instance a registry reload installs (one atomic load per call).
 
@@ -13,8 +13,9 @@ use resil_core::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadCon
 use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfigBuilder};
 use resil_registry::{registry, Handle};
 
-/// One primitive's handle, cached by one call site.
-pub struct Site<T>(OnceLock<Handle<T>>);
+/// The handles of one call site's primitives (a tuple of [`Handle`]s),
+/// looked up on the site's first call.
+pub struct Site<T>(OnceLock<T>);
 
 impl<T> Site<T> {
     /// An empty site, for a `static`.
@@ -23,10 +24,10 @@ impl<T> Site<T> {
         Site(OnceLock::new())
     }
 
-    /// The current instance; `init` runs on the first call only.
+    /// The handles; `init` runs on the first call only.
     #[inline]
-    pub fn get(&'static self, init: impl FnOnce() -> Handle<T>) -> &'static T {
-        self.0.get_or_init(init).get()
+    pub fn get(&'static self, init: impl FnOnce() -> T) -> &'static T {
+        self.0.get_or_init(init)
     }
 }
 
