@@ -66,6 +66,8 @@
 pub mod config;
 
 mod classes;
+#[cfg(feature = "redis")]
+mod distributed;
 mod error;
 mod event;
 mod global;

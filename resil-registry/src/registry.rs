@@ -142,6 +142,10 @@ pub(crate) struct Inner {
     pools: Store<ThreadPoolBulkhead>,
     rate_limiters: Store<RateLimiter>,
     time_limiters: Store<TimeLimiter>,
+    /// Redis-backed rate limiters (`Registry::distributed_rate_limiter`).
+    #[cfg(feature = "redis")]
+    pub(crate) distributed:
+        DashMap<Arc<str>, Arc<Slot<resil_core::distributed_rate_limiter::DistributedRateLimiter>>>,
     pub(crate) clock: Option<SharedClock>,
     /// The registry's clock for its own timers (override TTLs): `clock`, or
     /// the system clock.
@@ -246,6 +250,8 @@ impl RegistryBuilder {
                 pools: Store::default(),
                 rate_limiters: Store::default(),
                 time_limiters: Store::default(),
+                #[cfg(feature = "redis")]
+                distributed: DashMap::new(),
                 ttl_clock: self.clock.clone().unwrap_or_else(SharedClock::system),
                 clock: self.clock,
                 overrides: Overrides::default(),

@@ -221,7 +221,7 @@ fn typed(ty: Ty, text: &str) -> Value {
             "false" => Value::Bool(false),
             _ => string(),
         },
-        Ty::Duration | Ty::Choice(_) | Ty::Names => string(),
+        Ty::Duration | Ty::Choice(_) | Ty::Names | Ty::Text => string(),
     }
 }
 

@@ -400,6 +400,8 @@ fn read_typed(ty: Ty, value: &Value, path: &str) -> Result<Val, Vec<Problem>> {
                 .ok_or_else(out_of_range)?,
         ),
         (Ty::Names, Value::Str(text)) => Val::Names(split_names(text)),
+        (Ty::Text, Value::Str(text)) if text.trim().is_empty() => return Err(out_of_range()),
+        (Ty::Text, Value::Str(text)) => Val::Text(text.trim().to_owned()),
         (Ty::Names, Value::List(items)) => {
             let mut names = Vec::with_capacity(items.len());
             let mut bad = Vec::new();

@@ -58,6 +58,8 @@
 //! value.
 
 mod apply;
+#[cfg(feature = "redis")]
+mod distributed;
 mod duration;
 mod env;
 mod error;

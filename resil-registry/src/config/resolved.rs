@@ -247,6 +247,11 @@ impl<C> Resolved<C> {
         }
     }
 
+    /// The value of a registry-read option (`redis-url`, `backend`, …), if set.
+    pub(crate) fn value(&self, key: &str) -> Option<&Val> {
+        self.values.get(key).map(|s| &s.val)
+    }
+
     fn flag(&self, key: &str) -> Option<bool> {
         match self.values.get(key)?.val {
             Val::Bool(b) => Some(b),

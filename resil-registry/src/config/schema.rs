@@ -108,6 +108,8 @@ pub(crate) enum Ty {
     Choice(&'static [&'static str]),
     /// A list of error-class names.
     Names,
+    /// A non-empty string (a URL, a key prefix).
+    Text,
 }
 
 impl Ty {
@@ -124,6 +126,7 @@ impl Ty {
                 format!("one of {}", words.join(", "))
             }
             Ty::Names => "a list of error-class names".into(),
+            Ty::Text => "a non-empty string".into(),
         }
     }
 }
@@ -194,6 +197,14 @@ pub(crate) const REGISTER_HEALTH_INDICATOR: &str = "register-health-indicator";
 pub(crate) const ALLOW_HEALTH_INDICATOR_TO_FAIL: &str = "allow-health-indicator-to-fail";
 /// `event-consumer-buffer-size`: how many recent events the registry keeps.
 pub(crate) const EVENT_CONSUMER_BUFFER_SIZE: &str = "event-consumer-buffer-size";
+
+/// `backend` (rate limiter): where the quota lives.
+pub(crate) const BACKENDS: &[&str] = &["local", "redis"];
+/// `algorithm` (redis-backed rate limiter).
+pub(crate) const ALGORITHMS: &[&str] = &["SLIDING_WINDOW", "GCRA"];
+/// `failure-policy` (redis-backed rate limiter): what an acquire does when
+/// Redis does not answer.
+pub(crate) const FAILURE_POLICIES: &[&str] = &["FAIL_CLOSED", "FAIL_OPEN", "LOCAL_FALLBACK"];
 
 /// Sliding window types as Resilience4j writes them.
 pub(crate) const SLIDING_WINDOW_TYPES: &[&str] = &["COUNT_BASED", "TIME_BASED"];
@@ -321,6 +332,17 @@ const RATE_LIMITER: &[OptionSpec] = &[
     registry(REGISTER_HEALTH_INDICATOR, Ty::Bool),
     registry(ALLOW_HEALTH_INDICATOR_TO_FAIL, Ty::Bool),
     registry(EVENT_CONSUMER_BUFFER_SIZE, Ty::Usize),
+    // The distributed rate limiter (`Registry::distributed_rate_limiter`,
+    // feature `redis`): read by the registry, never by the local limiter.
+    registry("backend", Ty::Choice(BACKENDS)),
+    registry("redis-url", Ty::Text),
+    registry("key-prefix", Ty::Text),
+    registry("algorithm", Ty::Choice(ALGORITHMS)),
+    registry("buckets", Ty::U32),
+    registry("burst", Ty::U32),
+    registry("redis-timeout", Ty::Duration),
+    registry("failure-policy", Ty::Choice(FAILURE_POLICIES)),
+    registry("expected-instances", Ty::U32),
 ];
 
 const TIME_LIMITER: &[OptionSpec] = &[
@@ -425,6 +447,8 @@ pub(crate) enum Val {
     /// The canonical word of a `Ty::Choice`.
     Choice(&'static str),
     Names(Vec<String>),
+    /// A `Ty::Text`.
+    Text(String),
 }
 
 impl fmt::Display for Val {
@@ -438,6 +462,7 @@ impl fmt::Display for Val {
             Val::Bool(b) => write!(f, "{b}"),
             Val::Choice(c) => f.write_str(c),
             Val::Names(names) => write!(f, "[{}]", names.join(", ")),
+            Val::Text(text) => f.write_str(text),
         }
     }
 }

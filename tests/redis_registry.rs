@@ -1,0 +1,221 @@
+//! The distributed rate limiter from the registry: `backend = "redis"` in a
+//! rate limiter's config. Building one does no I/O, so the configuration
+//! tests need no server; the shared-quota test starts its own
+//! `redis-server` (see `support/redis_server.rs`) and fails, never skips,
+//! when it cannot.
+#![cfg(feature = "redis")]
+
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+use std::time::Duration;
+
+use redis_server::RedisServer;
+use resil::distributed_rate_limiter::{Algorithm, FailurePolicy};
+use resil::registry_crate::{FileConfig, RegistryError};
+use resil::Registry;
+
+const FILE: &str = r#"
+[resilience4j.ratelimiter.configs.shared]
+backend = "redis"
+redis-url = "redis://127.0.0.1:1/"
+key-prefix = "orders:"
+limit-for-period = 100
+limit-refresh-period = "10s"
+timeout-duration = "0ms"
+
+[resilience4j.ratelimiter.instances.checkout]
+base-config = "shared"
+algorithm = "gcra"
+burst = 20
+redis-timeout = "50ms"
+failure-policy = "LOCAL_FALLBACK"
+expected-instances = 4
+
+[resilience4j.ratelimiter.instances.search]
+limit-for-period = 5
+"#;
+
+/// The registry's error for instance `name` of a file holding `entry` under
+/// `[resilience4j.ratelimiter.instances.x]`, as text.
+fn distributed_error(entry: &str) -> RegistryError {
+    let text = format!(
+        "[resilience4j.ratelimiter.instances.x]\nbackend = \"redis\"\n\
+         redis-url = \"redis://127.0.0.1:1/\"\n{entry}\n"
+    );
+    let registry = Registry::from_toml_str(&text).expect("the file itself is well-typed");
+    registry
+        .distributed_rate_limiter("x")
+        .expect_err("the settings must be rejected")
+}
+
+#[test]
+fn a_redis_backend_entry_builds_a_distributed_limiter_with_its_settings_and_inherited_quota() {
+    let registry = Registry::from_toml_str(FILE).unwrap();
+    assert!(registry.is_redis_backed("checkout"));
+    assert!(registry.is_redis_backed("shared"), "a named config serves its own name");
+    assert!(!registry.is_redis_backed("search"));
+    assert!(!registry.is_redis_backed("unknown"));
+
+    let checkout = registry.distributed_rate_limiter("checkout").unwrap();
+    let c = checkout.config();
+    assert_eq!(c.redis_url(), "redis://127.0.0.1:1/");
+    assert_eq!(c.key_prefix(), "orders:");
+    assert_eq!(c.algorithm(), Algorithm::Gcra);
+    assert_eq!(c.limit_for_period(), 100);
+    assert_eq!(c.limit_refresh_period(), Duration::from_secs(10));
+    assert_eq!(c.timeout_duration(), Duration::ZERO);
+    assert_eq!(c.burst(), 20);
+    assert_eq!(c.redis_timeout(), Duration::from_millis(50));
+    assert_eq!(
+        c.failure_policy(),
+        FailurePolicy::LocalFallback {
+            expected_instances: 4
+        }
+    );
+    assert_eq!(checkout.local_fallback_limit(), Some(25));
+    assert_eq!(checkout.name(), "checkout");
+
+    // Same name → same instance.
+    let again = registry.distributed_rate_limiter("checkout").unwrap();
+    assert!(resil::Handle::same_entry(&checkout, &again));
+}
+
+#[test]
+fn code_settings_for_the_rate_limiter_reach_the_distributed_quota() {
+    let registry = Registry::from_toml_str(FILE).unwrap();
+    registry
+        .configure_rate_limiter("checkout", |b| b.limit_for_period(7))
+        .unwrap();
+    let checkout = registry.distributed_rate_limiter("checkout").unwrap();
+    assert_eq!(checkout.config().limit_for_period(), 7);
+    // Keys the file left unset keep the distributed limiter's defaults.
+    let shared = registry.distributed_rate_limiter("shared").unwrap();
+    assert_eq!(shared.config().algorithm(), Algorithm::SlidingWindow);
+    assert_eq!(shared.config().failure_policy(), FailurePolicy::FailClosed);
+}
+
+#[test]
+fn a_local_backend_is_refused_naming_the_key_to_set() {
+    let registry = Registry::from_toml_str(FILE).unwrap();
+    let err = registry.distributed_rate_limiter("search").unwrap_err();
+    assert!(
+        matches!(err, RegistryError::IllegalOperation { .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "rate_limiter `search`: not redis-backed: set `backend = \"redis\"` (and `redis-url`) \
+         under `resilience4j.ratelimiter.instances.search`"
+    );
+    // The local limiter of the same name is untouched by the Redis keys.
+    assert_eq!(registry.rate_limiter("search").config().limit_for_period(), 5);
+    assert_eq!(registry.rate_limiter("checkout").config().limit_for_period(), 100);
+}
+
+#[test]
+fn invalid_redis_settings_name_their_key_path() {
+    let cases = [
+        ("buckets = 1001", "buckets"),
+        ("burst = 0", "burst"),
+        ("redis-timeout = \"0ms\"", "redis-timeout"),
+        ("failure-policy = \"LOCAL_FALLBACK\"", "expected-instances"),
+        (
+            "failure-policy = \"LOCAL_FALLBACK\"\nexpected-instances = 0",
+            "expected-instances",
+        ),
+        ("limit-for-period = 0", "limit-for-period"),
+    ];
+    for (entry, key) in cases {
+        match distributed_error(entry) {
+            RegistryError::InvalidConfig { source, .. } => assert_eq!(
+                source.field(),
+                format!("resilience4j.ratelimiter.instances.x.{key}"),
+                "{entry}"
+            ),
+            other => panic!("{entry}: {other:?}"),
+        }
+    }
+    // A URL the redis client cannot use, set in a named config, is blamed
+    // where it was written.
+    let registry = Registry::from_toml_str(
+        "[resilience4j.ratelimiter.configs.base]\nredis-url = \"http://x\"\n\
+         [resilience4j.ratelimiter.instances.x]\nbase-config = \"base\"\nbackend = \"redis\"\n",
+    )
+    .unwrap();
+    match registry.distributed_rate_limiter("x").unwrap_err() {
+        RegistryError::InvalidConfig { source, .. } => {
+            assert_eq!(source.field(), "resilience4j.ratelimiter.configs.base.redis-url")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn ill_typed_redis_keys_fail_the_file_with_key_paths_and_allowed_values() {
+    let err = FileConfig::from_toml_str(
+        "[resilience4j.ratelimiter.instances.x]\nbackend = \"memcached\"\nredis-url = 6379\n\
+         key-prefix = \"  \"\nalgorithm = \"leaky\"\nfailure-policy = \"panic\"\n",
+    )
+    .unwrap_err();
+    let mut found: Vec<(String, String)> = err
+        .problems()
+        .iter()
+        .map(|p| (p.path().unwrap_or("").to_owned(), p.to_string()))
+        .collect();
+    found.sort();
+    let at = |key: &str| format!("resilience4j.ratelimiter.instances.x.{key}");
+    let keys: Vec<&str> = found.iter().map(|(path, _)| path.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            at("algorithm"),
+            at("backend"),
+            at("failure-policy"),
+            at("key-prefix"),
+            at("redis-url")
+        ]
+    );
+    assert!(found[0].1.contains("one of `SLIDING_WINDOW`, `GCRA`"), "{}", found[0].1);
+    assert!(found[1].1.contains("one of `local`, `redis`"), "{}", found[1].1);
+    assert!(
+        found[2].1.contains("`FAIL_CLOSED`, `FAIL_OPEN`, `LOCAL_FALLBACK`"),
+        "{}",
+        found[2].1
+    );
+    assert!(found[3].1.contains("a non-empty string"), "{}", found[3].1);
+    assert!(found[4].1.contains("a non-empty string"), "{}", found[4].1);
+}
+
+/// Two registries (two services' processes) configured from one file share
+/// one quota through the server: 5 per minute in all, not 5 each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_registries_share_one_quota_through_redis() {
+    let server = RedisServer::start();
+    let file = format!(
+        "[resilience4j.ratelimiter.instances.checkout]\nbackend = \"redis\"\n\
+         redis-url = \"{}\"\nkey-prefix = \"registry-test:\"\nlimit-for-period = 5\n\
+         limit-refresh-period = \"60s\"\ntimeout-duration = \"0ms\"\nredis-timeout = \"2s\"\n",
+        server.url()
+    );
+    let a = Registry::from_toml_str(&file).unwrap();
+    let b = Registry::from_toml_str(&file).unwrap();
+    let la = a.distributed_rate_limiter("checkout").unwrap();
+    let lb = b.distributed_rate_limiter("checkout").unwrap();
+    let mut granted = [0, 0];
+    for _ in 0..6 {
+        for (i, limiter) in [&la, &lb].into_iter().enumerate() {
+            if limiter.call_async(async { Ok::<_, ()>(()) }).await.is_ok() {
+                granted[i] += 1;
+            }
+        }
+    }
+    assert_eq!(granted[0] + granted[1], 5, "one quota of 5 for both: {granted:?}");
+    assert!(granted[0] >= 1 && granted[1] >= 1, "both drew from it: {granted:?}");
+    let (ma, mb) = (la.metrics(), lb.metrics());
+    assert_eq!(
+        ma.fallback_decisions() + mb.fallback_decisions(),
+        0,
+        "Redis decided every call: {ma:?} {mb:?}"
+    );
+}
