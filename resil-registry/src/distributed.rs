@@ -83,11 +83,13 @@ impl Registry {
                     });
                 }
                 let name = Arc::clone(v.key());
-                let limiter = DistributedRateLimiter::new(Arc::clone(&name), config)
-                    .map_err(|source| RegistryError::InvalidConfig {
-                        kind: Kind::RateLimiter,
-                        name: name.to_string(),
-                        source,
+                let limiter =
+                    DistributedRateLimiter::new(Arc::clone(&name), config).map_err(|source| {
+                        RegistryError::InvalidConfig {
+                            kind: Kind::RateLimiter,
+                            name: name.to_string(),
+                            source,
+                        }
                     })?;
                 let slot = Arc::new(Slot::new(name, limiter));
                 v.insert(Arc::clone(&slot));

@@ -76,7 +76,11 @@ impl Resolved<RateLimiterConfig> {
                 "failure_policy.expected_instances" => "expected-instances".to_owned(),
                 field => field.replace('_', "-"),
             };
-            ConfigError::new(self.key_path(&key), e.got().to_owned(), e.expected().to_owned())
+            ConfigError::new(
+                self.key_path(&key),
+                e.got().to_owned(),
+                e.expected().to_owned(),
+            )
         })
     }
 
