@@ -146,12 +146,16 @@ fn publish_metrics_uses_resilience4j_names_labelled_by_name_and_tags() {
         )),
         Some(-1.0)
     );
-    assert_eq!(
-        recorder.get(&format!(
-            "resilience4j_circuitbreaker_buffered_calls{{{cb_labels}}}"
-        )),
-        Some(2.0)
-    );
+    // The window's calls by kind, as Resilience4j tags the gauge.
+    for kind in ["failed", "successful"] {
+        assert_eq!(
+            recorder.get(&format!(
+                "resilience4j_circuitbreaker_buffered_calls{{kind={kind},{cb_labels}}}"
+            )),
+            Some(1.0),
+            "{kind}"
+        );
+    }
     assert_eq!(
         recorder.get("resilience4j_bulkhead_available_concurrent_calls{name=db}"),
         Some(25.0)

@@ -47,7 +47,8 @@ fn summarize_breakers(snapshot: &serde_json::Value) -> String {
                 "{}: {}, buffered {}, failed {}, ignored {}, not permitted {}",
                 i["name"].as_str().unwrap_or("?"),
                 i["state"].as_str().unwrap_or("?"),
-                metric(i, "circuitbreaker_buffered_calls", None),
+                metric(i, "circuitbreaker_buffered_calls", Some("successful"))
+                    + metric(i, "circuitbreaker_buffered_calls", Some("failed")),
                 metric(i, "circuitbreaker_calls", Some("failed")),
                 metric(i, "circuitbreaker_calls", Some("ignored")),
                 metric(i, "circuitbreaker_calls", Some("not_permitted")),

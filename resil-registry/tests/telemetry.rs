@@ -40,7 +40,14 @@ fn the_snapshot_shows_state_metrics_config_with_provenance_tags_and_the_override
         i.metric("circuitbreaker_calls", Some("successful")),
         Some(1.0)
     );
-    assert_eq!(i.metric("circuitbreaker_buffered_calls", None), Some(2.0));
+    assert_eq!(
+        i.metric("circuitbreaker_buffered_calls", Some("failed")),
+        Some(1.0)
+    );
+    assert_eq!(
+        i.metric("circuitbreaker_buffered_calls", Some("successful")),
+        Some(1.0)
+    );
     assert_eq!(
         i.metric("circuitbreaker_failure_rate", None),
         Some(-1.0),

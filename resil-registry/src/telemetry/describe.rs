@@ -131,10 +131,16 @@ impl Describe for CircuitBreaker {
                 None,
                 m.slow_call_rate().map_or(-1.0, f64::from),
             ),
+            // The window's calls by kind, as Resilience4j tags this gauge.
             (
                 "circuitbreaker_buffered_calls",
-                None,
-                m.buffered_calls() as f64,
+                Some("successful"),
+                m.successful_calls() as f64,
+            ),
+            (
+                "circuitbreaker_buffered_calls",
+                Some("failed"),
+                m.failed_calls() as f64,
             ),
             (
                 "circuitbreaker_slow_calls",
