@@ -248,6 +248,7 @@ impl<C> Resolved<C> {
     }
 
     /// The value of a registry-read option (`redis-url`, `backend`, …), if set.
+    #[cfg(feature = "redis")]
     pub(crate) fn value(&self, key: &str) -> Option<&Val> {
         self.values.get(key).map(|s| &s.val)
     }
