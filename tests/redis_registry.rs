@@ -146,6 +146,18 @@ fn invalid_redis_settings_name_their_key_path() {
             other => panic!("{entry}: {other:?}"),
         }
     }
+    // Resilience4j's default refresh period (500 ns) is below the shared
+    // quota's 1 ms floor: an entry that leaves it unset is told which key to set.
+    let registry =
+        Registry::from_toml_str("[resilience4j.ratelimiter.instances.x]\nbackend = \"redis\"\n")
+            .unwrap();
+    match registry.distributed_rate_limiter("x").unwrap_err() {
+        RegistryError::InvalidConfig { source, .. } => assert_eq!(
+            source.field(),
+            "resilience4j.ratelimiter.instances.x.limit-refresh-period"
+        ),
+        other => panic!("{other:?}"),
+    }
     // A URL the redis client cannot use, set in a named config, is blamed
     // where it was written.
     let registry = Registry::from_toml_str(
