@@ -1270,3 +1270,18 @@ fn the_example_file_runs_in_a_registry_with_the_programs_error_classes() {
         ]
     );
 }
+
+/// A build without the `redis` feature cannot honour `backend = "redis"`: the
+/// file is refused, rather than quietly protected by a local limiter.
+#[cfg(not(feature = "redis"))]
+#[test]
+fn a_redis_backend_without_the_redis_feature_is_refused_naming_the_key() {
+    let problem = only_problem(toml(
+        "[resilience4j.ratelimiter.instances.api]\nbackend = \"redis\"\n",
+    ));
+    let text = problem.to_string();
+    assert!(
+        text.contains("resilience4j.ratelimiter.instances.api.backend") && text.contains("local"),
+        "{text}"
+    );
+}

@@ -198,8 +198,15 @@ pub(crate) const ALLOW_HEALTH_INDICATOR_TO_FAIL: &str = "allow-health-indicator-
 /// `event-consumer-buffer-size`: how many recent events the registry keeps.
 pub(crate) const EVENT_CONSUMER_BUFFER_SIZE: &str = "event-consumer-buffer-size";
 
-/// `backend` (rate limiter): where the quota lives.
+/// `backend` (rate limiter): where the quota lives. `redis` only exists with
+/// the `redis` feature: without it a file asking for Redis is an error, never
+/// a local limiter in its place.
+#[cfg(feature = "redis")]
 pub(crate) const BACKENDS: &[&str] = &["local", "redis"];
+/// `backend` (rate limiter): where the quota lives (`redis` needs the `redis`
+/// feature).
+#[cfg(not(feature = "redis"))]
+pub(crate) const BACKENDS: &[&str] = &["local"];
 /// `algorithm` (redis-backed rate limiter).
 pub(crate) const ALGORITHMS: &[&str] = &["SLIDING_WINDOW", "GCRA"];
 /// `failure-policy` (redis-backed rate limiter): what an acquire does when
