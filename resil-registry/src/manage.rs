@@ -136,11 +136,16 @@ fn back_to(state: State) -> Transition {
 
 impl Registry {
     fn existing_breaker(&self, name: &str) -> Result<crate::Handle<CircuitBreaker>, RegistryError> {
-        self.find::<CircuitBreaker>(name)
-            .ok_or_else(|| RegistryError::NotFound {
-                kind: Kind::CircuitBreaker,
-                name: name.to_owned(),
-            })
+        self.existing::<CircuitBreaker>(name)
+    }
+
+    /// The instance of kind `P` called `name`, or `NotFound`: management acts
+    /// only on instances that exist, never creates one.
+    fn existing<P: crate::Primitive>(&self, name: &str) -> Result<crate::Handle<P>, RegistryError> {
+        self.find::<P>(name).ok_or_else(|| RegistryError::NotFound {
+            kind: P::KIND,
+            name: name.to_owned(),
+        })
     }
 
     fn publish_breaker(&self, name: &str, what: RegistryEventKind) {
@@ -362,12 +367,7 @@ impl Registry {
     /// Changes the rate limiter called `name`'s `limit_for_period` (from the
     /// next cycle on), through the limiter's own run-time setter.
     pub fn set_rate_limit(&self, name: &str, limit_for_period: u32) -> Result<(), RegistryError> {
-        let limiter = self
-            .find::<RateLimiter>(name)
-            .ok_or_else(|| RegistryError::NotFound {
-                kind: Kind::RateLimiter,
-                name: name.to_owned(),
-            })?;
+        let limiter = self.existing::<RateLimiter>(name)?;
         limiter
             .change_limit_for_period(limit_for_period)
             .map_err(|source| RegistryError::InvalidConfig {
@@ -390,12 +390,7 @@ impl Registry {
         name: &str,
         timeout: Duration,
     ) -> Result<(), RegistryError> {
-        let limiter = self
-            .find::<RateLimiter>(name)
-            .ok_or_else(|| RegistryError::NotFound {
-                kind: Kind::RateLimiter,
-                name: name.to_owned(),
-            })?;
+        let limiter = self.existing::<RateLimiter>(name)?;
         limiter.change_timeout_duration(timeout);
         tracing::info!(kind = "rate_limiter", name, timeout = ?timeout, "timeout changed");
         Ok(())
@@ -408,12 +403,7 @@ impl Registry {
         name: &str,
         max_concurrent_calls: u32,
     ) -> Result<(), RegistryError> {
-        let bulkhead = self
-            .find::<Bulkhead>(name)
-            .ok_or_else(|| RegistryError::NotFound {
-                kind: Kind::Bulkhead,
-                name: name.to_owned(),
-            })?;
+        let bulkhead = self.existing::<Bulkhead>(name)?;
         bulkhead
             .set_max_concurrent_calls(max_concurrent_calls)
             .map_err(|source| RegistryError::InvalidConfig {

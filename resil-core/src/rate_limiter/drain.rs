@@ -64,6 +64,27 @@ impl DrainOnResult {
         }
     }
 
+    /// Whether `result` should drain the limiter called `limiter`; a result
+    /// of types the predicate is not written for is traced once (`warned`).
+    /// What both limiters' `call` paths ask.
+    #[inline]
+    pub(crate) fn drains<T: 'static, E: 'static>(
+        &self,
+        result: &Result<T, E>,
+        limiter: &str,
+        warned: &AtomicBool,
+    ) -> bool {
+        match self.check(result) {
+            Some(answer) => answer,
+            None => {
+                if !warned.load(Ordering::Relaxed) {
+                    self.foreign::<T, E>(limiter, warned);
+                }
+                false
+            }
+        }
+    }
+
     /// Whether `result` should drain the limiter.
     #[cfg(test)]
     fn holds<T: 'static, E: 'static>(&self, result: &Result<T, E>) -> bool {

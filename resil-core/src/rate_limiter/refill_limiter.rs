@@ -310,13 +310,8 @@ impl Inner {
     #[inline]
     fn on_result<T: 'static, E: 'static>(&self, result: &Result<T, E>) {
         if let Some(drain) = self.config.drain_on_result() {
-            match drain.check(result) {
-                Some(true) => self.drain(),
-                Some(false) => {}
-                None if !self.warned_foreign.load(Ordering::Relaxed) => {
-                    drain.foreign::<T, E>(&self.name, &self.warned_foreign)
-                }
-                None => {}
+            if drain.drains(result, &self.name, &self.warned_foreign) {
+                self.drain();
             }
         }
     }
