@@ -5,14 +5,20 @@
 //! when it cannot.
 #![cfg(feature = "redis")]
 
+#[path = "support/recorder.rs"]
+mod recorder;
 #[path = "support/redis_server.rs"]
 mod redis_server;
 
+use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use redis_server::RedisServer;
 use resil::distributed_rate_limiter::{Algorithm, FailurePolicy};
-use resil::registry_crate::{FileConfig, RegistryError};
+use resil::rate_limiter::RateLimiter;
+use resil::registry_crate::{
+    FileConfig, Kind, RegistryError, RegistryEventKind, ReloadError, Status,
+};
 use resil::Registry;
 
 const FILE: &str = r#"
@@ -260,4 +266,256 @@ async fn two_registries_share_one_quota_through_redis() {
         0,
         "Redis decided every call: {ma:?} {mb:?}"
     );
+}
+
+fn file(text: &str) -> FileConfig {
+    FileConfig::from_toml_str(text).unwrap()
+}
+
+#[test]
+fn a_reload_rebuilds_a_running_distributed_limiter_whose_settings_changed() {
+    let registry = Registry::from_toml_str(FILE).unwrap();
+    let checkout = registry.distributed_rate_limiter("checkout").unwrap();
+    let shared = registry.distributed_rate_limiter("shared").unwrap();
+    let mut events = registry.subscribe();
+
+    let unchanged = registry.reload(file(FILE)).unwrap();
+    assert!(unchanged.replaced.is_empty(), "{unchanged:?}");
+    assert_eq!(unchanged.unchanged, 2, "both distributed limiters counted");
+
+    let report = registry
+        .reload(file(&FILE.replace("burst = 20", "burst = 40")))
+        .unwrap();
+    assert_eq!(report.replaced, ["rate_limiter checkout (redis)"]);
+    assert_eq!(report.unchanged, 1);
+    assert_eq!(checkout.config().burst(), 40, "the held handle sees it");
+    assert_eq!(checkout.config().limit_for_period(), 100);
+    assert_eq!(shared.config().key_prefix(), "orders:");
+    let replaced: Vec<_> = events
+        .drain()
+        .into_iter()
+        .filter(|e| matches!(e.what, RegistryEventKind::Replaced { .. }))
+        .map(|e| (e.kind, e.name.to_string()))
+        .collect();
+    assert_eq!(replaced, [(Kind::RateLimiter, "checkout".to_owned())]);
+
+    // A quota change in a base config reaches every limiter inheriting it.
+    registry
+        .reload(file(
+            &FILE.replace("limit-for-period = 100", "limit-for-period = 60"),
+        ))
+        .unwrap();
+    assert_eq!(checkout.config().limit_for_period(), 60);
+    assert_eq!(shared.config().limit_for_period(), 60);
+}
+
+#[test]
+fn a_reload_that_moves_a_running_limiter_to_the_other_backend_is_refused() {
+    let registry = Registry::from_toml_str(FILE).unwrap();
+    let checkout = registry.distributed_rate_limiter("checkout").unwrap();
+    let search = registry.rate_limiter("search");
+
+    let to_local = FILE.replace(
+        "algorithm = \"gcra\"",
+        "algorithm = \"gcra\"\nbackend = \"local\"",
+    );
+    let err = registry.reload(file(&to_local)).unwrap_err();
+    let ReloadError::Instances(errors) = &err else {
+        panic!("{err}");
+    };
+    assert_eq!(errors.len(), 1, "{err}");
+    assert_eq!(
+        errors[0].to_string(),
+        "rate_limiter `checkout`: runs on the redis backend and its call sites hold that \
+         limiter: a reload cannot move it to the local backend (keep `backend` as it is, or \
+         restart the process)"
+    );
+
+    let to_redis = FILE.replace(
+        "limit-for-period = 5",
+        "limit-for-period = 5\nbackend = \"redis\"\nredis-url = \"redis://127.0.0.1:1/\"",
+    );
+    let err = registry.reload(file(&to_redis)).unwrap_err().to_string();
+    assert!(
+        err.contains("rate_limiter `search`: runs on the local backend"),
+        "{err}"
+    );
+
+    // Nothing was applied.
+    assert!(!registry.is_redis_backed("search"));
+    assert_eq!(search.config().limit_for_period(), 5);
+    assert_eq!(checkout.config().algorithm(), Algorithm::Gcra);
+}
+
+#[test]
+fn configure_rate_limiter_rebuilds_a_running_distributed_limiter() {
+    let registry = Registry::from_toml_str(FILE).unwrap();
+    let checkout = registry.distributed_rate_limiter("checkout").unwrap();
+    assert_eq!(checkout.config().limit_for_period(), 100);
+    registry
+        .configure_rate_limiter("checkout", |b| b.limit_for_period(8))
+        .unwrap();
+    assert_eq!(checkout.config().limit_for_period(), 8);
+    assert_eq!(
+        checkout.local_fallback_limit(),
+        Some(2),
+        "8 over 4 instances"
+    );
+}
+
+const ALL_REDIS: &str = r#"
+[resilience4j.ratelimiter.configs.default]
+backend = "redis"
+redis-url = "redis://127.0.0.1:1/"
+limit-refresh-period = "1s"
+"#;
+
+/// Runs `f(i)` on 8 threads released together.
+fn race<T: Send + 'static>(f: impl Fn(usize) -> T + Send + Sync + 'static) -> Vec<T> {
+    let f = Arc::new(f);
+    let barrier = Arc::new(Barrier::new(8));
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let (f, barrier) = (Arc::clone(&f), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                f(i)
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn the_cap_holds_exactly_when_new_distributed_limiters_race() {
+    for _ in 0..20 {
+        let registry = Arc::new(Registry::builder().max_instances_per_kind(3).build());
+        registry.reload(file(ALL_REDIS)).unwrap();
+        let r = Arc::clone(&registry);
+        let outcomes = race(move |i| r.distributed_rate_limiter(&format!("tenant-{i}")));
+        let created = outcomes.iter().filter(|o| o.is_ok()).count();
+        assert_eq!(created, 3, "the cap of 3, never more");
+        assert!(outcomes
+            .iter()
+            .all(|o| o.is_ok()
+                || matches!(o, Err(RegistryError::CardinalityExceeded { limit: 3, .. }))));
+        assert_eq!(registry.distributed_rate_limiter_names().len(), 3);
+        assert_eq!(registry.refused_by_cap(Kind::RateLimiter), 5);
+    }
+}
+
+#[test]
+fn racing_on_one_new_name_creates_one_distributed_limiter_and_one_added_event() {
+    for _ in 0..20 {
+        let registry = Arc::new(Registry::new());
+        registry.reload(file(ALL_REDIS)).unwrap();
+        let mut events = registry.subscribe();
+        let r = Arc::clone(&registry);
+        let handles = race(move |_| r.distributed_rate_limiter("payments").unwrap());
+        assert!(handles
+            .iter()
+            .all(|h| resil::Handle::same_entry(h, &handles[0])));
+        let added = events
+            .drain()
+            .into_iter()
+            .filter(|e| e.what == RegistryEventKind::Added && &*e.name == "payments")
+            .count();
+        assert_eq!(added, 1);
+    }
+}
+
+/// Nothing listens on port 1: each acquire finds Redis unavailable and the
+/// failure policy decides, which the snapshot, the health and the metrics
+/// must all show.
+#[tokio::test]
+async fn snapshot_health_and_metrics_show_distributed_limiters() {
+    let registry = Registry::from_toml_str(FILE).unwrap();
+    let checkout = registry.distributed_rate_limiter("checkout").unwrap();
+    let _local = registry.rate_limiter("search");
+    assert_eq!(registry.health().status, Status::Up, "no acquire yet");
+
+    let grant = checkout.acquire_async().await.unwrap();
+    assert_eq!(
+        grant.decided_by(),
+        resil::distributed_rate_limiter::DecidedBy::LocalFallback
+    );
+
+    let snapshot = registry.snapshot();
+    let names: Vec<_> = snapshot
+        .instances
+        .iter()
+        .filter(|i| i.kind == "rate_limiter")
+        .map(|i| i.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["checkout", "search"],
+        "sorted by name across backends"
+    );
+    let i = snapshot.instance(Kind::RateLimiter, "checkout").unwrap();
+    let value = |key: &str| {
+        let v = i.config_value(key).unwrap_or_else(|| panic!("no {key}"));
+        (v.value.as_str(), v.source.as_str())
+    };
+    assert_eq!(value("backend"), ("redis", "config `shared`"));
+    assert_eq!(value("limit-for-period"), ("100", "config `shared`"));
+    assert_eq!(value("algorithm"), ("GCRA", "instance"));
+    assert_eq!(value("failure-policy"), ("LOCAL_FALLBACK", "instance"));
+    assert_eq!(value("buckets").1, "default");
+    assert_eq!(i.health, Status::Degraded);
+    assert!(
+        i.health_reason
+            .as_deref()
+            .unwrap()
+            .contains("LOCAL_FALLBACK"),
+        "{:?}",
+        i.health_reason
+    );
+    assert_eq!(
+        i.metric("ratelimiter_distributed_fallback_calls", Some("granted")),
+        Some(1.0)
+    );
+    assert_eq!(
+        i.metric("ratelimiter_distributed_script_calls", None),
+        Some(1.0)
+    );
+
+    let health = registry.health();
+    assert_eq!(health.status, Status::Degraded);
+    assert!(
+        health
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("rate_limiter `checkout`: Redis gave no verdict"),
+        "{:?}",
+        health.reason
+    );
+
+    let recorder = recorder::Remember::default();
+    metrics::with_local_recorder(&recorder, || registry.publish_metrics());
+    assert_eq!(
+        recorder.get(
+            "resilience4j_ratelimiter_distributed_fallback_calls\
+             {backend=redis,kind=granted,name=checkout}"
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        recorder.get(
+            "resilience4j_ratelimiter_distributed_acquire_calls\
+             {backend=redis,kind=successful,name=checkout}"
+        ),
+        Some(0.0),
+        "Redis granted nothing: the fallback did"
+    );
+    assert_eq!(
+        recorder.get("resilience4j_ratelimiter_waiting_threads{name=search}"),
+        Some(0.0),
+        "the local limiter of another name publishes as before"
+    );
+
+    // Opting out of health works by the rate limiter's name, whatever its backend.
+    registry.set_health_indicator::<RateLimiter>("checkout", false);
+    assert_eq!(registry.health().status, Status::Up);
 }

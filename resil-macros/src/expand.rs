@@ -6,6 +6,7 @@
 //! static __RESIL_SITE: Site<(Handle<Retry>, …)> = Site::new();  // one per call site
 //! let handles = __RESIL_SITE.get(|| (registry().retry("name"), …));  // looked up once
 //! let retry: &Retry = handles.0.get();                   // one atomic load per primitive
+//!                                      // (a rate limiter: `SiteRateLimiter`, local or Redis)
 //! let out = Retry::call_async_nested(retry, || { let arg = arg.reuse();
 //!     circuit_breaker_async(breaker, … Bulkhead::call_async(bulkhead, async move { body }) …) }).await;
 //! match out { Ok(v) => Ok(v), Err(e) => the most specific fallback, or `E: From<Rejection>` }
@@ -195,11 +196,20 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
             quote!(#p::#with(#name, |#b| #b #(#calls)*))
         };
         let index = syn::Index::from(i);
-        types.push(quote!(#p::Handle<#p::#ty>));
         inits.push(init);
-        lets.extend(quote! {
-            let #h: &'static #p::#ty = #all.#index.get();
-        });
+        if layer.aspect == Aspect::RateLimiter {
+            // Not a registry handle: the site's limiter on the backend the
+            // settings choose (local, or Redis with the `redis` feature).
+            types.push(quote!(#p::#ty));
+            lets.extend(quote! {
+                let #h: &'static #p::#ty = &#all.#index;
+            });
+        } else {
+            types.push(quote!(#p::Handle<#p::#ty>));
+            lets.extend(quote! {
+                let #h: &'static #p::#ty = #all.#index.get();
+            });
+        }
     }
     let site = mixed("__RESIL_SITE");
     let sites = quote! {
@@ -337,7 +347,7 @@ fn primitive(layer: &Layer) -> (Ident, Ident) {
     let (ty, get) = match layer.aspect {
         Aspect::Retry => ("Retry", "retry"),
         Aspect::CircuitBreaker => ("CircuitBreaker", "circuit_breaker"),
-        Aspect::RateLimiter => ("RateLimiter", "rate_limiter"),
+        Aspect::RateLimiter => ("SiteRateLimiter", "rate_limiter"),
         Aspect::TimeLimiter => ("TimeLimiter", "time_limiter"),
         Aspect::Bulkhead if layer.thread_pool => ("ThreadPoolBulkhead", "thread_pool_bulkhead"),
         Aspect::Bulkhead => ("Bulkhead", "bulkhead"),

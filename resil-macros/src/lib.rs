@@ -285,6 +285,18 @@ pub fn bulkhead(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// Settings: `limit_for_period` (≥ 1), `limit_refresh_period`, `timeout_duration`.
 ///
+/// **One quota for every process.** With resil's `redis` feature, when the
+/// registry's settings for `name` say `backend = "redis"` (in its instance
+/// entry, its base config or the default config), the call site uses the
+/// registry's Redis-backed limiter of that name instead: the same quota
+/// (`limit_for_period` per `limit_refresh_period`, the attribute's settings
+/// included) shared through Redis by every process, the same refusal
+/// (`resil::error::RequestNotPermitted`, the same
+/// fallbacks) and the Redis settings from the file (URL, key prefix,
+/// algorithm, failure policy). The backend is chosen on the site's first
+/// call; a sync fn then blocks its thread while Redis answers, so prefer
+/// async fns there.
+///
 /// ```
 /// # #[derive(Debug, PartialEq)] pub struct E;
 /// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }

@@ -1,14 +1,31 @@
 //! Redis-backed rate limiters by name (feature `redis`): the rate-limiter
 //! entries whose config says `backend = "redis"`.
+//!
+//! They live beside the local rate limiters, in their own map, and follow
+//! the same rules: get-or-create under the entry's shard lock (one instance
+//! and one `Added` event per name), the cap on instances per kind, a rebuild
+//! when `configure_rate_limiter` or a reload changes what they resolve to
+//! (every handle sees the new instance), and a place in the snapshot, the
+//! health summary and the published metrics.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use dashmap::mapref::entry::Entry as MapEntry;
 use resil_core::distributed_rate_limiter::DistributedRateLimiter;
-use resil_core::rate_limiter::RateLimiter;
+use resil_core::rate_limiter::{RateLimiter, RateLimiterConfigBuilder};
 
+use crate::config::FileConfig;
+use crate::event::RegistryEventKind;
 use crate::handle::{Handle, Slot};
+use crate::registry::CodeSettings;
 use crate::{Kind, Registry, RegistryError};
+
+/// A distributed limiter to install in place of the running one.
+pub(crate) struct Rebuild {
+    name: String,
+    limiter: DistributedRateLimiter,
+}
 
 impl Registry {
     /// Whether the rate limiter `name` is configured with `backend = "redis"`
@@ -20,7 +37,9 @@ impl Registry {
     }
 
     /// The Redis-backed rate limiter `name`, created on first use: same name →
-    /// same instance (one connection, one set of metrics).
+    /// same instance (one connection, one set of metrics), also when many
+    /// threads race on a new name (one instance, one
+    /// [`Added`](RegistryEventKind::Added) event).
     ///
     /// Its quota (`limit-for-period`, `limit-refresh-period`,
     /// `timeout-duration`) is the one the registry resolves for the local
@@ -31,13 +50,19 @@ impl Registry {
     /// `expected-instances`) come from the config file. Creating it does no
     /// I/O: the connection opens on the first acquire.
     ///
-    /// A reload does not rebuild a distributed limiter that already exists.
+    /// When `configure_rate_limiter` or a [`reload`](Self::reload) changes
+    /// what the name resolves to, a new instance takes its place and every
+    /// handle sees it (the quota itself lives in Redis and is not reset; the
+    /// instance's local counters start again). A reload cannot move a running
+    /// limiter between the local and the Redis backend: it is refused, naming
+    /// the instance.
     ///
     /// # Errors
     /// [`RegistryError::IllegalOperation`] when the settings for `name` do not
     /// say `backend = "redis"`; [`RegistryError::InvalidConfig`] naming the
     /// key path of an invalid value; [`RegistryError::CardinalityExceeded`]
-    /// past the cap on instances per kind.
+    /// past the cap on instances per kind (distributed limiters are counted
+    /// on their own, apart from the local ones).
     pub fn distributed_rate_limiter(
         &self,
         name: &str,
@@ -46,7 +71,63 @@ impl Registry {
         if let Some(slot) = map.get(name) {
             return Ok(Handle::from_slot(Arc::clone(&slot)));
         }
+        // Settings first, then the shard: the order every creation uses.
+        let code = self.store::<RateLimiter>().code.read();
         let file = self.file();
+        let limiter = self.build_distributed(&file, &code, name)?;
+        match map.entry(Arc::from(name)) {
+            MapEntry::Occupied(o) => Ok(Handle::from_slot(Arc::clone(o.get()))),
+            MapEntry::Vacant(v) => {
+                let len = &self.inner.distributed_len;
+                if len.fetch_add(1, Ordering::Relaxed) >= self.inner.max_per_kind {
+                    len.fetch_sub(1, Ordering::Relaxed);
+                    self.store::<RateLimiter>()
+                        .refused
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Err(RegistryError::CardinalityExceeded {
+                        kind: Kind::RateLimiter,
+                        name: name.to_owned(),
+                        limit: self.inner.max_per_kind,
+                    });
+                }
+                let name = Arc::clone(v.key());
+                let slot = Arc::new(Slot::new(Arc::clone(&name), limiter));
+                v.insert(Arc::clone(&slot));
+                // Under the shard lock, as for every other kind.
+                self.publish(Kind::RateLimiter, name, RegistryEventKind::Added, None);
+                Ok(Handle::from_slot(slot))
+            }
+        }
+    }
+
+    /// The names of every Redis-backed rate limiter created so far, sorted.
+    pub fn distributed_rate_limiter_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .inner
+            .distributed
+            .iter()
+            .map(|e| e.key().to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The running distributed limiter `name`, if one was created.
+    pub(crate) fn find_distributed(&self, name: &str) -> Option<Handle<DistributedRateLimiter>> {
+        self.inner
+            .distributed
+            .get(name)
+            .map(|slot| Handle::from_slot(Arc::clone(&slot)))
+    }
+
+    /// A new, unregistered distributed limiter for `name` as `file` and
+    /// `code` resolve it.
+    fn build_distributed(
+        &self,
+        file: &FileConfig,
+        code: &CodeSettings<RateLimiterConfigBuilder>,
+        name: &str,
+    ) -> Result<DistributedRateLimiter, RegistryError> {
         let entry = file.rate_limiter().for_name(name);
         if !entry.is_redis_backed() {
             return Err(RegistryError::IllegalOperation {
@@ -58,43 +139,106 @@ impl Registry {
                 ),
             });
         }
-        let quota = {
-            let code = self.store::<RateLimiter>().code.read();
-            self.resolve::<RateLimiter>(&file, &code, name)?
+        let invalid = |source| RegistryError::InvalidConfig {
+            kind: Kind::RateLimiter,
+            name: name.to_owned(),
+            source,
         };
-        let config =
-            entry
-                .distributed_config(&quota)
-                .map_err(|source| RegistryError::InvalidConfig {
-                    kind: Kind::RateLimiter,
-                    name: name.to_owned(),
-                    source,
-                })?;
-        // Counted before the entry's shard is locked (`len` reads every shard).
-        let full = map.len() >= self.inner.max_per_kind;
-        match map.entry(Arc::from(name)) {
-            MapEntry::Occupied(o) => Ok(Handle::from_slot(Arc::clone(o.get()))),
-            MapEntry::Vacant(v) => {
-                if full {
-                    return Err(RegistryError::CardinalityExceeded {
-                        kind: Kind::RateLimiter,
-                        name: name.to_owned(),
-                        limit: self.inner.max_per_kind,
-                    });
+        let quota = self.resolve::<RateLimiter>(file, code, name)?;
+        let config = entry.distributed_config(&quota).map_err(invalid)?;
+        DistributedRateLimiter::new(name, config).map_err(invalid)
+    }
+
+    /// What `file` and `code` make of the running distributed limiters:
+    /// a rebuild for each whose config changes, an error for each that no
+    /// longer builds or would leave the Redis backend. Also refuses moving a
+    /// running *local* limiter onto Redis (its call sites hold the local
+    /// one). `old` is the file in force.
+    pub(crate) fn validate_distributed(
+        &self,
+        old: &FileConfig,
+        new: &FileConfig,
+        code: &CodeSettings<RateLimiterConfigBuilder>,
+        errors: &mut Vec<RegistryError>,
+    ) -> Vec<Rebuild> {
+        let mut rebuilds = Vec::new();
+        for name in self.distributed_rate_limiter_names() {
+            let Some(running) = self.find_distributed(&name) else {
+                continue;
+            };
+            if !new.rate_limiter().for_name(&name).is_redis_backed() {
+                errors.push(backend_change(&name, "redis", "local"));
+                continue;
+            }
+            match self.build_distributed(new, code, &name) {
+                Ok(limiter) if limiter.config() != running.config() => {
+                    rebuilds.push(Rebuild { name, limiter })
                 }
-                let name = Arc::clone(v.key());
-                let limiter =
-                    DistributedRateLimiter::new(Arc::clone(&name), config).map_err(|source| {
-                        RegistryError::InvalidConfig {
-                            kind: Kind::RateLimiter,
-                            name: name.to_string(),
-                            source,
-                        }
-                    })?;
-                let slot = Arc::new(Slot::new(name, limiter));
-                v.insert(Arc::clone(&slot));
-                Ok(Handle::from_slot(slot))
+                Ok(_) => {}
+                Err(e) => errors.push(e),
             }
         }
+        for name in self.names::<RateLimiter>() {
+            let was = old.rate_limiter().for_name(&name).is_redis_backed();
+            if !was && new.rate_limiter().for_name(&name).is_redis_backed() {
+                errors.push(backend_change(&name, "local", "redis"));
+            }
+        }
+        rebuilds
+    }
+
+    /// Installs validated rebuilds; returns the labels of the replaced ones.
+    pub(crate) fn apply_distributed(&self, rebuilds: Vec<Rebuild>, cause: &str) -> Vec<String> {
+        let mut replaced = Vec::new();
+        for Rebuild { name, limiter } in rebuilds {
+            let Some(slot) = self.inner.distributed.get(name.as_str()) else {
+                continue;
+            };
+            slot.replace(limiter);
+            self.publish(
+                Kind::RateLimiter,
+                Arc::clone(slot.key()),
+                RegistryEventKind::Replaced {
+                    cause: cause.into(),
+                    state_carried_over: true,
+                },
+                None,
+            );
+            replaced.push(format!("{} {name} (redis)", Kind::RateLimiter));
+        }
+        replaced
+    }
+
+    /// After `configure_rate_limiter(name, …)` changed the code settings:
+    /// the rebuild of the running distributed limiter `name`, if it changes.
+    pub(crate) fn reconfigure_distributed(
+        &self,
+        code: &CodeSettings<RateLimiterConfigBuilder>,
+        name: &str,
+    ) -> Result<Option<Rebuild>, RegistryError> {
+        let Some(running) = self.find_distributed(name) else {
+            return Ok(None);
+        };
+        let limiter = self.build_distributed(&self.file(), code, name)?;
+        Ok((limiter.config() != running.config()).then(|| Rebuild {
+            name: name.to_owned(),
+            limiter,
+        }))
+    }
+
+    /// How many distributed limiters exist.
+    pub(crate) fn distributed_len(&self) -> usize {
+        self.inner.distributed.len()
+    }
+}
+
+fn backend_change(name: &str, from: &str, to: &str) -> RegistryError {
+    RegistryError::IllegalOperation {
+        kind: Kind::RateLimiter,
+        name: name.to_owned(),
+        reason: format!(
+            "runs on the {from} backend and its call sites hold that limiter: a reload cannot \
+             move it to the {to} backend (keep `backend` as it is, or restart the process)"
+        ),
     }
 }

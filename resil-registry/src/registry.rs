@@ -146,6 +146,10 @@ pub(crate) struct Inner {
     #[cfg(feature = "redis")]
     pub(crate) distributed:
         DashMap<Arc<str>, Arc<Slot<resil_core::distributed_rate_limiter::DistributedRateLimiter>>>,
+    /// How many distributed limiters exist, counted under the entry's shard
+    /// lock against the cap.
+    #[cfg(feature = "redis")]
+    pub(crate) distributed_len: AtomicUsize,
     pub(crate) clock: Option<SharedClock>,
     /// The registry's clock for its own timers (override TTLs): `clock`, or
     /// the system clock.
@@ -252,6 +256,8 @@ impl RegistryBuilder {
                 time_limiters: Store::default(),
                 #[cfg(feature = "redis")]
                 distributed: DashMap::new(),
+                #[cfg(feature = "redis")]
+                distributed_len: AtomicUsize::new(0),
                 ttl_clock: self.clock.clone().unwrap_or_else(SharedClock::system),
                 clock: self.clock,
                 overrides: Overrides::default(),
@@ -506,9 +512,27 @@ impl Registry {
             .settings
             .replace(f);
         let built = self.resolve::<P>(&self.file(), &code, name);
+        // The Redis-backed limiter of the name takes the new quota too.
+        #[cfg(feature = "redis")]
+        let built = built.and_then(|config| {
+            let code: &dyn Any = &*code;
+            match code
+                .downcast_ref::<CodeSettings<resil_core::rate_limiter::RateLimiterConfigBuilder>>()
+            {
+                Some(code) => Ok((config, self.reconfigure_distributed(code, name)?)),
+                None => Ok((config, None)),
+            }
+        });
         match built {
+            #[cfg(not(feature = "redis"))]
             Ok(config) => {
                 let _ = self.replace_with::<P>(name, config, "configure");
+                Ok(())
+            }
+            #[cfg(feature = "redis")]
+            Ok((config, rebuild)) => {
+                let _ = self.replace_with::<P>(name, config, "configure");
+                self.apply_distributed(rebuild.into_iter().collect(), "configure");
                 Ok(())
             }
             Err(e) => {
@@ -877,6 +901,24 @@ impl Registry {
                 let source = sources.get(key)?;
                 Some((key, (value, source.clone())))
             })
+            .collect()
+    }
+
+    /// Where each key the file sets for instance `name` of kind `P` came
+    /// from (`instance`, a config's name, an env variable); keys the file
+    /// leaves unset are absent.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn file_sources<P: Primitive>(&self, name: &str) -> HashMap<String, String> {
+        let code = self.store::<P>().code.read();
+        let file = self.file();
+        let Ok(plan) = plan::<P>(&file, &code, name) else {
+            return HashMap::new();
+        };
+        plan.entry
+            .provenance()
+            .into_iter()
+            .filter(|p| p.path.is_some())
+            .map(|p| (p.key, p.source.to_string()))
             .collect()
     }
 

@@ -13,6 +13,11 @@
 //! handle's slot (one atomic swap per instance; every handle sees it on its
 //! next use). Instances whose settings did not change are not touched.
 //!
+//! A Redis-backed rate limiter whose resolved settings change is replaced by
+//! a new instance (its quota lives in Redis and carries on); a reload that
+//! would move a running rate limiter between the local and the Redis backend
+//! is refused.
+//!
 //! A replaced circuit breaker keeps its mode (FORCED_OPEN, DISABLED,
 //! METRICS_ONLY, a manual override) but starts CLOSED with an empty window
 //! otherwise, and the `Replaced` event says so (`state_carried_over: false`):
@@ -169,6 +174,8 @@ impl Registry {
             self.validate::<RateLimiter>(&old, &file, &limiter, &mut errors),
             self.validate::<TimeLimiter>(&old, &file, &time, &mut errors),
         );
+        #[cfg(feature = "redis")]
+        let distributed = self.validate_distributed(&old, &file, &limiter, &mut errors);
         if !problems.is_empty() {
             let mut e = ConfigFileError::new(problems);
             if let Some(origin) = file.origin() {
@@ -191,7 +198,14 @@ impl Registry {
         self.apply::<ThreadPoolBulkhead>(changes.3, &mut report);
         self.apply::<RateLimiter>(changes.4, &mut report);
         self.apply::<TimeLimiter>(changes.5, &mut report);
-        let existing: usize = Kind::ALL.iter().map(|k| self.len(*k)).sum();
+        #[allow(unused_mut)]
+        let mut existing: usize = Kind::ALL.iter().map(|k| self.len(*k)).sum();
+        #[cfg(feature = "redis")]
+        {
+            let replaced = self.apply_distributed(distributed, "reload");
+            report.replaced.extend(replaced);
+            existing += self.distributed_len();
+        }
         report.unchanged = existing - report.replaced.len() - report.updated_in_place.len();
         tracing::info!(
             replaced = ?report.replaced,

@@ -9,9 +9,10 @@
 use std::future::Future;
 
 use resil_core::bulkhead::Bulkhead;
-use resil_core::rate_limiter::RateLimiter;
 use resil_core::time_limiter::TimeLimiter;
 use resil_core::Error;
+
+use super::SiteRateLimiter;
 
 /// The semaphore bulkhead around an inner stack.
 #[inline]
@@ -34,7 +35,7 @@ pub async fn around_bulkhead_async<T, E>(
 /// The rate limiter around an inner stack.
 #[inline]
 pub fn around_rate_limiter<T: 'static, E: 'static>(
-    limiter: &RateLimiter,
+    limiter: &SiteRateLimiter,
     f: impl FnOnce() -> Result<T, Error<E>>,
 ) -> Result<T, Error<E>> {
     limiter.call(f).map_err(Error::flatten)
@@ -43,7 +44,7 @@ pub fn around_rate_limiter<T: 'static, E: 'static>(
 /// [`around_rate_limiter`] for a future.
 #[inline]
 pub async fn around_rate_limiter_async<T: 'static, E: 'static>(
-    limiter: &RateLimiter,
+    limiter: &SiteRateLimiter,
     inner: impl Future<Output = Result<T, Error<E>>>,
 ) -> Result<T, Error<E>> {
     limiter.call_async(inner).await.map_err(Error::flatten)

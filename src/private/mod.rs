@@ -7,14 +7,15 @@
 //! a compile error names `resil::checks::Fallback`, never this module.
 
 mod layers;
+mod rate_limiter;
 mod site;
 
 pub use self::layers::*;
+pub use self::rate_limiter::*;
 pub use self::site::*;
 
 pub use resil_core::bulkhead::Bulkhead;
 pub use resil_core::circuit_breaker::CircuitBreaker;
-pub use resil_core::rate_limiter::RateLimiter;
 pub use resil_core::retry::Retry;
 pub use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
 pub use resil_core::time_limiter::TimeLimiter;

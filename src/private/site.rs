@@ -7,7 +7,6 @@ use std::sync::OnceLock;
 
 use resil_core::bulkhead::{Bulkhead, BulkheadConfigBuilder};
 use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfigBuilder};
-use resil_core::rate_limiter::{RateLimiter, RateLimiterConfigBuilder};
 use resil_core::retry::{Retry, RetryConfigBuilder};
 use resil_core::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder};
 use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfigBuilder};
@@ -66,6 +65,5 @@ lookups! {
     retry, retry_with, configure_retry, Retry, RetryConfigBuilder;
     bulkhead, bulkhead_with, configure_bulkhead, Bulkhead, BulkheadConfigBuilder;
     thread_pool_bulkhead, thread_pool_bulkhead_with, configure_thread_pool_bulkhead, ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder;
-    rate_limiter, rate_limiter_with, configure_rate_limiter, RateLimiter, RateLimiterConfigBuilder;
     time_limiter, time_limiter_with, configure_time_limiter, TimeLimiter, TimeLimiterConfigBuilder;
 }

@@ -300,6 +300,9 @@ impl Inner {
     async fn ask(&self, permits: u32) -> Result<Verdict, BackendFailure> {
         self.counters.script_call();
         let outcome = self.backend.run(&self.quota, permits).await;
+        if let Ok(verdict) = &outcome {
+            self.counters.verdict(verdict.remaining);
+        }
         if let Err(failure) = outcome {
             self.counters.failure(failure);
             self.publish(

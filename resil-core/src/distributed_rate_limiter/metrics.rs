@@ -1,6 +1,6 @@
 //! What a distributed rate limiter counted.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use super::backend::BackendFailure;
 
@@ -22,12 +22,28 @@ pub struct DistributedRateLimiterMetrics {
     pub(crate) cannot_block: u64,
     pub(crate) script_calls: u64,
     pub(crate) number_of_waiting_tasks: u32,
+    pub(crate) backend_failing: bool,
+    pub(crate) last_remaining: Option<i64>,
 }
 
 impl DistributedRateLimiterMetrics {
     /// Acquisitions Redis granted.
     pub fn successful_acquires(&self) -> u64 {
         self.successful_acquires
+    }
+
+    /// Whether the last script call got no verdict from Redis (a timeout, a
+    /// refused connection, an error reply): the failure policy is deciding
+    /// until Redis answers again.
+    pub fn backend_failing(&self) -> bool {
+        self.backend_failing
+    }
+
+    /// The permits the quota had left after the last verdict Redis gave this
+    /// process (what other processes took since is not seen); `None` before
+    /// the first verdict.
+    pub fn last_remaining(&self) -> Option<i64> {
+        self.last_remaining
     }
 
     /// Acquisitions refused because the shared quota had no room within the
@@ -86,7 +102,7 @@ impl DistributedRateLimiterMetrics {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Counters {
     successful: AtomicU64,
     failed: AtomicU64,
@@ -98,6 +114,28 @@ pub(crate) struct Counters {
     cannot_block: AtomicU64,
     script_calls: AtomicU64,
     pub(crate) waiting: AtomicU32,
+    failing: AtomicBool,
+    /// `i64::MIN` until the first verdict.
+    remaining: AtomicI64,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            successful: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            fallback_grants: AtomicU64::new(0),
+            fallback_refusals: AtomicU64::new(0),
+            timeouts: AtomicU64::new(0),
+            unavailable: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            cannot_block: AtomicU64::new(0),
+            script_calls: AtomicU64::new(0),
+            waiting: AtomicU32::new(0),
+            failing: AtomicBool::new(false),
+            remaining: AtomicI64::new(i64::MIN),
+        }
+    }
 }
 
 fn bump(counter: &AtomicU64) {
@@ -117,7 +155,18 @@ impl Counters {
         bump(&self.script_calls);
     }
 
+    /// Redis gave a verdict.
+    pub(crate) fn verdict(&self, remaining: i64) {
+        if self.failing.load(Ordering::Relaxed) {
+            self.failing.store(false, Ordering::Relaxed);
+        }
+        self.remaining.store(remaining, Ordering::Relaxed);
+    }
+
     pub(crate) fn failure(&self, failure: BackendFailure) {
+        if failure != BackendFailure::CannotBlock {
+            self.failing.store(true, Ordering::Relaxed);
+        }
         bump(match failure {
             BackendFailure::Timeout => &self.timeouts,
             BackendFailure::Unavailable => &self.unavailable,
@@ -147,6 +196,11 @@ impl Counters {
             cannot_block: load(&self.cannot_block),
             script_calls: load(&self.script_calls),
             number_of_waiting_tasks: self.waiting.load(Ordering::Relaxed),
+            backend_failing: self.failing.load(Ordering::Relaxed),
+            last_remaining: match self.remaining.load(Ordering::Relaxed) {
+                i64::MIN => None,
+                n => Some(n),
+            },
         }
     }
 }

@@ -6,6 +6,15 @@
 //! the exporter's scrape hook or a periodic task; nothing is added to the call
 //! path. Labels are `name` and the instance's tags, plus `kind` where
 //! Resilience4j has one (`resilience4j_circuitbreaker_calls{kind="failed"}`).
+//!
+//! A Redis-backed rate limiter (feature `redis`) publishes with
+//! `backend="redis"`: `resilience4j_ratelimiter_waiting_threads`,
+//! `resilience4j_ratelimiter_available_permissions` (left after the last
+//! verdict this process saw), and resil's own counters
+//! `resilience4j_ratelimiter_distributed_acquire_calls{kind=successful|failed}`,
+//! `…_fallback_calls{kind=granted|refused}` (every failure-policy decision),
+//! `…_backend_failure_calls{kind=timeout|unavailable|error|cannot_block}` and
+//! `…_script_calls`.
 
 use metrics::Label;
 use resil_core::bulkhead::Bulkhead;
@@ -15,6 +24,7 @@ use resil_core::retry::Retry;
 use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
 use resil_core::time_limiter::TimeLimiter;
 
+use super::describe::Describe;
 use crate::kind::{Kind, Primitive};
 use crate::registry::Registry;
 
@@ -47,6 +57,13 @@ impl Registry {
         self.publish_kind::<Bulkhead>();
         self.publish_kind::<ThreadPoolBulkhead>();
         self.publish_kind::<RateLimiter>();
+        #[cfg(feature = "redis")]
+        for name in self.distributed_rate_limiter_names() {
+            if let Some(handle) = self.find_distributed(&name) {
+                let backend = [Label::new("backend", "redis")];
+                self.publish_values::<RateLimiter>(&name, &*handle, &backend);
+            }
+        }
         self.publish_kind::<TimeLimiter>();
         for kind in Kind::ALL {
             metrics::counter!(
@@ -59,32 +76,39 @@ impl Registry {
 
     fn publish_kind<P: Primitive>(&self) {
         for name in self.names::<P>() {
-            let Some(handle) = self.find::<P>(&name) else {
-                continue;
-            };
-            let mut labels = vec![Label::new("name", name.clone())];
-            for (k, v) in self.tags::<P>(&name) {
-                labels.push(Label::new(k, v));
+            if let Some(handle) = self.find::<P>(&name) {
+                self.publish_values::<P>(&name, &*handle, &[]);
             }
-            for (metric, kind, value) in handle.metric_values() {
+        }
+    }
+
+    /// One instance's metrics, labelled with its name, the tags of instance
+    /// `name` of kind `P`, and `extra` (a Redis-backed limiter's
+    /// `backend="redis"`, apart from a local limiter of the same name).
+    fn publish_values<P: Primitive>(&self, name: &str, handle: &impl Describe, extra: &[Label]) {
+        let mut labels = vec![Label::new("name", name.to_owned())];
+        for (k, v) in self.tags::<P>(name) {
+            labels.push(Label::new(k, v));
+        }
+        labels.extend_from_slice(extra);
+        for (metric, kind, value) in handle.metric_values() {
+            let mut labels = labels.clone();
+            if let Some(kind) = kind {
+                labels.push(Label::new("kind", kind));
+            }
+            let key = format!("resilience4j_{metric}");
+            if is_counter(metric) {
+                metrics::counter!(key, labels).absolute(value as u64);
+            } else {
+                metrics::gauge!(key, labels).set(value);
+            }
+        }
+        if let Some(state) = handle.state_label() {
+            for s in STATES {
                 let mut labels = labels.clone();
-                if let Some(kind) = kind {
-                    labels.push(Label::new("kind", kind));
-                }
-                let key = format!("resilience4j_{metric}");
-                if is_counter(metric) {
-                    metrics::counter!(key, labels).absolute(value as u64);
-                } else {
-                    metrics::gauge!(key, labels).set(value);
-                }
-            }
-            if let Some(state) = handle.state_label() {
-                for s in STATES {
-                    let mut labels = labels.clone();
-                    labels.push(Label::new("state", s.as_str().to_ascii_lowercase()));
-                    metrics::gauge!("resilience4j_circuitbreaker_state", labels)
-                        .set(if s.as_str() == state { 1.0 } else { 0.0 });
-                }
+                labels.push(Label::new("state", s.as_str().to_ascii_lowercase()));
+                metrics::gauge!("resilience4j_circuitbreaker_state", labels)
+                    .set(if s.as_str() == state { 1.0 } else { 0.0 });
             }
         }
     }

@@ -130,9 +130,63 @@ impl Registry {
         self.snapshot_kind::<Retry>(&mut instances);
         self.snapshot_kind::<Bulkhead>(&mut instances);
         self.snapshot_kind::<ThreadPoolBulkhead>(&mut instances);
+        let limiters = instances.len();
         self.snapshot_kind::<RateLimiter>(&mut instances);
+        #[cfg(feature = "redis")]
+        self.snapshot_distributed(&mut instances);
+        instances[limiters..].sort_by(|a, b| a.name.cmp(&b.name));
         self.snapshot_kind::<TimeLimiter>(&mut instances);
         Snapshot { instances }
+    }
+
+    /// The Redis-backed rate limiters, under the rate limiter's kind (their
+    /// config shows `backend = redis`).
+    #[cfg(feature = "redis")]
+    fn snapshot_distributed(&self, out: &mut Vec<InstanceSnapshot>) {
+        use super::describe::Describe;
+        use resil_core::distributed_rate_limiter::DistributedRateLimiter;
+
+        let defaults = DistributedRateLimiter::default_values();
+        for name in self.distributed_rate_limiter_names() {
+            let Some(handle) = self.find_distributed(&name) else {
+                continue;
+            };
+            let instance: &DistributedRateLimiter = &handle;
+            let quota = self.provenance::<RateLimiter>(&name);
+            let file = self.file_sources::<RateLimiter>(&name);
+            let config = instance
+                .config_values()
+                .into_iter()
+                .map(|(key, value)| {
+                    let source = match (quota.get(key), file.get(key)) {
+                        (Some((file_value, source)), _) if *file_value == value => source.clone(),
+                        (None, Some(source)) => source.clone(),
+                        _ if defaults.iter().any(|(k, v)| *k == key && *v == value) => {
+                            "default".to_owned()
+                        }
+                        _ => "code".to_owned(),
+                    };
+                    ConfigValue { key, value, source }
+                })
+                .collect();
+            let (health, health_reason) = instance.health();
+            out.push(InstanceSnapshot {
+                kind: Kind::RateLimiter.as_str(),
+                state: None,
+                metrics: instance
+                    .metric_values()
+                    .into_iter()
+                    .map(|(name, kind, value)| MetricSnapshot { name, kind, value })
+                    .collect(),
+                config,
+                tags: self.tags::<RateLimiter>(&name),
+                manual_override: None,
+                health,
+                health_reason,
+                recent_events: Vec::new(),
+                name,
+            });
+        }
     }
 
     fn snapshot_kind<P: Primitive>(&self, out: &mut Vec<InstanceSnapshot>) {
@@ -207,8 +261,34 @@ impl Registry {
         self.health_kind::<Bulkhead>(&mut components);
         self.health_kind::<ThreadPoolBulkhead>(&mut components);
         self.health_kind::<RateLimiter>(&mut components);
+        #[cfg(feature = "redis")]
+        self.health_distributed(&mut components);
         self.health_kind::<TimeLimiter>(&mut components);
         Health::of(components)
+    }
+
+    #[cfg(feature = "redis")]
+    fn health_distributed(&self, out: &mut Vec<ComponentHealth>) {
+        use super::describe::Describe;
+
+        for name in self.distributed_rate_limiter_names() {
+            let Some(handle) = self.find_distributed(&name) else {
+                continue;
+            };
+            let (register, _) = self.health_settings::<RateLimiter>(&name);
+            if !register {
+                continue;
+            }
+            // A distributed limiter is never DOWN on its own: at worst the
+            // failure policy is deciding.
+            let (status, reason) = handle.health();
+            out.push(ComponentHealth {
+                kind: Kind::RateLimiter.as_str(),
+                name,
+                status,
+                reason,
+            });
+        }
     }
 
     fn health_kind<P: Primitive>(&self, out: &mut Vec<ComponentHealth>) {
