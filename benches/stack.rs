@@ -120,21 +120,16 @@ impl Resil {
         }
     }
 
-    /// The whole stack, as the README composes it: the breaker and the retry
-    /// take the inner `resil::Error` with `call_async_nested`.
+    /// The whole stack, as the README composes it: every layer around
+    /// another takes the inner `resil::Error` with `call_async_nested`.
     fn call(&self, i: u64) -> impl Future<Output = Result<u64, Error<OutOfStock>>> + '_ {
         self.retry.call_async_nested(move || {
-            self.cb.call_async_nested(async move {
-                self.rl
-                    .call_async(async move {
-                        self.tl
-                            .call_async(self.bh.call_async(async move { dependency(i) }))
-                            .await
-                            .map_err(Error::flatten)
-                    })
-                    .await
-                    .map_err(Error::flatten)
-            })
+            self.cb.call_async_nested(
+                self.rl.call_async_nested(
+                    self.tl
+                        .call_async_nested(self.bh.call_async(async move { dependency(i) })),
+                ),
+            )
         })
     }
 }

@@ -293,7 +293,18 @@ fn a_time_limiter_and_the_five_aspect_stack_allocate_nothing_per_call() {
             }));
         }),
         0,
-        "Retry(CB(RL(TL(BH(call)))))"
+        "Retry(CB(RL(TL(BH(call))))) with async blocks"
+    );
+    assert_eq!(
+        allocations_in(|i| {
+            let _ = ready(retry.call_async_nested(|| {
+                cb.call_async_nested(rl.call_async_nested(
+                    tl.call_async_nested(bh.call_async(async move { mixed(i) })),
+                ))
+            }));
+        }),
+        0,
+        "Retry(CB(RL(TL(BH(call))))) with call_async_nested at every layer"
     );
 }
 

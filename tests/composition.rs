@@ -145,3 +145,68 @@ async fn one_deadline_bounds_every_layer_of_a_stack() {
     assert_eq!(breaker.state(), State::Closed);
     assert_eq!(breaker.metrics().failed_calls(), 2);
 }
+
+/// `call_async_nested` on the bulkhead, the rate limiter and the time
+/// limiter: one flat `resil::Error<E>` whose inner refusals stay refusals, and
+/// a drain predicate written for the call's own result still sees it.
+#[tokio::test(start_paused = true)]
+async fn every_async_layer_nests_with_one_flat_error() {
+    use resil::rate_limiter::{RateLimiter, RateLimiterConfig};
+
+    #[derive(Debug, PartialEq)]
+    struct Quota;
+
+    let full = Bulkhead::new(
+        "nested-full",
+        BulkheadConfig::builder()
+            .max_concurrent_calls(1)
+            .max_wait_duration(Duration::ZERO)
+            .build()
+            .unwrap(),
+    );
+    let _slot = full.try_acquire_permission().unwrap();
+    let tl = TimeLimiter::with_clock(
+        "nested-tl",
+        TimeLimiterConfig::builder()
+            .timeout_duration(Duration::from_millis(100))
+            .build()
+            .unwrap(),
+        TokioClock::new(),
+    );
+    let limiter = RateLimiter::with_clock(
+        "nested-rl",
+        RateLimiterConfig::builder()
+            .limit_for_period(10)
+            .limit_refresh_period(Duration::from_secs(60))
+            .timeout_duration(Duration::ZERO)
+            .drain_permissions_on_result(|r: Result<&u32, &Quota>| r == Err(&Quota))
+            .build()
+            .unwrap(),
+        TokioClock::new(),
+    );
+    let open = Bulkhead::new("nested-open", BulkheadConfig::default());
+
+    // An inner refusal through two nested layers stays the bulkhead's.
+    let out: Result<u32, Error<Quota>> = limiter
+        .call_async_nested(tl.call_async_nested(full.call_async(async { Ok(1) })))
+        .await;
+    assert_eq!(out.unwrap_err().kind(), ErrorKind::BulkheadFull);
+
+    // A timeout inside the bulkhead stays a timeout.
+    let out: Result<u32, Error<Quota>> = open
+        .call_async_nested(tl.call_async(async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Ok(1)
+        }))
+        .await;
+    assert_eq!(out.unwrap_err().kind(), ErrorKind::Timeout);
+    assert_eq!(open.available_concurrent_calls(), 25, "the slot came back");
+
+    // The call's own error passes through flat, and drains the limiter.
+    assert!(limiter.available_permissions() > 0);
+    let out = limiter
+        .call_async_nested(open.call_async(async { Err::<u32, _>(Quota) }))
+        .await;
+    assert_eq!(out, Err(Error::Call(Quota)));
+    assert_eq!(limiter.available_permissions(), 0, "drained");
+}

@@ -23,13 +23,18 @@ pub fn around_bulkhead<T, E>(
     bulkhead.call(f).map_err(Error::flatten)
 }
 
-/// [`around_bulkhead`] for a future.
+/// [`around_bulkhead`] for a future (polled in place, no extra layer).
 #[inline]
-pub async fn around_bulkhead_async<T, E>(
-    bulkhead: &Bulkhead,
-    inner: impl Future<Output = Result<T, Error<E>>>,
-) -> Result<T, Error<E>> {
-    bulkhead.call_async(inner).await.map_err(Error::flatten)
+pub fn around_bulkhead_async<'a, T, E, F>(
+    bulkhead: &'a Bulkhead,
+    inner: F,
+) -> impl Future<Output = Result<T, Error<E>>> + 'a
+where
+    F: Future<Output = Result<T, Error<E>>> + 'a,
+    T: 'a,
+    E: 'a,
+{
+    bulkhead.call_async_nested(inner)
 }
 
 /// The rate limiter around an inner stack.
@@ -43,18 +48,24 @@ pub fn around_rate_limiter<T: 'static, E: 'static>(
 
 /// [`around_rate_limiter`] for a future.
 #[inline]
-pub async fn around_rate_limiter_async<T: 'static, E: 'static>(
-    limiter: &SiteRateLimiter,
-    inner: impl Future<Output = Result<T, Error<E>>>,
-) -> Result<T, Error<E>> {
-    limiter.call_async(inner).await.map_err(Error::flatten)
+pub fn around_rate_limiter_async<'a, T: 'static, E: 'static, F>(
+    limiter: &'a SiteRateLimiter,
+    inner: F,
+) -> impl Future<Output = Result<T, Error<E>>> + 'a
+where
+    F: Future<Output = Result<T, Error<E>>> + 'a,
+{
+    limiter.call_async_nested(inner)
 }
 
-/// The time limiter around an inner stack.
+/// The time limiter around an inner stack (polled in place).
 #[inline]
-pub async fn around_time_limiter_async<T, E>(
-    limiter: &TimeLimiter,
-    inner: impl Future<Output = Result<T, Error<E>>>,
-) -> Result<T, Error<E>> {
-    limiter.call_async(inner).await.map_err(Error::flatten)
+pub fn around_time_limiter_async<'a, T, E, F>(
+    limiter: &'a TimeLimiter,
+    inner: F,
+) -> impl Future<Output = Result<T, Error<E>>> + 'a
+where
+    F: Future<Output = Result<T, Error<E>>> + 'a,
+{
+    limiter.call_async_nested(inner)
 }

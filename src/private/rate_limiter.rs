@@ -81,6 +81,38 @@ impl SiteRateLimiter {
     }
 }
 
+impl SiteRateLimiter {
+    /// A call with one permit around a protected future (one flat error),
+    /// polled in place.
+    #[cfg(not(feature = "redis"))]
+    #[inline]
+    pub fn call_async_nested<'a, T: 'static, E: 'static, F>(
+        &'a self,
+        fut: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + 'a
+    where
+        F: Future<Output = Result<T, Error<E>>> + 'a,
+    {
+        let SiteRateLimiter::Local(h) = self;
+        h.get().call_async_nested(fut)
+    }
+
+    /// A call with one permit around a protected future (one flat error).
+    #[cfg(feature = "redis")]
+    #[inline]
+    pub async fn call_async_nested<T: 'static, E: 'static>(
+        &self,
+        fut: impl Future<Output = Result<T, Error<E>>>,
+    ) -> Result<T, Error<E>> {
+        match self {
+            SiteRateLimiter::Local(h) => h.get().call_async_nested(fut).await,
+            SiteRateLimiter::Redis(h) => Box::pin(h.get().call_async(fut))
+                .await
+                .map_err(Error::flatten),
+        }
+    }
+}
+
 /// The site's limiter `name`.
 #[inline(never)]
 pub fn rate_limiter(name: &str) -> SiteRateLimiter {

@@ -311,6 +311,32 @@ impl Bulkhead {
         )
     }
 
+    /// [`call_async`](Self::call_async) around a future that is itself
+    /// protected (it returns `Result<T, resil::Error<E>>`): one flat
+    /// `resil::Error<E>`, an inner refusal staying a refusal. Polls `work` in
+    /// place, as `call_async` does, so a hand-composed stack pays no extra
+    /// layer for the flattening.
+    #[inline]
+    pub fn call_async_nested<F, T, E>(
+        &self,
+        work: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, F, T, E>
+    where
+        F: Future<Output = Result<T, Error<E>>>,
+    {
+        Guarded::new(
+            work,
+            move || match self.inner.try_acquire_now() {
+                Some(ready) => ready.map(Acquire::Now),
+                None => Ok(Acquire::Wait(self.acquire_permission())),
+            },
+            |permit: BulkheadPermit<'_>, result: Result<T, Error<E>>| {
+                drop(permit);
+                result
+            },
+        )
+    }
+
     /// Takes a free slot now, or refuses with `BulkheadFull`; never waits.
     ///
     /// When fair, a slot is never taken ahead of callers already waiting. Does

@@ -178,8 +178,9 @@ impl RateLimiterConfigBuilder {
     /// for a value, `Err(&e)` for the call's error (also inside a
     /// `resil::Error<E>`). Typically a 429 or a quota error from the dependency:
     /// nothing more is sent until the next cycle. Applies to
-    /// [`call`](super::RateLimiter::call) and
-    /// [`call_async`](super::RateLimiter::call_async); outcomes of other types
+    /// [`call`](super::RateLimiter::call),
+    /// [`call_async`](super::RateLimiter::call_async) and
+    /// [`call_async_nested`](super::RateLimiter::call_async_nested); outcomes of other types
     /// never drain.
     ///
     /// ```

@@ -223,6 +223,40 @@ impl RateLimiter {
         )
     }
 
+    /// [`call_async`](Self::call_async) around a future that is itself
+    /// protected (it returns `Result<T, resil::Error<E>>`): one flat
+    /// `resil::Error<E>`, an inner refusal staying a refusal, polled in place.
+    ///
+    /// The drain predicate sees the outcome as with `call_async`: a predicate
+    /// written for `Result<T, E>` matches the call's own error inside the
+    /// `resil::Error<E>`.
+    #[inline]
+    pub fn call_async_nested<T, E, F>(
+        &self,
+        fut: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, F>
+    where
+        F: Future<Output = Result<T, Error<E>>>,
+        T: 'static,
+        E: 'static,
+    {
+        Guarded::new(
+            fut,
+            move || {
+                let grant = self.inner.reserve(1)?;
+                Ok(if grant.wait == 0 {
+                    Acquire::Now(())
+                } else {
+                    Acquire::Wait(Box::pin(self.wait_for(grant)))
+                })
+            },
+            move |(), result: Result<T, Error<E>>| {
+                self.inner.on_result(&result);
+                result
+            },
+        )
+    }
+
     /// Drains the current cycle's free permits (Resilience4j
     /// `drainPermissions`): acquisitions wait for, or are refused until, the
     /// next cycle. Reservations already made are kept.

@@ -19,12 +19,16 @@ pin_project! {
     /// result, or to [`Error::Timeout`] / [`Error::DeadlineExceeded`] when the
     /// wait ends first.
     ///
-    /// The timer starts when this future is **first polled**, not when it is
+    /// The timer starts at the **first poll**, not when this future is
     /// created: wrapped in another primitive that waits first (a rate limiter's
     /// `call_async(limiter.call_async(work))`), the outer wait is not counted
     /// against the timeout. The wrapped future is polled first, so a future
     /// that is ready when first polled is never timed out (as with
-    /// `tokio::time::timeout`).
+    /// `tokio::time::timeout`) and costs no clock reading and no timer; the
+    /// timer is set when that first poll returns `Pending`, so synchronous work
+    /// inside the first poll (which no timer could interrupt) is not counted,
+    /// as Resilience4j starts its wait once the supplier has returned the
+    /// future.
     #[must_use = "futures do nothing unless polled; the timer starts at the first poll"]
     pub struct TimeLimited<'a, F> {
         #[pin]
@@ -90,16 +94,8 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        if this.timer.is_none() {
-            // The first poll: the wait starts now, and the deadline in force
-            // now (that of the task polling) bounds it.
-            let (at, by_deadline) = this.limiter.wait_until();
-            *this.by_deadline = by_deadline;
+        if this.timer.is_none() && this.started.is_none() {
             *this.started = this.limiter.start_reading();
-            this.timer
-                .set(Some(tokio::task::unconstrained(tokio::time::sleep_until(
-                    at,
-                ))));
         }
         let polled = match this.work.as_mut().project() {
             WorkProj::Inline { fut } => fut.poll(cx),
@@ -109,8 +105,20 @@ where
         if let Poll::Ready(result) = polled {
             return Poll::Ready(this.limiter.finished(result, *this.started));
         }
+        if this.timer.is_none() {
+            // The first poll, and the work waits: the wait starts now, and the
+            // deadline in force now (that of the task polling) bounds it. A
+            // future ready at its first poll never reads the clock nor makes
+            // a timer.
+            let (at, by_deadline) = this.limiter.wait_until();
+            *this.by_deadline = by_deadline;
+            this.timer
+                .set(Some(tokio::task::unconstrained(tokio::time::sleep_until(
+                    at,
+                ))));
+        }
         let timer = this.timer.as_pin_mut();
-        debug_assert!(timer.is_some(), "the timer is set at the first poll");
+        debug_assert!(timer.is_some(), "the timer is set by now");
         if timer.is_some_and(|t| t.poll(cx).is_pending()) {
             return Poll::Pending;
         }
@@ -122,6 +130,35 @@ where
             WorkReplace::Done => {}
         }
         Poll::Ready(Err(this.limiter.gave_up(*this.by_deadline, *this.started)))
+    }
+}
+
+pin_project! {
+    /// The future returned by [`TimeLimiter::call_async_nested`]: the
+    /// [`TimeLimited`] future with its `Error<Error<E>>` flattened, polled in
+    /// place.
+    #[must_use = "futures do nothing unless polled; the timer starts at the first poll"]
+    pub struct Nested<F> {
+        #[pin]
+        pub(super) inner: F,
+    }
+}
+
+impl<F, T, E> Future for Nested<F>
+where
+    F: Future<Output = Result<T, Error<Error<E>>>>,
+{
+    type Output = Result<T, Error<E>>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().inner.poll(cx).map_err(Error::flatten)
+    }
+}
+
+impl<F> fmt::Debug for Nested<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Nested").finish_non_exhaustive()
     }
 }
 

@@ -119,7 +119,7 @@ mod metrics;
 
 pub use self::config::{TimeLimiterConfig, TimeLimiterConfigBuilder};
 pub use self::event::{TimeLimiterEvent, TimeLimiterEventKind};
-pub use self::future::TimeLimited;
+pub use self::future::{Nested, TimeLimited};
 pub use self::metrics::TimeLimiterMetrics;
 
 use std::fmt;
@@ -218,8 +218,9 @@ impl TimeLimiter {
     ///
     /// # Panics
     ///
-    /// When first polled outside a tokio runtime with time enabled, as
-    /// `tokio::time::timeout`.
+    /// When the wrapped future first waits (returns `Pending`) outside a
+    /// tokio runtime with time enabled, as `tokio::time::timeout`. A future
+    /// ready at its first poll needs no timer, so no runtime.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -241,6 +242,20 @@ impl TimeLimiter {
         TimeLimited::inline(self, fut)
     }
 
+    /// [`call_async`](Self::call_async) around a future that is itself
+    /// protected (it returns `Result<T, resil::Error<E>>`): one flat
+    /// `resil::Error<E>`, an inner refusal staying a refusal (and counted as a
+    /// failed call here, as an exception from the supplier is in
+    /// Resilience4j). Polls `fut` in place.
+    pub fn call_async_nested<F, T, E>(&self, fut: F) -> Nested<TimeLimited<'_, F>>
+    where
+        F: Future<Output = Result<T, Error<E>>>,
+    {
+        Nested {
+            inner: TimeLimited::inline(self, fut),
+        }
+    }
+
     /// Like [`call_async`](Self::call_async), but honours
     /// `cancel_running_future = false`: when the wait ends, `fut` goes on
     /// running on a task spawned with `tokio::spawn` and its result is
@@ -250,8 +265,9 @@ impl TimeLimiter {
     ///
     /// # Panics
     ///
-    /// When first polled outside a tokio runtime with time enabled, as
-    /// `tokio::time::timeout`.
+    /// When the wrapped future first waits (returns `Pending`) outside a
+    /// tokio runtime with time enabled, as `tokio::time::timeout`. A future
+    /// ready at its first poll needs no timer, so no runtime.
     ///
     /// ```
     /// # use std::time::Duration;

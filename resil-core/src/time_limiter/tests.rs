@@ -406,3 +406,32 @@ fn counts_from_many_threads_add_up_exactly() {
     );
     assert_eq!(m.failed_calls(), THREADS as u64 * CALLS / 4);
 }
+
+/// A future ready at its first poll is never timed out and needs no timer:
+/// it completes outside any tokio runtime, where making a timer would panic.
+#[test]
+fn a_future_ready_at_its_first_poll_needs_no_timer() {
+    let limiter = limiter(100, true);
+    let out = futures::executor::block_on(limiter.call_async(async { Ok::<_, ()>(7) }));
+    assert_eq!(out, Ok(7));
+    let failed = futures::executor::block_on(limiter.call_async(async { Err::<u32, _>("no") }));
+    assert_eq!(failed, Err(Error::Call("no")));
+    let m = limiter.metrics();
+    assert_eq!((m.successful_calls(), m.failed_calls()), (1, 1));
+}
+
+/// The timer starts when the first poll returns `Pending`: a future whose
+/// first poll waits still times out after `timeout_duration` on tokio's clock.
+#[tokio::test(start_paused = true)]
+async fn the_timer_starts_when_the_first_poll_waits() {
+    let limiter = limiter(100, true);
+    let start = Instant::now();
+    let out = limiter
+        .call_async(async {
+            sleep(Duration::from_millis(500)).await;
+            Ok::<_, ()>(())
+        })
+        .await;
+    assert_eq!(out.unwrap_err().kind(), ErrorKind::Timeout);
+    assert_eq!(start.elapsed(), Duration::from_millis(100));
+}
