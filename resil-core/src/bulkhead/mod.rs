@@ -299,11 +299,7 @@ impl Bulkhead {
     {
         Guarded::new(
             work,
-            // The fast path inline, so an uncontended call builds no wait state.
-            move || match self.inner.try_acquire_now() {
-                Some(ready) => ready.map(Acquire::Now),
-                None => Ok(Acquire::Wait(self.acquire_permission())),
-            },
+            move || self.acquire_for_call(),
             |permit: BulkheadPermit<'_>, result: Result<T, E>| {
                 drop(permit);
                 result.map_err(Error::Call)
@@ -326,15 +322,24 @@ impl Bulkhead {
     {
         Guarded::new(
             work,
-            move || match self.inner.try_acquire_now() {
-                Some(ready) => ready.map(Acquire::Now),
-                None => Ok(Acquire::Wait(self.acquire_permission())),
-            },
+            move || self.acquire_for_call(),
             |permit: BulkheadPermit<'_>, result: Result<T, Error<E>>| {
                 drop(permit);
                 result
             },
         )
+    }
+
+    /// A slot for a `call_async*` future's first poll: the fast path inline,
+    /// so an uncontended call builds no wait state.
+    #[inline]
+    fn acquire_for_call(
+        &self,
+    ) -> Result<Acquire<BulkheadPermit<'_>, AcquirePermission<'_>>, AcquireError> {
+        match self.inner.try_acquire_now() {
+            Some(ready) => ready.map(Acquire::Now),
+            None => Ok(Acquire::Wait(self.acquire_permission())),
+        }
     }
 
     /// Takes a free slot now, or refuses with `BulkheadFull`; never waits.

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -205,17 +206,7 @@ impl RateLimiter {
     {
         Guarded::new(
             fut,
-            move || {
-                let grant = self.inner.reserve(1)?;
-                Ok(if grant.wait == 0 {
-                    Acquire::Now(())
-                } else {
-                    // Boxed: only a waiting call pays for its wait state (it
-                    // allocates a timer anyway), every other call's future
-                    // stays a pointer smaller.
-                    Acquire::Wait(Box::pin(self.wait_for(grant)))
-                })
-            },
+            move || self.acquire_for_call(),
             move |(), result: Result<T, E>| {
                 self.inner.on_result(&result);
                 result.map_err(Error::Call)
@@ -242,19 +233,32 @@ impl RateLimiter {
     {
         Guarded::new(
             fut,
-            move || {
-                let grant = self.inner.reserve(1)?;
-                Ok(if grant.wait == 0 {
-                    Acquire::Now(())
-                } else {
-                    Acquire::Wait(Box::pin(self.wait_for(grant)))
-                })
-            },
+            move || self.acquire_for_call(),
             move |(), result: Result<T, Error<E>>| {
                 self.inner.on_result(&result);
                 result
             },
         )
+    }
+
+    /// One permit for a `call_async*` future's first poll: at once, or a
+    /// wait for a reserved one. Boxed: only a waiting call pays for its wait
+    /// state (it allocates a timer anyway), every other call's future stays a
+    /// pointer smaller.
+    #[inline]
+    #[allow(clippy::type_complexity)]
+    fn acquire_for_call(
+        &self,
+    ) -> Result<
+        Acquire<(), Pin<Box<impl Future<Output = Result<(), AcquireError>> + '_>>>,
+        AcquireError,
+    > {
+        let grant = self.inner.reserve(1)?;
+        Ok(if grant.wait == 0 {
+            Acquire::Now(())
+        } else {
+            Acquire::Wait(Box::pin(self.wait_for(grant)))
+        })
     }
 
     /// Drains the current cycle's free permits (Resilience4j

@@ -154,21 +154,15 @@ impl Registry {
             let instance: &DistributedRateLimiter = &handle;
             let quota = self.provenance::<RateLimiter>(&name);
             let file = self.file_sources::<RateLimiter>(&name);
-            let config = instance
-                .config_values()
-                .into_iter()
-                .map(|(key, value)| {
-                    let source = match (quota.get(key), file.get(key)) {
-                        (Some((file_value, source)), _) if *file_value == value => source.clone(),
-                        (None, Some(source)) => source.clone(),
-                        _ if defaults.iter().any(|(k, v)| *k == key && *v == value) => {
-                            "default".to_owned()
-                        }
-                        _ => "code".to_owned(),
-                    };
-                    ConfigValue { key, value, source }
-                })
-                .collect();
+            // The quota's keys as the local limiter's; the Redis keys come
+            // from the file alone.
+            let config = sourced(instance.config_values(), &defaults, |key, value| {
+                match (quota.get(key), file.get(key)) {
+                    (Some((file_value, source)), _) if file_value == value => Some(source.clone()),
+                    (None, Some(source)) => Some(source.clone()),
+                    _ => None,
+                }
+            });
             let (health, health_reason) = instance.health();
             out.push(InstanceSnapshot {
                 kind: Kind::RateLimiter.as_str(),
@@ -206,20 +200,14 @@ impl Registry {
             };
             let instance: &P = &handle;
             let provenance = self.provenance::<P>(&name);
-            let config = instance
-                .config_values()
-                .into_iter()
-                .map(|(key, value)| {
-                    let source = match provenance.get(key) {
-                        Some((file_value, source)) if *file_value == value => source.clone(),
-                        _ if defaults.iter().any(|(k, v)| *k == key && *v == value) => {
-                            "default".to_owned()
-                        }
-                        _ => "code".to_owned(),
-                    };
-                    ConfigValue { key, value, source }
-                })
-                .collect();
+            let config = sourced(
+                instance.config_values(),
+                &defaults,
+                |key, value| match provenance.get(key) {
+                    Some((file_value, source)) if file_value == value => Some(source.clone()),
+                    _ => None,
+                },
+            );
             let (health, health_reason) = instance.health();
             let manual_override = match P::KIND {
                 Kind::CircuitBreaker => self.inner.overrides.get(&name).map(|o| OverrideSnapshot {
@@ -318,4 +306,27 @@ impl Registry {
             });
         }
     }
+}
+
+/// Each effective value with its source: what `from_file` says (the file's
+/// provenance, when it still holds), else `default` when it is the default,
+/// else `code`.
+fn sourced(
+    values: Vec<(&'static str, String)>,
+    defaults: &[(&'static str, String)],
+    from_file: impl Fn(&str, &String) -> Option<String>,
+) -> Vec<ConfigValue> {
+    values
+        .into_iter()
+        .map(|(key, value)| {
+            let source = from_file(key, &value).unwrap_or_else(|| {
+                if defaults.iter().any(|(k, v)| *k == key && *v == value) {
+                    "default".to_owned()
+                } else {
+                    "code".to_owned()
+                }
+            });
+            ConfigValue { key, value, source }
+        })
+        .collect()
 }
