@@ -97,6 +97,7 @@ mod semaphore;
 
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -331,14 +332,17 @@ impl Bulkhead {
     }
 
     /// A slot for a `call_async*` future's first poll: the fast path inline,
-    /// so an uncontended call builds no wait state.
+    /// so an uncontended call builds no wait state. The wait state is boxed:
+    /// only a waiting call pays for it (it allocates its waiter and timer
+    /// anyway), and every layer around a call carries a pointer instead.
     #[inline]
+    #[allow(clippy::type_complexity)]
     fn acquire_for_call(
         &self,
-    ) -> Result<Acquire<BulkheadPermit<'_>, AcquirePermission<'_>>, AcquireError> {
+    ) -> Result<Acquire<BulkheadPermit<'_>, Pin<Box<AcquirePermission<'_>>>>, AcquireError> {
         match self.inner.try_acquire_now() {
             Some(ready) => ready.map(Acquire::Now),
-            None => Ok(Acquire::Wait(self.acquire_permission())),
+            None => Ok(Acquire::Wait(Box::pin(self.acquire_permission()))),
         }
     }
 

@@ -1,5 +1,7 @@
-//! The future a time limiter returns: the caller's future and a tokio timer,
-//! side by side in one struct, with nothing boxed on the cancelling path.
+//! The future a time limiter returns: the caller's future, polled in place,
+//! and a tokio timer made (boxed) only once the future waits: a call whose
+//! future is ready at once reads no clock, makes no timer and allocates
+//! nothing.
 
 use std::fmt;
 use std::future::Future;
@@ -33,12 +35,14 @@ pin_project! {
     pub struct TimeLimited<'a, F> {
         #[pin]
         work: Work<F>,
-        // Set at the first poll. Polled without tokio's cooperative budget, as
-        // `tokio::time::Timeout` does when the wrapped future spent it:
-        // otherwise a future that always exhausts the budget would never see
-        // its timeout fire.
-        #[pin]
-        timer: Option<Unconstrained<Sleep>>,
+        // Set when the first poll of the work returns `Pending`, boxed: a
+        // `Sleep` is 112 bytes, which every layer around this one would
+        // otherwise carry and move although most calls never wait (and a
+        // waiting call registers a timer anyway). Polled without tokio's
+        // cooperative budget, as `tokio::time::Timeout` does when the wrapped
+        // future spent it: otherwise a future that always exhausts the budget
+        // would never see its timeout fire.
+        timer: Option<Pin<Box<Unconstrained<Sleep>>>>,
         limiter: &'a TimeLimiter,
         // The timer ends at the task's deadline, earlier than `timeout_duration`.
         by_deadline: bool,
@@ -112,14 +116,13 @@ where
             // a timer.
             let (at, by_deadline) = this.limiter.wait_until();
             *this.by_deadline = by_deadline;
-            this.timer
-                .set(Some(tokio::task::unconstrained(tokio::time::sleep_until(
-                    at,
-                ))));
+            *this.timer = Some(Box::pin(tokio::task::unconstrained(
+                tokio::time::sleep_until(at),
+            )));
         }
-        let timer = this.timer.as_pin_mut();
+        let timer = this.timer.as_mut();
         debug_assert!(timer.is_some(), "the timer is set by now");
-        if timer.is_some_and(|t| t.poll(cx).is_pending()) {
+        if timer.is_some_and(|t| t.as_mut().poll(cx).is_pending()) {
             return Poll::Pending;
         }
         // The wait is over. Cancel (drop in place) or detach the work now, not
