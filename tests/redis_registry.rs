@@ -519,3 +519,50 @@ async fn snapshot_health_and_metrics_show_distributed_limiters() {
     registry.set_health_indicator::<RateLimiter>("checkout", false);
     assert_eq!(registry.health().status, Status::Up);
 }
+
+#[test]
+fn operators_change_a_distributed_limiters_limit_and_timeout_by_name() {
+    let registry = Registry::from_toml_str(FILE).unwrap();
+    let checkout = registry.distributed_rate_limiter("checkout").unwrap();
+
+    registry.set_rate_limit("checkout", 40).unwrap();
+    registry
+        .set_rate_limiter_timeout("checkout", Duration::from_millis(250))
+        .unwrap();
+    assert_eq!(checkout.config().limit_for_period(), 40);
+    assert_eq!(
+        checkout.config().timeout_duration(),
+        Duration::from_millis(250)
+    );
+    assert_eq!(
+        checkout.config().algorithm(),
+        Algorithm::Gcra,
+        "the rest is kept"
+    );
+
+    let refused = registry.set_rate_limit("checkout", 0).unwrap_err();
+    assert!(
+        matches!(refused, RegistryError::InvalidConfig { .. }),
+        "{refused:?}"
+    );
+    assert_eq!(checkout.config().limit_for_period(), 40, "nothing changed");
+    assert!(matches!(
+        registry.set_rate_limit("nobody", 5),
+        Err(RegistryError::NotFound { .. })
+    ));
+
+    // A reload that leaves this limiter's settings alone keeps the
+    // operator's limit; one that changes them applies the file.
+    registry
+        .reload(file(&FILE.replace(
+            "[resilience4j.ratelimiter.instances.search]\nlimit-for-period = 5",
+            "[resilience4j.ratelimiter.instances.search]\nlimit-for-period = 6",
+        )))
+        .unwrap();
+    assert_eq!(checkout.config().limit_for_period(), 40);
+    registry
+        .reload(file(&FILE.replace("burst = 20", "burst = 30")))
+        .unwrap();
+    assert_eq!(checkout.config().limit_for_period(), 100);
+    assert_eq!(checkout.config().burst(), 30);
+}

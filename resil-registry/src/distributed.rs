@@ -12,7 +12,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use dashmap::mapref::entry::Entry as MapEntry;
-use resil_core::distributed_rate_limiter::DistributedRateLimiter;
+use resil_core::distributed_rate_limiter::{
+    DistributedRateLimiter, DistributedRateLimiterConfigBuilder,
+};
 use resil_core::rate_limiter::{RateLimiter, RateLimiterConfigBuilder};
 
 use crate::config::FileConfig;
@@ -163,18 +165,17 @@ impl Registry {
     ) -> Vec<Rebuild> {
         let mut rebuilds = Vec::new();
         for name in self.distributed_rate_limiter_names() {
-            let Some(running) = self.find_distributed(&name) else {
-                continue;
-            };
             if !new.rate_limiter().for_name(&name).is_redis_backed() {
                 errors.push(backend_change(&name, "redis", "local"));
                 continue;
             }
+            // Changed when the file's answer changed, as for local instances:
+            // a limit an operator set by name survives a reload that leaves
+            // this limiter's settings alone.
+            let before = self.build_distributed(old, code, &name).ok();
             match self.build_distributed(new, code, &name) {
-                Ok(limiter) if limiter.config() != running.config() => {
-                    rebuilds.push(Rebuild { name, limiter })
-                }
-                Ok(_) => {}
+                Ok(limiter) if before.is_some_and(|b| b.config() == limiter.config()) => {}
+                Ok(limiter) => rebuilds.push(Rebuild { name, limiter }),
                 Err(e) => errors.push(e),
             }
         }
@@ -224,6 +225,35 @@ impl Registry {
             name: name.to_owned(),
             limiter,
         }))
+    }
+
+    /// An operator's change to the running distributed limiter `name` (a
+    /// new limit or timeout): a new instance with `change` applied to its
+    /// config. `Ok(false)` when none runs.
+    pub(crate) fn change_distributed(
+        &self,
+        name: &str,
+        cause: &str,
+        change: impl FnOnce(DistributedRateLimiterConfigBuilder) -> DistributedRateLimiterConfigBuilder,
+    ) -> Result<bool, RegistryError> {
+        let Some(running) = self.find_distributed(name) else {
+            return Ok(false);
+        };
+        let invalid = |source| RegistryError::InvalidConfig {
+            kind: Kind::RateLimiter,
+            name: name.to_owned(),
+            source,
+        };
+        let config = change(running.config().to_builder())
+            .build()
+            .map_err(invalid)?;
+        let limiter = DistributedRateLimiter::new(name, config).map_err(invalid)?;
+        let rebuild = Rebuild {
+            name: name.to_owned(),
+            limiter,
+        };
+        self.apply_distributed(vec![rebuild], cause);
+        Ok(true)
     }
 
     /// How many distributed limiters exist.

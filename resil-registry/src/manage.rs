@@ -365,16 +365,26 @@ impl Registry {
     }
 
     /// Changes the rate limiter called `name`'s `limit_for_period` (from the
-    /// next cycle on), through the limiter's own run-time setter.
+    /// next cycle on), through the limiter's own run-time setter. A
+    /// Redis-backed limiter of that name (feature `redis`) is replaced by one
+    /// with the new limit (the quota in Redis carries on). Lasts until a
+    /// reload or a `configure_rate_limiter` changes this limiter's settings.
     pub fn set_rate_limit(&self, name: &str, limit_for_period: u32) -> Result<(), RegistryError> {
-        let limiter = self.existing::<RateLimiter>(name)?;
-        limiter
-            .change_limit_for_period(limit_for_period)
-            .map_err(|source| RegistryError::InvalidConfig {
-                kind: Kind::RateLimiter,
-                name: name.to_owned(),
-                source,
-            })?;
+        self.manage_rate_limiter(
+            name,
+            "set_rate_limit",
+            |limiter| {
+                limiter
+                    .change_limit_for_period(limit_for_period)
+                    .map_err(|source| RegistryError::InvalidConfig {
+                        kind: Kind::RateLimiter,
+                        name: name.to_owned(),
+                        source,
+                    })
+            },
+            #[cfg(feature = "redis")]
+            |b| b.limit_for_period(limit_for_period),
+        )?;
         tracing::info!(
             kind = "rate_limiter",
             name,
@@ -384,16 +394,55 @@ impl Registry {
         Ok(())
     }
 
-    /// Changes the rate limiter called `name`'s `timeout_duration`.
+    /// Changes the rate limiter called `name`'s `timeout_duration` (and that
+    /// of its Redis-backed limiter, as [`set_rate_limit`](Self::set_rate_limit)).
     pub fn set_rate_limiter_timeout(
         &self,
         name: &str,
         timeout: Duration,
     ) -> Result<(), RegistryError> {
-        let limiter = self.existing::<RateLimiter>(name)?;
-        limiter.change_timeout_duration(timeout);
+        self.manage_rate_limiter(
+            name,
+            "set_rate_limiter_timeout",
+            |limiter| {
+                limiter.change_timeout_duration(timeout);
+                Ok(())
+            },
+            #[cfg(feature = "redis")]
+            |b| b.timeout_duration(timeout),
+        )?;
         tracing::info!(kind = "rate_limiter", name, timeout = ?timeout, "timeout changed");
         Ok(())
+    }
+
+    /// Applies an operator's change to the local rate limiter `name` and to
+    /// its Redis-backed limiter, whichever run (the local one first: a value
+    /// it refuses changes neither); `NotFound` when neither does.
+    fn manage_rate_limiter(
+        &self,
+        name: &str,
+        #[cfg_attr(not(feature = "redis"), allow(unused_variables))] cause: &str,
+        local: impl FnOnce(&RateLimiter) -> Result<(), RegistryError>,
+        #[cfg(feature = "redis")] distributed: impl FnOnce(
+            resil_core::distributed_rate_limiter::DistributedRateLimiterConfigBuilder,
+        ) -> resil_core::distributed_rate_limiter::DistributedRateLimiterConfigBuilder,
+    ) -> Result<(), RegistryError> {
+        let found = self.find::<RateLimiter>(name);
+        if let Some(limiter) = &found {
+            local(limiter)?;
+        }
+        #[cfg(feature = "redis")]
+        let found = self.change_distributed(name, cause, distributed)? || found.is_some();
+        #[cfg(not(feature = "redis"))]
+        let found = found.is_some();
+        if found {
+            Ok(())
+        } else {
+            Err(RegistryError::NotFound {
+                kind: Kind::RateLimiter,
+                name: name.to_owned(),
+            })
+        }
     }
 
     /// Changes the bulkhead called `name`'s `max_concurrent_calls`; calls in
