@@ -64,7 +64,22 @@ impl SiteRateLimiter {
         }
     }
 
+    /// A call with one permit around a future, polled in place.
+    #[cfg(not(feature = "redis"))]
+    #[inline]
+    pub fn call_async<'a, T: 'static, E: 'static, F>(
+        &'a self,
+        fut: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + 'a
+    where
+        F: Future<Output = Result<T, E>> + 'a,
+    {
+        let SiteRateLimiter::Local(h) = self;
+        h.get().call_async(fut)
+    }
+
     /// A call with one permit around a future.
+    #[cfg(feature = "redis")]
     #[inline]
     pub async fn call_async<T: 'static, E: 'static>(
         &self,
@@ -75,13 +90,10 @@ impl SiteRateLimiter {
             // Boxed: the Redis acquire's state (a round trip, a timer) would
             // otherwise size every call's future, local or not. One
             // allocation next to a network round trip.
-            #[cfg(feature = "redis")]
             SiteRateLimiter::Redis(h) => Box::pin(h.get().call_async(fut)).await,
         }
     }
-}
 
-impl SiteRateLimiter {
     /// A call with one permit around a protected future (one flat error),
     /// polled in place.
     #[cfg(not(feature = "redis"))]
