@@ -83,14 +83,19 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
         .map(|(var, span)| quote_spanned!(*span=> #p::rank::<_, #args_ty, #e, _>(#var, &#err)));
     let arms = vars.iter().enumerate().map(|(i, (var, span))| {
         let call = if is_async {
+            // Every token of the call at the user's `fallback = path`: the
+            // failed bound is then reported once, there, not also at the
+            // attribute for the path to `invoke_async` and its `.await`.
+            let p = respan(p.clone(), *span);
             quote_spanned!(*span=> #p::invoke_async::<#ret, _, #args_ty, #e, _>(#var, #args_val, #err).await)
         } else {
             quote_spanned!(*span=> #p::invoke::<#ret, _, #args_ty, #e, _>(#var, #args_val, #err))
         };
+        let finished = quote_spanned!(*span=> #site.finished(#call));
         quote! {
             ::core::option::Option::Some(#i) => {
                 #site.degraded(&#err);
-                #site.finished(#call)
+                #finished
             }
         }
     });
@@ -116,4 +121,21 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
             }
         }
     }
+}
+
+/// `tokens` with every token (and group) at `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            if let proc_macro2::TokenTree::Group(g) = &t {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                t = proc_macro2::TokenTree::Group(group);
+            } else {
+                t.set_span(span);
+            }
+            t
+        })
+        .collect()
 }

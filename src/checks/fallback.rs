@@ -386,6 +386,7 @@ pub trait AsyncOutput<Ret> {
     fn into_future(self) -> Self::Future;
 }
 
+#[diagnostic::do_not_recommend]
 impl<Ret, F: Future<Output = Ret>> AsyncOutput<Ret> for F {
     type Future = F;
     #[inline(always)]
