@@ -715,16 +715,23 @@ fn several_permits_at_once_count_as_many_and_more_than_one_acquire_may_take_is_r
             "{too_many:?}"
         );
         assert_eq!(
+            too_many.to_string(),
+            "rate limiter 'bulk' cannot grant 11 permits at once: its limit_for_period is 10"
+        );
+        assert_eq!(
             limiter.metrics().script_calls(),
             3,
             "ExceedsLimit never reaches Redis"
         );
 
         let gcra = limiter_gcra(&server);
-        assert!(matches!(
-            gcra.acquire_n_async(3).await,
-            Err(AcquireError::ExceedsLimit(_))
-        ));
+        let too_many = gcra.acquire_n_async(3).await.unwrap_err();
+        assert!(matches!(too_many, AcquireError::ExceedsLimit(_)));
+        assert_eq!(
+            too_many.to_string(),
+            "rate limiter 'bulk-gcra' cannot grant 3 permits at once: its burst is 2",
+            "GCRA is bounded by its burst"
+        );
         assert_eq!(gcra.acquire_n_async(2).await.unwrap().remaining(), Some(0));
     });
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 
 use super::backend::{Backend, BackendFailure};
-use super::config::DistributedRateLimiterConfig;
+use super::config::{Algorithm, DistributedRateLimiterConfig};
 use super::event::{DistributedRateLimiterEvent, DistributedRateLimiterEventKind};
 use super::grant::{DecidedBy, Grant};
 use super::metrics::{Counters, DistributedRateLimiterMetrics, Waiting};
@@ -234,8 +234,12 @@ impl Inner {
         if permits > max {
             self.publish(DistributedRateLimiterEventKind::FailedAcquire, permits);
             self.counters.acquired(false);
-            return Err(AcquireError::ExceedsLimit(ExceedsLimit::new(
-                &self.name, permits, max,
+            let field = match self.config.algorithm() {
+                Algorithm::SlidingWindow => "limit_for_period",
+                Algorithm::Gcra => "burst",
+            };
+            return Err(AcquireError::ExceedsLimit(ExceedsLimit::bounded_by(
+                &self.name, permits, max, field,
             )));
         }
         let start = self.clock.now_nanos();

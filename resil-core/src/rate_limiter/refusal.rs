@@ -98,9 +98,20 @@ impl ExceedsLimit {
 
     /// A refill limiter's refusal: more than `permit_capacity` at once.
     pub(crate) fn capacity(name: &Arc<str>, requested: u32, permit_capacity: u32) -> Self {
+        ExceedsLimit::bounded_by(name, requested, permit_capacity, "permit_capacity")
+    }
+
+    /// More than `limit` at once, `field` being the setting that bounds it
+    /// (`burst` for a GCRA limiter on Redis).
+    pub(crate) fn bounded_by(
+        name: &Arc<str>,
+        requested: u32,
+        limit: u32,
+        field: &'static str,
+    ) -> Self {
         ExceedsLimit {
-            field: "permit_capacity",
-            ..ExceedsLimit::new(name, requested, permit_capacity)
+            field,
+            ..ExceedsLimit::new(name, requested, limit)
         }
     }
 
