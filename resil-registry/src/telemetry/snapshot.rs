@@ -167,11 +167,7 @@ impl Registry {
             out.push(InstanceSnapshot {
                 kind: Kind::RateLimiter.as_str(),
                 state: None,
-                metrics: instance
-                    .metric_values()
-                    .into_iter()
-                    .map(|(name, kind, value)| MetricSnapshot { name, kind, value })
-                    .collect(),
+                metrics: metric_snapshots(instance),
                 config,
                 tags: self.tags::<RateLimiter>(&name),
                 manual_override: None,
@@ -222,11 +218,7 @@ impl Registry {
             out.push(InstanceSnapshot {
                 kind: P::KIND.as_str(),
                 state: instance.state_label(),
-                metrics: instance
-                    .metric_values()
-                    .into_iter()
-                    .map(|(name, kind, value)| MetricSnapshot { name, kind, value })
-                    .collect(),
+                metrics: metric_snapshots(instance),
                 config,
                 tags: self.tags::<P>(&name),
                 manual_override,
@@ -328,5 +320,14 @@ fn sourced(
             });
             ConfigValue { key, value, source }
         })
+        .collect()
+}
+
+/// An instance's metrics as the snapshot shows them.
+fn metric_snapshots(instance: &impl super::describe::Describe) -> Vec<MetricSnapshot> {
+    instance
+        .metric_values()
+        .into_iter()
+        .map(|(name, kind, value)| MetricSnapshot { name, kind, value })
         .collect()
 }
