@@ -170,6 +170,48 @@ fn an_open_breaker_refuses_without_allocating() {
 }
 
 #[test]
+fn a_full_bulkhead_and_a_spent_rate_limiter_refuse_without_allocating() {
+    let bulkhead = Bulkhead::new(
+        "full",
+        BulkheadConfig::builder()
+            .max_concurrent_calls(1)
+            .build()
+            .unwrap(),
+    );
+    let _held = bulkhead.try_acquire_permission().unwrap();
+    assert_eq!(
+        allocations_in(|i| {
+            assert!(matches!(
+                bulkhead.call(|| mixed(i)),
+                Err(Error::BulkheadFull(_))
+            ));
+        }),
+        0,
+        "bulkhead"
+    );
+    let limiter = RateLimiter::with_clock(
+        "spent",
+        RateLimiterConfig::builder()
+            .limit_for_period(1)
+            .timeout_duration(Duration::ZERO)
+            .build()
+            .unwrap(),
+        ManualClock::new(),
+    );
+    assert!(limiter.try_acquire_permission(1));
+    assert_eq!(
+        allocations_in(|i| {
+            assert!(matches!(
+                limiter.call(|| mixed(i)),
+                Err(Error::RequestNotPermitted(_))
+            ));
+        }),
+        0,
+        "rate limiter"
+    );
+}
+
+#[test]
 fn a_bulkhead_allocates_nothing_per_call() {
     let bulkhead = Bulkhead::new("bh", BulkheadConfig::default());
     assert_eq!(

@@ -294,6 +294,50 @@ where
     }
 }
 
+/// An instance's name as its refusals carry it: one thin pointer.
+///
+/// Every refusal is on a hot path's return type, so its size decides whether
+/// `Result<T, Error<E>>` comes back in registers or through memory at each
+/// layer of a stack. A fat `Arc<str>` (16 bytes) made a refusal with a
+/// `Duration` 32 bytes; a thin pointer keeps every refusal at 8 bytes, so
+/// `Result<u64, Error<E>>` is 16 bytes for a small `E`. An instance builds its
+/// `SharedName` (and the refusals that carry more than a name) once; each
+/// refusal clones one, counting a reference and never allocating.
+#[derive(Clone)]
+pub(crate) struct SharedName(Arc<Arc<str>>);
+
+impl SharedName {
+    /// Shares `name` (one allocation, made once per instance).
+    pub(crate) fn new(name: impl Into<Arc<str>>) -> Self {
+        SharedName(Arc::new(name.into()))
+    }
+
+    #[inline]
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq for SharedName {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for SharedName {}
+
+impl fmt::Debug for SharedName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for SharedName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 macro_rules! rejection {
     ($(#[$meta:meta])* $ty:ident => $variant:ident) => {
         $(#[$meta])*
@@ -310,29 +354,35 @@ macro_rules! rejection {
 /// A circuit breaker refused the call without running it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct CallNotPermitted {
-    name: Arc<str>,
-    state: State,
+    /// Built once per breaker and refusing state, so a refusal clones a
+    /// pointer and stays thin (see [`SharedName`]).
+    inner: Arc<(SharedName, State)>,
 }
 
 impl CallNotPermitted {
     /// A refusal by breaker `name` while it was in `state`.
     pub fn new(name: impl Into<Arc<str>>, state: State) -> Self {
+        Self::by(&SharedName::new(name), state)
+    }
+
+    /// The refusal a breaker whose shared name is `name` hands out in
+    /// `state`: built once, cloned per refusal.
+    pub(crate) fn by(name: &SharedName, state: State) -> Self {
         CallNotPermitted {
-            name: name.into(),
-            state,
+            inner: Arc::new((name.clone(), state)),
         }
     }
 
     /// The breaker's name.
     #[inline]
     pub fn name(&self) -> &str {
-        &self.name
+        self.inner.0.as_str()
     }
 
     /// The state that refused: `Open`, `ForcedOpen` or `HalfOpen` (no probe slot left).
     #[inline]
     pub fn state(&self) -> State {
-        self.state
+        self.inner.1
     }
 }
 
@@ -341,7 +391,8 @@ impl fmt::Display for CallNotPermitted {
         write!(
             f,
             "circuit breaker '{}' is {} and does not permit further calls",
-            self.name, self.state
+            self.name(),
+            self.state()
         )
     }
 }
@@ -349,8 +400,8 @@ impl fmt::Display for CallNotPermitted {
 impl fmt::Debug for CallNotPermitted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallNotPermitted")
-            .field("name", &&*self.name)
-            .field("state", &self.state)
+            .field("name", &self.name())
+            .field("state", &self.state())
             .finish()
     }
 }
@@ -363,19 +414,27 @@ macro_rules! named_rejection {
         $(#[$meta])*
         #[derive(Clone, PartialEq, Eq)]
         pub struct $ty {
-            name: Arc<str>,
+            name: SharedName,
         }
 
         impl $ty {
             /// A refusal by the instance called `name`.
             pub fn new(name: impl Into<Arc<str>>) -> Self {
-                $ty { name: name.into() }
+                Self::by(&SharedName::new(name))
+            }
+
+            /// A refusal by the instance whose shared name is `name` (no
+            /// allocation).
+            #[inline]
+            #[allow(dead_code)]
+            pub(crate) fn by(name: &SharedName) -> Self {
+                $ty { name: name.clone() }
             }
 
             /// The refusing instance's name.
             #[inline]
             pub fn name(&self) -> &str {
-                &self.name
+                self.name.as_str()
             }
         }
 
@@ -387,7 +446,7 @@ macro_rules! named_rejection {
 
         impl fmt::Debug for $ty {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.debug_struct(stringify!($ty)).field("name", &&*self.name).finish()
+                f.debug_struct(stringify!($ty)).field("name", &self.name.as_str()).finish()
             }
         }
 
@@ -423,29 +482,37 @@ named_rejection!(
 /// effect remotely.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Timeout {
-    name: Arc<str>,
-    after: Duration,
+    /// Built once per time limiter (its timeout is fixed for the instance's
+    /// life), so a timeout clones a pointer and the refusal stays thin.
+    inner: Arc<(SharedName, Duration)>,
 }
 
 impl Timeout {
     /// A timeout by time limiter `name` after waiting `after`.
     pub fn new(name: impl Into<Arc<str>>, after: Duration) -> Self {
         Timeout {
-            name: name.into(),
-            after,
+            inner: Arc::new((SharedName::new(name), after)),
+        }
+    }
+
+    /// The timeout a time limiter hands out each time it gives up: built
+    /// once, cloned per timeout.
+    pub(crate) fn by(name: &SharedName, after: Duration) -> Self {
+        Timeout {
+            inner: Arc::new((name.clone(), after)),
         }
     }
 
     /// The time limiter's name.
     #[inline]
     pub fn name(&self) -> &str {
-        &self.name
+        self.inner.0.as_str()
     }
 
     /// How long the limiter waited before giving up.
     #[inline]
     pub fn after(&self) -> Duration {
-        self.after
+        self.inner.1
     }
 }
 
@@ -454,7 +521,8 @@ impl fmt::Display for Timeout {
         write!(
             f,
             "time limiter '{}' timed out after {:?}",
-            self.name, self.after
+            self.name(),
+            self.after()
         )
     }
 }
@@ -462,8 +530,8 @@ impl fmt::Display for Timeout {
 impl fmt::Debug for Timeout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Timeout")
-            .field("name", &&*self.name)
-            .field("after", &self.after)
+            .field("name", &self.name())
+            .field("after", &self.after())
             .finish()
     }
 }
@@ -477,7 +545,7 @@ rejection!(Timeout => Timeout);
 /// wait that could not finish in the remaining budget (with its name).
 #[derive(Clone, PartialEq, Eq)]
 pub struct DeadlineExceeded {
-    name: Option<Arc<str>>,
+    name: Option<SharedName>,
 }
 
 impl DeadlineExceeded {
@@ -488,15 +556,21 @@ impl DeadlineExceeded {
 
     /// Instance `name` declined work that could not finish before the deadline.
     pub fn by(name: impl Into<Arc<str>>) -> Self {
+        Self::by_shared(&SharedName::new(name))
+    }
+
+    /// Declined by the instance whose shared name is `name` (no allocation).
+    #[inline]
+    pub(crate) fn by_shared(name: &SharedName) -> Self {
         DeadlineExceeded {
-            name: Some(name.into()),
+            name: Some(name.clone()),
         }
     }
 
     /// The instance that declined, if the refusal came from one.
     #[inline]
     pub fn name(&self) -> Option<&str> {
-        self.name.as_deref()
+        self.name.as_ref().map(SharedName::as_str)
     }
 }
 
@@ -521,7 +595,7 @@ impl fmt::Display for DeadlineExceeded {
 impl fmt::Debug for DeadlineExceeded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeadlineExceeded")
-            .field("name", &self.name.as_deref())
+            .field("name", &self.name())
             .finish()
     }
 }
@@ -740,5 +814,16 @@ mod tests {
             err.to_string(),
             "invalid `circuit_breaker.instances.inventory.sliding_window_size`: got 0, expected an integer >= 1"
         );
+    }
+
+    #[test]
+    fn a_value_and_a_small_error_come_back_in_two_registers() {
+        use std::mem::size_of;
+        // Every refusal is one thin pointer, so these stay 16 bytes: returned
+        // in registers, not through memory, at each layer of a stack.
+        assert_eq!(size_of::<Error<()>>(), 16);
+        assert_eq!(size_of::<Result<u64, Error<()>>>(), 16);
+        assert_eq!(size_of::<Result<u64, Error<std::io::Error>>>(), 16);
+        assert_eq!(size_of::<Result<(), crate::Rejection>>(), 16);
     }
 }

@@ -69,36 +69,65 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        if let Some(acquire) = this.acquire.take() {
+        // The permit is a local while the protected future is polled: a
+        // future ready at once (the common case) hands it to `finish` without
+        // it ever being stored in (and copied back out of) this future's
+        // state. It is stored only when the future returns `Pending`. A panic
+        // while polling drops it like any local, which releases it.
+        let permit = if let Some(acquire) = this.acquire.take() {
             match acquire() {
-                Ok(Acquire::Now(permit)) => *this.permit = Some(permit),
-                Ok(Acquire::Wait(wait)) => this.wait.set(Some(wait)),
+                Ok(Acquire::Now(permit)) => permit,
+                Ok(Acquire::Wait(wait)) => {
+                    this.wait.set(Some(wait));
+                    ready!(Self::poll_wait(this.wait.as_mut(), this.finish, cx))?
+                }
                 Err(refused) => {
                     this.finish.take();
                     return Poll::Ready(Err(refused.into()));
                 }
             }
-        }
-        if let Some(wait) = this.wait.as_mut().as_pin_mut() {
-            let granted = ready!(wait.poll(cx));
-            this.wait.set(None);
-            match granted {
-                Ok(permit) => *this.permit = Some(permit),
-                Err(refused) => {
-                    this.finish.take();
-                    return Poll::Ready(Err(refused.into()));
-                }
+        } else if this.wait.is_some() {
+            ready!(Self::poll_wait(this.wait.as_mut(), this.finish, cx))?
+        } else {
+            this.permit
+                .take()
+                .expect("a `call_async` future polled after it completed")
+        };
+        match this.fut.poll(cx) {
+            Poll::Ready(out) => match this.finish.take() {
+                Some(finish) => Poll::Ready(finish(permit, out)),
+                None => unreachable!("the finishing step is taken only on completion"),
+            },
+            Poll::Pending => {
+                *this.permit = Some(permit);
+                Poll::Pending
             }
         }
-        assert!(
-            this.permit.is_some(),
-            "a `call_async` future polled after it completed"
-        );
-        let out = ready!(this.fut.poll(cx));
-        match (this.permit.take(), this.finish.take()) {
-            (Some(permit), Some(finish)) => Poll::Ready(finish(permit, out)),
-            _ => unreachable!("the permit and the finishing step are taken together"),
-        }
+    }
+}
+
+impl<F, W, P, A, D> Guarded<F, W, P, A, D> {
+    /// Polls the wait for a permit; on a refusal, drops the finishing step
+    /// and yields the refusal as the future's error.
+    #[inline]
+    fn poll_wait<R, E>(
+        mut wait: Pin<&mut Option<W>>,
+        finish: &mut Option<D>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<P, Error<E>>>
+    where
+        W: Future<Output = Result<P, R>>,
+        Error<E>: From<R>,
+    {
+        let granted = match wait.as_mut().as_pin_mut() {
+            Some(wait) => ready!(wait.poll(cx)),
+            None => unreachable!("polled only while waiting"),
+        };
+        wait.set(None);
+        Poll::Ready(granted.map_err(|refused| {
+            finish.take();
+            refused.into()
+        }))
     }
 }
 

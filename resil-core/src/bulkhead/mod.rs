@@ -112,7 +112,7 @@ pub use self::permit::{AcquireError, BulkheadPermit};
 
 use self::semaphore::Semaphore;
 use crate::clock::{self, Clock, SharedClock};
-use crate::error::{BulkheadFull, ConfigError, DeadlineExceeded, Error};
+use crate::error::{BulkheadFull, ConfigError, DeadlineExceeded, Error, SharedName};
 use crate::event::{EventPublisher, EventStream};
 use crate::guarded::{Acquire, Guarded};
 
@@ -143,6 +143,8 @@ pub struct Bulkhead {
 pub(crate) struct Inner {
     sem: Semaphore,
     name: Arc<str>,
+    /// The name every refusal carries (built once; see [`SharedName`]).
+    refusal_name: SharedName,
     /// `max_wait_duration` in nanoseconds, read on the slow path.
     max_wait_nanos: AtomicU64,
     rejected: AtomicU64,
@@ -179,7 +181,7 @@ impl Inner {
     fn rejected(&self, cut_by_deadline: bool) -> AcquireError {
         if cut_by_deadline {
             self.count_rejection();
-            AcquireError::DeadlineExceeded(DeadlineExceeded::by(Arc::clone(&self.name)))
+            AcquireError::DeadlineExceeded(DeadlineExceeded::by_shared(&self.refusal_name))
         } else {
             AcquireError::Full(self.rejected_full())
         }
@@ -189,7 +191,7 @@ impl Inner {
     #[cold]
     fn rejected_full(&self) -> BulkheadFull {
         self.count_rejection();
-        BulkheadFull::new(Arc::clone(&self.name))
+        BulkheadFull::by(&self.refusal_name)
     }
 
     fn count_rejection(&self) {
@@ -216,7 +218,7 @@ impl Inner {
     fn deadline_spent(&self) -> Option<AcquireError> {
         match crate::deadline::remaining() {
             Some(left) if left.is_zero() => Some(AcquireError::DeadlineExceeded(
-                DeadlineExceeded::by(Arc::clone(&self.name)),
+                DeadlineExceeded::by_shared(&self.refusal_name),
             )),
             _ => None,
         }
@@ -237,13 +239,15 @@ impl Bulkhead {
         config: BulkheadConfig,
         clock: impl Clock,
     ) -> Self {
+        let name = name.into();
         Bulkhead {
             inner: Arc::new(Inner {
                 sem: Semaphore::new(
                     config.max_concurrent_calls(),
                     config.fair_call_handling_enabled(),
                 ),
-                name: name.into(),
+                refusal_name: SharedName::new(Arc::clone(&name)),
+                name,
                 max_wait_nanos: AtomicU64::new(clock::nanos(config.max_wait_duration())),
                 rejected: AtomicU64::new(0),
                 config: Mutex::new(config),

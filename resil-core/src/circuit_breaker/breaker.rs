@@ -20,7 +20,7 @@ use super::state::Word;
 use super::window::{Aggregate, Change, CountWindow, Measurement, TimeWindow, Window};
 use super::{IllegalTransition, State};
 use crate::clock::{self, Clock, SharedClock};
-use crate::error::{CallNotPermitted, Error};
+use crate::error::{CallNotPermitted, Error, SharedName};
 use crate::event::{EventPublisher, EventStream};
 use crate::guarded::{Acquire, Guarded};
 
@@ -70,6 +70,9 @@ pub(crate) struct Inner {
     not_permitted: AtomicU64,
     pub(crate) inspects_values: bool,
     pub(crate) name: Arc<str>,
+    /// The refusals OPEN, HALF_OPEN and FORCED_OPEN hand out, built once
+    /// (see [`SharedName`]).
+    refusals: [CallNotPermitted; 3],
     pub(crate) clock: SharedClock,
     pub(crate) config: CircuitBreakerConfig,
     events: OnceLock<EventPublisher<CircuitBreakerEvent>>,
@@ -162,6 +165,11 @@ impl CircuitBreaker {
             untyped_reported: AtomicBool::new(false),
             not_permitted: AtomicU64::new(0),
             inspects_values: config.inspects_values(),
+            refusals: {
+                let name = SharedName::new(Arc::clone(&name));
+                [State::Open, State::HalfOpen, State::ForcedOpen]
+                    .map(|state| CallNotPermitted::by(&name, state))
+            },
             name,
             clock,
             config,
@@ -270,7 +278,9 @@ impl CircuitBreaker {
     /// until strictly after its wait, then moves to HALF_OPEN; HALF_OPEN hands out
     /// exactly `permitted_number_of_calls_in_half_open_state` probe permits;
     /// FORCED_OPEN permits nothing. A refusal is counted as not permitted.
-    #[inline]
+    // Always inlined: the permit is three words, which a call would return
+    // through memory, and copying it back out stalls on store forwarding.
+    #[inline(always)]
     pub fn try_acquire_permission(&self) -> Result<Permit<'_>, CallNotPermitted> {
         let inner = &*self.inner;
         let w = inner.load();
@@ -752,7 +762,12 @@ impl Inner {
     fn reject(&self, state: State) -> CallNotPermitted {
         self.not_permitted.fetch_add(1, Ordering::Relaxed);
         self.publish(|| CircuitBreakerEventKind::NotPermitted { state });
-        CallNotPermitted::new(Arc::clone(&self.name), state)
+        let i = match state {
+            State::Open => 0,
+            State::HalfOpen => 1,
+            _ => 2,
+        };
+        self.refusals[i].clone()
     }
 
     /// OPEN, HALF_OPEN and FORCED_OPEN.

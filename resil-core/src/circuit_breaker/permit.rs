@@ -2,6 +2,7 @@
 
 use std::any::{type_name, Any};
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::time::Duration;
 
 use super::breaker::Inner;
@@ -39,18 +40,12 @@ pub struct Permit<'a> {
     inner: &'a Inner,
     word: Word,
     start: u64,
-    done: bool,
 }
 
 impl<'a> Permit<'a> {
     #[inline]
     pub(crate) fn new(inner: &'a Inner, word: Word, start: u64) -> Self {
-        Permit {
-            inner,
-            word,
-            start,
-            done: false,
-        }
+        Permit { inner, word, start }
     }
 
     /// The state that granted this permit.
@@ -136,17 +131,19 @@ impl<'a> Permit<'a> {
     /// panicking predicate leaves the permit unused and its `Drop` gives a
     /// half-open probe slot back.
     #[inline]
-    fn finish(mut self, outcome: Outcome, transition: ResultTransition) {
-        self.done = true;
-        self.inner
-            .complete(self.word, self.start, outcome, transition);
+    fn finish(self, outcome: Outcome, transition: ResultTransition) {
+        // Used: its `Drop` (which gives an unused probe slot back) must not
+        // run. No flag for it: three words with no padding copy cheaply.
+        let this = ManuallyDrop::new(self);
+        this.inner
+            .complete(this.word, this.start, outcome, transition);
     }
 }
 
 impl Drop for Permit<'_> {
     #[inline]
     fn drop(&mut self) {
-        if !self.done && self.word.state() == State::HalfOpen {
+        if self.word.state() == State::HalfOpen {
             self.inner.return_probe_slot(self.word);
         }
     }

@@ -16,7 +16,7 @@ use super::policy::Policy;
 use super::script::{Quota, Verdict};
 use crate::clock::{self, Clock, SharedClock, SystemClock};
 use crate::deadline;
-use crate::error::{ConfigError, DeadlineExceeded, Error, RequestNotPermitted};
+use crate::error::{ConfigError, DeadlineExceeded, Error, RequestNotPermitted, SharedName};
 use crate::event::{EventPublisher, EventStream};
 use crate::rate_limiter::{AcquireError, ExceedsLimit};
 
@@ -52,6 +52,8 @@ pub struct DistributedRateLimiter {
 
 struct Inner {
     name: Arc<str>,
+    /// The name every refusal carries (built once; see [`SharedName`]).
+    refusal_name: SharedName,
     config: DistributedRateLimiterConfig,
     quota: Quota,
     backend: Backend,
@@ -108,6 +110,7 @@ impl DistributedRateLimiter {
                 events: EventPublisher::default(),
                 turn: tokio::sync::Mutex::new(()),
                 blocking: OnceLock::new(),
+                refusal_name: SharedName::new(Arc::clone(&name)),
                 name,
                 config,
             }),
@@ -239,7 +242,10 @@ impl Inner {
                 Algorithm::Gcra => "burst",
             };
             return Err(AcquireError::ExceedsLimit(ExceedsLimit::bounded_by(
-                &self.name, permits, max, field,
+                &self.refusal_name,
+                permits,
+                max,
+                field,
             )));
         }
         let start = self.clock.now_nanos();
@@ -263,7 +269,7 @@ impl Inner {
                 return Err(self.not_permitted(permits));
             }
             if budget.is_some_and(|b| end > b) {
-                let late = DeadlineExceeded::by(Arc::clone(&self.name));
+                let late = DeadlineExceeded::by_shared(&self.refusal_name);
                 return Err(self.refused(permits, AcquireError::DeadlineExceeded(late)));
             }
             // Never sleep past the time this acquire may wait.
@@ -329,7 +335,7 @@ impl Inner {
 
     #[cold]
     fn not_permitted(&self, permits: u32) -> AcquireError {
-        let refusal = RequestNotPermitted::new(Arc::clone(&self.name));
+        let refusal = RequestNotPermitted::by(&self.refusal_name);
         self.refused(permits, AcquireError::NotPermitted(refusal))
     }
 

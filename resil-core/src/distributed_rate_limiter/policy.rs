@@ -5,13 +5,14 @@ use std::sync::Arc;
 use super::config::{DistributedRateLimiterConfig, FailurePolicy};
 use super::grant::{DecidedBy, Grant};
 use crate::clock::SharedClock;
-use crate::error::RequestNotPermitted;
+use crate::error::{RequestNotPermitted, SharedName};
 use crate::rate_limiter::{AcquireError, RateLimiter, RateLimiterConfig};
 
 /// The configured policy, with its local limiter when it has one.
 pub(crate) struct Policy {
     policy: FailurePolicy,
-    name: Arc<str>,
+    /// The name every refusal carries (built once; see [`SharedName`]).
+    name: SharedName,
     local: Option<RateLimiter>,
 }
 
@@ -42,7 +43,7 @@ impl Policy {
         };
         Policy {
             policy,
-            name: Arc::clone(name),
+            name: SharedName::new(Arc::clone(name)),
             local,
         }
     }
@@ -76,8 +77,8 @@ impl Policy {
                 Ok(granted(DecidedBy::LocalFallback))
             }
             (None, FailurePolicy::FailOpen) => Ok(granted(DecidedBy::FailOpen)),
-            _ => Err(AcquireError::NotPermitted(RequestNotPermitted::new(
-                Arc::clone(&self.name),
+            _ => Err(AcquireError::NotPermitted(RequestNotPermitted::by(
+                &self.name,
             ))),
         }
     }

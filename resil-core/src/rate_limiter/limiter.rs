@@ -16,7 +16,7 @@ use super::{
 };
 use crate::clock::{self, Clock, CoarseClock, SharedClock, SystemClock, COARSE_TICK};
 use crate::deadline;
-use crate::error::{ConfigError, DeadlineExceeded, Error, RequestNotPermitted};
+use crate::error::{ConfigError, DeadlineExceeded, Error, RequestNotPermitted, SharedName};
 use crate::event::{EventPublisher, EventStream};
 use crate::guarded::{Acquire, Guarded};
 
@@ -60,6 +60,8 @@ struct Inner {
     cycles: Cycles,
     clock: SharedClock,
     name: Arc<str>,
+    /// The name every refusal carries (built once; see [`SharedName`]).
+    refusal_name: SharedName,
     /// The configuration at creation; limit and timeout may change since.
     config: RateLimiterConfig,
     /// `timeout_duration` in nanoseconds (saturated), changeable at run time.
@@ -106,12 +108,14 @@ impl RateLimiter {
     ) -> Self {
         let clock = SharedClock::new(clock);
         let origin = clock.now_nanos();
+        let name = name.into();
         let period = config.limit_refresh_period();
         RateLimiter {
             inner: Arc::new(Inner {
                 cycles: Cycles::new(config.limit_for_period(), clock::nanos(period), origin),
                 clock,
-                name: name.into(),
+                refusal_name: SharedName::new(Arc::clone(&name)),
+                name,
                 timeout: AtomicU64::new(clock::nanos(config.timeout_duration())),
                 config,
                 waiting: AtomicU32::new(0),
@@ -253,7 +257,12 @@ impl RateLimiter {
         Acquire<(), Pin<Box<impl Future<Output = Result<(), AcquireError>> + '_>>>,
         AcquireError,
     > {
-        let grant = self.inner.reserve(1)?;
+        // The common case returns without building a `Grant`: the result
+        // stays two words, in registers.
+        if self.inner.take_now(1) {
+            return Ok(Acquire::Now(()));
+        }
+        let grant = self.inner.reserve_slow(1)?;
         Ok(if grant.wait == 0 {
             Acquire::Now(())
         } else {
@@ -419,13 +428,31 @@ impl Inner {
     /// deadline; consumes nothing on refusal.
     #[inline]
     fn reserve(&self, permits: u32) -> Result<Grant, AcquireError> {
+        if self.take_now(permits) {
+            Ok(Grant::NOW)
+        } else {
+            self.reserve_slow(permits)
+        }
+    }
+
+    /// Takes `permits` if the current cycle has them free (and publishes the
+    /// grant); `false` leaves everything to [`reserve_slow`](Self::reserve_slow).
+    #[inline]
+    fn take_now(&self, permits: u32) -> bool {
         match self.cycles.acquire_fast(permits, || self.now()) {
             Fast::Granted => {
                 self.publish(true, permits);
-                Ok(Grant::NOW)
+                true
             }
-            Fast::Slow { .. } => self.reserve_at(permits, self.precise_now()),
+            Fast::Slow { .. } => false,
         }
+    }
+
+    /// [`reserve`](Self::reserve) when the fast path could not grant: reads
+    /// the precise time and takes the full path.
+    #[inline]
+    fn reserve_slow(&self, permits: u32) -> Result<Grant, AcquireError> {
+        self.reserve_at(permits, self.precise_now())
     }
 
     #[inline(never)]
@@ -442,7 +469,7 @@ impl Inner {
 
     #[cold]
     fn refused(&self, permits: u32, refusal: Refusal, limits: Option<(u64, u64)>) -> AcquireError {
-        refused(&self.name, permits, refusal, limits)
+        refused(&self.refusal_name, permits, refusal, limits)
     }
 }
 
@@ -461,7 +488,7 @@ pub(super) fn wait_allowed(timeout: &AtomicU64, limits: &mut Option<(u64, u64)>)
 /// because of the deadline is `DeadlineExceeded`.
 #[cold]
 pub(super) fn refused(
-    name: &Arc<str>,
+    name: &SharedName,
     permits: u32,
     refusal: Refusal,
     limits: Option<(u64, u64)>,
@@ -472,9 +499,9 @@ pub(super) fn refused(
         }
         Refusal::WaitTooLong { wait } => match limits {
             Some((timeout, _)) if wait <= timeout => {
-                AcquireError::DeadlineExceeded(DeadlineExceeded::by(Arc::clone(name)))
+                AcquireError::DeadlineExceeded(DeadlineExceeded::by_shared(name))
             }
-            _ => AcquireError::NotPermitted(RequestNotPermitted::new(Arc::clone(name))),
+            _ => AcquireError::NotPermitted(RequestNotPermitted::by(name)),
         },
     }
 }

@@ -14,7 +14,7 @@ use super::{
     RefillRateLimiterConfig,
 };
 use crate::clock::{self, Clock, CoarseClock, SharedClock, SystemClock};
-use crate::error::Error;
+use crate::error::{Error, SharedName};
 use crate::event::{EventPublisher, EventStream};
 
 /// Resilience4j 2.x's `RefillRateLimiter`: a token bucket that gains one
@@ -72,6 +72,8 @@ struct Inner {
     bucket: Bucket,
     clock: SharedClock,
     name: Arc<str>,
+    /// The name every refusal carries (built once; see [`SharedName`]).
+    refusal_name: SharedName,
     config: RefillRateLimiterConfig,
     /// `timeout_duration` in nanoseconds (saturated), changeable at run time.
     timeout: AtomicU64,
@@ -101,6 +103,7 @@ impl RefillRateLimiter {
     ) -> Self {
         let clock = SharedClock::new(clock);
         let origin = clock.now_nanos();
+        let name = name.into();
         RefillRateLimiter {
             inner: Arc::new(Inner {
                 bucket: Bucket::new(
@@ -110,7 +113,8 @@ impl RefillRateLimiter {
                     origin,
                 ),
                 clock,
-                name: name.into(),
+                refusal_name: SharedName::new(Arc::clone(&name)),
+                name,
                 timeout: AtomicU64::new(clock::nanos(config.timeout_duration())),
                 config,
                 waiting: AtomicU32::new(0),
@@ -300,10 +304,12 @@ impl Inner {
         });
         self.publish(outcome.is_ok(), permits);
         outcome.map_err(|refusal| match refusal {
-            Refusal::ExceedsLimit { limit } => {
-                AcquireError::ExceedsLimit(ExceedsLimit::capacity(&self.name, permits, limit))
-            }
-            refusal => refused(&self.name, permits, refusal, limits),
+            Refusal::ExceedsLimit { limit } => AcquireError::ExceedsLimit(ExceedsLimit::capacity(
+                &self.refusal_name,
+                permits,
+                limit,
+            )),
+            refusal => refused(&self.refusal_name, permits, refusal, limits),
         })
     }
 

@@ -1,9 +1,8 @@
 //! Why a rate limiter did not grant permits.
 
 use std::fmt;
-use std::sync::Arc;
 
-use crate::error::{DeadlineExceeded, Error, ErrorKind, RequestNotPermitted};
+use crate::error::{DeadlineExceeded, Error, ErrorKind, RequestNotPermitted, SharedName};
 
 /// Why [`acquire_permission`](super::RateLimiter::acquire_permission) (and its
 /// siblings) granted nothing. In every case no permit was consumed.
@@ -69,7 +68,7 @@ impl<E> From<AcquireError> for Error<E> {
             AcquireError::NotPermitted(r) => Error::RequestNotPermitted(r),
             AcquireError::DeadlineExceeded(r) => Error::DeadlineExceeded(r),
             AcquireError::ExceedsLimit(r) => {
-                Error::RequestNotPermitted(RequestNotPermitted::new(r.name))
+                Error::RequestNotPermitted(RequestNotPermitted::by(&r.inner.name))
             }
         }
     }
@@ -79,7 +78,15 @@ impl<E> From<AcquireError> for Error<E> {
 /// [`RefillRateLimiter`](super::RefillRateLimiter), than its bucket holds).
 #[derive(Clone, PartialEq, Eq)]
 pub struct ExceedsLimit {
-    name: Arc<str>,
+    /// Boxed: a caller asking for more than a cycle holds is a mistake, not
+    /// traffic, and the box keeps every [`AcquireError`] (and so the result of
+    /// every acquisition on the hot path) at two words.
+    inner: Box<Exceeds>,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+struct Exceeds {
+    name: SharedName,
     requested: u32,
     limit_for_period: u32,
     /// The setting that bounds it: `limit_for_period` or `permit_capacity`.
@@ -87,51 +94,51 @@ pub struct ExceedsLimit {
 }
 
 impl ExceedsLimit {
-    pub(crate) fn new(name: &Arc<str>, requested: u32, limit_for_period: u32) -> Self {
-        ExceedsLimit {
-            name: Arc::clone(name),
-            requested,
-            limit_for_period,
-            field: "limit_for_period",
-        }
+    pub(crate) fn new(name: &SharedName, requested: u32, limit_for_period: u32) -> Self {
+        ExceedsLimit::bounded_by(name, requested, limit_for_period, "limit_for_period")
     }
 
     /// A refill limiter's refusal: more than `permit_capacity` at once.
-    pub(crate) fn capacity(name: &Arc<str>, requested: u32, permit_capacity: u32) -> Self {
+    pub(crate) fn capacity(name: &SharedName, requested: u32, permit_capacity: u32) -> Self {
         ExceedsLimit::bounded_by(name, requested, permit_capacity, "permit_capacity")
     }
 
     /// More than `limit` at once, `field` being the setting that bounds it
     /// (`burst` for a GCRA limiter on Redis).
+    #[cold]
     pub(crate) fn bounded_by(
-        name: &Arc<str>,
+        name: &SharedName,
         requested: u32,
         limit: u32,
         field: &'static str,
     ) -> Self {
         ExceedsLimit {
-            field,
-            ..ExceedsLimit::new(name, requested, limit)
+            inner: Box::new(Exceeds {
+                name: name.clone(),
+                requested,
+                limit_for_period: limit,
+                field,
+            }),
         }
     }
 
     /// The rate limiter's name.
     #[inline]
     pub fn name(&self) -> &str {
-        &self.name
+        self.inner.name.as_str()
     }
 
     /// How many permits were asked for.
     #[inline]
     pub fn requested(&self) -> u32 {
-        self.requested
+        self.inner.requested
     }
 
     /// The limit they exceed: `limit_for_period`, or a refill limiter's
     /// `permit_capacity`.
     #[inline]
     pub fn limit_for_period(&self) -> u32 {
-        self.limit_for_period
+        self.inner.limit_for_period
     }
 }
 
@@ -140,7 +147,7 @@ impl fmt::Display for ExceedsLimit {
         write!(
             f,
             "rate limiter '{}' cannot grant {} permits at once: its {} is {}",
-            self.name, self.requested, self.field, self.limit_for_period
+            self.inner.name, self.inner.requested, self.inner.field, self.inner.limit_for_period
         )
     }
 }
@@ -148,9 +155,9 @@ impl fmt::Display for ExceedsLimit {
 impl fmt::Debug for ExceedsLimit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ExceedsLimit")
-            .field("name", &&*self.name)
-            .field("requested", &self.requested)
-            .field(self.field, &self.limit_for_period)
+            .field("name", &self.name())
+            .field("requested", &self.inner.requested)
+            .field(self.inner.field, &self.inner.limit_for_period)
             .finish()
     }
 }
@@ -161,7 +168,7 @@ mod tests {
 
     #[test]
     fn refusals_display_stably_and_convert_to_the_flat_error() {
-        let name: Arc<str> = Arc::from("read");
+        let name = SharedName::new("read");
         let too_many = AcquireError::ExceedsLimit(ExceedsLimit::new(&name, 3, 2));
         assert_eq!(too_many.kind(), ErrorKind::RequestNotPermitted);
         assert_eq!(

@@ -311,11 +311,11 @@ impl Inner {
     /// The error a refusal returns to the caller.
     #[cold]
     pub(crate) fn refusal<E>(&self, refusal: Refusal) -> Error<E> {
-        let name = self.name.clone();
+        let name = &self.refusal_name;
         match refusal {
-            Refusal::Budget => Error::RetryBudgetExhausted(RetryBudgetExhausted::new(name)),
-            Refusal::Deadline => Error::DeadlineExceeded(DeadlineExceeded::by(name)),
-            Refusal::MaxRetries => Error::MaxRetriesExceeded(MaxRetriesExceeded::new(name)),
+            Refusal::Budget => Error::RetryBudgetExhausted(RetryBudgetExhausted::by(name)),
+            Refusal::Deadline => Error::DeadlineExceeded(DeadlineExceeded::by_shared(name)),
+            Refusal::MaxRetries => Error::MaxRetriesExceeded(MaxRetriesExceeded::by(name)),
         }
     }
 }

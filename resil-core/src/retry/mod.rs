@@ -83,7 +83,7 @@ use self::context::{Class, Context, Verdict};
 use self::metrics::Counters;
 use self::metrics::Refusal;
 use crate::clock::{Clock, SharedClock, SystemClock};
-use crate::error::Error;
+use crate::error::{Error, SharedName};
 use crate::event::{EventPublisher, EventStream};
 
 /// A named retry policy with its metrics and events; a cheap `Clone` handle.
@@ -98,6 +98,8 @@ pub struct Retry {
 
 pub(crate) struct Inner {
     name: Arc<str>,
+    /// The name every refusal carries (built once; see [`SharedName`]).
+    refusal_name: SharedName,
     config: RetryConfig,
     clock: SharedClock,
     counters: Counters,
@@ -116,9 +118,11 @@ impl Retry {
     /// [`ManualClock`](crate::clock::ManualClock) advances instead of sleeping,
     /// a [`TokioClock`](crate::clock::TokioClock) follows paused tokio time.
     pub fn with_clock(name: impl Into<Arc<str>>, config: RetryConfig, clock: impl Clock) -> Self {
+        let name = name.into();
         Retry {
             inner: Arc::new(Inner {
-                name: name.into(),
+                refusal_name: SharedName::new(Arc::clone(&name)),
+                name,
                 config,
                 clock: SharedClock::new(clock),
                 counters: Counters::default(),

@@ -206,9 +206,9 @@ impl ThreadPoolBulkhead {
     {
         let pool = &self.handle.pool;
         if !deadline::fits(Duration::ZERO) {
-            return Err(Error::DeadlineExceeded(DeadlineExceeded::by(Arc::clone(
-                &pool.name,
-            ))));
+            return Err(Error::DeadlineExceeded(DeadlineExceeded::by_shared(
+                &pool.refusal_name,
+            )));
         }
         let (tx, rx) = oneshot::channel();
         let context = Context::capture();
@@ -226,9 +226,7 @@ impl ThreadPoolBulkhead {
             let _ = tx.send(outcome);
         });
         if pool.submit(job).is_err() {
-            return Err(Error::BulkheadFull(BulkheadFull::new(Arc::clone(
-                &pool.name,
-            ))));
+            return Err(Error::BulkheadFull(BulkheadFull::by(&pool.refusal_name)));
         }
         match rx.await {
             Ok(Ok(result)) => result.map_err(Error::Call),
@@ -238,9 +236,7 @@ impl ThreadPoolBulkhead {
                     false,
                     "an accepted task runs or is skipped only when its caller is gone, so its result always arrives"
                 );
-                Err(Error::BulkheadFull(BulkheadFull::new(Arc::clone(
-                    &pool.name,
-                ))))
+                Err(Error::BulkheadFull(BulkheadFull::by(&pool.refusal_name)))
             }
         }
     }

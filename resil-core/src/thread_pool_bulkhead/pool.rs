@@ -14,6 +14,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use super::event::{ThreadPoolBulkheadEvent, ThreadPoolBulkheadEventKind};
 use super::metrics::ThreadPoolBulkheadMetrics;
 use super::ThreadPoolBulkheadConfig;
+use crate::error::SharedName;
 use crate::event::EventPublisher;
 
 /// A unit of work as the pool sees it. The job receives its [`Slot`] and must
@@ -23,6 +24,8 @@ pub(super) type Job = Box<dyn FnOnce(Slot<'_>) + Send + 'static>;
 
 pub(super) struct Pool {
     pub(super) name: Arc<str>,
+    /// The name every refusal carries (built once; see [`SharedName`]).
+    pub(super) refusal_name: SharedName,
     pub(super) config: ThreadPoolBulkheadConfig,
     state: Mutex<State>,
     /// Signalled when a job is queued and when the pool shuts down.
@@ -75,6 +78,7 @@ impl Pool {
         events: EventPublisher<ThreadPoolBulkheadEvent>,
     ) -> Self {
         Pool {
+            refusal_name: SharedName::new(Arc::clone(&name)),
             name,
             config,
             state: Mutex::new(State::default()),

@@ -133,7 +133,7 @@ use tokio::time::Instant;
 use self::metrics::Counters;
 use crate::clock::{self, Clock, SharedClock};
 use crate::deadline;
-use crate::error::{DeadlineExceeded, Error, Timeout};
+use crate::error::{DeadlineExceeded, Error, SharedName, Timeout};
 use crate::event::{EventPublisher, EventStream};
 
 /// Bounds how long a caller waits for a future. A cheap `Clone` handle: clones
@@ -147,6 +147,11 @@ pub struct TimeLimiter {
 
 struct Inner {
     name: Arc<str>,
+    /// The name a deadline refusal carries (built once; see [`SharedName`]).
+    refusal_name: SharedName,
+    /// What every timeout returns: the timeout is fixed for the instance's
+    /// life, so it is built once and cloned.
+    timeout: Timeout,
     config: TimeLimiterConfig,
     clock: SharedClock,
     counters: Counters,
@@ -171,9 +176,13 @@ impl TimeLimiter {
         config: TimeLimiterConfig,
         clock: impl Clock,
     ) -> Self {
+        let name = name.into();
+        let refusal_name = SharedName::new(Arc::clone(&name));
         TimeLimiter {
             inner: Arc::new(Inner {
-                name: name.into(),
+                timeout: Timeout::by(&refusal_name, config.timeout_duration()),
+                refusal_name,
+                name,
                 config,
                 clock: SharedClock::new(clock),
                 counters: Counters::default(),
@@ -357,14 +366,11 @@ impl TimeLimiter {
         if by_deadline {
             inner.counters.deadline_exceeded();
             self.publish(TimeLimiterEventKind::DeadlineExceeded, started);
-            Error::DeadlineExceeded(DeadlineExceeded::by(Arc::clone(&inner.name)))
+            Error::DeadlineExceeded(DeadlineExceeded::by_shared(&inner.refusal_name))
         } else {
             inner.counters.timeout();
             self.publish(TimeLimiterEventKind::Timeout, started);
-            Error::Timeout(Timeout::new(
-                Arc::clone(&inner.name),
-                inner.config.timeout_duration(),
-            ))
+            Error::Timeout(inner.timeout.clone())
         }
     }
 
