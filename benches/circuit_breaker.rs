@@ -122,30 +122,30 @@ fn single_thread(c: &mut Criterion) {
             i
         };
         g.bench_function(format!("bare fn{suffix}"), |b| {
-            b.iter(|| black_box(dependency(next(), mixed)))
+            b.iter(|| dependency(next(), mixed))
         });
         g.bench_function(format!("resil{suffix}"), |b| {
             b.iter(|| {
                 let i = next();
-                black_box(resil.call(|| dependency(i, mixed)))
+                resil.call(|| dependency(i, mixed))
             })
         });
         g.bench_function(format!("resil (SystemClock){suffix}"), |b| {
             b.iter(|| {
                 let i = next();
-                black_box(resil_tsc.call(|| dependency(i, mixed)))
+                resil_tsc.call(|| dependency(i, mixed))
             })
         });
         g.bench_function(format!("recloser{suffix}"), |b| {
             b.iter(|| {
                 let i = next();
-                black_box(recloser.call(|| dependency(i, mixed)))
+                recloser.call(|| dependency(i, mixed))
             })
         });
         g.bench_function(format!("failsafe{suffix}"), |b| {
             b.iter(|| {
                 let i = next();
-                black_box(failsafe.call(|| dependency(i, mixed)))
+                failsafe.call(|| dependency(i, mixed))
             })
         });
         assert_eq!(

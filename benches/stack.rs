@@ -242,46 +242,43 @@ fn stack(c: &mut Criterion) {
         b.iter(|| lines[5].0.fetch_add(1, Ordering::Relaxed))
     });
     g.bench_function("bare call", |b| {
-        b.iter(|| black_box(ready(async { dependency(next()) })))
+        b.iter(|| {
+            let i = next();
+            ready(async move { dependency(i) })
+        })
     });
-    g.bench_function("resil stack", |b| {
-        b.iter(|| black_box(ready(resil.call(next()))))
-    });
-    g.bench_function("peer stack", |b| {
-        b.iter(|| black_box(ready(peers.call(next()))))
-    });
+    g.bench_function("resil stack", |b| b.iter(|| ready(resil.call(next()))));
+    g.bench_function("peer stack", |b| b.iter(|| ready(peers.call(next()))));
     // Each resil layer alone around the same call: the parts whose overheads
     // the stack should not exceed in sum.
     g.bench_function("part: retry", |b| {
         b.iter(|| {
             let i = next();
-            black_box(ready(
-                resil.retry.call_async(|| async move { dependency(i) }),
-            ))
+            ready(resil.retry.call_async(|| async move { dependency(i) }))
         })
     });
     g.bench_function("part: circuit breaker", |b| {
         b.iter(|| {
             let i = next();
-            black_box(ready(resil.cb.call_async(async move { dependency(i) })))
+            ready(resil.cb.call_async(async move { dependency(i) }))
         })
     });
     g.bench_function("part: rate limiter", |b| {
         b.iter(|| {
             let i = next();
-            black_box(ready(resil.rl.call_async(async move { dependency(i) })))
+            ready(resil.rl.call_async(async move { dependency(i) }))
         })
     });
     g.bench_function("part: time limiter", |b| {
         b.iter(|| {
             let i = next();
-            black_box(ready(resil.tl.call_async(async move { dependency(i) })))
+            ready(resil.tl.call_async(async move { dependency(i) }))
         })
     });
     g.bench_function("part: bulkhead", |b| {
         b.iter(|| {
             let i = next();
-            black_box(ready(resil.bh.call_async(async move { dependency(i) })))
+            ready(resil.bh.call_async(async move { dependency(i) }))
         })
     });
     g.finish();

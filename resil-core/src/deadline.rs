@@ -31,6 +31,7 @@
 //! ```
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -41,10 +42,49 @@ tokio::task_local! {
     static DEADLINE: Instant;
 }
 
+/// How many [`within`] futures exist, process-wide. While there are none, no
+/// task can be inside a deadline's scope, so every primitive's check costs one
+/// load of this (rarely written, so cached) counter instead of a task-local
+/// look-up through a function pointer and a `RefCell`.
+///
+/// A `within` future counts itself from its creation to its drop, and its
+/// scope exists only while it is polled, so any code inside a scope runs
+/// after the count was raised: on the same thread in program order, or on
+/// another after the runtime handed the task over (which synchronises). Code
+/// that sees zero is inside no scope.
+static SCOPES: AtomicUsize = AtomicUsize::new(0);
+
+/// Keeps one `within` future counted in [`SCOPES`] for as long as it lives.
+struct Counted;
+
+impl Counted {
+    fn new() -> Self {
+        SCOPES.fetch_add(1, Ordering::Relaxed);
+        Counted
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        SCOPES.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Runs `fut` with an end-to-end budget of `budget` (or the enclosing deadline,
 /// whichever ends first). Resolves to `Err(DeadlineExceeded)` if the budget runs
 /// out first; `fut` is then dropped.
-pub async fn within<F: Future>(budget: Duration, fut: F) -> Result<F::Output, DeadlineExceeded> {
+pub fn within<F: Future>(
+    budget: Duration,
+    fut: F,
+) -> impl Future<Output = Result<F::Output, DeadlineExceeded>> {
+    let counted = Counted::new();
+    async move {
+        let _counted = counted;
+        scoped(budget, fut).await
+    }
+}
+
+async fn scoped<F: Future>(budget: Duration, fut: F) -> Result<F::Output, DeadlineExceeded> {
     let mut at = Instant::now()
         .checked_add(budget)
         .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365 * 30));
@@ -60,6 +100,9 @@ pub async fn within<F: Future>(budget: Duration, fut: F) -> Result<F::Output, De
 /// The current task's deadline, if it runs inside [`within`].
 #[inline]
 pub fn current() -> Option<Instant> {
+    if SCOPES.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
     DEADLINE.try_with(|at| *at).ok()
 }
 

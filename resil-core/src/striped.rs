@@ -1,22 +1,41 @@
 //! Per-thread stripes for values written on hot paths.
 //!
 //! A counter incremented by every call, shared by every thread, bounces one
-//! cache line between cores. Striping gives each thread its own line (picked
-//! round-robin on the thread's first use) and sums the stripes when read.
+//! cache line between cores. Striping gives each thread a line of its own and
+//! sums the stripes when read.
+//!
+//! The first [`EXCLUSIVE`] threads to count anything each lease a stripe index
+//! for as long as they live: no other thread writes that stripe, so they count
+//! with a plain load and store instead of a locked read-modify-write. A locked
+//! instruction is a full barrier on x86 (it waits for every earlier store to
+//! drain), and in a stack of primitives each one stalls the call; a plain store
+//! does not. Every other thread shares one last stripe and counts on it with a
+//! locked add. A thread's lease is given back when it exits, for the next new
+//! thread to take.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// How many stripes a value is spread over. Four cache lines (256 bytes) per
-/// striped value: every primitive's instance must stay under a kilobyte, and
-/// a registry holds thousands of them.
-pub(crate) const STRIPES: usize = 4;
+/// How many threads at a time count on a stripe of their own.
+const EXCLUSIVE: usize = 4;
 
-/// The order in which threads are handed stripes: the first two threads get
-/// lines 128 bytes apart, so x86's adjacent-line prefetcher (which fetches
-/// lines in 128-byte pairs) never makes them share; only a third and fourth
-/// thread take the lines in between.
-const ORDER: [usize; STRIPES] = [0, 2, 1, 3];
+/// The stripe every thread without a lease shares (with locked adds).
+const SHARED: usize = EXCLUSIVE;
+
+/// How many stripes a value is spread over: one per leased index plus the
+/// shared one. Five cache lines (320 bytes) per striped value: every
+/// primitive's instance must stay under a kilobyte, and a registry holds
+/// thousands of them.
+pub(crate) const STRIPES: usize = EXCLUSIVE + 1;
+
+/// The order in which leases are handed out: the first two threads get lines
+/// 128 bytes apart, so x86's adjacent-line prefetcher (which fetches lines in
+/// 128-byte pairs) never makes them share; only a third and fourth thread take
+/// the lines in between.
+const ORDER: [usize; EXCLUSIVE] = [0, 2, 1, 3];
+
+/// Which leased indices are taken, process-wide.
+static LEASED: [AtomicBool; EXCLUSIVE] = [const { AtomicBool::new(false) }; EXCLUSIVE];
 
 /// One value per stripe, each on a cache line of its own.
 #[derive(Debug, Default)]
@@ -27,11 +46,39 @@ pub(crate) struct Striped<T>([Padded<T>; STRIPES]);
 #[repr(align(64))]
 struct Padded<T>(T);
 
+/// This thread's stripe of a [`Striped`] value, and whether the thread is its
+/// only writer.
+pub(crate) struct Mine<'a, T> {
+    value: &'a T,
+    alone: bool,
+}
+
+impl<T> Mine<'_, T> {
+    /// Adds one to the counter `field` picks from this stripe: a plain load
+    /// and store when this thread is the stripe's only writer, else a locked
+    /// add.
+    #[inline]
+    pub(crate) fn increment(&self, field: impl FnOnce(&T) -> &AtomicU64) {
+        let counter = field(self.value);
+        if self.alone {
+            // The only writer: no increment can come between the load and the
+            // store, and readers see every value in order.
+            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        } else {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 impl<T> Striped<T> {
     /// This thread's stripe.
     #[inline]
-    pub(crate) fn mine(&self) -> &T {
-        &self.0[index()].0
+    pub(crate) fn mine(&self) -> Mine<'_, T> {
+        let i = index();
+        Mine {
+            value: &self.0[i].0,
+            alone: i != SHARED,
+        }
     }
 
     /// Every stripe, for summing.
@@ -44,7 +91,7 @@ impl Striped<AtomicU64> {
     /// Adds one to this thread's stripe.
     #[inline]
     pub(crate) fn increment(&self) {
-        self.mine().fetch_add(1, Ordering::Relaxed);
+        self.mine().increment(|c| c);
     }
 
     /// The sum of every stripe.
@@ -53,21 +100,52 @@ impl Striped<AtomicU64> {
     }
 }
 
-/// This thread's stripe index, handed out round-robin on first use.
+/// A thread's stripe index: unset until its first count, then a leased index
+/// or [`SHARED`]. Dropped when the thread exits, giving a leased index back.
+struct Lease(Cell<usize>);
+
+const UNSET: usize = usize::MAX;
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let i = self.0.get();
+        if i < EXCLUSIVE {
+            // Release: the next thread to take the index (with an acquiring
+            // exchange) sees every count this one stored.
+            LEASED[i].store(false, Ordering::Release);
+        }
+    }
+}
+
+thread_local! {
+    static LEASE: Lease = const { Lease(Cell::new(UNSET)) };
+}
+
+/// This thread's stripe index (taking a lease on the thread's first count).
+/// While the thread's locals are being destroyed it counts on the shared
+/// stripe: its lease may already be given back.
 #[inline]
 fn index() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
-    }
-    INDEX.with(|index| {
-        let mut i = index.get();
-        if i == usize::MAX {
-            i = ORDER[NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES];
-            index.set(i);
-        }
-        i
-    })
+    LEASE
+        .try_with(|lease| match lease.0.get() {
+            UNSET => claim(lease),
+            i => i,
+        })
+        .unwrap_or(SHARED)
+}
+
+#[cold]
+fn claim(lease: &Lease) -> usize {
+    let i = ORDER
+        .into_iter()
+        .find(|&i| {
+            LEASED[i]
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        })
+        .unwrap_or(SHARED);
+    lease.0.set(i);
+    i
 }
 
 #[cfg(test)]
@@ -76,16 +154,37 @@ mod tests {
 
     #[test]
     fn increments_from_many_threads_add_up_exactly() {
+        // More threads than leases: some count alone, the rest share a stripe.
         let counter = Striped::<AtomicU64>::default();
         std::thread::scope(|s| {
             for _ in 0..16 {
                 s.spawn(|| {
-                    for _ in 0..1000 {
+                    for _ in 0..10_000 {
                         counter.increment();
                     }
                 });
             }
         });
-        assert_eq!(counter.sum(), 16_000);
+        assert_eq!(counter.sum(), 160_000);
+    }
+
+    #[test]
+    fn leases_pass_from_exiting_threads_to_new_ones_without_losing_a_count() {
+        let counter = Striped::<AtomicU64>::default();
+        // Waves of threads, each wave more than the leases, every thread
+        // exiting (and giving its lease back) before the next wave starts
+        // and while other threads of its wave still count.
+        for _ in 0..20 {
+            std::thread::scope(|s| {
+                for _ in 0..6 {
+                    s.spawn(|| {
+                        for _ in 0..1_000 {
+                            counter.increment();
+                        }
+                    });
+                }
+            });
+        }
+        assert_eq!(counter.sum(), 120_000);
     }
 }

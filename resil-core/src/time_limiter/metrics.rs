@@ -5,10 +5,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Live counters, one relaxed increment per finished call.
 ///
-/// Striped: each thread increments the stripe its index picks, on a cache
-/// line of its own, so threads finishing calls at the same time do not pull
-/// one line back and forth (nor the limiter's read-mostly fields, which would
-/// otherwise share it). A snapshot adds the stripes up.
+/// Striped: each thread increments its own stripe, on a cache line of its
+/// own, so threads finishing calls at the same time do not pull one line back
+/// and forth (nor the limiter's read-mostly fields, which would otherwise
+/// share it), and a thread holding a stripe alone counts without a locked
+/// instruction. A snapshot adds the stripes up.
 #[derive(Debug, Default)]
 pub(super) struct Counters {
     stripes: Striped<Stripe>,
@@ -24,28 +25,21 @@ struct Stripe {
 
 impl Counters {
     #[inline]
-    fn stripe(&self) -> &Stripe {
-        self.stripes.mine()
-    }
-
-    #[inline]
     pub(super) fn success(&self) {
-        self.stripe().successful.fetch_add(1, Ordering::Relaxed);
+        self.stripes.mine().increment(|s| &s.successful);
     }
 
     #[inline]
     pub(super) fn failure(&self) {
-        self.stripe().failed.fetch_add(1, Ordering::Relaxed);
+        self.stripes.mine().increment(|s| &s.failed);
     }
 
     pub(super) fn timeout(&self) {
-        self.stripe().timeout.fetch_add(1, Ordering::Relaxed);
+        self.stripes.mine().increment(|s| &s.timeout);
     }
 
     pub(super) fn deadline_exceeded(&self) {
-        self.stripe()
-            .deadline_exceeded
-            .fetch_add(1, Ordering::Relaxed);
+        self.stripes.mine().increment(|s| &s.deadline_exceeded);
     }
 
     pub(super) fn snapshot(&self) -> TimeLimiterMetrics {
