@@ -913,21 +913,34 @@ impl Inner {
                 CircuitBreakerEventKind::Success { elapsed }
             }
         });
-        match change {
-            Change::Up
-                if !m.is_clean()
-                    || self.window.calls() <= u64::from(self.config.minimum_number_of_calls()) =>
-            {
-                self.check_window(permit, end)
-            }
-            Change::Down if self.window.is_saturated_clean() => {
-                let _core = self.core.lock();
-                if self.load().epoch() == permit.epoch() {
-                    self.refresh_clean();
-                }
-            }
-            _ => {}
+        if change == Change::Up
+            && (!m.is_clean()
+                || self.window.calls() <= u64::from(self.config.minimum_number_of_calls()))
+        {
+            self.check_window(permit, end);
         }
+        // The window may have just become full of fast successes: when the
+        // last failure or slow call left it (`Down`), or when a fast success
+        // filled its last empty slot (`Up`; a window that never saw a failure
+        // becomes clean this way). Neither happens once a clean window stays
+        // clean, so the check costs nothing on the shortcut's traffic.
+        let may_be_clean = match change {
+            Change::Down => true,
+            Change::Up => m.is_clean(),
+            Change::Same => false,
+        };
+        if may_be_clean && self.window.is_saturated_clean() {
+            let _core = self.core.lock();
+            if self.load().epoch() == permit.epoch() {
+                self.refresh_clean();
+            }
+        }
+    }
+
+    /// Whether a fast success in CLOSED is recorded by the shortcut (tests).
+    #[cfg(test)]
+    pub(crate) fn is_clean(&self) -> bool {
+        self.clean.load(Ordering::Relaxed)
     }
 
     /// Decides, under the lock, whether the window reached a threshold.
@@ -1244,4 +1257,49 @@ fn add(total: &mut Aggregate, failed: bool, slow: bool) {
     total.failed += u64::from(failed);
     total.slow += u64::from(slow);
     total.slow_failed += u64::from(failed && slow);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    fn breaker(size: u32, minimum: u32) -> CircuitBreaker {
+        CircuitBreaker::with_clock(
+            "clean",
+            CircuitBreakerConfig::builder()
+                .sliding_window_size(size)
+                .minimum_number_of_calls(minimum)
+                .build()
+                .unwrap(),
+            ManualClock::new(),
+        )
+    }
+
+    fn succeed(cb: &CircuitBreaker) {
+        assert_eq!(cb.call(|| Ok::<_, ()>(1)), Ok(1));
+    }
+
+    #[test]
+    fn a_window_that_fills_with_fast_successes_becomes_clean_until_a_failure_enters() {
+        for minimum in [10, 4] {
+            let cb = breaker(10, minimum);
+            for _ in 0..9 {
+                succeed(&cb);
+                assert!(!cb.inner.is_clean(), "not full yet (minimum {minimum})");
+            }
+            succeed(&cb);
+            assert!(cb.inner.is_clean(), "the last empty slot filled (minimum {minimum})");
+            assert_eq!(cb.call(|| Err::<u32, ()>(())), Err(Error::Call(())));
+            assert!(!cb.inner.is_clean());
+            for _ in 0..9 {
+                succeed(&cb);
+                assert!(!cb.inner.is_clean(), "the failure is still in the window");
+            }
+            succeed(&cb);
+            assert!(cb.inner.is_clean(), "the failure left the window");
+            let m = cb.metrics();
+            assert_eq!((m.buffered_calls(), m.failed_calls()), (10, 0));
+        }
+    }
 }
