@@ -18,8 +18,10 @@
 //! recording). resil times every call for its slow-call rate (two clock
 //! readings); the peers do not time calls at all. `resil` is the default
 //! breaker, on the coarse clock (an atomic load per reading, ±1 ms);
-//! `resil (SystemClock)` reads the TSC (nanoseconds, ~9 ns a reading on a
-//! virtualised x86-64), to show what precise timing costs.
+//! `resil (SystemClock)` reads the TSC (nanoseconds; one inlined `rdtsc` a
+//! reading, about 10 ns on this project's virtualised x86-64), to show what
+//! precise timing costs. Two floor lines measure two `SystemClock` readings
+//! and two bare `rdtsc` instructions, the least any precise timing can cost.
 //!
 //! On two threads, criterion's time per iteration is the wall time in which
 //! *each* thread made one call: the time per **pair** of calls (throughput =
@@ -108,7 +110,17 @@ fn single_thread(c: &mut Criterion) {
     g.bench_function("floor: two SystemClock readings", |b| {
         b.iter(|| {
             let start = SystemClock.now_nanos();
-            black_box(SystemClock.now_nanos().saturating_sub(black_box(start)))
+            SystemClock.now_nanos().saturating_sub(black_box(start))
+        })
+    });
+    // The instruction under each reading: no clock on this CPU can be read
+    // for less (in a VM, `rdtsc` costs what the hypervisor makes it cost).
+    #[cfg(target_arch = "x86_64")]
+    g.bench_function("floor: two bare rdtsc", |b| {
+        b.iter(|| {
+            // SAFETY: `rdtsc` exists on every x86-64 CPU.
+            let start = unsafe { std::arch::x86_64::_rdtsc() };
+            unsafe { std::arch::x86_64::_rdtsc() }.wrapping_sub(black_box(start))
         })
     });
     for (mixed, suffix) in TRAFFIC {

@@ -1289,7 +1289,10 @@ mod tests {
                 assert!(!cb.inner.is_clean(), "not full yet (minimum {minimum})");
             }
             succeed(&cb);
-            assert!(cb.inner.is_clean(), "the last empty slot filled (minimum {minimum})");
+            assert!(
+                cb.inner.is_clean(),
+                "the last empty slot filled (minimum {minimum})"
+            );
             assert_eq!(cb.call(|| Err::<u32, ()>(())), Err(Error::Call(())));
             assert!(!cb.inner.is_clean());
             for _ in 0..9 {
