@@ -108,7 +108,7 @@ impl<'a> Permit<'a> {
     /// written for `E`, and an inner rejection by the predicates written for its
     /// own type, a failure when there are none (see
     /// [`CircuitBreakerConfig::classify_nested_error`](super::CircuitBreakerConfig::classify_nested_error)).
-    #[inline]
+    #[inline(always)]
     pub fn on_nested_result<T: 'static, E: 'static>(self, result: &Result<T, Error<E>>) {
         match result {
             Ok(value) => self.on_value(value),

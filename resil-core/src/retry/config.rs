@@ -187,9 +187,12 @@ impl RetryConfig {
         self.retry_on_error.is_empty() || answer(&self.retry_on_error, error) == Some(true)
     }
 
-    #[inline]
+    /// Without a `retry_on_result` predicate (the common case) this is one
+    /// inlined length check: no call, and the value need not be spilled to
+    /// memory to be seen as `&dyn Any`.
+    #[inline(always)]
     pub(crate) fn retries_result(&self, value: &dyn Any) -> bool {
-        answer(&self.retry_on_result, value) == Some(true)
+        !self.retry_on_result.is_empty() && answer(&self.retry_on_result, value) == Some(true)
     }
 
     /// Whether an inner primitive's rejection is retried: a `retry_on_error`

@@ -344,7 +344,7 @@ impl TimeLimiter {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn finished<T, E>(&self, result: Result<T, E>, started: Option<u64>) -> Result<T, Error<E>> {
         match result {
             Ok(value) => {
