@@ -3,7 +3,9 @@
 //! — next to the same five from peer crates in the same order: backon's retry,
 //! recloser's `AsyncRecloser`, governor's `check()`, `tokio::time::timeout` and
 //! a `tokio::sync::Semaphore` permit. Also each resil layer alone and the bare
-//! call, so the stack can be compared with the sum of its parts.
+//! call, so the stack can be compared with the sum of its parts, and the stack
+//! without each of its layers in turn, so each layer's marginal cost inside
+//! the stack can be compared with its cost alone.
 //!
 //! # The traffic this stands for
 //!
@@ -135,6 +137,66 @@ impl Resil {
                     self.tl
                         .call_async_nested(self.bh.call_async(async move { dependency(i) })),
                 ),
+            )
+        })
+    }
+}
+
+/// The stack without one of its layers: the stack's time minus one of these
+/// is that layer's marginal cost *inside* the stack, to set beside its cost
+/// alone (`part: …`). A layer costing more inside than alone is where
+/// composition costs.
+impl Resil {
+    fn without_retry(&self, i: u64) -> impl Future<Output = Result<u64, Error<OutOfStock>>> + '_ {
+        self.cb.call_async_nested(
+            self.rl.call_async_nested(
+                self.tl
+                    .call_async_nested(self.bh.call_async(async move { dependency(i) })),
+            ),
+        )
+    }
+
+    fn without_breaker(&self, i: u64) -> impl Future<Output = Result<u64, Error<OutOfStock>>> + '_ {
+        self.retry.call_async_nested(move || {
+            self.rl.call_async_nested(
+                self.tl
+                    .call_async_nested(self.bh.call_async(async move { dependency(i) })),
+            )
+        })
+    }
+
+    fn without_rate_limiter(
+        &self,
+        i: u64,
+    ) -> impl Future<Output = Result<u64, Error<OutOfStock>>> + '_ {
+        self.retry.call_async_nested(move || {
+            self.cb.call_async_nested(
+                self.tl
+                    .call_async_nested(self.bh.call_async(async move { dependency(i) })),
+            )
+        })
+    }
+
+    fn without_time_limiter(
+        &self,
+        i: u64,
+    ) -> impl Future<Output = Result<u64, Error<OutOfStock>>> + '_ {
+        self.retry.call_async_nested(move || {
+            self.cb.call_async_nested(
+                self.rl
+                    .call_async_nested(self.bh.call_async(async move { dependency(i) })),
+            )
+        })
+    }
+
+    fn without_bulkhead(
+        &self,
+        i: u64,
+    ) -> impl Future<Output = Result<u64, Error<OutOfStock>>> + '_ {
+        self.retry.call_async_nested(move || {
+            self.cb.call_async_nested(
+                self.rl
+                    .call_async_nested(self.tl.call_async(async move { dependency(i) })),
             )
         })
     }
@@ -284,6 +346,21 @@ fn stack(c: &mut Criterion) {
             let i = next();
             ready(resil.bh.call_async(async move { dependency(i) }))
         })
+    });
+    g.bench_function("stack without: retry", |b| {
+        b.iter(|| ready(resil.without_retry(next())))
+    });
+    g.bench_function("stack without: circuit breaker", |b| {
+        b.iter(|| ready(resil.without_breaker(next())))
+    });
+    g.bench_function("stack without: rate limiter", |b| {
+        b.iter(|| ready(resil.without_rate_limiter(next())))
+    });
+    g.bench_function("stack without: time limiter", |b| {
+        b.iter(|| ready(resil.without_time_limiter(next())))
+    });
+    g.bench_function("stack without: bulkhead", |b| {
+        b.iter(|| ready(resil.without_bulkhead(next())))
     });
     g.finish();
     assert_eq!(resil.cb.state(), State::Closed);
