@@ -339,7 +339,7 @@ impl Bulkhead {
     /// so an uncontended call builds no wait state. The wait state is boxed:
     /// only a waiting call pays for it (it allocates its waiter and timer
     /// anyway), and every layer around a call carries a pointer instead.
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::type_complexity)]
     fn acquire_for_call(
         &self,
