@@ -130,7 +130,7 @@ use crate::order::Aspect;
 /// call's own error), `resil::Rejection` (every refusal) or one refusal type
 /// (`resil::error::Timeout`, `CallNotPermitted`, …). The most specific match
 /// wins, whatever the list order. A fallback's own error propagates; degraded
-/// results are counted by cause in [`resil::fallback::metrics`].
+/// results are counted by cause in `resil::fallback::metrics`.
 ///
 /// ```
 /// use resil::error::CallNotPermitted;
