@@ -97,6 +97,25 @@ where
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.poll_with(cx, Error::Call)
+    }
+}
+
+impl<F, T, E> TimeLimited<'_, F>
+where
+    F: Future<Output = Result<T, E>>,
+{
+    /// The poll of both futures: `wrap` makes the wrapped future's error a
+    /// `resil::Error` (`Error::Call` for [`TimeLimited`], nothing for
+    /// [`Nested`], whose inner error already is one). Building the final
+    /// error type directly, rather than an `Error<Error<E>>` flattened
+    /// afterwards, leaves the result as the inner future wrote it.
+    #[inline]
+    fn poll_with<R>(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        wrap: impl FnOnce(E) -> Error<R>,
+    ) -> Poll<Result<T, Error<R>>> {
         let mut this = self.project();
         if this.timer.is_none() && this.started.is_none() {
             *this.started = this.limiter.start_reading();
@@ -107,7 +126,8 @@ where
             WorkProj::Done => panic!("`TimeLimited` polled after it completed"),
         };
         if let Poll::Ready(result) = polled {
-            return Poll::Ready(this.limiter.finished(result, *this.started));
+            this.limiter.finished(result.is_ok(), *this.started);
+            return Poll::Ready(result.map_err(wrap));
         }
         if this.timer.is_none() {
             // The first poll, and the work waits: the wait starts now, and the
@@ -138,7 +158,8 @@ where
 
 pin_project! {
     /// The future returned by [`TimeLimiter::call_async_nested`]: the
-    /// [`TimeLimited`] future with its `Error<Error<E>>` flattened, polled in
+    /// [`TimeLimited`] future around a future whose error already is a
+    /// `resil::Error<E>`, resolving to one flat `resil::Error<E>`; polled in
     /// place.
     #[must_use = "futures do nothing unless polled; the timer starts at the first poll"]
     pub struct Nested<F> {
@@ -147,15 +168,15 @@ pin_project! {
     }
 }
 
-impl<F, T, E> Future for Nested<F>
+impl<F, T, E> Future for Nested<TimeLimited<'_, F>>
 where
-    F: Future<Output = Result<T, Error<Error<E>>>>,
+    F: Future<Output = Result<T, Error<E>>>,
 {
     type Output = Result<T, Error<E>>;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().inner.poll(cx).map_err(Error::flatten)
+        self.project().inner.poll_with(cx, |e| e)
     }
 }
 

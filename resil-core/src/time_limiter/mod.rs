@@ -344,19 +344,15 @@ impl TimeLimiter {
         }
     }
 
+    /// Counts and publishes a call that finished within its time.
     #[inline(always)]
-    fn finished<T, E>(&self, result: Result<T, E>, started: Option<u64>) -> Result<T, Error<E>> {
-        match result {
-            Ok(value) => {
-                self.inner.counters.success();
-                self.publish(TimeLimiterEventKind::Success, started);
-                Ok(value)
-            }
-            Err(err) => {
-                self.inner.counters.failure();
-                self.publish(TimeLimiterEventKind::Error, started);
-                Err(Error::Call(err))
-            }
+    fn finished(&self, ok: bool, started: Option<u64>) {
+        if ok {
+            self.inner.counters.success();
+            self.publish(TimeLimiterEventKind::Success, started);
+        } else {
+            self.inner.counters.failure();
+            self.publish(TimeLimiterEventKind::Error, started);
         }
     }
 
