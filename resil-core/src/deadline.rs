@@ -135,6 +135,21 @@ pub fn fits(needs: Duration) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_deadline_made_on_one_thread_is_seen_where_it_is_polled() {
+        // Counted when made (here, outside any runtime), polled on a worker
+        // thread: the count the worker reads is the one raised here.
+        let fut = within(Duration::from_secs(60), async { current().is_some() });
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .unwrap();
+        let seen = rt.block_on(async move { tokio::spawn(fut).await.unwrap() });
+        assert_eq!(seen, Ok(true));
+        assert_eq!(current(), None);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn outside_a_deadline_nothing_is_limited() {
         assert_eq!(current(), None);
