@@ -31,7 +31,7 @@
 //! ```
 
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -42,33 +42,18 @@ tokio::task_local! {
     static DEADLINE: Instant;
 }
 
-/// How many [`within`] futures exist, process-wide. While there are none, no
-/// task can be inside a deadline's scope, so every primitive's check costs one
-/// load of this (rarely written, so cached) counter instead of a task-local
-/// look-up through a function pointer and a `RefCell`.
+/// Whether any [`within`] future was ever made in this process. Until one is,
+/// no task can be inside a deadline's scope, so every primitive's deadline
+/// check costs one load of this flag (written once, so it stays cached on
+/// every core) instead of a task-local look-up through a function pointer
+/// and a `RefCell`. Once a process uses deadlines, every check looks up the
+/// task-local as before: a count of live scopes would spare that too, but
+/// would make each request using a deadline write a line every core reads.
 ///
-/// A `within` future counts itself from its creation to its drop, and its
-/// scope exists only while it is polled, so any code inside a scope runs
-/// after the count was raised: on the same thread in program order, or on
-/// another after the runtime handed the task over (which synchronises). Code
-/// that sees zero is inside no scope.
-static SCOPES: AtomicUsize = AtomicUsize::new(0);
-
-/// Keeps one `within` future counted in [`SCOPES`] for as long as it lives.
-struct Counted;
-
-impl Counted {
-    fn new() -> Self {
-        SCOPES.fetch_add(1, Ordering::Relaxed);
-        Counted
-    }
-}
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        SCOPES.fetch_sub(1, Ordering::Relaxed);
-    }
-}
+/// A scope exists only while its `within` future is polled, after the flag
+/// was set when the future was made: on the same thread in program order, or
+/// on another after the runtime handed the task over (which synchronises).
+static USED: AtomicBool = AtomicBool::new(false);
 
 /// Runs `fut` with an end-to-end budget of `budget` (or the enclosing deadline,
 /// whichever ends first). Resolves to `Err(DeadlineExceeded)` if the budget runs
@@ -77,11 +62,10 @@ pub fn within<F: Future>(
     budget: Duration,
     fut: F,
 ) -> impl Future<Output = Result<F::Output, DeadlineExceeded>> {
-    let counted = Counted::new();
-    async move {
-        let _counted = counted;
-        scoped(budget, fut).await
+    if !USED.load(Ordering::Relaxed) {
+        USED.store(true, Ordering::Relaxed);
     }
+    scoped(budget, fut)
 }
 
 async fn scoped<F: Future>(budget: Duration, fut: F) -> Result<F::Output, DeadlineExceeded> {
@@ -100,7 +84,7 @@ async fn scoped<F: Future>(budget: Duration, fut: F) -> Result<F::Output, Deadli
 /// The current task's deadline, if it runs inside [`within`].
 #[inline]
 pub fn current() -> Option<Instant> {
-    if SCOPES.load(Ordering::Relaxed) == 0 {
+    if !USED.load(Ordering::Relaxed) {
         return None;
     }
     DEADLINE.try_with(|at| *at).ok()
@@ -137,8 +121,8 @@ mod tests {
 
     #[test]
     fn a_deadline_made_on_one_thread_is_seen_where_it_is_polled() {
-        // Counted when made (here, outside any runtime), polled on a worker
-        // thread: the count the worker reads is the one raised here.
+        // Made (and the flag set) outside any runtime, polled on a worker
+        // thread, which must see the flag.
         let fut = within(Duration::from_secs(60), async { current().is_some() });
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
