@@ -4,38 +4,35 @@
 //! cache line between cores. Striping gives each thread a line of its own and
 //! sums the stripes when read.
 //!
-//! The first [`EXCLUSIVE`] threads to count anything each lease a stripe index
-//! for as long as they live: no other thread writes that stripe, so they count
-//! with a plain load and store instead of a locked read-modify-write. A locked
+//! The first two threads to count anything each lease a stripe of their own
+//! for as long as they live: no other thread writes it, so they count with a
+//! plain load and store instead of a locked read-modify-write. A locked
 //! instruction is a full barrier on x86 (it waits for every earlier store to
-//! drain), and in a stack of primitives each one stalls the call; a plain store
-//! does not. Every other thread shares one last stripe and counts on it with a
-//! locked add. A thread's lease is given back when it exits, for the next new
+//! drain), and in a stack of primitives each one stalls the call; a plain
+//! store does not. Every other thread counts with a locked add on one of three
+//! shared stripes, handed out round-robin, so on a many-core machine the
+//! threads beyond the first two spread over as many lines as before leases
+//! existed. A thread's lease is given back when it exits, for the next new
 //! thread to take.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-/// How many threads at a time count on a stripe of their own.
-const EXCLUSIVE: usize = 4;
+/// How many stripes a value is spread over: two leased, three shared. Five
+/// cache lines (320 bytes) per striped value: every primitive's instance must
+/// stay under a kilobyte, and a registry holds thousands of them.
+pub(crate) const STRIPES: usize = 5;
 
-/// The stripe every thread without a lease shares (with locked adds).
-const SHARED: usize = EXCLUSIVE;
+/// The leased stripes, one per lease: 128 bytes apart, so x86's
+/// adjacent-line prefetcher (which fetches lines in 128-byte pairs) never
+/// makes their two owners share a line.
+const LEASED_STRIPES: [usize; 2] = [0, 2];
 
-/// How many stripes a value is spread over: one per leased index plus the
-/// shared one. Five cache lines (320 bytes) per striped value: every
-/// primitive's instance must stay under a kilobyte, and a registry holds
-/// thousands of them.
-pub(crate) const STRIPES: usize = EXCLUSIVE + 1;
+/// The shared stripes, handed out round-robin to threads without a lease.
+const SHARED_STRIPES: [usize; 3] = [1, 3, 4];
 
-/// The order in which leases are handed out: the first two threads get lines
-/// 128 bytes apart, so x86's adjacent-line prefetcher (which fetches lines in
-/// 128-byte pairs) never makes them share; only a third and fourth thread take
-/// the lines in between.
-const ORDER: [usize; EXCLUSIVE] = [0, 2, 1, 3];
-
-/// Which leased indices are taken, process-wide.
-static LEASED: [AtomicBool; EXCLUSIVE] = [const { AtomicBool::new(false) }; EXCLUSIVE];
+/// Which leases are taken, process-wide.
+static LEASED: [AtomicBool; 2] = [const { AtomicBool::new(false) }; 2];
 
 /// One value per stripe, each on a cache line of its own.
 #[derive(Debug, Default)]
@@ -77,7 +74,7 @@ impl<T> Striped<T> {
         let i = index();
         Mine {
             value: &self.0[i].0,
-            alone: i != SHARED,
+            alone: is_leased(i),
         }
     }
 
@@ -100,19 +97,25 @@ impl Striped<AtomicU64> {
     }
 }
 
-/// A thread's stripe index: unset until its first count, then a leased index
-/// or [`SHARED`]. Dropped when the thread exits, giving a leased index back.
+/// A thread's stripe: unset until its first count, then a leased or a shared
+/// stripe. Dropped when the thread exits, giving a lease back.
 struct Lease(Cell<usize>);
 
 const UNSET: usize = usize::MAX;
 
+/// Whether stripe `i` is written by its leaseholder alone.
+#[inline]
+fn is_leased(i: usize) -> bool {
+    LEASED_STRIPES.contains(&i)
+}
+
 impl Drop for Lease {
     fn drop(&mut self) {
         let i = self.0.get();
-        if i < EXCLUSIVE {
-            // Release: the next thread to take the index (with an acquiring
+        if let Some(lease) = LEASED_STRIPES.iter().position(|&s| s == i) {
+            // Release: the next thread to take the lease (with an acquiring
             // exchange) sees every count this one stored.
-            LEASED[i].store(false, Ordering::Release);
+            LEASED[lease].store(false, Ordering::Release);
         }
     }
 }
@@ -121,9 +124,9 @@ thread_local! {
     static LEASE: Lease = const { Lease(Cell::new(UNSET)) };
 }
 
-/// This thread's stripe index (taking a lease on the thread's first count).
-/// While the thread's locals are being destroyed it counts on the shared
-/// stripe: its lease may already be given back.
+/// This thread's stripe (taking a lease, or a shared stripe, on the thread's
+/// first count). While the thread's locals are being destroyed it counts on a
+/// shared stripe: its lease may already be given back.
 #[inline]
 fn index() -> usize {
     LEASE
@@ -131,19 +134,21 @@ fn index() -> usize {
             UNSET => claim(lease),
             i => i,
         })
-        .unwrap_or(SHARED)
+        .unwrap_or(SHARED_STRIPES[0])
 }
 
 #[cold]
 fn claim(lease: &Lease) -> usize {
-    let i = ORDER
-        .into_iter()
-        .find(|&i| {
-            LEASED[i]
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        })
-        .unwrap_or(SHARED);
+    static NEXT_SHARED: AtomicUsize = AtomicUsize::new(0);
+    let leased = (0..LEASED.len()).find(|&l| {
+        LEASED[l]
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    });
+    let i = match leased {
+        Some(l) => LEASED_STRIPES[l],
+        None => SHARED_STRIPES[NEXT_SHARED.fetch_add(1, Ordering::Relaxed) % SHARED_STRIPES.len()],
+    };
     lease.0.set(i);
     i
 }
