@@ -426,7 +426,6 @@ macro_rules! named_rejection {
             /// A refusal by the instance whose shared name is `name` (no
             /// allocation).
             #[inline]
-            #[allow(dead_code)]
             pub(crate) fn by(name: &SharedName) -> Self {
                 $ty { name: name.clone() }
             }
