@@ -18,6 +18,7 @@
 pub mod bulkhead;
 pub mod circuit_breaker;
 pub mod clock;
+mod cold_box;
 pub mod deadline;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]

@@ -97,7 +97,6 @@ mod semaphore;
 
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -112,6 +111,7 @@ pub use self::permit::{AcquireError, BulkheadPermit};
 
 use self::semaphore::Semaphore;
 use crate::clock::{self, Clock, SharedClock};
+use crate::cold_box::ColdBox;
 use crate::error::{BulkheadFull, ConfigError, DeadlineExceeded, Error, SharedName};
 use crate::event::{EventPublisher, EventStream};
 use crate::guarded::{Acquire, Guarded};
@@ -343,10 +343,10 @@ impl Bulkhead {
     #[allow(clippy::type_complexity)]
     fn acquire_for_call(
         &self,
-    ) -> Result<Acquire<BulkheadPermit<'_>, Pin<Box<AcquirePermission<'_>>>>, AcquireError> {
+    ) -> Result<Acquire<BulkheadPermit<'_>, ColdBox<AcquirePermission<'_>>>, AcquireError> {
         match self.inner.try_acquire_now() {
             Some(ready) => ready.map(Acquire::Now),
-            None => Ok(Acquire::Wait(Box::pin(self.acquire_permission()))),
+            None => Ok(Acquire::Wait(ColdBox::pin(self.acquire_permission()))),
         }
     }
 

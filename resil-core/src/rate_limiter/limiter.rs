@@ -2,7 +2,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +14,7 @@ use super::{
     RateLimiterMetrics,
 };
 use crate::clock::{self, Clock, CoarseClock, SharedClock, SystemClock, COARSE_TICK};
+use crate::cold_box::ColdBox;
 use crate::deadline;
 use crate::error::{ConfigError, DeadlineExceeded, Error, RequestNotPermitted, SharedName};
 use crate::event::{EventPublisher, EventStream};
@@ -254,7 +254,7 @@ impl RateLimiter {
     fn acquire_for_call(
         &self,
     ) -> Result<
-        Acquire<(), Pin<Box<impl Future<Output = Result<(), AcquireError>> + '_>>>,
+        Acquire<(), ColdBox<impl Future<Output = Result<(), AcquireError>> + '_>>,
         AcquireError,
     > {
         // The common case returns without building a `Grant`: the result
@@ -266,7 +266,7 @@ impl RateLimiter {
         Ok(if grant.wait == 0 {
             Acquire::Now(())
         } else {
-            Acquire::Wait(Box::pin(self.wait_for(grant)))
+            Acquire::Wait(ColdBox::pin(self.wait_for(grant)))
         })
     }
 

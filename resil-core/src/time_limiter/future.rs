@@ -13,6 +13,7 @@ use tokio::task::Unconstrained;
 use tokio::time::Sleep;
 
 use super::TimeLimiter;
+use crate::cold_box::ColdBox;
 use crate::error::Error;
 
 pin_project! {
@@ -42,7 +43,7 @@ pin_project! {
         // cooperative budget, as `tokio::time::Timeout` does when the wrapped
         // future spent it: otherwise a future that always exhausts the budget
         // would never see its timeout fire.
-        timer: Option<Pin<Box<Unconstrained<Sleep>>>>,
+        timer: Option<ColdBox<Unconstrained<Sleep>>>,
         limiter: &'a TimeLimiter,
         // The timer ends at the task's deadline, earlier than `timeout_duration`.
         by_deadline: bool,
@@ -58,7 +59,7 @@ pin_project! {
         // Polled in place; dropped where it stands when the wait ends.
         Inline { #[pin] fut: F },
         // Boxed so it can move to a spawned task when the wait ends.
-        Detachable { fut: Pin<Box<F>>, detach: fn(Pin<Box<F>>) },
+        Detachable { fut: ColdBox<F>, detach: fn(Pin<Box<F>>) },
         // The wait ended; the future was dropped or detached.
         Done,
     }
@@ -69,12 +70,14 @@ impl<'a, F> TimeLimited<'a, F> {
         Self::new(limiter, Work::Inline { fut })
     }
 
-    pub(super) fn detachable(
-        limiter: &'a TimeLimiter,
-        fut: Pin<Box<F>>,
-        detach: fn(Pin<Box<F>>),
-    ) -> Self {
-        Self::new(limiter, Work::Detachable { fut, detach })
+    pub(super) fn detachable(limiter: &'a TimeLimiter, fut: F, detach: fn(Pin<Box<F>>)) -> Self {
+        Self::new(
+            limiter,
+            Work::Detachable {
+                fut: ColdBox::pin(fut),
+                detach,
+            },
+        )
     }
 
     #[inline]
@@ -136,7 +139,7 @@ where
             // a timer.
             let (at, by_deadline) = this.limiter.wait_until();
             *this.by_deadline = by_deadline;
-            *this.timer = Some(Box::pin(tokio::task::unconstrained(
+            *this.timer = Some(ColdBox::pin(tokio::task::unconstrained(
                 tokio::time::sleep_until(at),
             )));
         }
@@ -149,7 +152,7 @@ where
         // when the caller gets round to dropping this future.
         match this.work.project_replace(Work::Done) {
             WorkReplace::Inline { .. } => this.limiter.dropped_on_timeout(),
-            WorkReplace::Detachable { fut, detach } => detach(fut),
+            WorkReplace::Detachable { fut, detach } => detach(fut.into_pin()),
             WorkReplace::Done => {}
         }
         Poll::Ready(Err(this.limiter.gave_up(*this.by_deadline, *this.started)))

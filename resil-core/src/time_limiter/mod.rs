@@ -315,7 +315,7 @@ impl TimeLimiter {
         if self.inner.config.cancel_running_future() {
             TimeLimited::inline(self, fut)
         } else {
-            TimeLimited::detachable(self, Box::pin(fut), future::detach::<F>)
+            TimeLimited::detachable(self, fut, future::detach::<F>)
         }
     }
 
