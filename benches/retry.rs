@@ -12,7 +12,9 @@
 //! see whether anyone listens for events; backon's backoff construction.
 //! Async contenders are polled once with a no-op waker (the future is ready on
 //! the first poll), so no executor cost is included; every contender's future
-//! lives on the stack. Two threads share one `Retry` (its counters are striped
+//! lives on the stack, and, in the "in a task" cases, in memory as a task's
+//! future is (the compiler may keep a small future alone on the stack in
+//! registers, which flatters it). Two threads share one `Retry` (its counters are striped
 //! per thread); each backon call builds its own backoff, so shares nothing.
 //!
 //! What distorts it: the counting allocator adds a relaxed atomic per
@@ -60,6 +62,20 @@ fn ready<F: Future>(fut: F) -> F::Output {
     }
 }
 
+/// [`ready`], with the future kept in memory, as it is in a real task (a
+/// task's future lives in the task's heap cell and is polled through a
+/// pointer). Alone on the stack, the compiler may keep a small future in
+/// registers, which no task allows.
+#[inline]
+fn ready_in_task<F: Future>(fut: F) -> F::Output {
+    let mut fut = pin!(fut);
+    black_box(&mut fut);
+    match fut.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => out,
+        Poll::Pending => unreachable!("the success path never waits"),
+    }
+}
+
 fn backoff() -> ConstantBuilder {
     ConstantBuilder::default()
         .with_delay(Duration::from_millis(500))
@@ -93,6 +109,18 @@ fn async_contenders(retry: &Retry) -> Vec<Contender<'_>> {
         (
             "backon",
             Box::new(|x| ready((|| op_async(x)).retry(backoff())).unwrap()),
+        ),
+        (
+            "bare, in a task",
+            Box::new(|x| ready_in_task(op_async(x)).unwrap()),
+        ),
+        (
+            "resil, in a task",
+            Box::new(move |x| ready_in_task(retry.call_async(|| op_async(x))).unwrap()),
+        ),
+        (
+            "backon, in a task",
+            Box::new(|x| ready_in_task((|| op_async(x)).retry(backoff())).unwrap()),
         ),
     ]
 }
