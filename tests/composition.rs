@@ -210,3 +210,60 @@ async fn every_async_layer_nests_with_one_flat_error() {
     assert_eq!(out, Err(Error::Call(Quota)));
     assert_eq!(limiter.available_permissions(), 0, "drained");
 }
+
+/// Every async layer stores the future it protects once and polls it in
+/// place: a layer adds a few words, never a second copy (an `async fn`
+/// taking the future would hold it twice, so a five-layer stack would hold
+/// 2⁵ copies' worth of space).
+#[test]
+fn every_async_layer_stores_the_protected_future_once() {
+    use resil::rate_limiter::{
+        RateLimiter, RateLimiterConfig, RefillRateLimiter, RefillRateLimiterConfig,
+    };
+
+    const BIG: usize = 512;
+    const LAYER: usize = 64;
+    fn work() -> impl std::future::Future<Output = Result<u8, ()>> {
+        let payload = [7u8; BIG];
+        async move { Ok(std::hint::black_box(&payload)[0]) }
+    }
+    let work_size = std::mem::size_of_val(&work());
+    assert!(work_size >= BIG);
+
+    let breaker = CircuitBreaker::new("once", CircuitBreakerConfig::default());
+    let limiter = RateLimiter::new("once", RateLimiterConfig::default());
+    let refill = RefillRateLimiter::new("once", RefillRateLimiterConfig::default());
+    let time_limiter = TimeLimiter::new("once", TimeLimiterConfig::default());
+    let bulkhead = Bulkhead::new("once", BulkheadConfig::default());
+    let retry = Retry::new("once", RetryConfig::default());
+
+    let sizes = [
+        (
+            "circuit breaker",
+            std::mem::size_of_val(&breaker.call_async(work())),
+        ),
+        (
+            "rate limiter",
+            std::mem::size_of_val(&limiter.call_async(work())),
+        ),
+        (
+            "refill rate limiter",
+            std::mem::size_of_val(&refill.call_async(work())),
+        ),
+        (
+            "time limiter",
+            std::mem::size_of_val(&time_limiter.call_async(work())),
+        ),
+        (
+            "bulkhead",
+            std::mem::size_of_val(&bulkhead.call_async(work())),
+        ),
+        ("retry", std::mem::size_of_val(&retry.call_async(work))),
+    ];
+    for (layer, size) in sizes {
+        assert!(
+            size <= work_size + LAYER,
+            "{layer}: {size} bytes around a {work_size}-byte future"
+        );
+    }
+}

@@ -14,8 +14,10 @@ use super::{
     RefillRateLimiterConfig,
 };
 use crate::clock::{self, Clock, CoarseClock, SharedClock, SystemClock};
+use crate::cold_box::ColdBox;
 use crate::error::{Error, SharedName};
 use crate::event::{EventPublisher, EventStream};
+use crate::guarded::{Acquire, Guarded};
 
 /// Resilience4j 2.x's `RefillRateLimiter`: a token bucket that gains one
 /// permit every `limit_refresh_period / limit_for_period` and holds at most
@@ -175,16 +177,44 @@ impl RefillRateLimiter {
     /// Awaits `fut` once it has a permit, awaiting the clock's timer for a
     /// reserved one; `fut` is not polled before. Dropping the returned future
     /// while it waits gives the permit back if nobody reserved behind it.
-    pub async fn call_async<T, E, F>(&self, fut: F) -> Result<T, Error<E>>
+    ///
+    /// `fut` is stored once and polled in place: the returned future is `fut`
+    /// plus a few words, and a permit in the bucket now builds no wait state.
+    #[inline]
+    pub fn call_async<T, E, F>(
+        &self,
+        fut: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, F>
     where
         F: Future<Output = Result<T, E>>,
         T: 'static,
         E: 'static,
     {
-        self.acquire_permission_async(1).await?;
-        let result = fut.await;
-        self.inner.on_result(&result);
-        result.map_err(Error::Call)
+        Guarded::new(
+            fut,
+            move || self.acquire_for_call(),
+            move |(), result: Result<T, E>| {
+                self.inner.on_result(&result);
+                result.map_err(Error::Call)
+            },
+        )
+    }
+
+    /// One permit for a `call_async` future's first poll: at once, or a boxed
+    /// wait for a reserved one (only a waiting call pays for its wait state).
+    #[allow(clippy::type_complexity)]
+    fn acquire_for_call(
+        &self,
+    ) -> Result<
+        Acquire<(), ColdBox<impl Future<Output = Result<(), AcquireError>> + '_>>,
+        AcquireError,
+    > {
+        let grant = self.inner.reserve(1)?;
+        Ok(if grant.wait == 0 {
+            Acquire::Now(())
+        } else {
+            Acquire::Wait(ColdBox::pin(self.wait_reserved(grant)))
+        })
     }
 
     /// Takes `permits` only if they are in the bucket now: never waits,
@@ -221,18 +251,25 @@ impl RefillRateLimiter {
     pub async fn acquire_permission_async(&self, permits: u32) -> Result<(), AcquireError> {
         let grant = self.inner.reserve(permits)?;
         if grant.wait > 0 {
-            let reserved = Reserved {
-                inner: &self.inner,
-                grant,
-                used: false,
-                _waiting: Waiting::enter(&self.inner.waiting),
-            };
-            self.inner
-                .clock
-                .sleep_async(Duration::from_nanos(grant.wait))
-                .await;
-            reserved.used();
+            self.wait_reserved(grant).await?;
         }
+        Ok(())
+    }
+
+    /// Waits out a reservation made for `grant`; dropped before the end, it
+    /// gives the reservation back if it is still the latest one.
+    async fn wait_reserved(&self, grant: Grant) -> Result<(), AcquireError> {
+        let reserved = Reserved {
+            inner: &self.inner,
+            grant,
+            used: false,
+            _waiting: Waiting::enter(&self.inner.waiting),
+        };
+        self.inner
+            .clock
+            .sleep_async(Duration::from_nanos(grant.wait))
+            .await;
+        reserved.used();
         Ok(())
     }
 
