@@ -202,6 +202,7 @@ impl RefillRateLimiter {
 
     /// One permit for a `call_async` future's first poll: at once, or a boxed
     /// wait for a reserved one (only a waiting call pays for its wait state).
+    #[inline]
     #[allow(clippy::type_complexity)]
     fn acquire_for_call(
         &self,
