@@ -141,21 +141,33 @@ fn both_examples_resolve_to_the_same_values_from_the_same_keys() {
     let a = FileConfig::from_file(example("resil.yaml")).unwrap();
     let b = FileConfig::from_file(example("resil.toml")).unwrap();
     let q = "inventory-query";
+    // Everything but the location (each file has its own lines).
+    fn same(p: Vec<resil::config::Provenance>) -> Vec<(String, Option<String>, String, Option<String>)> {
+        p.into_iter()
+            .map(|p| (p.key, p.value, p.source.to_string(), p.path))
+            .collect()
+    }
     assert_eq!(
-        a.circuit_breaker().instance(q).unwrap().provenance(),
-        b.circuit_breaker().instance(q).unwrap().provenance()
+        same(a.circuit_breaker().instance(q).unwrap().provenance()),
+        same(b.circuit_breaker().instance(q).unwrap().provenance())
     );
     assert_eq!(
-        a.retry().instance(q).unwrap().provenance(),
-        b.retry().instance(q).unwrap().provenance()
+        same(a.retry().instance(q).unwrap().provenance()),
+        same(b.retry().instance(q).unwrap().provenance())
     );
     assert_eq!(
-        a.bulkhead().instance(q).unwrap().provenance(),
-        b.bulkhead().instance(q).unwrap().provenance()
+        same(a.bulkhead().instance(q).unwrap().provenance()),
+        same(b.bulkhead().instance(q).unwrap().provenance())
     );
     assert_eq!(
-        a.time_limiter().instance(q).unwrap().provenance(),
-        b.time_limiter().instance(q).unwrap().provenance()
+        same(a.time_limiter().instance(q).unwrap().provenance()),
+        same(b.time_limiter().instance(q).unwrap().provenance())
+    );
+    let wait = a.retry().instance(q).unwrap().provenance();
+    let wait = wait.iter().find(|p| p.key == "wait-duration").unwrap();
+    assert!(
+        wait.location.as_deref().unwrap().starts_with("resil.yaml:"),
+        "{wait:?}"
     );
 }
 
@@ -184,7 +196,7 @@ fn provenance_lists_every_option_with_its_value_and_source() {
     );
     assert_eq!(
         p.len(),
-        22,
+        25,
         "every circuit-breaker option once, and no tags"
     );
     let _ = Kind::CircuitBreaker;
@@ -391,7 +403,7 @@ fn a_wrong_type_says_what_was_expected_and_what_was_found() {
          expected a duration like `10s`, `500ms`, `1m`, `PT0.5S` or an integer of milliseconds"
     );
     for (line, got, expected) in [
-        ("failure-rate-threshold: \"50\"", "\"50\"", "a number"),
+        ("failure-rate-threshold: \"fifty\"", "\"fifty\"", "a number"),
         (
             "sliding-window-size: 2.5",
             "2.5",
@@ -515,20 +527,31 @@ fn the_same_key_twice_in_two_spellings_is_an_error() {
 }
 
 #[test]
-fn java_only_keys_and_spring_sections_are_refused_with_what_to_do_instead() {
+fn java_only_keys_are_warnings_and_other_top_level_keys_are_the_application_s() {
+    // A Java-only starter key loads, ignored with a warning naming why.
+    let file = yaml(
+        "resilience4j:\n  circuitbreaker:\n    instances:\n      a:\n        writable-stack-trace-enabled: false\n",
+    )
+    .unwrap();
+    assert_eq!(file.warnings().len(), 1);
+    assert_eq!(file.warnings()[0].kind(), ProblemKind::Ignored);
+    assert!(
+        file.warnings()[0].to_string().contains("no stack trace"),
+        "{}",
+        file.warnings()[0]
+    );
+    // Spring Boot binds by prefix: `management`, `spring`, … are not resil's.
+    let file = yaml("management:\n  endpoints: {}\nserver: {port: 80}\n").unwrap();
+    assert_eq!(file.ignored_keys(), ["management", "server"]);
+    // The aspect order cannot come from a file: an error saying what to write.
     let p = only_problem(yaml(
-        "resilience4j:\n  circuitbreaker:\n    instances:\n      a:\n        record-failure-predicate: com.example.P\n",
+        "resilience4j:\n  circuitbreaker:\n    circuitBreakerAspectOrder: 1\n",
     ));
     assert_eq!(p.kind(), ProblemKind::Unsupported);
-    assert!(
-        p.to_string().contains("attach the predicate in code"),
-        "{p}"
-    );
-    let p = only_problem(yaml("management:\n  endpoints: {}\n"));
-    assert_eq!(p.kind(), ProblemKind::Unsupported);
-    assert!(p.to_string().contains("Spring Boot Actuator"), "{p}");
-    let p = only_problem(yaml("resilence4j: {}\n"));
-    assert_eq!(p.suggestion(), Some("resilience4j"));
+    assert!(p.to_string().contains("order = ["), "{p}");
+    // Inside `resilience4j`, an unknown key is still an error.
+    let p = only_problem(yaml("resilience4j:\n  rety: {}\n"));
+    assert_eq!(p.suggestion(), Some("retry"));
 }
 
 #[test]
@@ -541,7 +564,7 @@ fn syntax_errors_unknown_extensions_and_missing_files_are_problems_too() {
     let p = only_problem(FileConfig::from_file("resil.json"));
     assert!(
         p.to_string()
-            .contains("name the file `*.toml`, `*.yaml` or `*.yml`"),
+            .contains("name the file `*.toml`, `*.yaml`, `*.yml` or `*.properties`"),
         "{p}"
     );
     let err = FileConfig::from_file("/nonexistent/resil.yaml").unwrap_err();

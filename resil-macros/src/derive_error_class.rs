@@ -26,8 +26,12 @@ fn snake_case(ident: &str) -> String {
     out
 }
 
-fn variant_name(v: &syn::Variant) -> syn::Result<(String, proc_macro2::Span)> {
+/// A variant's class name (with the span to blame) and its aliases.
+type VariantName = (String, proc_macro2::Span, Vec<String>);
+
+fn variant_name(v: &syn::Variant) -> syn::Result<VariantName> {
     let mut name = None;
+    let mut aliases: Vec<String> = Vec::new();
     for attr in v.attrs.iter().filter(|a| a.path().is_ident("error_class")) {
         attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("name") {
@@ -43,12 +47,33 @@ fn variant_name(v: &syn::Variant) -> syn::Result<(String, proc_macro2::Span)> {
                 }
                 name = Some((lit.value(), lit.span()));
                 Ok(())
+            } else if meta.path.is_ident("aliases") {
+                let list: syn::ExprArray = meta.value()?.parse()?;
+                for item in list.elems {
+                    match item {
+                        syn::Expr::Lit(syn::ExprLit {
+                            lit: syn::Lit::Str(lit),
+                            ..
+                        }) if !lit.value().trim().is_empty() => aliases.push(lit.value()),
+                        other => {
+                            return Err(syn::Error::new_spanned(
+                                other,
+                                "an alias is a non-empty string, e.g. `aliases = [\"java.io.IOException\"]`",
+                            ))
+                        }
+                    }
+                }
+                Ok(())
             } else {
-                Err(meta.error("unknown argument; expected `name = \"…\"`"))
+                Err(meta.error(
+                    "unknown argument; expected `name = \"…\"` or `aliases = [\"…\"]`",
+                ))
             }
         })?;
     }
-    Ok(name.unwrap_or_else(|| (snake_case(&v.ident.to_string()), v.ident.span())))
+    let (name, span) =
+        name.unwrap_or_else(|| (snake_case(&v.ident.to_string()), v.ident.span()));
+    Ok((name, span, aliases))
 }
 
 pub(crate) fn expand(input: TokenStream) -> TokenStream {
@@ -67,11 +92,15 @@ fn try_expand(input: TokenStream) -> syn::Result<TokenStream> {
         ));
     };
     let mut names = Vec::new();
+    let mut alias_pairs = Vec::new();
     let mut arms = Vec::new();
     let mut errors: Option<syn::Error> = None;
     for v in &data.variants {
         match variant_name(v) {
-            Ok((name, span)) => {
+            Ok((name, span, aliases)) => {
+                for alias in aliases {
+                    alias_pairs.push(quote!((#alias, #name)));
+                }
                 if names.contains(&name) {
                     let e = syn::Error::new(span, format!("two variants are named `{name}`; give one `#[error_class(name = \"…\")]`"));
                     match &mut errors {
@@ -112,6 +141,9 @@ fn try_expand(input: TokenStream) -> syn::Result<TokenStream> {
             }
             fn error_classes() -> &'static [&'static str] {
                 &[#(#names),*]
+            }
+            fn error_class_aliases() -> &'static [(&'static str, &'static str)] {
+                &[#(#alias_pairs),*]
             }
         }
     })

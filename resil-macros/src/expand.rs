@@ -193,7 +193,21 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
                 let v = &s.value;
                 quote!(.#m(#v))
             });
-            quote!(#p::#with(#name, |#b| #b #(#calls)*))
+            // What the registry compares between call sites, and shows
+            // in the snapshot as `attribute at file:line`.
+            let literals = layer.settings.iter().map(|s| {
+                let key = s.method.to_string();
+                let value = s.value.to_string();
+                quote!((#key, #value))
+            });
+            quote!(#p::#with(
+                #name,
+                &#p::AttributeSite {
+                    location: ::core::concat!(::core::file!(), ":", ::core::line!()),
+                    literals: &[#(#literals),*],
+                },
+                |#b| #b #(#calls)*
+            ))
         };
         let index = syn::Index::from(i);
         inits.push(init);

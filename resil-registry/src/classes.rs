@@ -50,6 +50,85 @@ pub trait ErrorClass: 'static {
     fn error_classes() -> &'static [&'static str]
     where
         Self: Sized;
+    /// Other names config files may use for a class, as `(alias, class)`:
+    /// typically the Java exception a Spring file lists
+    /// (`("java.io.IOException", "io")`). `#[error_class(aliases = […])]`
+    /// on a variant fills it in.
+    fn error_class_aliases() -> &'static [(&'static str, &'static str)]
+    where
+        Self: Sized,
+    {
+        &[]
+    }
+}
+
+/// Java exception names Spring files list, and the `resil::Error` kind each
+/// stands for. Any other Java name resolves by its simple name (see
+/// [`java_simple_names`]), which already covers Resilience4j's own
+/// exceptions (`CallNotPermittedException` → `call_not_permitted`).
+pub const WELL_KNOWN_JAVA_NAMES: [(&str, &str); 5] = [
+    (
+        "io.github.resilience4j.circuitbreaker.CallNotPermittedException",
+        "call_not_permitted",
+    ),
+    (
+        "io.github.resilience4j.bulkhead.BulkheadFullException",
+        "bulkhead_full",
+    ),
+    (
+        "io.github.resilience4j.ratelimiter.RequestNotPermitted",
+        "request_not_permitted",
+    ),
+    (
+        "io.github.resilience4j.retry.MaxRetriesExceededException",
+        "max_retries_exceeded",
+    ),
+    // What a time limiter's timeout is in Java.
+    ("java.util.concurrent.TimeoutException", "timeout"),
+];
+
+/// The names a Java class name may stand for, best first: its simple name
+/// (package and outer class dropped) in snake case, then the same without an
+/// `Exception` or `Error` suffix. `com.example.InventoryConnectionException`
+/// gives `inventory_connection_exception`, `inventory_connection`. A name
+/// that is not written like a Java class gives nothing.
+pub fn java_simple_names(name: &str) -> Vec<String> {
+    let simple = name.rsplit(['.', '$']).next().unwrap_or(name);
+    if simple.is_empty() || !simple.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return Vec::new();
+    }
+    let mut out = vec![snake_case(simple)];
+    for suffix in ["Exception", "Error", "Throwable"] {
+        if let Some(stem) = simple.strip_suffix(suffix).filter(|s| !s.is_empty()) {
+            out.push(snake_case(stem));
+        }
+    }
+    out
+}
+
+/// `HttpServerError` → `http_server_error`, `IOException` → `io_exception`
+/// (a run of capitals is one word), as `#[derive(ErrorClass)]` names variants.
+pub(crate) fn snake_case(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    let mut out = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_ascii_uppercase() {
+            let prev_lower = i > 0 && !chars[i - 1].is_ascii_uppercase() && chars[i - 1] != '_';
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
+            let prev_upper = i > 0 && chars[i - 1].is_ascii_uppercase();
+            if i > 0 && (prev_lower || (prev_upper && next_lower)) && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else if c == '_' || c == '-' {
+            if !out.ends_with('_') {
+                out.push('_');
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The names `resil::Error` kinds answer to in error lists.
@@ -100,6 +179,7 @@ type Names = Arc<[String]>;
 struct Class {
     type_id: TypeId,
     names: &'static [&'static str],
+    aliases: &'static [(&'static str, &'static str)],
     breaker_record: fn(CircuitBreakerConfigBuilder, Names) -> CircuitBreakerConfigBuilder,
     breaker_ignore: fn(CircuitBreakerConfigBuilder, Names) -> CircuitBreakerConfigBuilder,
     retry_on: fn(RetryConfigBuilder, Names) -> RetryConfigBuilder,
@@ -116,6 +196,7 @@ impl Class {
         Class {
             type_id: TypeId::of::<E>(),
             names: E::error_classes(),
+            aliases: E::error_class_aliases(),
             breaker_record: |b, names| b.record_error(move |e: &E| matches(e, &names)),
             breaker_ignore: |b, names| b.ignore_error(move |e: &E| matches(e, &names)),
             retry_on: |b, names| b.retry_on_error(move |e: &E| matches(e, &names)),
@@ -135,6 +216,51 @@ pub enum ErrorList {
     RetryOn,
     /// A retry's `ignore-errors`.
     RetryIgnore,
+    /// A breaker's `record-failure-predicate`: names of registered predicates.
+    BreakerRecordPredicate,
+    /// A breaker's `ignore-exception-predicate`.
+    BreakerIgnorePredicate,
+    /// A breaker's `record-result-predicate` (on successful values).
+    BreakerResultPredicate,
+    /// A retry's `retry-exception-predicate`.
+    RetryOnPredicate,
+    /// A retry's `result-predicate` (on successful values).
+    RetryResultPredicate,
+}
+
+impl ErrorList {
+    /// Whether the list names predicates registered in code
+    /// ([`Registry::register_predicate`](crate::Registry::register_predicate)),
+    /// not error classes.
+    pub fn is_predicate(self) -> bool {
+        matches!(
+            self,
+            ErrorList::BreakerRecordPredicate
+                | ErrorList::BreakerIgnorePredicate
+                | ErrorList::BreakerResultPredicate
+                | ErrorList::RetryOnPredicate
+                | ErrorList::RetryResultPredicate
+        )
+    }
+}
+
+type ApplyBreaker =
+    Arc<dyn Fn(CircuitBreakerConfigBuilder, ErrorList) -> CircuitBreakerConfigBuilder + Send + Sync>;
+type ApplyRetry = Arc<dyn Fn(RetryConfigBuilder, ErrorList) -> RetryConfigBuilder + Send + Sync>;
+
+/// A predicate registered in code under a name a file can use, as a Spring
+/// file names a `Predicate<Throwable>` class.
+#[derive(Clone)]
+struct NamedPredicate {
+    name: String,
+    breaker: ApplyBreaker,
+    retry: ApplyRetry,
+}
+
+/// The last segment of a Java-style name (`io.github.x.RecordFailurePredicate`
+/// → `RecordFailurePredicate`).
+fn simple(name: &str) -> &str {
+    name.rsplit(['.', '$']).next().unwrap_or(name)
 }
 
 /// The error types a registry knows by name.
@@ -142,6 +268,7 @@ pub enum ErrorList {
 #[doc(hidden)]
 pub struct ErrorClasses {
     classes: RwLock<Vec<Class>>,
+    predicates: RwLock<Vec<NamedPredicate>>,
 }
 
 impl ErrorClasses {
@@ -149,6 +276,63 @@ impl ErrorClasses {
         let mut classes = self.classes.write();
         if classes.iter().all(|c| c.type_id != TypeId::of::<E>()) {
             classes.push(Class::of::<E>());
+        }
+    }
+
+    pub(crate) fn register_predicate<T: 'static>(
+        &self,
+        name: &str,
+        predicate: impl Fn(&T) -> bool + Send + Sync + 'static,
+    ) {
+        let f = Arc::new(predicate);
+        let g = Arc::clone(&f);
+        let named = NamedPredicate {
+            name: name.to_owned(),
+            breaker: Arc::new(move |b, list| {
+                let f = Arc::clone(&f);
+                match list {
+                    ErrorList::BreakerIgnorePredicate => b.ignore_error(move |e: &T| f(e)),
+                    ErrorList::BreakerResultPredicate => b.record_result(move |v: &T| f(v)),
+                    _ => b.record_error(move |e: &T| f(e)),
+                }
+            }),
+            retry: Arc::new(move |b, list| {
+                let g = Arc::clone(&g);
+                match list {
+                    ErrorList::RetryResultPredicate => b.retry_on_result(move |v: &T| g(v)),
+                    _ => b.retry_on_error(move |e: &T| g(e)),
+                }
+            }),
+        };
+        let mut all = self.predicates.write();
+        all.retain(|p| p.name != name);
+        all.push(named);
+    }
+
+    /// The registered predicates' names, sorted.
+    pub(crate) fn predicate_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.predicates.read().iter().map(|p| p.name.clone()).collect();
+        names.sort();
+        names
+    }
+
+    /// The registered predicate `name` stands for: by its name, else by its
+    /// simple name (`io.github.robwin.exception.RecordFailurePredicate`
+    /// finds one registered as `RecordFailurePredicate`, and the reverse).
+    fn predicate(&self, name: &str) -> Option<NamedPredicate> {
+        let all = self.predicates.read();
+        all.iter()
+            .find(|p| p.name == name)
+            .or_else(|| all.iter().find(|p| simple(&p.name) == simple(name)))
+            .cloned()
+    }
+
+    /// Whether `name` is known for a list of kind `list`.
+    pub(crate) fn knows(&self, list: ErrorList, name: &str) -> bool {
+        if list.is_predicate() {
+            self.predicate(name).is_some()
+        } else {
+            self.resolve(name).is_some()
         }
     }
 
@@ -164,13 +348,50 @@ impl ErrorClasses {
         all.into_iter().collect()
     }
 
-    /// The first name in `names` nobody registered.
+    /// The first name in `names` nobody registered (under any spelling
+    /// [`resolve`](Self::resolve) accepts).
     pub(crate) fn unknown<'a>(&self, names: &'a [String]) -> Option<&'a str> {
-        let known = self.names();
         names
             .iter()
-            .find(|n| known.binary_search(n).is_err())
+            .find(|n| self.resolve(n).is_none())
             .map(String::as_str)
+    }
+
+    /// The registered name (or error kind) a list entry stands for: the name
+    /// itself; an alias a class declared; a well-known Java name
+    /// ([`WELL_KNOWN_JAVA_NAMES`]); else a Java class name by its simple name
+    /// ([`java_simple_names`]). `None` when nothing matches.
+    pub(crate) fn resolve(&self, name: &str) -> Option<String> {
+        let known = self.names();
+        let name = name.trim();
+        if known.binary_search_by(|k| k.as_str().cmp(name)).is_ok() {
+            return Some(name.to_owned());
+        }
+        for class in self.classes.read().iter() {
+            if let Some((_, to)) = class.aliases.iter().find(|(a, _)| {
+                *a == name || a.rsplit('.').next() == Some(name)
+            }) {
+                return Some((*to).to_owned());
+            }
+        }
+        if let Some((_, kind)) = WELL_KNOWN_JAVA_NAMES
+            .iter()
+            .find(|(java, _)| *java == name)
+        {
+            return Some((*kind).to_owned());
+        }
+        java_simple_names(name)
+            .into_iter()
+            .find(|candidate| known.binary_search(candidate).is_ok())
+    }
+
+    /// `names` with every entry [`resolve`](Self::resolve)d (an unknown one
+    /// kept as written: the caller reported it).
+    fn resolve_all(&self, names: &[String]) -> Names {
+        names
+            .iter()
+            .map(|n| self.resolve(n).unwrap_or_else(|| n.clone()))
+            .collect()
     }
 
     /// Adds the predicates `names` stand for to a breaker builder.
@@ -180,7 +401,13 @@ impl ErrorClasses {
         list: ErrorList,
         names: &[String],
     ) -> CircuitBreakerConfigBuilder {
-        let names: Names = names.iter().cloned().collect();
+        if list.is_predicate() {
+            return names
+                .iter()
+                .filter_map(|n| self.predicate(n))
+                .fold(b, |b, p| (p.breaker)(b, list));
+        }
+        let names = self.resolve_all(names);
         for class in self.classes.read().iter() {
             if !class.names.iter().any(|n| names.iter().any(|m| m == n)) {
                 continue;
@@ -201,7 +428,13 @@ impl ErrorClasses {
         list: ErrorList,
         names: &[String],
     ) -> RetryConfigBuilder {
-        let names: Names = names.iter().cloned().collect();
+        if list.is_predicate() {
+            return names
+                .iter()
+                .filter_map(|n| self.predicate(n))
+                .fold(b, |b, p| (p.retry)(b, list));
+        }
+        let names = self.resolve_all(names);
         for class in self.classes.read().iter() {
             if !class.names.iter().any(|n| names.iter().any(|m| m == n)) {
                 continue;
@@ -262,6 +495,31 @@ mod tests {
         assert_eq!(names.iter().filter(|n| *n == "db_timeout").count(), 1);
         let list = vec!["db_timeout".to_owned(), "db_timout".to_owned()];
         assert_eq!(classes.unknown(&list), Some("db_timout"));
+    }
+
+    #[test]
+    fn java_class_names_resolve_by_their_simple_name() {
+        assert_eq!(
+            java_simple_names("com.example.order.InventoryConnectionException"),
+            ["inventory_connection_exception", "inventory_connection"]
+        );
+        assert_eq!(java_simple_names("java.io.IOException"), ["io_exception", "io"]);
+        assert_eq!(snake_case("HTTPError"), "http_error");
+        assert_eq!(snake_case("HttpServerError"), "http_server_error");
+        assert!(java_simple_names("db_timeout").is_empty());
+        let classes = ErrorClasses::default();
+        classes.register::<Db>();
+        assert_eq!(classes.resolve("com.acme.DbTimeoutException").as_deref(), Some("db_timeout"));
+        assert_eq!(classes.resolve("Outer$DbConstraintError").as_deref(), Some("db_constraint"));
+        assert_eq!(
+            classes.resolve("io.github.resilience4j.bulkhead.BulkheadFullException").as_deref(),
+            Some("bulkhead_full")
+        );
+        assert_eq!(
+            classes.resolve("java.util.concurrent.TimeoutException").as_deref(),
+            Some("timeout")
+        );
+        assert_eq!(classes.resolve("com.acme.PaymentDeclinedException"), None);
     }
 
     #[test]

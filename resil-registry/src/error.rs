@@ -12,6 +12,21 @@ use crate::kind::Kind;
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum RegistryError {
+    /// Two resil attributes give one instance different literal settings:
+    /// the second site's are not applied (neither site changes the other's
+    /// instance). Give both the same values, or name the instances apart.
+    AttributeConflict {
+        /// The kind of the instance.
+        kind: Kind,
+        /// The instance both sites name.
+        name: String,
+        /// The site whose settings are in force (`src/a.rs:12`).
+        first: &'static str,
+        /// The site whose settings were refused.
+        second: &'static str,
+        /// The keys the two sites disagree on (`max_attempts`).
+        keys: Vec<String>,
+    },
     /// Creating one more instance of `kind` would pass the cap on instances
     /// per kind (see [`RegistryBuilder::max_instances_per_kind`](crate::RegistryBuilder::max_instances_per_kind)).
     CardinalityExceeded {
@@ -94,6 +109,19 @@ fn list(items: &[String]) -> String {
 impl fmt::Display for RegistryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            RegistryError::AttributeConflict {
+                kind,
+                name,
+                first,
+                second,
+                keys,
+            } => write!(
+                f,
+                "the resil attribute at {second} gives {kind} `{name}` other settings than the one at \
+                 {first} ({}): its settings are not applied; write the same values at both sites, \
+                 or give each site its own instance name",
+                keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            ),
             RegistryError::CardinalityExceeded { kind, name, limit } => write!(
                 f,
                 "cannot create {kind} `{name}`: the registry already holds {limit} instances of this kind \

@@ -54,6 +54,16 @@ pub enum RegistryEventKind {
         /// How long the manual mode lasts before reverting by itself.
         ttl: Option<Duration>,
     },
+    /// A second resil attribute gave the instance other literal settings than
+    /// the first one did; they were not applied (an error, also traced).
+    AttributeConflict {
+        /// The site whose settings are in force.
+        first: &'static str,
+        /// The site whose settings were refused.
+        second: &'static str,
+        /// The keys the sites disagree on.
+        keys: Vec<String>,
+    },
     /// A manual override's TTL passed: the breaker went back to its previous mode.
     OverrideExpired {
         /// The transition that ended the override.

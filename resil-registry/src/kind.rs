@@ -194,6 +194,15 @@ primitive!(
         if let Some(names) = entry.ignore_errors() {
             lists.push((names, ErrorList::BreakerIgnore));
         }
+        for (key, list) in [
+            ("record-failure-predicate", ErrorList::BreakerRecordPredicate),
+            ("ignore-exception-predicate", ErrorList::BreakerIgnorePredicate),
+            ("record-result-predicate", ErrorList::BreakerResultPredicate),
+        ] {
+            if let Some(names) = entry.predicate_names(key) {
+                lists.push((names, list));
+            }
+        }
         lists
     },
     fn apply_error_list(
@@ -219,6 +228,14 @@ primitive!(
         }
         if let Some(names) = entry.ignore_errors() {
             lists.push((names, ErrorList::RetryIgnore));
+        }
+        for (key, list) in [
+            ("retry-exception-predicate", ErrorList::RetryOnPredicate),
+            ("result-predicate", ErrorList::RetryResultPredicate),
+        ] {
+            if let Some(names) = entry.predicate_names(key) {
+                lists.push((names, list));
+            }
         }
         lists
     },

@@ -78,7 +78,9 @@ mod registry;
 mod reload;
 mod telemetry;
 
-pub use crate::classes::{ErrorClass, ErrorList, ERROR_KIND_NAMES};
+pub use crate::classes::{
+    java_simple_names, ErrorClass, ErrorList, ERROR_KIND_NAMES, WELL_KNOWN_JAVA_NAMES,
+};
 pub use crate::config::{ConfigFileError, FileConfig};
 pub use crate::error::{InitError, RegistryError};
 pub use crate::event::{RegistryEvent, RegistryEventKind};
@@ -89,7 +91,7 @@ pub use crate::handle::Handle;
 pub use crate::kind::{Kind, Primitive};
 pub use crate::manage::{ManualOverride, Transition};
 pub use crate::registry::{
-    Registry, RegistryBuilder, DEFAULT_CONFIG, DEFAULT_EVENT_BUFFER_SIZE,
+    AttributeSite, Registry, RegistryBuilder, DEFAULT_CONFIG, DEFAULT_EVENT_BUFFER_SIZE,
     DEFAULT_MAX_INSTANCES_PER_KIND,
 };
 pub use crate::reload::{ReloadError, ReloadReport};

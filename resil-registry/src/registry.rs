@@ -167,6 +167,36 @@ pub(crate) struct Inner {
     pub(crate) file: RwLock<Arc<FileConfig>>,
     /// One load or reload at a time.
     pub(crate) reload_lock: Mutex<()>,
+    /// The first attribute call site that set literals for each instance.
+    pub(crate) sites: Mutex<HashMap<(Kind, String), &'static AttributeSite>>,
+}
+
+/// Where a resil attribute is written and the literal settings it gives its
+/// instance, as the macros record it (one `static` per call site).
+#[derive(Debug)]
+pub struct AttributeSite {
+    /// `src/inventory.rs:12`.
+    pub location: &'static str,
+    /// `(setter, value as written)`: `("max_attempts", "2")`.
+    pub literals: &'static [(&'static str, &'static str)],
+}
+
+impl AttributeSite {
+    /// The keys on which `self` and `other` differ (a key one of them sets
+    /// and the other does not counts), sorted.
+    pub fn differences(&self, other: &AttributeSite) -> Vec<String> {
+        let mut keys: Vec<String> = Vec::new();
+        let value = |site: &AttributeSite, key: &str| {
+            site.literals.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+        };
+        for (key, _) in self.literals.iter().chain(other.literals) {
+            if value(self, key) != value(other, key) && !keys.iter().any(|k| k == key) {
+                keys.push((*key).to_owned());
+            }
+        }
+        keys.sort();
+        keys
+    }
 }
 
 /// Named, shared instances of the six primitives and their configuration.
@@ -269,6 +299,7 @@ impl RegistryBuilder {
                 seq: AtomicU64::new(0),
                 file: RwLock::new(Arc::new(FileConfig::default())),
                 reload_lock: Mutex::new(()),
+                sites: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -679,7 +710,9 @@ impl Registry {
         let ring_capacity = plan.entry.event_consumer_buffer_size();
         let mut builder = P::file_builder(plan.entry);
         for (names, list) in P::error_lists(plan.entry) {
-            self.check_error_names(names.names(), names.path())?;
+            if !list.is_predicate() {
+                self.check_error_names(names.names(), names.path())?;
+            }
             builder = P::apply_error_list(&self.inner.classes, builder, list, names.names());
         }
         let applied = |b: P::Builder, f: &CodeFn<P::Builder>, at: &str| {
@@ -883,25 +916,98 @@ impl Registry {
     pub(crate) fn provenance<P: Primitive>(
         &self,
         name: &str,
-    ) -> HashMap<&'static str, (String, String)> {
+    ) -> HashMap<&'static str, (String, String, String)> {
         let code = self.store::<P>().code.read();
         let file = self.file();
         let Ok(plan) = plan::<P>(&file, &code, name) else {
             return HashMap::new();
         };
-        let sources: HashMap<String, String> = plan
+        let sources: HashMap<String, (String, String)> = plan
             .entry
             .provenance()
             .into_iter()
-            .map(|p| (p.key, p.source.to_string()))
+            .map(|p| {
+                let location = p.location.unwrap_or_else(|| "default".to_owned());
+                (p.key, (p.source.to_string(), location))
+            })
             .collect();
         crate::telemetry::describe::describe_config(plan.entry.config())
             .into_iter()
             .filter_map(|(key, value)| {
-                let source = sources.get(key)?;
-                Some((key, (value, source.clone())))
+                let (source, location) = sources.get(key)?;
+                Some((key, (value, source.clone(), location.clone())))
             })
             .collect()
+    }
+
+    /// Where a code setting of instance `name` was written, when a resil
+    /// attribute set it (`attribute at src/inventory.rs:12`).
+    pub(crate) fn code_location<P: Primitive>(&self, name: &str, key: &str) -> Option<String> {
+        let sites = self.inner.sites.lock();
+        let site = sites.get(&(P::KIND, name.to_owned()))?;
+        site.literals
+            .iter()
+            .any(|(k, _)| k.replace('_', "-") == key)
+            .then(|| format!("attribute at {}", site.location))
+    }
+
+    /// [`configure`](Self::configure) for the literal settings a resil
+    /// attribute writes (`#[resil::retry(name = "x", max_attempts = 2)]`):
+    /// the first site to run sets them; a later site naming the same
+    /// instance with the same literals changes nothing; one with other
+    /// literals is refused with [`RegistryError::AttributeConflict`] and an
+    /// [`AttributeConflict`](RegistryEventKind::AttributeConflict) event
+    /// naming both sites and the keys, and the first site's settings stay.
+    ///
+    /// Attribute literals are code settings, so they win over the config
+    /// file, as Resilience4j's code customizers win over properties; the
+    /// snapshot shows each value's `location` (`attribute at src/x.rs:12`)
+    /// so an operator sees why a file value is not in force.
+    pub fn configure_from_attribute<P: Primitive>(
+        &self,
+        name: &str,
+        site: &'static AttributeSite,
+        f: impl Fn(P::Builder) -> P::Builder + Send + Sync + 'static,
+    ) -> Result<(), RegistryError> {
+        {
+            let mut sites = self.inner.sites.lock();
+            match sites.get(&(P::KIND, name.to_owned())) {
+                Some(first) if first.location == site.location => return Ok(()),
+                Some(first) => {
+                    let keys = site.differences(first);
+                    if keys.is_empty() {
+                        return Ok(());
+                    }
+                    let first = first.location;
+                    drop(sites);
+                    self.publish(
+                        P::KIND,
+                        Arc::from(name),
+                        RegistryEventKind::AttributeConflict {
+                            first,
+                            second: site.location,
+                            keys: keys.clone(),
+                        },
+                        None,
+                    );
+                    return Err(RegistryError::AttributeConflict {
+                        kind: P::KIND,
+                        name: name.to_owned(),
+                        first,
+                        second: site.location,
+                        keys,
+                    });
+                }
+                None => {
+                    sites.insert((P::KIND, name.to_owned()), site);
+                }
+            }
+        }
+        let result = self.configure::<P>(name, f);
+        if result.is_err() {
+            self.inner.sites.lock().remove(&(P::KIND, name.to_owned()));
+        }
+        result
     }
 
     /// Where each key the file sets for instance `name` of kind `P` came
@@ -925,6 +1031,44 @@ impl Registry {
     /// Registers an error type whose class names config lists may use.
     pub fn register_error_class<E: ErrorClass>(&self) {
         self.inner.classes.register::<E>();
+    }
+
+    /// Registers a predicate under `name`, for config files to name it as a
+    /// Spring file names a Java `Predicate` class: `record-failure-predicate`,
+    /// `ignore-exception-predicate` and `retry-exception-predicate` apply it to
+    /// errors of type `T`; `record-result-predicate` and `result-predicate`
+    /// to successful values of type `T`. A file may write the name with a
+    /// package (`io.github.robwin.exception.RecordFailurePredicate` finds
+    /// `RecordFailurePredicate`). Register before loading the file; a name
+    /// registered twice keeps the later predicate.
+    ///
+    /// ```
+    /// # #[cfg(feature = "yaml")] {
+    /// use resil_registry::{FileConfig, Registry};
+    ///
+    /// #[derive(Debug)]
+    /// enum ApiError { Business, Down }
+    ///
+    /// let registry = Registry::new();
+    /// registry.register_predicate("RecordFailurePredicate", |e: &ApiError| {
+    ///     !matches!(e, ApiError::Business)
+    /// });
+    /// registry.reload(FileConfig::from_yaml_str("
+    /// resilience4j.circuitbreaker.instances.backendB:
+    ///   recordFailurePredicate: io.github.robwin.exception.RecordFailurePredicate
+    /// ").unwrap()).unwrap();
+    /// let breaker = registry.circuit_breaker("backendB");
+    /// let _ = breaker.call(|| Err::<(), _>(ApiError::Business));
+    /// let _ = breaker.call(|| Err::<(), _>(ApiError::Down));
+    /// assert_eq!(breaker.metrics().failed_calls(), 1);
+    /// # }
+    /// ```
+    pub fn register_predicate<T: 'static>(
+        &self,
+        name: &str,
+        predicate: impl Fn(&T) -> bool + Send + Sync + 'static,
+    ) {
+        self.inner.classes.register_predicate(name, predicate);
     }
 
     /// Every name error lists may use: the registered error classes' names and
@@ -1115,6 +1259,14 @@ fn describe_event(what: &RegistryEventKind) -> String {
         RegistryEventKind::OverrideExpired { to, reason } => {
             format!("manual override ({reason}) expired: back to {to}")
         }
+        RegistryEventKind::AttributeConflict {
+            first,
+            second,
+            keys,
+        } => format!(
+            "the attribute at {second} gives other settings ({}) than the one at {first}: not applied",
+            keys.join(", ")
+        ),
     }
 }
 

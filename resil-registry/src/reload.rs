@@ -227,11 +227,18 @@ impl Registry {
             .chain(section.config_names().filter_map(|n| section.config(n)))
             .chain(section.instances().map(|(_, r)| r));
         for entry in entries {
-            for (names, _) in P::error_lists(entry) {
+            for (names, list) in P::error_lists(entry) {
                 for (index, name) in names.names().iter().enumerate() {
-                    if known.binary_search(name).is_err() {
-                        let p =
-                            Problem::unknown_error_class(names.path(), index, name, &known_refs);
+                    if !self.inner.classes.knows(list, name) {
+                        let p = if list.is_predicate() {
+                            Problem::unknown_predicate(
+                                names.path(),
+                                name,
+                                &self.inner.classes.predicate_names(),
+                            )
+                        } else {
+                            Problem::unknown_error_class(names.path(), index, name, &known_refs)
+                        };
                         if !problems.iter().any(|q| q.to_string() == p.to_string()) {
                             problems.push(p);
                         }

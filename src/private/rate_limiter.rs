@@ -136,9 +136,12 @@ pub fn rate_limiter(name: &str) -> SiteRateLimiter {
 #[inline(never)]
 pub fn rate_limiter_with(
     name: &str,
+    site: &'static super::site::AttributeSite,
     settings: impl Fn(RateLimiterConfigBuilder) -> RateLimiterConfigBuilder + Send + Sync + 'static,
 ) -> SiteRateLimiter {
-    if let Err(error) = registry().configure_rate_limiter(name, settings) {
+    if let Err(error) = registry()
+        .configure_from_attribute::<resil_core::rate_limiter::RateLimiter>(name, site, settings)
+    {
         tracing::error!(
             instance = name,
             %error,

@@ -10,6 +10,7 @@ use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfigBuilder};
 use resil_core::retry::{Retry, RetryConfigBuilder};
 use resil_core::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder};
 use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfigBuilder};
+pub use resil_registry::AttributeSite;
 use resil_registry::{registry, Handle};
 
 /// The handles of one call site's primitives (a tuple of [`Handle`]s),
@@ -31,7 +32,7 @@ impl<T> Site<T> {
 }
 
 macro_rules! lookups {
-    ($($get:ident, $get_with:ident, $configure:ident, $ty:ty, $builder:ty;)*) => {$(
+    ($($get:ident, $get_with:ident, $ty:ty, $builder:ty;)*) => {$(
         #[doc = concat!("The registry's `", stringify!($ty), "` called `name`.")]
         #[inline(never)]
         pub fn $get(name: &str) -> Handle<$ty> {
@@ -42,13 +43,15 @@ macro_rules! lookups {
         #[inline(never)]
         pub fn $get_with(
             name: &str,
+            site: &'static AttributeSite,
             settings: impl Fn($builder) -> $builder + Send + Sync + 'static,
         ) -> Handle<$ty> {
-            if let Err(error) = registry().$configure(name, settings) {
+            if let Err(error) = registry().configure_from_attribute::<$ty>(name, site, settings) {
                 // The literals were checked at compile time; what is left is a
                 // combination with the file's settings (e.g. a thread-pool
-                // size below the file's core size). The instance keeps the
-                // file's configuration, and the reason is traced.
+                // size below the file's core size), or another call site
+                // giving the instance other literals. The instance keeps
+                // what it had, and the reason is traced.
                 tracing::error!(
                     instance = name,
                     %error,
@@ -61,9 +64,9 @@ macro_rules! lookups {
 }
 
 lookups! {
-    circuit_breaker, circuit_breaker_with, configure_circuit_breaker, CircuitBreaker, CircuitBreakerConfigBuilder;
-    retry, retry_with, configure_retry, Retry, RetryConfigBuilder;
-    bulkhead, bulkhead_with, configure_bulkhead, Bulkhead, BulkheadConfigBuilder;
-    thread_pool_bulkhead, thread_pool_bulkhead_with, configure_thread_pool_bulkhead, ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder;
-    time_limiter, time_limiter_with, configure_time_limiter, TimeLimiter, TimeLimiterConfigBuilder;
+    circuit_breaker, circuit_breaker_with, CircuitBreaker, CircuitBreakerConfigBuilder;
+    retry, retry_with, Retry, RetryConfigBuilder;
+    bulkhead, bulkhead_with, Bulkhead, BulkheadConfigBuilder;
+    thread_pool_bulkhead, thread_pool_bulkhead_with, ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder;
+    time_limiter, time_limiter_with, TimeLimiter, TimeLimiterConfigBuilder;
 }

@@ -170,6 +170,8 @@ fn apply_one(
             val: value.trim().to_owned(),
             source,
             path,
+            line: None,
+            document: None,
         });
         return Ok(());
     }
@@ -178,7 +180,13 @@ fn apply_one(
     };
     match read_option(spec, &typed(spec.ty, value), &path) {
         Ok(val) => {
-            entry.values.insert(spec.key, Setting { val, source, path });
+            entry.values.insert(spec.key, Setting {
+                    val,
+                    source,
+                    path,
+                    line: None,
+                    document: None,
+                });
         }
         Err(found) => {
             for p in found {
@@ -221,7 +229,7 @@ fn typed(ty: Ty, text: &str) -> Value {
             "false" => Value::Bool(false),
             _ => string(),
         },
-        Ty::Duration | Ty::Choice(_) | Ty::Names | Ty::Text => string(),
+        Ty::Duration | Ty::Choice(_) | Ty::Names | Ty::Text | Ty::Predicate => string(),
     }
 }
 

@@ -71,9 +71,11 @@ impl fmt::Display for ConfigFileError {
             None => write!(f, "{n} {plural} in the configuration:")?,
         }
         for problem in &self.problems {
-            match problem.line {
-                Some(line) => write!(f, "\n  line {line}: {problem}")?,
-                None => write!(f, "\n  {problem}")?,
+            match (problem.line, &problem.document) {
+                (Some(line), Some(doc)) => write!(f, "\n  {doc}, line {line}: {problem}")?,
+                (Some(line), None) => write!(f, "\n  line {line}: {problem}")?,
+                (None, Some(doc)) => write!(f, "\n  {doc}: {problem}")?,
+                (None, None) => write!(f, "\n  {problem}")?,
             }
         }
         Ok(())
@@ -108,6 +110,11 @@ pub enum ProblemKind {
     UnknownErrorClass,
     /// A `RESIL_…` environment variable that names no key.
     UnknownVariable,
+    /// A warning: a Resilience4j 1.x key, read as the 2.x key the message names.
+    Renamed,
+    /// A warning: a key of Resilience4j's Java starter that means nothing in
+    /// Rust, ignored (the message says why).
+    Ignored,
 }
 
 /// One problem in a configuration.
@@ -120,6 +127,9 @@ pub struct Problem {
     config_error: Option<Box<ConfigError>>,
     message: String,
     line: Option<usize>,
+    /// The document or file the line is in, when the configuration has more
+    /// than one (`application-prod.yml`, `profile prod`).
+    document: Option<String>,
 }
 
 impl Problem {
@@ -132,7 +142,34 @@ impl Problem {
             config_error: None,
             message,
             line: None,
+            document: None,
         }
+    }
+
+    /// The same problem, on `line`.
+    pub(crate) fn at(mut self, line: usize) -> Self {
+        self.line = Some(line);
+        self
+    }
+
+    /// The same problem, in `document` (when a configuration has several).
+    pub(crate) fn in_document(mut self, document: Option<&str>) -> Self {
+        if self.document.is_none() {
+            self.document = document.map(str::to_owned);
+        }
+        self
+    }
+
+    /// Whether this is a warning ([`ProblemKind::Renamed`], [`ProblemKind::Ignored`]):
+    /// the file loads, and [`FileConfig::warnings`](super::FileConfig::warnings) lists it.
+    pub fn is_warning(&self) -> bool {
+        matches!(self.kind, ProblemKind::Renamed | ProblemKind::Ignored)
+    }
+
+    /// The document or file the problem is in, when the configuration has
+    /// several (a profile document, `application-prod.yml`).
+    pub fn document(&self) -> Option<&str> {
+        self.document.as_deref()
     }
 
     /// A value problem: `error`'s field is the full key path.
@@ -154,6 +191,7 @@ impl Problem {
             config_error: Some(Box::new(error)),
             message,
             line: None,
+            document: None,
         }
     }
 
@@ -181,6 +219,23 @@ impl Problem {
         self
     }
 
+    /// The problem a registry reports for a predicate name (a Spring file's
+    /// `record-failure-predicate: com.acme.RecordFailurePredicate`) no
+    /// predicate registered in code answers to; it lists the registered ones.
+    pub fn unknown_predicate(path: &str, name: &str, registered: &[String]) -> Self {
+        let mut message = format!("unknown predicate `{name}` at `{path}`");
+        if registered.is_empty() {
+            message.push_str(
+                "; no predicate is registered: call `Registry::register_predicate(\"",
+            );
+            message.push_str(name.rsplit(['.', '$']).next().unwrap_or(name));
+            message.push_str("\", |e: &YourError| …)` before loading the file");
+        } else {
+            message.push_str(&format!(" (registered: {})", quoted_list(registered.iter())));
+        }
+        Problem::new(ProblemKind::UnknownErrorClass, Some(path.to_owned()), message)
+    }
+
     /// The problem a registry reports for an error-class name no registered
     /// type has: `path` is the list's key path, `index` the name's position.
     /// Suggests a close registered name, and lists them all.
@@ -201,7 +256,11 @@ impl Problem {
     /// );
     /// ```
     pub fn unknown_error_class(path: &str, index: usize, name: &str, registered: &[&str]) -> Self {
-        let suggestion = closest(name, registered.iter().copied());
+        // A Java class name is compared by the names it may stand for
+        // (`com.acme.InventoryConectionException` → `inventory_conection`).
+        let suggestion = std::iter::once(name.to_owned())
+            .chain(crate::classes::java_simple_names(name))
+            .find_map(|n| closest(&n, registered.iter().copied()));
         let at = format!("{path}[{index}]");
         let mut message = format!("unknown error class `{name}` at `{at}`");
         if let Some(s) = suggestion {
@@ -268,9 +327,18 @@ impl Problem {
             Some(p) => p.as_str(),
             None => return,
         };
+        if self.line.is_some() {
+            return;
+        }
+        if self.kind == ProblemKind::Duplicate {
+            if let [first, second, ..] = lines.all(path) {
+                self.message
+                    .push_str(&format!(" (lines {first} and {second})"));
+            }
+        }
         loop {
             if let Some(line) = lines.get(path) {
-                self.line = Some(*line);
+                self.line = Some(line);
                 return;
             }
             match path.rfind(['.', '[']) {

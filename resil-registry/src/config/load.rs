@@ -3,6 +3,7 @@
 //! inheritance yet (`resolve.rs`), no environment (`env.rs`).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 use resil_core::retry::IntervalFunction;
@@ -12,7 +13,7 @@ use super::duration::{parse_duration, EXPECTED_DURATION};
 use super::error::{closest, Problem, ProblemKind};
 use super::resolved::Source;
 use super::schema::{normalize, Kind, OptionSpec, Ty, Val, EVENT_CONSUMER_BUFFER_SIZE};
-use super::value::Value;
+use super::value::{Lines, Value};
 
 /// The root key.
 pub(crate) const ROOT: &str = "resilience4j";
@@ -24,6 +25,32 @@ pub(crate) struct Setting<T = Val> {
     pub source: Source,
     /// The full key path (as written), also for a value set by an environment variable.
     pub path: String,
+    /// The line it is written on (none for an environment variable).
+    pub line: Option<usize>,
+    /// The file or profile document it is written in, when the configuration
+    /// has several (`application-prod.yml`, `resil.yaml (profile prod)`).
+    pub document: Option<Arc<str>>,
+}
+
+impl<T> Setting<T> {
+    /// Where it was written, for a snapshot: `resil.yaml:14`, `line 14`, or
+    /// `None` for a value that no file line set.
+    pub(crate) fn location(&self) -> Option<String> {
+        match (&self.document, self.line) {
+            (Some(doc), Some(line)) => Some(format!("{doc}:{line}")),
+            (None, Some(line)) => Some(format!("line {line}")),
+            (Some(doc), None) => Some(doc.to_string()),
+            (None, None) => None,
+        }
+    }
+
+    fn locate(&mut self, lines: &Lines, document: &Option<Arc<str>>) {
+        if matches!(self.source, Source::Env(_)) {
+            return;
+        }
+        self.line = lines.get(&self.path);
+        self.document.clone_from(document);
+    }
 }
 
 /// A config's or an instance's own settings, before inheritance.
@@ -63,36 +90,76 @@ impl Document {
     pub(crate) fn kind_mut(&mut self, kind: Kind) -> &mut KindDoc {
         &mut self.kinds[kind.index()]
     }
+
+    /// Records where each setting is written.
+    pub(crate) fn locate(&mut self, lines: &Lines, document: &Option<Arc<str>>) {
+        for kind in &mut self.kinds {
+            for s in kind.tags.values_mut() {
+                s.locate(lines, document);
+            }
+            for entry in kind.configs.values_mut().chain(kind.instances.values_mut()) {
+                if let Some(base) = &mut entry.base {
+                    base.locate(lines, document);
+                }
+                for s in entry.values.values_mut() {
+                    s.locate(lines, document);
+                }
+                for s in entry.tags.values_mut() {
+                    s.locate(lines, document);
+                }
+            }
+        }
+    }
+
+    /// Lays a later document over this one, key by key: a later value wins,
+    /// tags merge by name, configs and instances merge by name.
+    pub(crate) fn merge(&mut self, later: Document) {
+        for (into, from) in self.kinds.iter_mut().zip(later.kinds) {
+            if into.path.is_none() {
+                into.path = from.path;
+            }
+            into.tags.extend(from.tags);
+            for (target, source) in [
+                (&mut into.configs, from.configs),
+                (&mut into.instances, from.instances),
+            ] {
+                for (name, entry) in source {
+                    match target.get_mut(&name) {
+                        Some(existing) => {
+                            if entry.base.is_some() {
+                                existing.base = entry.base;
+                            }
+                            existing.values.extend(entry.values);
+                            existing.tags.extend(entry.tags);
+                        }
+                        None => {
+                            target.insert(name, entry);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
-/// Reads the value tree into a document, recording every problem.
-pub(crate) fn document(root: Value, problems: &mut Vec<Problem>) -> Document {
+/// Reads the value tree into a document, recording every problem. Only the
+/// `resilience4j` subtree is resil's: the other top-level keys (`spring`,
+/// `server`, `management`, …) belong to the application, as Spring Boot binds
+/// each prefix to its own properties; their names are returned.
+pub(crate) fn document(root: Value, problems: &mut Vec<Problem>) -> (Document, Vec<String>) {
     let mut doc = Document::default();
+    let mut ignored = Vec::new();
     let Some(top) = map_entries(root, "", "a map with a `resilience4j` key", problems) else {
-        return doc;
+        return (doc, ignored);
     };
     for (key, value) in top {
         if normalize(&key) == ROOT {
             walk_root(&mut doc, &key, value, problems);
-        } else if normalize(&key) == "management" {
-            problems.push(Problem::new(
-                ProblemKind::Unsupported,
-                Some(key.clone()),
-                format!(
-                    "`{key}` configures Spring Boot Actuator, which resil has no equivalent \
-                     of in a config file; serve the registry's snapshot and health summary \
-                     from your own endpoint"
-                ),
-            ));
         } else {
-            problems.push(Problem::unknown_key(
-                key.clone(),
-                closest(&key, [ROOT]),
-                None,
-            ));
+            ignored.push(key);
         }
     }
-    doc
+    (doc, ignored)
 }
 
 fn walk_root(doc: &mut Document, root: &str, value: Value, problems: &mut Vec<Problem>) {
@@ -156,48 +223,41 @@ fn walk_kind(
         }
         match n.as_str() {
             "configs" | "instances" => {
-                let is_config = n == "configs";
-                let expected = "a map of names to settings";
-                let Some(named) = map_entries(value, &key_path, expected, problems) else {
-                    continue;
-                };
-                for (name, value) in named {
-                    let entry_path = format!("{key_path}.{name}");
-                    if name.trim().is_empty() {
-                        problems.push(Problem::new(
-                            ProblemKind::InvalidValue,
-                            Some(entry_path),
-                            format!("an empty name under `{key_path}`: name the config or instance"),
-                        ));
-                        continue;
-                    }
-                    let source = if is_config {
-                        Source::Config(name.clone())
-                    } else {
-                        Source::Instance
-                    };
-                    let entry = walk_entry(kind, entry_path, value, &source, problems);
-                    let target = if is_config {
-                        &mut section.configs
-                    } else {
-                        &mut section.instances
-                    };
-                    target.insert(name, entry);
-                }
+                walk_named(kind, section, n == "configs", &key_path, value, problems)
             }
             "tags" => section.tags = walk_tags(&key_path, value, &Source::Shared, problems),
-            "backends" | "limiters" => problems.push(Problem::new(
-                ProblemKind::Unsupported,
+            "backends" | "limiters" => {
+                // Resilience4j 1.x's name for `instances`.
+                problems.push(Problem::new(
+                    ProblemKind::Renamed,
+                    Some(key_path.clone()),
+                    format!(
+                        "`{key_path}` is Resilience4j 1.x's name for `instances`: read as \
+                         `{path}.instances`; write that"
+                    ),
+                ));
+                if seen.insert("instances".to_owned(), key.clone()).is_some() {
+                    problems.push(duplicate(&key_path, "instances", &key));
+                    continue;
+                }
+                walk_named(kind, section, false, &key_path, value, problems);
+            }
+            "metrics" => problems.push(Problem::new(
+                ProblemKind::Ignored,
                 Some(key_path.clone()),
-                format!("`{key_path}` is Resilience4j's old name for `instances`; write `{path}.instances`"),
+                format!(
+                    "`{key_path}` switches the Java starter's Micrometer binder; ignored: \
+                     resil publishes metrics when the program calls `Registry::publish_metrics`"
+                ),
             )),
             _ if n.ends_with("aspectorder") => problems.push(Problem::new(
                 ProblemKind::Unsupported,
                 Some(key_path.clone()),
                 format!(
-                    "`{key_path}`: resil's aspect order is fixed by the attribute macros \
-                     (Retry outside CircuitBreaker outside RateLimiter outside TimeLimiter \
-                     outside Bulkhead) and changed per function, not in a config file"
+                    "`{key_path}`: resil's aspect order is fixed at compile time (Retry outside \
+                     CircuitBreaker outside RateLimiter outside TimeLimiter outside Bulkhead); \
+                     remove the key and write the order on the function instead, e.g. \
+                     `#[resil::retry(name = \"…\", order = [circuit_breaker, retry])]`"
                 ),
             )),
             _ if kind.option(&key).is_some() => problems.push(Problem::unknown_key(
@@ -213,6 +273,44 @@ fn walk_kind(
                 None,
             )),
         }
+    }
+}
+
+/// Reads `configs` or `instances`: a map of names to settings.
+fn walk_named(
+    kind: Kind,
+    section: &mut KindDoc,
+    is_config: bool,
+    key_path: &str,
+    value: Value,
+    problems: &mut Vec<Problem>,
+) {
+    let expected = "a map of names to settings";
+    let Some(named) = map_entries(value, key_path, expected, problems) else {
+        return;
+    };
+    for (name, value) in named {
+        let entry_path = format!("{key_path}.{name}");
+        if name.trim().is_empty() {
+            problems.push(Problem::new(
+                ProblemKind::InvalidValue,
+                Some(entry_path),
+                format!("an empty name under `{key_path}`: name the config or instance"),
+            ));
+            continue;
+        }
+        let source = if is_config {
+            Source::Config(name.clone())
+        } else {
+            Source::Instance
+        };
+        let entry = walk_entry(kind, entry_path, value, &source, problems);
+        let target = if is_config {
+            &mut section.configs
+        } else {
+            &mut section.instances
+        };
+        target.insert(name, entry);
     }
 }
 
@@ -235,7 +333,26 @@ pub(crate) fn walk_entry(
     for (key, value) in items {
         let key_path = format!("{path}.{key}");
         let n = normalize(&key);
-        let spec = kind.option(&key);
+        if let Some(why) = kind.ignored(&key) {
+            problems.push(Problem::new(
+                ProblemKind::Ignored,
+                Some(key_path.clone()),
+                format!("`{key_path}` is ignored: {why}"),
+            ));
+            continue;
+        }
+        let renamed = kind.renamed(&key);
+        let spec = kind.option(&key).or(renamed.and_then(|r| kind.option(r.to)));
+        if let Some(r) = renamed {
+            problems.push(Problem::new(
+                ProblemKind::Renamed,
+                Some(key_path.clone()),
+                format!(
+                    "`{key_path}` is Resilience4j 1.x's `{}`: read as `{path}.{}`{}; write that",
+                    r.from, r.to, r.note
+                ),
+            ));
+        }
         let canonical: &'static str = match (n.as_str(), spec) {
             ("baseconfig", _) => "base-config",
             ("tags", _) => "tags",
@@ -256,6 +373,8 @@ pub(crate) fn walk_entry(
                         val: name,
                         source: source.clone(),
                         path: key_path,
+                        line: None,
+                        document: None,
                     })
                 }
                 other => problems.push(Problem::value(
@@ -277,6 +396,8 @@ pub(crate) fn walk_entry(
                             val,
                             source: source.clone(),
                             path: key_path,
+                            line: None,
+                            document: None,
                         },
                     );
                 }
@@ -375,6 +496,24 @@ fn read_typed(ty: Ty, value: &Value, path: &str) -> Result<Val, Vec<Problem>> {
     };
     let wrong = || problem(ProblemKind::WrongType, value.describe(), ty.expected());
     let out_of_range = || problem(ProblemKind::InvalidValue, value.describe(), ty.expected());
+    // Spring binds text to numbers and booleans (a `.properties` value, a
+    // quoted YAML scalar, a `${…}` placeholder are all text).
+    let coerced;
+    let value = match (ty, value) {
+        (Ty::Percent | Ty::F64 | Ty::U32 | Ty::Usize | Ty::Duration | Ty::Bool, Value::Str(text)) => {
+            coerced = coerce(text.trim());
+            match (&coerced, ty) {
+                (Value::Str(_), _) => value,
+                (Value::Bool(_), Ty::Bool) => &coerced,
+                (Value::Int(_), Ty::Duration) => &coerced,
+                (Value::Int(_) | Value::Float(_), Ty::Percent | Ty::F64 | Ty::U32 | Ty::Usize) => {
+                    &coerced
+                }
+                _ => value,
+            }
+        }
+        _ => value,
+    };
     Ok(match (ty, value) {
         (Ty::Percent, Value::Int(i)) => Val::Percent(*i as f32),
         (Ty::Percent, Value::Float(f)) => Val::Percent(*f as f32),
@@ -402,6 +541,12 @@ fn read_typed(ty: Ty, value: &Value, path: &str) -> Result<Val, Vec<Problem>> {
         (Ty::Names, Value::Str(text)) => Val::Names(split_names(text)),
         (Ty::Text, Value::Str(text)) if text.trim().is_empty() => return Err(out_of_range()),
         (Ty::Text, Value::Str(text)) => Val::Text(text.trim().to_owned()),
+        (Ty::Predicate, Value::Str(text)) if text.trim().is_empty() => return Err(out_of_range()),
+        (Ty::Predicate, Value::Str(text)) => Val::Names(split_names(text)),
+        // One name written as a scalar (`retry-exceptions: 503`).
+        (Ty::Names, Value::Int(_) | Value::Bool(_) | Value::Float(_)) => {
+            Val::Names(vec![value.describe()])
+        }
         (Ty::Names, Value::List(items)) => {
             let mut names = Vec::with_capacity(items.len());
             let mut bad = Vec::new();
@@ -428,6 +573,23 @@ fn read_typed(ty: Ty, value: &Value, path: &str) -> Result<Val, Vec<Problem>> {
         }
         _ => return Err(wrong()),
     })
+}
+
+/// A text scalar read as the number or boolean it spells, else unchanged.
+fn coerce(text: &str) -> Value {
+    if let Ok(i) = text.parse::<i64>() {
+        return Value::Int(i);
+    }
+    if let Ok(f) = text.parse::<f64>() {
+        if f.is_finite() && !text.chars().any(char::is_alphabetic) {
+            return Value::Float(f);
+        }
+    }
+    match text.to_ascii_lowercase().as_str() {
+        "true" => Value::Bool(true),
+        "false" => Value::Bool(false),
+        _ => Value::Str(text.to_owned()),
+    }
 }
 
 /// `a, b,c` → `[a, b, c]` (Spring binds a comma-separated string to a list).
@@ -471,6 +633,8 @@ fn walk_tags(
                 val: text,
                 source: source.clone(),
                 path: key_path,
+                line: None,
+                document: None,
             },
         );
     }

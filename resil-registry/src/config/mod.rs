@@ -64,12 +64,16 @@ mod duration;
 mod env;
 mod error;
 mod load;
+#[cfg(feature = "properties")]
+mod properties;
 mod resolve;
 mod resolved;
 mod schema;
+mod spring;
 mod value;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use resil_core::bulkhead::BulkheadConfig;
 use resil_core::circuit_breaker::CircuitBreakerConfig;
@@ -82,6 +86,7 @@ pub use self::duration::{format_duration, parse_duration, ParseDurationError};
 pub use self::error::{ConfigFileError, Problem, ProblemKind};
 pub use self::resolved::{ErrorNames, Provenance, Resolved, Section, Source};
 pub use self::schema::Kind;
+pub use self::spring::PROFILES_VAR;
 
 use self::load::Document;
 use self::value::Value;
@@ -91,26 +96,56 @@ use self::value::Value;
 pub enum Format {
     /// TOML (feature `toml`).
     Toml,
-    /// YAML (feature `yaml`).
+    /// YAML (feature `yaml`), one or more documents separated by `---`.
     Yaml,
+    /// Spring's `application.properties` (feature `properties`).
+    Properties,
+}
+
+/// One document of a config text: its value tree and the lines of its keys.
+struct ParsedDoc {
+    tree: Value,
+    lines: value::Lines,
 }
 
 impl Format {
-    /// The format a file's extension names: `.toml`, `.yaml` or `.yml`.
+    /// The format a file's extension names: `.toml`, `.yaml`, `.yml` or
+    /// `.properties`.
     pub fn from_path(path: &Path) -> Option<Format> {
         match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
             "toml" => Some(Format::Toml),
             "yaml" | "yml" => Some(Format::Yaml),
+            "properties" => Some(Format::Properties),
             _ => None,
         }
     }
 
-    fn parse(self, text: &str) -> Result<Value, String> {
+    /// The documents of `text`, or the parser's message.
+    fn parse(self, text: &str, problems: &mut Vec<Problem>) -> Result<Vec<ParsedDoc>, String> {
+        let _ = &problems;
         match self {
             #[cfg(feature = "toml")]
-            Format::Toml => value::from_toml(text),
+            Format::Toml => Ok(vec![ParsedDoc {
+                tree: value::from_toml(text)?,
+                lines: value::toml_lines(text),
+            }]),
             #[cfg(feature = "yaml")]
-            Format::Yaml => value::from_yaml(text),
+            Format::Yaml => {
+                let trees = value::from_yaml(text)?;
+                let mut lines = value::yaml_lines(text);
+                lines.resize_with(trees.len(), value::Lines::new);
+                Ok(trees
+                    .into_iter()
+                    .zip(lines)
+                    .map(|(tree, lines)| ParsedDoc { tree, lines })
+                    .collect())
+            }
+            #[cfg(feature = "properties")]
+            Format::Properties => {
+                let (tree, lines, mut found) = properties::parse(text);
+                problems.append(&mut found);
+                Ok(vec![ParsedDoc { tree, lines }])
+            }
             #[allow(unreachable_patterns)]
             other => {
                 let _ = text;
@@ -122,25 +157,11 @@ impl Format {
         }
     }
 
-    /// The line of every key path (only computed when there are problems).
-    fn lines(self, text: &str) -> value::Lines {
-        match self {
-            #[cfg(feature = "toml")]
-            Format::Toml => value::toml_lines(text),
-            #[cfg(feature = "yaml")]
-            Format::Yaml => value::yaml_lines(text),
-            #[allow(unreachable_patterns)]
-            _ => {
-                let _ = text;
-                value::Lines::new()
-            }
-        }
-    }
-
     fn feature(self) -> &'static str {
         match self {
             Format::Toml => "toml",
             Format::Yaml => "yaml",
+            Format::Properties => "properties",
         }
     }
 }
@@ -174,6 +195,12 @@ impl Format {
 #[derive(Debug, Clone)]
 pub struct FileConfig {
     origin: Option<PathBuf>,
+    /// Warnings (1.x keys read as their 2.x meaning, Java-only keys ignored).
+    warnings: Vec<Problem>,
+    /// Top-level keys outside `resilience4j`, left to the application.
+    ignored_keys: Vec<String>,
+    /// The profiles the configuration was read with.
+    profiles: Vec<String>,
     circuit_breaker: Section<CircuitBreakerConfig>,
     retry: Section<RetryConfig>,
     bulkhead: Section<BulkheadConfig>,
@@ -224,7 +251,12 @@ impl FileConfig {
         K: AsRef<str>,
         V: AsRef<str>,
     {
-        FileConfig::load(Some((text, format)), None, vars)
+        let text = Text {
+            text: text.to_owned(),
+            format,
+            file: None,
+        };
+        FileConfig::load(vec![text], None, collect_vars(vars))
     }
 
     /// [`from_file`](Self::from_file), then the `RESIL_…` overrides among `vars`.
@@ -245,7 +277,7 @@ impl FileConfig {
             return fail(
                 ProblemKind::Syntax,
                 format!(
-                    "`{}`: unknown config format; name the file `*.toml`, `*.yaml` or `*.yml`",
+                    "`{}`: unknown config format; name the file `*.toml`, `*.yaml`, `*.yml` or `*.properties`",
                     path.display()
                 ),
             );
@@ -259,7 +291,46 @@ impl FileConfig {
                 )
             }
         };
-        FileConfig::load(Some((&text, format)), Some(path), vars)
+        let vars = collect_vars(vars);
+        let mut texts = vec![Text {
+            text,
+            format,
+            file: Some(path.to_path_buf()),
+        }];
+        // Spring's `application-{profile}.yml` beside the main file, for each
+        // active profile in order, read after it.
+        let profiles = active_profiles(&vars).or_else(|| {
+            let mut ignored = Vec::new();
+            texts[0]
+                .docs(&mut ignored)
+                .ok()
+                .and_then(|docs| docs.first().and_then(|d| spring::active_in_file(&d.tree)))
+        });
+        for profile in profiles.iter().flatten() {
+            let (Some(stem), Some(ext)) = (path.file_stem(), path.extension()) else {
+                break;
+            };
+            let sibling = path.with_file_name(format!(
+                "{}-{profile}.{}",
+                stem.to_string_lossy(),
+                ext.to_string_lossy()
+            ));
+            match std::fs::read_to_string(&sibling) {
+                Ok(text) => texts.push(Text {
+                    text,
+                    format,
+                    file: Some(sibling),
+                }),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return fail(
+                        ProblemKind::Io,
+                        format!("cannot read `{}`: {e}", sibling.display()),
+                    )
+                }
+            }
+        }
+        FileConfig::load(texts, Some(path), vars)
     }
 
     /// No file, only the `RESIL_…` overrides among `vars`.
@@ -269,50 +340,21 @@ impl FileConfig {
         K: AsRef<str>,
         V: AsRef<str>,
     {
-        FileConfig::load(None, None, vars)
+        FileConfig::load(Vec::new(), None, collect_vars(vars))
     }
 
-    fn load<I, K, V>(
-        source: Option<(&str, Format)>,
+    /// Every stage, every problem: the texts' documents (dotted keys
+    /// expanded, profile documents selected, placeholders resolved), laid
+    /// over each other in order, then the `RESIL_…` overrides, then
+    /// inheritance and validation.
+    fn load(
+        texts: Vec<Text>,
         origin: Option<&Path>,
-        vars: I,
-    ) -> Result<FileConfig, ConfigFileError>
-    where
-        I: IntoIterator<Item = (K, V)>,
-        K: AsRef<str>,
-        V: AsRef<str>,
-    {
-        let mut problems = Vec::new();
-        let mut doc = Document::default();
-        let mut lines = value::Lines::new();
-        if let Some((text, format)) = source {
-            match format.parse(text) {
-                Ok(tree) => {
-                    doc = load::document(tree, &mut problems);
-                    if !problems.is_empty() {
-                        lines = format.lines(text);
-                    }
-                }
-                Err(message) => problems.push(Problem::new(
-                    ProblemKind::Syntax,
-                    None,
-                    format!(
-                        "not valid {}: {message}",
-                        format.feature().to_ascii_uppercase()
-                    ),
-                )),
-            }
-        }
-        env::apply(&mut doc, vars, &mut problems);
-        let config = FileConfig::resolve(doc, origin, &mut problems);
+        vars: Vec<(String, String)>,
+    ) -> Result<FileConfig, ConfigFileError> {
+        let (config, problems) = FileConfig::load_all(texts, origin, vars);
         if problems.is_empty() {
             return Ok(config);
-        }
-        if let (true, Some((text, format))) = (lines.is_empty(), source) {
-            lines = format.lines(text);
-        }
-        for problem in &mut problems {
-            problem.locate(&lines);
         }
         let mut error = ConfigFileError::new(problems);
         error.sort();
@@ -322,10 +364,148 @@ impl FileConfig {
         })
     }
 
+    /// As [`load`](Self::load), returning what could be resolved beside every
+    /// problem, so a registry can add its own (unknown error-class names) to
+    /// one report.
+    pub(crate) fn load_all(
+        texts: Vec<Text>,
+        origin: Option<&Path>,
+        vars: Vec<(String, String)>,
+    ) -> (FileConfig, Vec<Problem>) {
+        let mut problems = Vec::new();
+        let mut parsed: Vec<(ParsedDoc, Option<Arc<str>>)> = Vec::new();
+        let several_files = texts.len() > 1;
+        for text in &texts {
+            let file_label = text
+                .file
+                .as_ref()
+                .and_then(|f| f.file_name())
+                .map(|f| f.to_string_lossy().into_owned());
+            let mut found = Vec::new();
+            match text.docs(&mut found) {
+                Ok(docs) => {
+                    let several_docs = docs.len() > 1;
+                    for (i, doc) in docs.into_iter().enumerate() {
+                        let label = match (&file_label, several_docs) {
+                            (Some(f), true) => Some(format!("{f} (document {})", i + 1)),
+                            (Some(f), false) => Some(f.clone()),
+                            (None, true) => Some(format!("document {}", i + 1)),
+                            (None, false) => None,
+                        };
+                        parsed.push((doc, label.map(Arc::from)));
+                    }
+                }
+                Err(message) => found.push(Problem::new(
+                    ProblemKind::Syntax,
+                    None,
+                    format!(
+                        "not valid {}: {message}",
+                        text.format.feature().to_ascii_uppercase()
+                    ),
+                )),
+            }
+            let doc_label = if several_files { file_label } else { None };
+            problems.extend(found.into_iter().map(|p| p.in_document(doc_label.as_deref())));
+        }
+
+        // Profiles: the environment's, else the first document's
+        // `spring.profiles.active`.
+        let profiles = active_profiles(&vars)
+            .or_else(|| {
+                parsed
+                    .first()
+                    .and_then(|(d, _)| spring::active_in_file(&d.tree))
+            })
+            .unwrap_or_default();
+        let mut docs = Vec::new();
+        for (doc, label) in parsed {
+            if let Some(expr) = spring::document_profiles(&doc.tree) {
+                if !spring::profile_matches(&expr, &profiles) {
+                    continue;
+                }
+            }
+            docs.push((doc, label));
+        }
+
+        // Placeholders name environment variables (Spring's relaxed form
+        // too), else keys of the file itself.
+        let mut file_keys = Vec::new();
+        for (doc, _) in &docs {
+            spring::flatten(&doc.tree, "", &mut file_keys);
+        }
+        let lookup = |name: &str| -> Option<String> {
+            let env = |n: &str| vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+            env(name)
+                .or_else(|| env(&spring::env_name(name)))
+                .or_else(|| {
+                    file_keys
+                        .iter()
+                        .rev()
+                        .find(|(k, _)| k == name)
+                        .map(|(_, v)| v.clone())
+                })
+        };
+
+        let mut merged = Document::default();
+        let mut ignored_keys: Vec<String> = Vec::new();
+        // Every document's lines, for the problems found after merging.
+        let mut all_lines = value::Lines::new();
+        for (doc, _) in &docs {
+            all_lines.extend(&doc.lines);
+        }
+        for (doc, label) in docs {
+            let mut found = Vec::new();
+            let (mut tree, ignored) = split_root(doc.tree);
+            for key in ignored {
+                if !ignored_keys.contains(&key) {
+                    ignored_keys.push(key);
+                }
+            }
+            spring::resolve_placeholders(&mut tree, "", &lookup, &mut found);
+            let (mut document, _) = load::document(tree, &mut found);
+            document.locate(&doc.lines, &label);
+            for problem in &mut found {
+                problem.locate(&doc.lines);
+            }
+            problems.extend(found.into_iter().map(|p| p.in_document(label.as_deref())));
+            merged.merge(document);
+        }
+        if !ignored_keys.is_empty() {
+            tracing::debug!(
+                keys = %ignored_keys.join(", "),
+                "resil reads only `resilience4j` from a config file; the other top-level keys belong to the application"
+            );
+        }
+
+        let mut late = Vec::new();
+        env::apply(&mut merged, vars.iter().map(|(k, v)| (k, v)), &mut late);
+        let mut config = FileConfig::resolve(merged, origin, &mut late);
+        for problem in &mut late {
+            problem.locate(&all_lines);
+        }
+        problems.append(&mut late);
+        let (warnings, problems): (Vec<Problem>, Vec<Problem>) =
+            problems.into_iter().partition(Problem::is_warning);
+        for w in &warnings {
+            tracing::warn!(
+                path = w.path().unwrap_or(""),
+                line = w.line().unwrap_or(0),
+                "{w}"
+            );
+        }
+        config.warnings = warnings;
+        config.ignored_keys = ignored_keys;
+        config.profiles = profiles;
+        (config, problems)
+    }
+
     fn resolve(doc: Document, origin: Option<&Path>, problems: &mut Vec<Problem>) -> FileConfig {
         let section = |kind: Kind| &doc.kinds[kind.index()];
         FileConfig {
             origin: origin.map(Path::to_path_buf),
+            warnings: Vec::new(),
+            ignored_keys: Vec::new(),
+            profiles: Vec::new(),
             circuit_breaker: resolve::section(section(Kind::CircuitBreaker), problems),
             retry: resolve::section(section(Kind::Retry), problems),
             bulkhead: resolve::section(section(Kind::Bulkhead), problems),
@@ -338,6 +518,27 @@ impl FileConfig {
     /// The file it was loaded from, if any.
     pub fn origin(&self) -> Option<&Path> {
         self.origin.as_deref()
+    }
+
+    /// What the file says that resil read differently or ignored: each
+    /// Resilience4j 1.x key read as its 2.x key ([`ProblemKind::Renamed`]),
+    /// each Java-only starter key ignored ([`ProblemKind::Ignored`]). Each is
+    /// also logged once, at `warn`, when the file is loaded.
+    pub fn warnings(&self) -> &[Problem] {
+        &self.warnings
+    }
+
+    /// The top-level keys outside `resilience4j` (`spring`, `server`,
+    /// `management`, …): the application's, not resil's, so ignored (one
+    /// `debug` event lists them).
+    pub fn ignored_keys(&self) -> &[String] {
+        &self.ignored_keys
+    }
+
+    /// The active profiles the configuration was read with
+    /// ([`PROFILES_VAR`], else the file's `spring.profiles.active`).
+    pub fn profiles(&self) -> &[String] {
+        &self.profiles
     }
 
     /// `resilience4j.circuitbreaker`.
@@ -372,3 +573,66 @@ impl FileConfig {
 }
 
 const NO_ENV: [(&str, &str); 0] = [];
+
+/// One config text to load, with the file it came from.
+pub(crate) struct Text {
+    text: String,
+    format: Format,
+    file: Option<PathBuf>,
+}
+
+impl Text {
+    fn docs(&self, problems: &mut Vec<Problem>) -> Result<Vec<ParsedDoc>, String> {
+        let docs = self.format.parse(&self.text, problems)?;
+        Ok(docs
+            .into_iter()
+            .map(|d| ParsedDoc {
+                tree: spring::expand(d.tree, "", problems),
+                lines: d.lines,
+            })
+            .collect())
+    }
+}
+
+fn collect_vars<I, K, V>(vars: I) -> Vec<(String, String)>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<str>,
+    V: AsRef<str>,
+{
+    vars.into_iter()
+        .map(|(k, v)| (k.as_ref().to_owned(), v.as_ref().to_owned()))
+        .collect()
+}
+
+/// The profiles [`PROFILES_VAR`] (or Spring's `SPRING_PROFILES_ACTIVE`) names.
+fn active_profiles(vars: &[(String, String)]) -> Option<Vec<String>> {
+    [PROFILES_VAR, "SPRING_PROFILES_ACTIVE"].iter().find_map(|name| {
+        vars.iter().find(|(k, _)| k == name).map(|(_, v)| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+    })
+}
+
+/// The `resilience4j` subtree as a one-key map, and the other top-level keys.
+fn split_root(tree: Value) -> (Value, Vec<String>) {
+    match tree {
+        Value::Map(entries) => {
+            let mut ignored = Vec::new();
+            let mut kept = Vec::new();
+            for (key, value) in entries {
+                if schema::normalize(&key) == load::ROOT {
+                    kept.push((key, value));
+                } else {
+                    ignored.push(key);
+                }
+            }
+            (Value::Map(kept), ignored)
+        }
+        other => (other, Vec::new()),
+    }
+}

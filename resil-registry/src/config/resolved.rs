@@ -62,6 +62,20 @@ pub struct Provenance {
     /// The key path that set it (for an environment variable: the path it
     /// sets); `None` for a default.
     pub path: Option<String>,
+    /// Where it is written, for people: `resil.yaml:14
+    /// resilience4j.retry.instances.inventory.max-attempts` (file, line and
+    /// key path; `line 14 …` for text loaded without a file name),
+    /// `env RESIL_RETRY_…`, or `None` for a default.
+    pub location: Option<String>,
+}
+
+/// The human-readable place a setting comes from (see [`Provenance::location`]).
+fn location_of<T>(s: &Setting<T>) -> String {
+    match (&s.source, s.location()) {
+        (Source::Env(var), _) => format!("env {var}"),
+        (_, Some(at)) => format!("{at} {}", s.path),
+        (_, None) => s.path.clone(),
+    }
 }
 
 /// An error-class list (`record-errors`, `ignore-errors`, `retry-errors`), as
@@ -215,6 +229,12 @@ impl<C> Resolved<C> {
         self.names("retry-errors")
     }
 
+    /// A predicate-name key (`record-failure-predicate`, `result-predicate`,
+    /// …): the names of predicates registered in code.
+    pub fn predicate_names(&self, key: &'static str) -> Option<ErrorNames<'_>> {
+        self.names(key)
+    }
+
     fn names(&self, key: &'static str) -> Option<ErrorNames<'_>> {
         let setting = self.values.get(key)?;
         match &setting.val {
@@ -273,6 +293,7 @@ impl<C> Resolved<C> {
                     value: Some(s.val.to_string()),
                     source: s.source.clone(),
                     path: Some(s.path.clone()),
+                    location: Some(location_of(s)),
                 },
                 None => Provenance {
                     key: o.key.to_owned(),
@@ -282,6 +303,7 @@ impl<C> Resolved<C> {
                     },
                     source: Source::Default,
                     path: None,
+                    location: None,
                 },
             });
         let tags = self.tags.iter().map(|(k, s)| Provenance {
@@ -289,6 +311,7 @@ impl<C> Resolved<C> {
             value: Some(s.val.clone()),
             source: s.source.clone(),
             path: Some(s.path.clone()),
+            location: Some(location_of(s)),
         });
         options.chain(tags).collect()
     }

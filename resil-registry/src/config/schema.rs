@@ -68,6 +68,24 @@ impl Kind {
         self.options().iter().find(|o| o.matches(&key))
     }
 
+    /// Why a key of Resilience4j's Java starter that means nothing in Rust is
+    /// ignored (with a warning), if `key` is one.
+    pub(crate) fn ignored(self, key: &str) -> Option<&'static str> {
+        let key = normalize(key);
+        IGNORED
+            .iter()
+            .find(|r| normalize(r.key) == key && (r.kinds.is_empty() || r.kinds.contains(&self)))
+            .map(|r| r.why)
+    }
+
+    /// The 2.x key a Resilience4j 1.x key of this kind is read as, if `key` is one.
+    pub(crate) fn renamed(self, key: &str) -> Option<&'static Renamed> {
+        let key = normalize(key);
+        RENAMED
+            .iter()
+            .find(|r| normalize(r.from) == key && r.kinds.contains(&self))
+    }
+
     /// Why a Resilience4j key this kind does not accept is rejected, if it is a
     /// known one.
     pub(crate) fn rejected(self, key: &str) -> Option<&'static str> {
@@ -110,6 +128,9 @@ pub(crate) enum Ty {
     Names,
     /// A non-empty string (a URL, a key prefix).
     Text,
+    /// The name of a predicate the program registered in code
+    /// (`Registry::register_predicate`), as Spring files name a Java class.
+    Predicate,
 }
 
 impl Ty {
@@ -127,6 +148,7 @@ impl Ty {
             }
             Ty::Names => "a list of error-class names".into(),
             Ty::Text => "a non-empty string".into(),
+            Ty::Predicate => "the name of a predicate registered with `Registry::register_predicate`".into(),
         }
     }
 }
@@ -290,6 +312,9 @@ const CIRCUIT_BREAKER: &[OptionSpec] = &[
     opt("randomized-wait-factor", Ty::F64, ""),
     names("record-errors", "record-exceptions"),
     names("ignore-errors", "ignore-exceptions"),
+    registry("record-failure-predicate", Ty::Predicate),
+    registry("ignore-exception-predicate", Ty::Predicate),
+    registry("record-result-predicate", Ty::Predicate),
     registry(REGISTER_HEALTH_INDICATOR, Ty::Bool),
     registry(ALLOW_HEALTH_INDICATOR_TO_FAIL, Ty::Bool),
     registry(EVENT_CONSUMER_BUFFER_SIZE, Ty::Usize),
@@ -310,6 +335,8 @@ const RETRY: &[OptionSpec] = &[
     ),
     names("retry-errors", "retry-exceptions"),
     names("ignore-errors", "ignore-exceptions"),
+    registry("retry-exception-predicate", Ty::Predicate),
+    registry("result-predicate", Ty::Predicate),
     registry(EVENT_CONSUMER_BUFFER_SIZE, Ty::Usize),
 ];
 
@@ -366,55 +393,85 @@ struct Rejected {
     why: &'static str,
 }
 
-const PREDICATE_IN_CODE: &str = "it names a Java class; attach the predicate in code \
-     (`Registry::configure_…`) or list error classes in `record-errors`/`ignore-errors`/`retry-errors`";
+/// A key of Resilience4j 1.x (or its Spring Boot 1/2 starters) still found in
+/// real files, and the 2.x key it is read as.
+#[derive(Debug)]
+pub(crate) struct Renamed {
+    pub from: &'static str,
+    pub to: &'static str,
+    pub kinds: &'static [Kind],
+    /// What the reading means, when it is not a plain rename.
+    pub note: &'static str,
+}
 
-const REJECTED: &[Rejected] = &[
-    Rejected {
+const RENAMED: &[Renamed] = &[
+    Renamed {
+        from: "ring-buffer-size-in-closed-state",
+        to: "sliding-window-size",
+        kinds: &[Kind::CircuitBreaker],
+        note: " (a COUNT_BASED window of that many calls, as the ring buffer was)",
+    },
+    Renamed {
+        from: "ring-buffer-size-in-half-open-state",
+        to: "permitted-number-of-calls-in-half-open-state",
+        kinds: &[Kind::CircuitBreaker],
+        note: "",
+    },
+    Renamed {
+        from: "wait-interval",
+        to: "wait-duration-in-open-state",
+        kinds: &[Kind::CircuitBreaker],
+        note: "",
+    },
+    Renamed {
+        from: "max-retry-attempts",
+        to: "max-attempts",
+        kinds: &[Kind::Retry],
+        note: " (1.x passed it to the same setting, which counts the first call; \
+                Spring on Resilience4j 2.x drops this key silently and makes 3 attempts)",
+    },
+    Renamed {
+        from: "max-wait-time",
+        to: "max-wait-duration",
+        kinds: &[Kind::Bulkhead],
+        note: "",
+    },
+    Renamed {
+        from: "keep-alive-time",
+        to: "keep-alive-duration",
+        kinds: &[Kind::ThreadPoolBulkhead],
+        note: "",
+    },
+];
+
+/// A key of the Java starter with no meaning in Rust: ignored, with a warning.
+struct Ignored {
+    key: &'static str,
+    /// The kinds it applies to (empty: all).
+    kinds: &'static [Kind],
+    why: &'static str,
+}
+
+const IGNORED: &[Ignored] = &[
+    Ignored {
         key: "writable-stack-trace-enabled",
         kinds: &[],
-        why: "Rust errors carry no stack trace; remove the key",
+        why: "Rust errors carry no stack trace to fill in",
     },
-    Rejected {
-        key: "record-failure-predicate",
-        kinds: &[Kind::CircuitBreaker],
-        why: PREDICATE_IN_CODE,
+    Ignored {
+        key: "subscribe-for-events",
+        kinds: &[Kind::RateLimiter],
+        why: "the registry always records every instance's events",
     },
-    Rejected {
-        key: "record-result-predicate",
-        kinds: &[Kind::CircuitBreaker],
-        why: "it names a Java class; attach `record_result` in code (`Registry::configure_circuit_breaker`)",
-    },
-    Rejected {
-        key: "ignore-exception-predicate",
-        kinds: &[Kind::CircuitBreaker],
-        why: PREDICATE_IN_CODE,
-    },
-    Rejected {
+    Ignored {
         key: "ignore-class-binding-exceptions",
         kinds: &[Kind::CircuitBreaker],
-        why: "error classes are checked against the names the program registered; an unknown name is always an error",
+        why: "error classes are names the program registers, never loaded Java classes; \
+              an unknown name stays an error",
     },
-    Rejected {
-        key: "ring-buffer-size-in-closed-state",
-        kinds: &[Kind::CircuitBreaker],
-        why: "Resilience4j replaced it with `sliding-window-size`",
-    },
-    Rejected {
-        key: "ring-buffer-size-in-half-open-state",
-        kinds: &[Kind::CircuitBreaker],
-        why: "Resilience4j replaced it with `permitted-number-of-calls-in-half-open-state`",
-    },
-    Rejected {
-        key: "retry-exception-predicate",
-        kinds: &[Kind::Retry],
-        why: PREDICATE_IN_CODE,
-    },
-    Rejected {
-        key: "result-predicate",
-        kinds: &[Kind::Retry],
-        why: "it names a Java class; attach `retry_on_result` in code (`Registry::configure_retry`)",
-    },
+];
+
+const REJECTED: &[Rejected] = &[
     Rejected {
         key: "interval-bi-function",
         kinds: &[Kind::Retry],
@@ -426,19 +483,9 @@ const REJECTED: &[Rejected] = &[
         why: "it names a Java class; attach `consume_result_before_retry_attempt` in code (`Registry::configure_retry`)",
     },
     Rejected {
-        key: "max-retry-attempts",
-        kinds: &[Kind::Retry],
-        why: "Resilience4j renamed it `max-attempts` (which counts the first call)",
-    },
-    Rejected {
         key: "context-propagators",
         kinds: &[Kind::ThreadPoolBulkhead],
         why: "it names Java classes; resil's pool threads carry no thread-local context",
-    },
-    Rejected {
-        key: "subscribe-for-events",
-        kinds: &[Kind::RateLimiter],
-        why: "events are always recorded by the registry; remove the key",
     },
 ];
 
@@ -508,8 +555,13 @@ mod tests {
             "retry-errors"
         );
         assert!(Kind::Bulkhead.option("failure-rate-threshold").is_none());
-        assert!(cb.rejected("writableStackTraceEnabled").is_some());
-        assert!(Kind::Bulkhead.rejected("result-predicate").is_none());
+        assert!(cb.ignored("writableStackTraceEnabled").is_some());
+        assert!(Kind::Retry.rejected("interval-bi-function").is_some());
+        assert_eq!(
+            Kind::Retry.renamed("maxRetryAttempts").unwrap().to,
+            "max-attempts"
+        );
+        assert!(Kind::Bulkhead.renamed("maxRetryAttempts").is_none());
     }
 
     #[test]

@@ -7,17 +7,82 @@
 
 use std::collections::HashMap;
 
-/// The 1-based line where each key path (`resilience4j.retry.instances.a`,
-/// `…retry-exceptions[0]`) is written.
-pub(crate) type Lines = HashMap<String, usize>;
+/// The 1-based lines where each key path (`resilience4j.retry.instances.a`,
+/// `…retry-exceptions[0]`) is written, in file order: a path written twice
+/// (once as `a.b:` and once nested) has two.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Lines(HashMap<String, Vec<usize>>);
 
-#[cfg_attr(not(any(feature = "toml", feature = "yaml")), allow(dead_code))]
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{path}.{key}")
+impl Lines {
+    pub(crate) fn new() -> Lines {
+        Lines::default()
     }
+
+    /// The first line of `path`.
+    pub(crate) fn get(&self, path: &str) -> Option<usize> {
+        self.0.get(path).and_then(|l| l.first().copied())
+    }
+
+    /// Every line of `path`, in file order.
+    pub(crate) fn all(&self, path: &str) -> &[usize] {
+        self.0.get(path).map_or(&[], Vec::as_slice)
+    }
+
+    /// Adds every line of `other` after this one's.
+    pub(crate) fn extend(&mut self, other: &Lines) {
+        for (path, lines) in &other.0 {
+            self.0.entry(path.clone()).or_default().extend(lines);
+        }
+    }
+
+    pub(crate) fn add(&mut self, path: String, line: usize) {
+        self.0.entry(path).or_default().push(line);
+    }
+}
+
+/// A key's path segments as Spring binds them: `a.b` is `a` then `b`, and a
+/// segment in brackets (`[inventory.v2]`) is taken whole, dots included.
+pub(crate) fn segments(key: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    for c in key.chars() {
+        match c {
+            '[' if current.is_empty() && depth == 0 => depth = 1,
+            ']' if depth == 1 => depth = 2,
+            '.' if depth != 1 => {
+                out.push(std::mem::take(&mut current));
+                depth = 0;
+            }
+            c => {
+                if depth == 2 {
+                    // `[a]b`: not a bracketed segment after all.
+                    current.insert(0, '[');
+                    current.push(']');
+                    depth = 0;
+                }
+                current.push(c);
+            }
+        }
+    }
+    if depth == 1 {
+        current.insert(0, '[');
+    }
+    out.push(current);
+    out
+}
+
+/// `path` joined with a key as written (its dotted segments expanded).
+#[cfg_attr(not(any(feature = "toml", feature = "yaml")), allow(dead_code))]
+pub(crate) fn join(path: &str, key: &str) -> String {
+    let mut out = path.to_owned();
+    for segment in segments(key) {
+        if !out.is_empty() {
+            out.push('.');
+        }
+        out.push_str(&segment);
+    }
+    out
 }
 
 /// One node of a loaded config file.
@@ -77,9 +142,10 @@ pub(crate) fn from_toml(text: &str) -> Result<Value, String> {
     Ok(table_to_map(table))
 }
 
-/// Loads YAML text (one document; an empty text is an empty map).
+/// Loads YAML text: one value per document (`---` separates them); an empty
+/// text is one empty map.
 #[cfg(feature = "yaml")]
-pub(crate) fn from_yaml(text: &str) -> Result<Value, String> {
+pub(crate) fn from_yaml(text: &str) -> Result<Vec<Value>, String> {
     use saphyr::{LoadableYamlNode, Scalar, Yaml};
 
     fn scalar(s: &Scalar<'_>) -> Value {
@@ -156,14 +222,10 @@ pub(crate) fn from_yaml(text: &str) -> Result<Value, String> {
         })
     }
     let docs = Yaml::load_from_str(text).map_err(|e| e.to_string())?;
-    match docs.as_slice() {
-        [] => Ok(Value::Map(Vec::new())),
-        [doc] => convert(doc),
-        docs => Err(format!(
-            "expected one YAML document, found {} (separated by `---`)",
-            docs.len()
-        )),
+    if docs.is_empty() {
+        return Ok(vec![Value::Map(Vec::new())]);
     }
+    docs.iter().map(convert).collect()
 }
 
 /// The line of every key path of TOML text (empty when the text does not parse).
@@ -184,9 +246,7 @@ pub(crate) fn toml_lines(text: &str) -> Lines {
             DeValue::Array(items) => {
                 for (i, item) in items.iter().enumerate() {
                     let p = format!("{path}[{i}]");
-                    lines
-                        .entry(p.clone())
-                        .or_insert(line_of(text, item.span().start));
+                    lines.add(p.clone(), line_of(text, item.span().start));
                     value(text, item.get_ref(), &p, lines);
                 }
             }
@@ -196,9 +256,7 @@ pub(crate) fn toml_lines(text: &str) -> Lines {
     fn table(text: &str, t: &DeTable<'_>, path: &str, lines: &mut Lines) {
         for (k, v) in t.iter() {
             let p = join(path, k.get_ref());
-            lines
-                .entry(p.clone())
-                .or_insert(line_of(text, k.span().start));
+            lines.add(p.clone(), line_of(text, k.span().start));
             value(text, v.get_ref(), &p, lines);
         }
     }
@@ -209,9 +267,10 @@ pub(crate) fn toml_lines(text: &str) -> Lines {
     lines
 }
 
-/// The line of every key path of YAML text (empty when the text does not parse).
+/// The lines of every key path of each document of YAML text (none when the
+/// text does not parse).
 #[cfg(feature = "yaml")]
-pub(crate) fn yaml_lines(text: &str) -> Lines {
+pub(crate) fn yaml_lines(text: &str) -> Vec<Lines> {
     use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
 
     fn key_text(key: &MarkedYaml<'_>) -> Option<String> {
@@ -230,7 +289,7 @@ pub(crate) fn yaml_lines(text: &str) -> Lines {
                 for (k, v) in map {
                     if let Some(key) = key_text(k) {
                         let p = join(path, &key);
-                        lines.entry(p.clone()).or_insert(k.span.start.line());
+                        lines.add(p.clone(), k.span.start.line());
                         walk(v, &p, lines);
                     }
                 }
@@ -238,7 +297,7 @@ pub(crate) fn yaml_lines(text: &str) -> Lines {
             YamlData::Sequence(items) => {
                 for (i, item) in items.iter().enumerate() {
                     let p = format!("{path}[{i}]");
-                    lines.entry(p.clone()).or_insert(item.span.start.line());
+                    lines.add(p.clone(), item.span.start.line());
                     walk(item, &p, lines);
                 }
             }
@@ -246,13 +305,16 @@ pub(crate) fn yaml_lines(text: &str) -> Lines {
             _ => {}
         }
     }
-    let mut lines = Lines::new();
-    if let Ok(docs) = MarkedYaml::load_from_str(text) {
-        if let Some(doc) = docs.first() {
+    let Ok(docs) = MarkedYaml::load_from_str(text) else {
+        return Vec::new();
+    };
+    docs.iter()
+        .map(|doc| {
+            let mut lines = Lines::new();
             walk(doc, "", &mut lines);
-        }
-    }
-    lines
+            lines
+        })
+        .collect()
 }
 
 #[cfg(all(test, any(feature = "toml", feature = "yaml")))]
@@ -262,7 +324,9 @@ mod tests {
     #[cfg(feature = "yaml")]
     #[test]
     fn yaml_scalars_become_typed_values_and_maps_keep_file_order() {
-        let v = from_yaml("b: 1\na: 2.5\nc: [x, true, ~]\nd: 500ms\ne: '60'\n").unwrap();
+        let v = from_yaml("b: 1\na: 2.5\nc: [x, true, ~]\nd: 500ms\ne: '60'\n")
+            .unwrap()
+            .remove(0);
         assert_eq!(
             v,
             Value::Map(vec![
@@ -276,10 +340,8 @@ mod tests {
                 ("e".into(), Value::Str("60".into())),
             ])
         );
-        assert_eq!(from_yaml("").unwrap(), Value::Map(vec![]));
-        assert!(from_yaml("a: 1\n---\nb: 2\n")
-            .unwrap_err()
-            .contains("one YAML document"));
+        assert_eq!(from_yaml("").unwrap(), vec![Value::Map(vec![])]);
+        assert_eq!(from_yaml("a: 1\n---\nb: 2\n").unwrap().len(), 2);
         assert!(from_yaml("a: 1\na: 2\n")
             .unwrap_err()
             .contains("duplicated key"));
@@ -288,7 +350,9 @@ mod tests {
     #[cfg(feature = "yaml")]
     #[test]
     fn yaml_anchors_aliases_and_merge_keys_are_resolved() {
-        let v = from_yaml("base: &b {x: 1, y: 2}\ncopy: *b\nmerged:\n  <<: *b\n  y: 3\n").unwrap();
+        let v = from_yaml("base: &b {x: 1, y: 2}\ncopy: *b\nmerged:\n  <<: *b\n  y: 3\n")
+            .unwrap()
+            .remove(0);
         let base = Value::Map(vec![
             ("x".into(), Value::Int(1)),
             ("y".into(), Value::Int(2)),
@@ -310,6 +374,16 @@ mod tests {
         assert!(from_yaml("a:\n  <<: 5\n")
             .unwrap_err()
             .contains("merges maps only"));
+    }
+
+    #[test]
+    fn keys_split_on_dots_except_inside_brackets() {
+        assert_eq!(segments("a.b.c"), ["a", "b", "c"]);
+        assert_eq!(segments("[inventory.v2].x"), ["inventory.v2", "x"]);
+        assert_eq!(segments("plain"), ["plain"]);
+        assert_eq!(segments("[open"), ["[open"]);
+        assert_eq!(segments("[a]b"), ["[a]b"]);
+        assert_eq!(join("r", "[a.b].c"), "r.a.b.c");
     }
 
     #[cfg(feature = "toml")]
@@ -337,18 +411,21 @@ mod tests {
     #[test]
     fn toml_lines_follow_headers_dotted_keys_and_arrays() {
         let lines = toml_lines("[r.c.instances.a]\nx = 1\n\n[r.retry]\ny.z = [\"p\",\n  \"q\"]\n");
-        assert_eq!(lines["r.c.instances.a"], 1);
-        assert_eq!(lines["r.c.instances.a.x"], 2);
-        assert_eq!(lines["r.retry.y.z"], 5);
-        assert_eq!(lines["r.retry.y.z[1]"], 6);
+        assert_eq!(lines.get("r.c.instances.a"), Some(1));
+        assert_eq!(lines.get("r.c.instances.a.x"), Some(2));
+        assert_eq!(lines.get("r.retry.y.z"), Some(5));
+        assert_eq!(lines.get("r.retry.y.z[1]"), Some(6));
     }
 
     #[cfg(feature = "yaml")]
     #[test]
     fn yaml_lines_follow_nesting_and_sequences() {
-        let lines = yaml_lines("r:\n  c:\n    a: 1\n    l:\n      - x\n      - y\n");
-        assert_eq!(lines["r.c"], 2);
-        assert_eq!(lines["r.c.a"], 3);
-        assert_eq!(lines["r.c.l[1]"], 6);
+        let lines = yaml_lines("r:\n  c:\n    a: 1\n    l:\n      - x\n      - y\n").remove(0);
+        assert_eq!(lines.get("r.c"), Some(2));
+        assert_eq!(lines.get("r.c.a"), Some(3));
+        assert_eq!(lines.get("r.c.l[1]"), Some(6));
+        let lines = yaml_lines("r.c:\n  a: 1\nr:\n  c.a: 2\n---\nx: 1\n");
+        assert_eq!(lines[0].all("r.c.a"), [2, 4]);
+        assert_eq!(lines[1].get("x"), Some(6));
     }
 }

@@ -101,6 +101,10 @@ pub struct ConfigValue {
     /// `configure_*` or a code config), or, for a value from a config file,
     /// the file's own provenance (`config \`name\``, `instance`, `env \`VAR\``).
     pub source: String,
+    /// Where the value in force is written: `resil.yaml:14
+    /// resilience4j.retry.instances.inventory.max-attempts`, `env RESIL_…`,
+    /// `attribute at src/inventory.rs:12`, `code`, or `default`.
+    pub location: String,
 }
 
 /// A manual override, as the snapshot shows it.
@@ -156,13 +160,18 @@ impl Registry {
             let file = self.file_sources::<RateLimiter>(&name);
             // The quota's keys as the local limiter's; the Redis keys come
             // from the file alone.
-            let config = sourced(instance.config_values(), &defaults, |key, value| {
-                match (quota.get(key), file.get(key)) {
-                    (Some((file_value, source)), _) if file_value == value => Some(source.clone()),
-                    (None, Some(source)) => Some(source.clone()),
+            let config = sourced(
+                instance.config_values(),
+                &defaults,
+                |key, value| match (quota.get(key), file.get(key)) {
+                    (Some((file_value, source, location)), _) if file_value == value => {
+                        Some((source.clone(), location.clone()))
+                    }
+                    (None, Some(source)) => Some((source.clone(), source.clone())),
                     _ => None,
-                }
-            });
+                },
+                |key| self.code_location::<RateLimiter>(&name, key),
+            );
             let (health, health_reason) = instance.health();
             out.push(InstanceSnapshot {
                 kind: Kind::RateLimiter.as_str(),
@@ -200,9 +209,12 @@ impl Registry {
                 instance.config_values(),
                 &defaults,
                 |key, value| match provenance.get(key) {
-                    Some((file_value, source)) if file_value == value => Some(source.clone()),
+                    Some((file_value, source, location)) if file_value == value => {
+                        Some((source.clone(), location.clone()))
+                    }
                     _ => None,
                 },
+                |key| self.code_location::<P>(&name, key),
             );
             let (health, health_reason) = instance.health();
             let manual_override = match P::KIND {
@@ -306,19 +318,26 @@ impl Registry {
 fn sourced(
     values: Vec<(&'static str, String)>,
     defaults: &[(&'static str, String)],
-    from_file: impl Fn(&str, &String) -> Option<String>,
+    from_file: impl Fn(&str, &String) -> Option<(String, String)>,
+    code_location: impl Fn(&str) -> Option<String>,
 ) -> Vec<ConfigValue> {
     values
         .into_iter()
         .map(|(key, value)| {
-            let source = from_file(key, &value).unwrap_or_else(|| {
+            let (source, location) = from_file(key, &value).unwrap_or_else(|| {
                 if defaults.iter().any(|(k, v)| *k == key && *v == value) {
-                    "default".to_owned()
+                    ("default".to_owned(), "default".to_owned())
                 } else {
-                    "code".to_owned()
+                    let at = code_location(key).unwrap_or_else(|| "code".to_owned());
+                    ("code".to_owned(), at)
                 }
             });
-            ConfigValue { key, value, source }
+            ConfigValue {
+                key,
+                value,
+                source,
+                location,
+            }
         })
         .collect()
 }
