@@ -497,17 +497,39 @@ fn a_nested_call_classifies_the_inner_error_by_the_predicates_written_for_it() {
 }
 
 #[test]
-fn inner_rejections_are_failures_by_default_and_follow_predicates_written_for_them() {
+fn inner_rejections_follow_resilience4j_s_record_list_rule() {
     let timeout = || Err::<u32, Error<InvError>>(Timeout::new("tl", SECS(1)).into());
     let full = || Err::<u32, Error<InvError>>(BulkheadFull::new("bh").into());
 
-    // `record_error` is written only for InvError, yet a timeout still fails.
-    let cb = inventory_breaker();
+    // Without any record predicate, every error is a failure: refusals too.
+    let cb = CircuitBreaker::new(
+        "inventory",
+        CircuitBreakerConfig::builder()
+            .sliding_window_size(4)
+            .minimum_number_of_calls(4)
+            .build()
+            .unwrap(),
+    );
     for _ in 0..4 {
         assert!(matches!(cb.call_nested(timeout), Err(Error::Timeout(_))));
     }
     assert_eq!(cb.state(), State::Open);
     assert_eq!(cb.metrics().failed_calls(), 4);
+
+    // `record_error` is written only for InvError (Resilience4j's
+    // `recordExceptions` naming only the inventory's exception): a timeout
+    // or a full bulkhead it does not list is a success, as a
+    // `BulkheadFullException` missing from the list is in Resilience4j.
+    let cb = inventory_breaker();
+    for _ in 0..4 {
+        assert!(matches!(cb.call_nested(timeout), Err(Error::Timeout(_))));
+        assert!(matches!(cb.call_nested(full), Err(Error::BulkheadFull(_))));
+    }
+    assert_eq!(cb.state(), State::Closed);
+    let m = cb.metrics();
+    // The window holds the last 4 of the 8 calls, all successes.
+    assert_eq!((m.failed_calls(), m.successful_calls()), (0, 4));
+    assert_eq!(m.failure_rate(), Some(0.0));
 
     let cb = CircuitBreaker::new(
         "inventory",

@@ -233,16 +233,19 @@ async fn a_failing_downstream_opens_the_breaker_after_its_window_then_the_servic
         3.0
     );
 
+    // The downstream's outage is not this service's: an OPEN breaker is not
+    // allowed to fail the health check (the default), so the service stays
+    // in rotation and answers UNKNOWN.
     let (status, health) = get(&running, "/actuator/health").await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(health["status"], "DOWN");
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(health["status"], "DEGRADED");
     let component = health["components"]
         .as_array()
         .unwrap()
         .iter()
         .find(|c| c["kind"] == "circuit_breaker")
         .unwrap();
-    assert_eq!(component["status"], "DOWN");
+    assert_eq!(component["status"], "DEGRADED");
     assert!(
         component["reason"].as_str().unwrap().starts_with("OPEN"),
         "{component}"
@@ -358,7 +361,7 @@ async fn an_operator_forces_the_breaker_open_with_a_ttl_and_a_reason_and_it_expi
         "refused without a call"
     );
     let (status, health) = get(&running, "/actuator/health").await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(status, StatusCode::OK, "a forced-open breaker is not allowed to fail");
     assert!(
         health["reason"]
             .as_str()

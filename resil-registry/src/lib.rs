@@ -91,8 +91,9 @@ pub use crate::handle::Handle;
 pub use crate::kind::{Kind, Primitive};
 pub use crate::manage::{ManualOverride, Transition};
 pub use crate::registry::{
-    AttributeSite, Registry, RegistryBuilder, DEFAULT_CONFIG, DEFAULT_EVENT_BUFFER_SIZE,
-    DEFAULT_MAX_INSTANCES_PER_KIND,
+    AttributeSite, Registry, RegistryBuilder, DEFAULT_ALLOW_HEALTH_INDICATOR_TO_FAIL,
+    DEFAULT_CONFIG, DEFAULT_EVENT_BUFFER_SIZE, DEFAULT_MAX_INSTANCES_PER_KIND,
+    DEFAULT_REGISTER_HEALTH_INDICATOR,
 };
 pub use crate::reload::{ReloadError, ReloadReport};
 pub use crate::telemetry::health::{ComponentHealth, Health, Status};

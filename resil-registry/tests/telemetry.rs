@@ -166,6 +166,10 @@ fn health_is_the_worst_component_with_reasons_opt_out_and_not_allowed_to_fail() 
     );
 
     registry.force_open("b", None, "INC-9 failover").unwrap();
+    // By default a breaker never makes the summary DOWN (a downstream's
+    // outage must not take this service out of rotation): DEGRADED.
+    assert_eq!(registry.health().status, Status::Degraded);
+    registry.allow_health_indicator_to_fail::<CircuitBreaker>("b", true);
     let h = registry.health();
     assert_eq!(h.status, Status::Down);
     assert!(

@@ -381,13 +381,17 @@ impl CircuitBreaker {
     /// |---|---|
     /// | `Ok(v)` | `record_result` / `transition_on_result` written for `T` |
     /// | `Err(Error::Call(e))` | `ignore_error` / `record_error` / `transition_on_error` written for `E` |
-    /// | `Err(Error::Timeout(t))`, `Err(Error::BulkheadFull(b))`, … | predicates written for that rejection type ([`Timeout`](crate::error::Timeout), [`BulkheadFull`](crate::error::BulkheadFull), …); a **failure** when there are none |
+    /// | `Err(Error::Timeout(t))`, `Err(Error::BulkheadFull(b))`, … | predicates written for that rejection type ([`Timeout`](crate::error::Timeout), [`BulkheadFull`](crate::error::BulkheadFull), …) |
     ///
-    /// Rejections count as failures by default as Resilience4j records
-    /// `TimeoutException` and `BulkheadFullException`, even when `record_error`
-    /// predicates exist for other types; `ignore_error(|_: &BulkheadFull| true)`
-    /// leaves them out of the window. This is the call the attribute macros
-    /// make when the breaker wraps another aspect.
+    /// Resilience4j's rule decides what no predicate names: without any
+    /// `record_error` predicate every error, rejections included, is a
+    /// failure (as Resilience4j records `TimeoutException` and
+    /// `BulkheadFullException` by default); once `record_error` predicates
+    /// exist, only what they record is a failure, and a rejection they do not
+    /// name is a success. `record_error(|_: &Timeout| true)` puts timeouts
+    /// back in; `ignore_error(|_: &BulkheadFull| true)` leaves full bulkheads
+    /// out of the window. This is the call the attribute macros make when the
+    /// breaker wraps another aspect.
     ///
     /// ```
     /// use std::time::Duration;

@@ -320,8 +320,12 @@ impl CircuitBreakerConfig {
     /// [`classify_error`](Self::classify_error)`(e)`, by the predicates written
     /// for `E`; an inner rejection ([`Timeout`](crate::error::Timeout),
     /// [`BulkheadFull`](crate::error::BulkheadFull), …) by the predicates written
-    /// for that rejection type, and as a `Failure` when none is, as Resilience4j
-    /// records `TimeoutException` and `BulkheadFullException`.
+    /// for that rejection type, with Resilience4j's rule for everything else:
+    /// without `record_error` predicates every error is a `Failure` (a
+    /// `TimeoutException` or `BulkheadFullException` too); once there are
+    /// some, only what they record is, so a rejection they do not name counts
+    /// as a `Success` (as a `BulkheadFullException` missing from
+    /// `recordExceptions` does).
     ///
     /// ```
     /// use std::time::Duration;
@@ -341,7 +345,9 @@ impl CircuitBreakerConfig {
     /// let timeout = Error::<InvError>::from(Timeout::new("inv", Duration::from_secs(1)));
     /// assert_eq!(config.classify_nested_error(&Error::Call(InvError::Business)), Outcome::Ignored);
     /// assert_eq!(config.classify_nested_error(&Error::Call(InvError::Down)), Outcome::Failure);
-    /// assert_eq!(config.classify_nested_error(&timeout), Outcome::Failure);
+    /// // A record list that does not name timeouts: a timeout is a success,
+    /// // as in Resilience4j with `recordExceptions` given.
+    /// assert_eq!(config.classify_nested_error(&timeout), Outcome::Success);
     /// assert_eq!(
     ///     config.classify_nested_error(&Error::<InvError>::from(BulkheadFull::new("inv"))),
     ///     Outcome::Ignored
@@ -368,12 +374,14 @@ impl CircuitBreakerConfig {
         self.judge_error(error, false).transition
     }
 
-    /// Every error predicate's answer for `error`. A `rejection` (a resil
-    /// refusal from an inner primitive) is a failure unless a predicate written
-    /// for its own type says otherwise; any other error follows Resilience4j's
-    /// rule (once `record_error` predicates exist, an error none of them records
-    /// is a success). May panic if a user predicate does.
+    /// Every error predicate's answer for `error`, by Resilience4j's rule:
+    /// ignored if an `ignore_error` predicate matches; else a failure if no
+    /// `record_error` predicate exists or one matches; else a success. A
+    /// `rejection` (a resil refusal from an inner primitive) follows the same
+    /// rule: with a record list that does not name it, it is a success. May
+    /// panic if a user predicate does.
     pub(crate) fn judge_error(&self, error: &dyn Any, rejection: bool) -> Verdict {
+        let _ = rejection;
         let Some(c) = &self.classifier else {
             return Verdict::FAILURE;
         };
@@ -382,7 +390,7 @@ impl CircuitBreakerConfig {
             (Outcome::Ignored, true)
         } else {
             let (recorded, typed) = scan(&c.record_error, error);
-            let failure = recorded || c.record_error.is_empty() || (rejection && !typed);
+            let failure = recorded || c.record_error.is_empty();
             let outcome = if failure {
                 Outcome::Failure
             } else {
