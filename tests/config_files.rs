@@ -142,7 +142,9 @@ fn both_examples_resolve_to_the_same_values_from_the_same_keys() {
     let b = FileConfig::from_file(example("resil.toml")).unwrap();
     let q = "inventory-query";
     // Everything but the location (each file has its own lines).
-    fn same(p: Vec<resil::config::Provenance>) -> Vec<(String, Option<String>, String, Option<String>)> {
+    fn same(
+        p: Vec<resil::config::Provenance>,
+    ) -> Vec<(String, Option<String>, String, Option<String>)> {
         p.into_iter()
             .map(|p| (p.key, p.value, p.source.to_string(), p.path))
             .collect()

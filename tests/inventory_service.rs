@@ -361,7 +361,11 @@ async fn an_operator_forces_the_breaker_open_with_a_ttl_and_a_reason_and_it_expi
         "refused without a call"
     );
     let (status, health) = get(&running, "/actuator/health").await;
-    assert_eq!(status, StatusCode::OK, "a forced-open breaker is not allowed to fail");
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "a forced-open breaker is not allowed to fail"
+    );
     assert!(
         health["reason"]
             .as_str()

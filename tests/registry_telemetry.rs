@@ -27,8 +27,14 @@ fn the_snapshot_and_the_health_serialize_to_json() {
         .iter()
         .any(|c| c["key"] == "failure-rate-threshold" && c["source"] == "default"));
     let health = serde_json::to_value(registry.health()).unwrap();
-    assert_eq!(health["status"], "DEGRADED", "not allowed to fail by default");
-    registry.allow_health_indicator_to_fail::<resil::circuit_breaker::CircuitBreaker>("inventory", true);
+    assert_eq!(
+        health["status"], "DEGRADED",
+        "not allowed to fail by default"
+    );
+    registry.allow_health_indicator_to_fail::<resil::circuit_breaker::CircuitBreaker>(
+        "inventory",
+        true,
+    );
     let health = serde_json::to_value(registry.health()).unwrap();
     assert_eq!(health["status"], "DOWN");
     assert_eq!(registry.health().status, Status::Down);

@@ -71,8 +71,7 @@ fn variant_name(v: &syn::Variant) -> syn::Result<VariantName> {
             }
         })?;
     }
-    let (name, span) =
-        name.unwrap_or_else(|| (snake_case(&v.ident.to_string()), v.ident.span()));
+    let (name, span) = name.unwrap_or_else(|| (snake_case(&v.ident.to_string()), v.ident.span()));
     Ok((name, span, aliases))
 }
 

@@ -244,8 +244,9 @@ impl ErrorList {
     }
 }
 
-type ApplyBreaker =
-    Arc<dyn Fn(CircuitBreakerConfigBuilder, ErrorList) -> CircuitBreakerConfigBuilder + Send + Sync>;
+type ApplyBreaker = Arc<
+    dyn Fn(CircuitBreakerConfigBuilder, ErrorList) -> CircuitBreakerConfigBuilder + Send + Sync,
+>;
 type ApplyRetry = Arc<dyn Fn(RetryConfigBuilder, ErrorList) -> RetryConfigBuilder + Send + Sync>;
 
 /// A predicate registered in code under a name a file can use, as a Spring
@@ -311,7 +312,12 @@ impl ErrorClasses {
 
     /// The registered predicates' names, sorted.
     pub(crate) fn predicate_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.predicates.read().iter().map(|p| p.name.clone()).collect();
+        let mut names: Vec<String> = self
+            .predicates
+            .read()
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
         names.sort();
         names
     }
@@ -368,16 +374,15 @@ impl ErrorClasses {
             return Some(name.to_owned());
         }
         for class in self.classes.read().iter() {
-            if let Some((_, to)) = class.aliases.iter().find(|(a, _)| {
-                *a == name || a.rsplit('.').next() == Some(name)
-            }) {
+            if let Some((_, to)) = class
+                .aliases
+                .iter()
+                .find(|(a, _)| *a == name || a.rsplit('.').next() == Some(name))
+            {
                 return Some((*to).to_owned());
             }
         }
-        if let Some((_, kind)) = WELL_KNOWN_JAVA_NAMES
-            .iter()
-            .find(|(java, _)| *java == name)
-        {
+        if let Some((_, kind)) = WELL_KNOWN_JAVA_NAMES.iter().find(|(java, _)| *java == name) {
             return Some((*kind).to_owned());
         }
         java_simple_names(name)
@@ -503,20 +508,33 @@ mod tests {
             java_simple_names("com.example.order.InventoryConnectionException"),
             ["inventory_connection_exception", "inventory_connection"]
         );
-        assert_eq!(java_simple_names("java.io.IOException"), ["io_exception", "io"]);
+        assert_eq!(
+            java_simple_names("java.io.IOException"),
+            ["io_exception", "io"]
+        );
         assert_eq!(snake_case("HTTPError"), "http_error");
         assert_eq!(snake_case("HttpServerError"), "http_server_error");
         assert!(java_simple_names("db_timeout").is_empty());
         let classes = ErrorClasses::default();
         classes.register::<Db>();
-        assert_eq!(classes.resolve("com.acme.DbTimeoutException").as_deref(), Some("db_timeout"));
-        assert_eq!(classes.resolve("Outer$DbConstraintError").as_deref(), Some("db_constraint"));
         assert_eq!(
-            classes.resolve("io.github.resilience4j.bulkhead.BulkheadFullException").as_deref(),
+            classes.resolve("com.acme.DbTimeoutException").as_deref(),
+            Some("db_timeout")
+        );
+        assert_eq!(
+            classes.resolve("Outer$DbConstraintError").as_deref(),
+            Some("db_constraint")
+        );
+        assert_eq!(
+            classes
+                .resolve("io.github.resilience4j.bulkhead.BulkheadFullException")
+                .as_deref(),
             Some("bulkhead_full")
         );
         assert_eq!(
-            classes.resolve("java.util.concurrent.TimeoutException").as_deref(),
+            classes
+                .resolve("java.util.concurrent.TimeoutException")
+                .as_deref(),
             Some("timeout")
         );
         assert_eq!(classes.resolve("com.acme.PaymentDeclinedException"), None);

@@ -151,7 +151,11 @@ fn set_up_from_vars(
 ) -> Result<Registry, ReloadError> {
     let registry = Registry::new();
     setup(&registry);
-    registry.reload(file_from_vars(vars)?)?;
+    match vars.iter().find(|(k, _)| k == RESIL_CONFIG) {
+        // One report for the file's problems and its unknown names.
+        Some((_, path)) => registry.reload_file_with_env(path, vars.iter().cloned())?,
+        None => registry.reload(FileConfig::from_env(vars.iter().cloned())?)?,
+    };
     Ok(registry)
 }
 

@@ -195,8 +195,14 @@ primitive!(
             lists.push((names, ErrorList::BreakerIgnore));
         }
         for (key, list) in [
-            ("record-failure-predicate", ErrorList::BreakerRecordPredicate),
-            ("ignore-exception-predicate", ErrorList::BreakerIgnorePredicate),
+            (
+                "record-failure-predicate",
+                ErrorList::BreakerRecordPredicate,
+            ),
+            (
+                "ignore-exception-predicate",
+                ErrorList::BreakerIgnorePredicate,
+            ),
             ("record-result-predicate", ErrorList::BreakerResultPredicate),
         ] {
             if let Some(names) = entry.predicate_names(key) {

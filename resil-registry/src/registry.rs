@@ -200,7 +200,10 @@ impl AttributeSite {
     pub fn differences(&self, other: &AttributeSite) -> Vec<String> {
         let mut keys: Vec<String> = Vec::new();
         let value = |site: &AttributeSite, key: &str| {
-            site.literals.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+            site.literals
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| *v)
         };
         for (key, _) in self.literals.iter().chain(other.literals) {
             if value(self, key) != value(other, key) && !keys.iter().any(|k| k == key) {

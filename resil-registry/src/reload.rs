@@ -119,6 +119,41 @@ impl Registry {
         Registry::from_file_config(FileConfig::from_file(path)?)
     }
 
+    /// Loads the file at `path` (with the `RESIL_…` overrides and `${…}`
+    /// placeholders from `vars`) and installs it, as
+    /// [`reload`](Self::reload) does, reporting **every** problem in one
+    /// error: the file's own (unknown keys, bad values, …) together with the
+    /// error-class and predicate names no registered type answers to, which
+    /// `FileConfig::from_file` followed by `reload` could only report once
+    /// the file's own problems were fixed.
+    pub fn reload_file_with_env<I, K, V>(
+        &self,
+        path: impl AsRef<Path>,
+        vars: I,
+    ) -> Result<ReloadReport, ReloadError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let path = path.as_ref();
+        let (file, mut problems) = FileConfig::load_file_all(path, vars)?;
+        if problems.is_empty() {
+            return self.reload(file);
+        }
+        self.check_file_names::<CircuitBreaker>(&file, &mut problems);
+        self.check_file_names::<Retry>(&file, &mut problems);
+        let mut e = ConfigFileError::new(problems);
+        e.sort();
+        Err(ReloadError::File(e.with_origin(path)))
+    }
+
+    /// [`reload_file_with_env`](Self::reload_file_with_env) with the process
+    /// environment.
+    pub fn reload_file(&self, path: impl AsRef<Path>) -> Result<ReloadReport, ReloadError> {
+        self.reload_file_with_env(path, std::env::vars())
+    }
+
     /// A registry configured by a loaded [`FileConfig`].
     pub fn from_file_config(file: FileConfig) -> Result<Registry, ConfigFileError> {
         let registry = Registry::new();

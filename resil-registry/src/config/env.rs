@@ -180,13 +180,16 @@ fn apply_one(
     };
     match read_option(spec, &typed(spec.ty, value), &path) {
         Ok(val) => {
-            entry.values.insert(spec.key, Setting {
+            entry.values.insert(
+                spec.key,
+                Setting {
                     val,
                     source,
                     path,
                     line: None,
                     document: None,
-                });
+                },
+            );
         }
         Err(found) => {
             for p in found {

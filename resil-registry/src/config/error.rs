@@ -55,7 +55,8 @@ impl ConfigFileError {
         self.sort();
     }
 
-    pub(crate) fn sort(&mut self) {
+    /// Sorts the problems by key path and drops repeats.
+    pub fn sort(&mut self) {
         self.problems
             .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         self.problems.dedup();
@@ -225,15 +226,20 @@ impl Problem {
     pub fn unknown_predicate(path: &str, name: &str, registered: &[String]) -> Self {
         let mut message = format!("unknown predicate `{name}` at `{path}`");
         if registered.is_empty() {
-            message.push_str(
-                "; no predicate is registered: call `Registry::register_predicate(\"",
-            );
+            message.push_str("; no predicate is registered: call `Registry::register_predicate(\"");
             message.push_str(name.rsplit(['.', '$']).next().unwrap_or(name));
             message.push_str("\", |e: &YourError| …)` before loading the file");
         } else {
-            message.push_str(&format!(" (registered: {})", quoted_list(registered.iter())));
+            message.push_str(&format!(
+                " (registered: {})",
+                quoted_list(registered.iter())
+            ));
         }
-        Problem::new(ProblemKind::UnknownErrorClass, Some(path.to_owned()), message)
+        Problem::new(
+            ProblemKind::UnknownErrorClass,
+            Some(path.to_owned()),
+            message,
+        )
     }
 
     /// The problem a registry reports for an error-class name no registered

@@ -342,7 +342,9 @@ pub(crate) fn walk_entry(
             continue;
         }
         let renamed = kind.renamed(&key);
-        let spec = kind.option(&key).or(renamed.and_then(|r| kind.option(r.to)));
+        let spec = kind
+            .option(&key)
+            .or(renamed.and_then(|r| kind.option(r.to)));
         if let Some(r) = renamed {
             problems.push(Problem::new(
                 ProblemKind::Renamed,
@@ -500,7 +502,10 @@ fn read_typed(ty: Ty, value: &Value, path: &str) -> Result<Val, Vec<Problem>> {
     // quoted YAML scalar, a `${…}` placeholder are all text).
     let coerced;
     let value = match (ty, value) {
-        (Ty::Percent | Ty::F64 | Ty::U32 | Ty::Usize | Ty::Duration | Ty::Bool, Value::Str(text)) => {
+        (
+            Ty::Percent | Ty::F64 | Ty::U32 | Ty::Usize | Ty::Duration | Ty::Bool,
+            Value::Str(text),
+        ) => {
             coerced = coerce(text.trim());
             match (&coerced, ty) {
                 (Value::Str(_), _) => value,

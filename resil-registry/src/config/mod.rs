@@ -270,6 +270,22 @@ impl FileConfig {
         V: AsRef<str>,
     {
         let path = path.as_ref();
+        let (config, problems) = FileConfig::load_file_all(path, vars)?;
+        FileConfig::finish(config, problems, Some(path))
+    }
+
+    /// [`from_file_with_env`](Self::from_file_with_env), returning what could
+    /// be resolved beside every problem found (an unreadable file is an
+    /// error at once: nothing to resolve).
+    pub(crate) fn load_file_all<I, K, V>(
+        path: &Path,
+        vars: I,
+    ) -> Result<(FileConfig, Vec<Problem>), ConfigFileError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
         let fail = |kind, message: String| {
             Err(ConfigFileError::new(vec![Problem::new(kind, None, message)]).with_origin(path))
         };
@@ -330,7 +346,7 @@ impl FileConfig {
                 }
             }
         }
-        FileConfig::load(texts, Some(path), vars)
+        Ok(FileConfig::load_all(texts, Some(path), vars))
     }
 
     /// No file, only the `RESIL_…` overrides among `vars`.
@@ -353,6 +369,14 @@ impl FileConfig {
         vars: Vec<(String, String)>,
     ) -> Result<FileConfig, ConfigFileError> {
         let (config, problems) = FileConfig::load_all(texts, origin, vars);
+        FileConfig::finish(config, problems, origin)
+    }
+
+    fn finish(
+        config: FileConfig,
+        problems: Vec<Problem>,
+        origin: Option<&Path>,
+    ) -> Result<FileConfig, ConfigFileError> {
         if problems.is_empty() {
             return Ok(config);
         }
@@ -405,7 +429,11 @@ impl FileConfig {
                 )),
             }
             let doc_label = if several_files { file_label } else { None };
-            problems.extend(found.into_iter().map(|p| p.in_document(doc_label.as_deref())));
+            problems.extend(
+                found
+                    .into_iter()
+                    .map(|p| p.in_document(doc_label.as_deref())),
+            );
         }
 
         // Profiles: the environment's, else the first document's
@@ -461,7 +489,7 @@ impl FileConfig {
                     ignored_keys.push(key);
                 }
             }
-            spring::resolve_placeholders(&mut tree, "", &lookup, &mut found);
+            let _ = spring::resolve_placeholders(&mut tree, "", &lookup, &mut found);
             let (mut document, _) = load::document(tree, &mut found);
             document.locate(&doc.lines, &label);
             for problem in &mut found {
@@ -607,15 +635,17 @@ where
 
 /// The profiles [`PROFILES_VAR`] (or Spring's `SPRING_PROFILES_ACTIVE`) names.
 fn active_profiles(vars: &[(String, String)]) -> Option<Vec<String>> {
-    [PROFILES_VAR, "SPRING_PROFILES_ACTIVE"].iter().find_map(|name| {
-        vars.iter().find(|(k, _)| k == name).map(|(_, v)| {
-            v.split(',')
-                .map(str::trim)
-                .filter(|p| !p.is_empty())
-                .map(str::to_owned)
-                .collect()
+    [PROFILES_VAR, "SPRING_PROFILES_ACTIVE"]
+        .iter()
+        .find_map(|name| {
+            vars.iter().find(|(k, _)| k == name).map(|(_, v)| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
         })
-    })
 }
 
 /// The `resilience4j` subtree as a one-key map, and the other top-level keys.

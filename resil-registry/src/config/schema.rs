@@ -148,7 +148,9 @@ impl Ty {
             }
             Ty::Names => "a list of error-class names".into(),
             Ty::Text => "a non-empty string".into(),
-            Ty::Predicate => "the name of a predicate registered with `Registry::register_predicate`".into(),
+            Ty::Predicate => {
+                "the name of a predicate registered with `Registry::register_predicate`".into()
+            }
         }
     }
 }

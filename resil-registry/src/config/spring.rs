@@ -263,33 +263,46 @@ fn get<'a>(map: &'a Value, key: &str) -> Option<&'a Value> {
 /// `lookup` answers a name (the environment, then the file's own keys), a
 /// default is used when it has none, and a placeholder with neither is a
 /// problem at its key.
+///
+/// Returns whether the value resolved; one that did not is dropped from its
+/// map (or list), so its one problem is the only one reported for it.
 pub(crate) fn resolve_placeholders(
     value: &mut Value,
     path: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
     problems: &mut Vec<Problem>,
-) {
+) -> bool {
     match value {
         Value::Str(text) if text.contains("${") => match substitute(text, lookup, 0) {
-            Ok(resolved) => *text = resolved,
-            Err(why) => problems.push(Problem::new(
-                ProblemKind::InvalidValue,
-                Some(path.to_owned()),
-                format!("`{path}`: {why}"),
-            )),
+            Ok(resolved) => {
+                *text = resolved;
+                true
+            }
+            Err(why) => {
+                problems.push(Problem::new(
+                    ProblemKind::InvalidValue,
+                    Some(path.to_owned()),
+                    format!("`{path}`: {why}"),
+                ));
+                false
+            }
         },
         Value::Map(entries) => {
-            for (key, v) in entries {
+            entries.retain_mut(|(key, v)| {
                 let child = render_path(path, &[Seg::Key(key.clone())]);
-                resolve_placeholders(v, &child, lookup, problems);
-            }
+                resolve_placeholders(v, &child, lookup, problems)
+            });
+            true
         }
         Value::List(items) => {
-            for (i, v) in items.iter_mut().enumerate() {
-                resolve_placeholders(v, &format!("{path}[{i}]"), lookup, problems);
-            }
+            let mut i = 0;
+            items.retain_mut(|v| {
+                i += 1;
+                resolve_placeholders(v, &format!("{path}[{}]", i - 1), lookup, problems)
+            });
+            true
         }
-        _ => {}
+        _ => true,
     }
 }
 
@@ -397,7 +410,12 @@ mod tests {
     use super::*;
 
     fn map(entries: Vec<(&str, Value)>) -> Value {
-        Value::Map(entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+        Value::Map(
+            entries
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+        )
     }
 
     #[test]
