@@ -147,6 +147,44 @@ impl IntervalFunction {
         }
     }
 
+    /// The first interval (the fixed one, or where exponential growth
+    /// starts); `None` for a custom function.
+    pub fn initial(&self) -> Option<Duration> {
+        match &self.kind {
+            Kind::Fixed(d) => Some(*d),
+            Kind::Exponential { initial, .. } | Kind::ExponentialRandom { initial, .. } => {
+                Some(*initial)
+            }
+            Kind::Randomized { interval, .. } => Some(*interval),
+            Kind::Custom(_) => None,
+        }
+    }
+
+    /// The exponential multiplier, if the intervals grow.
+    pub fn multiplier(&self) -> Option<f64> {
+        match &self.kind {
+            Kind::Exponential { multiplier, .. } | Kind::ExponentialRandom { multiplier, .. } => {
+                Some(*multiplier)
+            }
+            _ => None,
+        }
+    }
+
+    /// The randomization factor, if the intervals are randomized.
+    pub fn randomization_factor(&self) -> Option<f64> {
+        match &self.kind {
+            Kind::Randomized { factor, .. } | Kind::ExponentialRandom { factor, .. } => {
+                Some(*factor)
+            }
+            _ => None,
+        }
+    }
+
+    /// The cap on every interval, if one was set ([`with_max`](Self::with_max)).
+    pub fn max(&self) -> Option<Duration> {
+        self.max
+    }
+
     /// Checks the parameters, naming `field` (e.g. `interval_function`) in the error.
     ///
     /// Rejected: a multiplier below 1 or not finite, a randomization factor

@@ -72,7 +72,7 @@ fn the_snapshot_shows_state_metrics_config_with_provenance_tags_and_the_override
     let wait = i.config_value("wait-duration-in-open-state").unwrap();
     assert_eq!(
         (wait.value.as_str(), wait.source.as_str()),
-        ("60s", "default")
+        ("1m", "default")
     );
     assert_eq!(i.tags.get("team").map(String::as_str), Some("stock"));
     let o = i.manual_override.as_ref().unwrap();

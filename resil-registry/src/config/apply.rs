@@ -17,7 +17,6 @@ use resil_core::thread_pool_bulkhead::{ThreadPoolBulkheadConfig, ThreadPoolBulkh
 use resil_core::time_limiter::{TimeLimiterConfig, TimeLimiterConfigBuilder};
 use resil_core::ConfigError;
 
-use super::duration::format_duration;
 use super::load::Setting;
 use super::schema::{Kind, Val};
 
@@ -302,93 +301,19 @@ impl Apply for TimeLimiterConfig {
     }
 }
 
-/// resil-core's default for an option, as the file would write it (`None`:
-/// unset means "not used" or "the registry decides").
+/// Resilience4j's default for option `key` of `kind`, as a file writes it
+/// (the one renderer's, `render.rs`); `None` for an option without one.
 pub(crate) fn default_value(kind: Kind, key: &str) -> Option<String> {
-    let d = format_duration;
-    let shared = match key {
-        "enable-exponential-backoff" | "enable-randomized-wait" => Some("false".to_owned()),
-        "exponential-backoff-multiplier" => Some(DEFAULT_MULTIPLIER.to_string()),
-        "randomized-wait-factor" => Some(DEFAULT_RANDOMIZATION_FACTOR.to_string()),
-        _ => None,
+    let values = match kind {
+        Kind::CircuitBreaker => super::render::values(&CircuitBreakerConfig::default()),
+        Kind::Retry => super::render::values(&RetryConfig::default()),
+        Kind::Bulkhead => super::render::values(&BulkheadConfig::default()),
+        Kind::ThreadPoolBulkhead => super::render::values(&ThreadPoolBulkheadConfig::default()),
+        Kind::RateLimiter => super::render::values(&RateLimiterConfig::default()),
+        Kind::TimeLimiter => super::render::values(&TimeLimiterConfig::default()),
     };
-    if shared.is_some() {
-        return shared;
-    }
-    Some(match kind {
-        Kind::CircuitBreaker => {
-            let c = CircuitBreakerConfig::default();
-            match key {
-                "failure-rate-threshold" => c.failure_rate_threshold().to_string(),
-                "slow-call-rate-threshold" => c.slow_call_rate_threshold().to_string(),
-                "slow-call-duration-threshold" => d(c.slow_call_duration_threshold()),
-                "sliding-window-type" => match c.sliding_window_type() {
-                    SlidingWindowType::CountBased => "COUNT_BASED".into(),
-                    SlidingWindowType::TimeBased => "TIME_BASED".into(),
-                },
-                "sliding-window-size" => c.sliding_window_size().to_string(),
-                "minimum-number-of-calls" => c.minimum_number_of_calls().to_string(),
-                "wait-duration-in-open-state" => d(c.wait_duration_in_open_state()),
-                "automatic-transition-from-open-to-half-open-enabled" => c
-                    .automatic_transition_from_open_to_half_open_enabled()
-                    .to_string(),
-                "permitted-number-of-calls-in-half-open-state" => {
-                    c.permitted_number_of_calls_in_half_open_state().to_string()
-                }
-                "max-wait-duration-in-half-open-state" => {
-                    d(c.max_wait_duration_in_half_open_state())
-                }
-                "transition-to-state-after-wait-duration" => {
-                    c.transition_to_state_after_wait_duration().as_str().into()
-                }
-                "initial-state" => c.initial_state().as_str().into(),
-                _ => return None,
-            }
-        }
-        Kind::Retry => {
-            let c = RetryConfig::default();
-            match key {
-                "max-attempts" => c.max_attempts().to_string(),
-                "wait-duration" => d(c.wait_duration()),
-                "fail-after-max-attempts" => c.fail_after_max_attempts().to_string(),
-                _ => return None,
-            }
-        }
-        Kind::Bulkhead => {
-            let c = BulkheadConfig::default();
-            match key {
-                "max-concurrent-calls" => c.max_concurrent_calls().to_string(),
-                "max-wait-duration" => d(c.max_wait_duration()),
-                "fair-call-handling-enabled" => c.fair_call_handling_enabled().to_string(),
-                _ => return None,
-            }
-        }
-        Kind::ThreadPoolBulkhead => {
-            let c = ThreadPoolBulkheadConfig::default();
-            match key {
-                "core-thread-pool-size" => c.core_thread_pool_size().to_string(),
-                "max-thread-pool-size" => c.max_thread_pool_size().to_string(),
-                "queue-capacity" => c.queue_capacity().to_string(),
-                "keep-alive-duration" => d(c.keep_alive_duration()),
-                _ => return None,
-            }
-        }
-        Kind::RateLimiter => {
-            let c = RateLimiterConfig::default();
-            match key {
-                "limit-for-period" => c.limit_for_period().to_string(),
-                "limit-refresh-period" => d(c.limit_refresh_period()),
-                "timeout-duration" => d(c.timeout_duration()),
-                _ => return None,
-            }
-        }
-        Kind::TimeLimiter => {
-            let c = TimeLimiterConfig::default();
-            match key {
-                "timeout-duration" => d(c.timeout_duration()),
-                "cancel-running-future" => c.cancel_running_future().to_string(),
-                _ => return None,
-            }
-        }
-    })
+    values
+        .into_iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.to_string())
 }

@@ -66,6 +66,7 @@ mod error;
 mod load;
 #[cfg(feature = "properties")]
 mod properties;
+mod render;
 mod resolve;
 mod resolved;
 mod schema;
@@ -84,6 +85,7 @@ use resil_core::time_limiter::TimeLimiterConfig;
 
 pub use self::duration::{format_duration, parse_duration, ParseDurationError};
 pub use self::error::{ConfigFileError, Problem, ProblemKind};
+pub(crate) use self::render::rendered;
 pub use self::resolved::{ErrorNames, Provenance, Resolved, Section, Source};
 pub use self::schema::Kind;
 pub use self::spring::PROFILES_VAR;

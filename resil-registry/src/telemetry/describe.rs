@@ -35,56 +35,11 @@ pub trait Describe {
     fn health(&self) -> (Status, Option<String>);
 }
 
+/// A duration as a config file writes it (the loader parses it back).
 fn d(v: std::time::Duration) -> String {
-    format!("{v:?}")
+    crate::config::format_duration(v)
 }
 
-fn breaker_config(c: &CircuitBreakerConfig) -> Vec<(&'static str, String)> {
-    vec![
-        (
-            "failure-rate-threshold",
-            c.failure_rate_threshold().to_string(),
-        ),
-        (
-            "slow-call-rate-threshold",
-            c.slow_call_rate_threshold().to_string(),
-        ),
-        (
-            "slow-call-duration-threshold",
-            d(c.slow_call_duration_threshold()),
-        ),
-        (
-            "sliding-window-type",
-            match c.sliding_window_type() {
-                resil_core::circuit_breaker::SlidingWindowType::CountBased => "COUNT_BASED",
-                resil_core::circuit_breaker::SlidingWindowType::TimeBased => "TIME_BASED",
-            }
-            .to_owned(),
-        ),
-        ("sliding-window-size", c.sliding_window_size().to_string()),
-        (
-            "minimum-number-of-calls",
-            c.minimum_number_of_calls().to_string(),
-        ),
-        (
-            "wait-duration-in-open-state",
-            d(c.wait_duration_in_open_state()),
-        ),
-        (
-            "automatic-transition-from-open-to-half-open-enabled",
-            c.automatic_transition_from_open_to_half_open_enabled()
-                .to_string(),
-        ),
-        (
-            "permitted-number-of-calls-in-half-open-state",
-            c.permitted_number_of_calls_in_half_open_state().to_string(),
-        ),
-        (
-            "max-wait-duration-in-half-open-state",
-            d(c.max_wait_duration_in_half_open_state()),
-        ),
-    ]
-}
 
 impl Describe for CircuitBreaker {
     type Event = resil_core::circuit_breaker::CircuitBreakerEvent;
@@ -156,11 +111,11 @@ impl Describe for CircuitBreaker {
     }
 
     fn config_values(&self) -> Vec<(&'static str, String)> {
-        breaker_config(self.config())
+        describe_config(self.config())
     }
 
     fn default_values() -> Vec<(&'static str, String)> {
-        breaker_config(&CircuitBreakerConfig::default())
+        describe_config(&CircuitBreakerConfig::default())
     }
 
     fn health(&self) -> (Status, Option<String>) {
@@ -188,12 +143,6 @@ impl Describe for CircuitBreaker {
     }
 }
 
-fn retry_config(c: &resil_core::retry::RetryConfig) -> Vec<(&'static str, String)> {
-    vec![
-        ("max-attempts", c.max_attempts().to_string()),
-        ("wait-duration", d(c.wait_duration())),
-    ]
-}
 
 impl Describe for Retry {
     type Event = resil_core::retry::RetryEvent;
@@ -233,11 +182,11 @@ impl Describe for Retry {
     }
 
     fn config_values(&self) -> Vec<(&'static str, String)> {
-        retry_config(self.config())
+        describe_config(self.config())
     }
 
     fn default_values() -> Vec<(&'static str, String)> {
-        retry_config(&resil_core::retry::RetryConfig::default())
+        describe_config(&resil_core::retry::RetryConfig::default())
     }
 
     fn health(&self) -> (Status, Option<String>) {
@@ -245,16 +194,6 @@ impl Describe for Retry {
     }
 }
 
-fn bulkhead_config(c: resil_core::bulkhead::BulkheadConfig) -> Vec<(&'static str, String)> {
-    vec![
-        ("max-concurrent-calls", c.max_concurrent_calls().to_string()),
-        ("max-wait-duration", d(c.max_wait_duration())),
-        (
-            "fair-call-handling-enabled",
-            c.fair_call_handling_enabled().to_string(),
-        ),
-    ]
-}
 
 impl Describe for Bulkhead {
     type Event = resil_core::bulkhead::BulkheadEvent;
@@ -284,11 +223,11 @@ impl Describe for Bulkhead {
     }
 
     fn config_values(&self) -> Vec<(&'static str, String)> {
-        bulkhead_config(self.config())
+        describe_config(&self.config())
     }
 
     fn default_values() -> Vec<(&'static str, String)> {
-        bulkhead_config(resil_core::bulkhead::BulkheadConfig::default())
+        describe_config(&resil_core::bulkhead::BulkheadConfig::default())
     }
 
     fn health(&self) -> (Status, Option<String>) {
@@ -303,19 +242,6 @@ impl Describe for Bulkhead {
     }
 }
 
-fn pool_config(
-    c: &resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig,
-) -> Vec<(&'static str, String)> {
-    vec![
-        (
-            "core-thread-pool-size",
-            c.core_thread_pool_size().to_string(),
-        ),
-        ("max-thread-pool-size", c.max_thread_pool_size().to_string()),
-        ("queue-capacity", c.queue_capacity().to_string()),
-        ("keep-alive-duration", d(c.keep_alive_duration())),
-    ]
-}
 
 impl Describe for ThreadPoolBulkhead {
     type Event = resil_core::thread_pool_bulkhead::ThreadPoolBulkheadEvent;
@@ -365,11 +291,11 @@ impl Describe for ThreadPoolBulkhead {
     }
 
     fn config_values(&self) -> Vec<(&'static str, String)> {
-        pool_config(self.config())
+        describe_config(self.config())
     }
 
     fn default_values() -> Vec<(&'static str, String)> {
-        pool_config(&resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig::default())
+        describe_config(&resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig::default())
     }
 
     fn health(&self) -> (Status, Option<String>) {
@@ -382,13 +308,6 @@ impl Describe for ThreadPoolBulkhead {
     }
 }
 
-fn limiter_config(c: &resil_core::rate_limiter::RateLimiterConfig) -> Vec<(&'static str, String)> {
-    vec![
-        ("limit-for-period", c.limit_for_period().to_string()),
-        ("limit-refresh-period", d(c.limit_refresh_period())),
-        ("timeout-duration", d(c.timeout_duration())),
-    ]
-}
 
 impl Describe for RateLimiter {
     type Event = resil_core::rate_limiter::RateLimiterEvent;
@@ -418,11 +337,11 @@ impl Describe for RateLimiter {
     }
 
     fn config_values(&self) -> Vec<(&'static str, String)> {
-        limiter_config(&self.config())
+        describe_config(&self.config())
     }
 
     fn default_values() -> Vec<(&'static str, String)> {
-        limiter_config(&resil_core::rate_limiter::RateLimiterConfig::default())
+        describe_config(&resil_core::rate_limiter::RateLimiterConfig::default())
     }
 
     fn health(&self) -> (Status, Option<String>) {
@@ -442,17 +361,6 @@ impl Describe for RateLimiter {
     }
 }
 
-fn time_limiter_config(
-    c: &resil_core::time_limiter::TimeLimiterConfig,
-) -> Vec<(&'static str, String)> {
-    vec![
-        ("timeout-duration", d(c.timeout_duration())),
-        (
-            "cancel-running-future",
-            c.cancel_running_future().to_string(),
-        ),
-    ]
-}
 
 impl Describe for TimeLimiter {
     type Event = resil_core::time_limiter::TimeLimiterEvent;
@@ -483,11 +391,11 @@ impl Describe for TimeLimiter {
     }
 
     fn config_values(&self) -> Vec<(&'static str, String)> {
-        time_limiter_config(self.config())
+        describe_config(self.config())
     }
 
     fn default_values() -> Vec<(&'static str, String)> {
-        time_limiter_config(&resil_core::time_limiter::TimeLimiterConfig::default())
+        describe_config(&resil_core::time_limiter::TimeLimiterConfig::default())
     }
 
     fn health(&self) -> (Status, Option<String>) {
@@ -498,23 +406,7 @@ impl Describe for TimeLimiter {
 /// The configuration values of any kind's config, with the keys a config
 /// file uses (empty for a type that is not a primitive's config).
 pub(crate) fn describe_config(config: &dyn std::any::Any) -> Vec<(&'static str, String)> {
-    if let Some(c) = config.downcast_ref::<CircuitBreakerConfig>() {
-        breaker_config(c)
-    } else if let Some(c) = config.downcast_ref::<resil_core::retry::RetryConfig>() {
-        retry_config(c)
-    } else if let Some(c) = config.downcast_ref::<resil_core::bulkhead::BulkheadConfig>() {
-        bulkhead_config(*c)
-    } else if let Some(c) =
-        config.downcast_ref::<resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig>()
-    {
-        pool_config(c)
-    } else if let Some(c) = config.downcast_ref::<resil_core::rate_limiter::RateLimiterConfig>() {
-        limiter_config(c)
-    } else if let Some(c) = config.downcast_ref::<resil_core::time_limiter::TimeLimiterConfig>() {
-        time_limiter_config(c)
-    } else {
-        Vec::new()
-    }
+    crate::config::rendered(config)
 }
 
 /// `redis://user:secret@host/` → `redis://user:***@host/`: a snapshot must not

@@ -1,0 +1,174 @@
+//! The one renderer: a resil-core config's effective value of every option a
+//! file can set, as the typed value the loader reads ([`Val`]), so that the
+//! snapshot, the provenance's defaults and the docs write each value the way
+//! the loader parses it back (`1500ms`, never `1.5s`).
+
+use std::any::Any;
+use std::time::Duration;
+
+use resil_core::bulkhead::BulkheadConfig;
+use resil_core::circuit_breaker::{CircuitBreakerConfig, SlidingWindowType};
+use resil_core::rate_limiter::RateLimiterConfig;
+use resil_core::retry::{IntervalFunction, RetryConfig, DEFAULT_MULTIPLIER, DEFAULT_RANDOMIZATION_FACTOR};
+use resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig;
+use resil_core::time_limiter::TimeLimiterConfig;
+
+use super::schema::{Kind, Target, Val, SLIDING_WINDOW_TYPES, STATES};
+
+/// Every file-settable option of `config`'s kind with its effective value,
+/// in the kind's table order; options a config cannot tell (error lists,
+/// registry settings, an unset cap) are left out.
+pub(crate) fn values(config: &dyn Any) -> Vec<(&'static str, Val)> {
+    let (kind, found): (Kind, Vec<(&'static str, Option<Val>)>) =
+        if let Some(c) = config.downcast_ref::<CircuitBreakerConfig>() {
+            (Kind::CircuitBreaker, breaker(c))
+        } else if let Some(c) = config.downcast_ref::<RetryConfig>() {
+            (Kind::Retry, retry(c))
+        } else if let Some(c) = config.downcast_ref::<BulkheadConfig>() {
+            (
+                Kind::Bulkhead,
+                vec![
+                    ("max-concurrent-calls", Some(Val::U32(c.max_concurrent_calls()))),
+                    ("max-wait-duration", Some(Val::Duration(c.max_wait_duration()))),
+                    (
+                        "fair-call-handling-enabled",
+                        Some(Val::Bool(c.fair_call_handling_enabled())),
+                    ),
+                ],
+            )
+        } else if let Some(c) = config.downcast_ref::<ThreadPoolBulkheadConfig>() {
+            (
+                Kind::ThreadPoolBulkhead,
+                vec![
+                    ("core-thread-pool-size", Some(Val::Usize(c.core_thread_pool_size()))),
+                    ("max-thread-pool-size", Some(Val::Usize(c.max_thread_pool_size()))),
+                    ("queue-capacity", Some(Val::Usize(c.queue_capacity()))),
+                    ("keep-alive-duration", Some(Val::Duration(c.keep_alive_duration()))),
+                ],
+            )
+        } else if let Some(c) = config.downcast_ref::<RateLimiterConfig>() {
+            (
+                Kind::RateLimiter,
+                vec![
+                    ("limit-for-period", Some(Val::U32(c.limit_for_period()))),
+                    ("limit-refresh-period", Some(Val::Duration(c.limit_refresh_period()))),
+                    ("timeout-duration", Some(Val::Duration(c.timeout_duration()))),
+                ],
+            )
+        } else if let Some(c) = config.downcast_ref::<TimeLimiterConfig>() {
+            (
+                Kind::TimeLimiter,
+                vec![
+                    ("timeout-duration", Some(Val::Duration(c.timeout_duration()))),
+                    ("cancel-running-future", Some(Val::Bool(c.cancel_running_future()))),
+                ],
+            )
+        } else {
+            return Vec::new();
+        };
+    // The table's order, and only its core options: a key rendered here that
+    // the table lacks would be a value the loader refuses.
+    kind.options()
+        .iter()
+        .filter(|o| o.target == Target::Core)
+        .filter_map(|o| {
+            let (_, v) = found.iter().find(|(k, _)| *k == o.key)?;
+            Some((o.key, v.clone()?))
+        })
+        .collect()
+}
+
+/// `values`, each as a config file writes it.
+pub(crate) fn rendered(config: &dyn Any) -> Vec<(&'static str, String)> {
+    values(config)
+        .into_iter()
+        .map(|(k, v)| (k, v.to_string()))
+        .collect()
+}
+
+fn word(words: &'static [&'static str], w: &str) -> Val {
+    Val::Choice(words.iter().find(|x| **x == w).copied().unwrap_or(words[0]))
+}
+
+/// The backoff keys an interval function stands for (Resilience4j's
+/// `enable-exponential-backoff`, `exponential-backoff-multiplier`, its cap,
+/// `enable-randomized-wait`, `randomized-wait-factor`).
+fn backoff(
+    f: Option<&IntervalFunction>,
+    max_key: &'static str,
+) -> Vec<(&'static str, Option<Val>)> {
+    let multiplier = f.and_then(IntervalFunction::multiplier);
+    let factor = f.and_then(IntervalFunction::randomization_factor);
+    vec![
+        ("enable-exponential-backoff", Some(Val::Bool(multiplier.is_some()))),
+        (
+            "exponential-backoff-multiplier",
+            Some(Val::F64(multiplier.unwrap_or(DEFAULT_MULTIPLIER))),
+        ),
+        (max_key, f.and_then(IntervalFunction::max).map(Val::Duration)),
+        ("enable-randomized-wait", Some(Val::Bool(factor.is_some()))),
+        (
+            "randomized-wait-factor",
+            Some(Val::F64(factor.unwrap_or(DEFAULT_RANDOMIZATION_FACTOR))),
+        ),
+    ]
+}
+
+fn breaker(c: &CircuitBreakerConfig) -> Vec<(&'static str, Option<Val>)> {
+    let f = c.wait_interval_function_in_open_state();
+    let wait: Duration = f
+        .and_then(IntervalFunction::initial)
+        .unwrap_or(c.wait_duration_in_open_state());
+    let mut out = vec![
+        ("failure-rate-threshold", Some(Val::Percent(c.failure_rate_threshold()))),
+        ("slow-call-rate-threshold", Some(Val::Percent(c.slow_call_rate_threshold()))),
+        (
+            "slow-call-duration-threshold",
+            Some(Val::Duration(c.slow_call_duration_threshold())),
+        ),
+        (
+            "sliding-window-type",
+            Some(word(
+                SLIDING_WINDOW_TYPES,
+                match c.sliding_window_type() {
+                    SlidingWindowType::CountBased => "COUNT_BASED",
+                    SlidingWindowType::TimeBased => "TIME_BASED",
+                },
+            )),
+        ),
+        ("sliding-window-size", Some(Val::U32(c.sliding_window_size()))),
+        ("minimum-number-of-calls", Some(Val::U32(c.minimum_number_of_calls()))),
+        ("wait-duration-in-open-state", Some(Val::Duration(wait))),
+        (
+            "automatic-transition-from-open-to-half-open-enabled",
+            Some(Val::Bool(c.automatic_transition_from_open_to_half_open_enabled())),
+        ),
+        (
+            "permitted-number-of-calls-in-half-open-state",
+            Some(Val::U32(c.permitted_number_of_calls_in_half_open_state())),
+        ),
+        (
+            "max-wait-duration-in-half-open-state",
+            Some(Val::Duration(c.max_wait_duration_in_half_open_state())),
+        ),
+        (
+            "transition-to-state-after-wait-duration",
+            Some(word(STATES, c.transition_to_state_after_wait_duration().as_str())),
+        ),
+        ("initial-state", Some(word(STATES, c.initial_state().as_str()))),
+    ];
+    out.extend(backoff(f, "exponential-max-wait-duration-in-open-state"));
+    out
+}
+
+fn retry(c: &RetryConfig) -> Vec<(&'static str, Option<Val>)> {
+    let f = c.interval_function();
+    let wait = f.initial().unwrap_or(c.wait_duration());
+    let mut out = vec![
+        ("max-attempts", Some(Val::U32(c.max_attempts()))),
+        ("wait-duration", Some(Val::Duration(wait))),
+        ("fail-after-max-attempts", Some(Val::Bool(c.fail_after_max_attempts()))),
+    ];
+    out.extend(backoff(Some(f), "exponential-max-wait-duration"));
+    out
+}
