@@ -210,6 +210,32 @@ fn create(c: &mut Criterion) {
             })
         },
     );
+    g.bench_function(
+        BenchmarkId::new(
+            "floor: CircuitBreaker::new into a DashMap by Arc<str>",
+            INSTANCES,
+        ),
+        |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let map: DashMap<Arc<str>, CircuitBreaker, foldhash::fast::RandomState> =
+                        DashMap::with_hasher(Default::default());
+                    let start = Instant::now();
+                    for name in &names {
+                        let name: Arc<str> = Arc::from(name.as_str());
+                        map.insert(
+                            Arc::clone(&name),
+                            CircuitBreaker::new(name, CircuitBreakerConfig::default()),
+                        );
+                    }
+                    total += start.elapsed();
+                    drop(map);
+                }
+                total
+            })
+        },
+    );
     g.finish();
 }
 

@@ -223,8 +223,26 @@ const WORDS: &[&str] = &[
 ];
 
 const SCALARS: &[&str] = &[
-    "0", "1", "-1", "1.5", "true", "10s", "1500ms", "${X}", "${X:5}", "${", "${:}", "${X:${Y:1}}",
-    "prod", "!prod", "a,b", "com.example.FooException", "", "é", "\\u12", "18446744073709551616",
+    "0",
+    "1",
+    "-1",
+    "1.5",
+    "true",
+    "10s",
+    "1500ms",
+    "${X}",
+    "${X:5}",
+    "${",
+    "${:}",
+    "${X:${Y:1}}",
+    "prod",
+    "!prod",
+    "a,b",
+    "com.example.FooException",
+    "",
+    "é",
+    "\\u12",
+    "18446744073709551616",
 ];
 
 /// A random tree of keys and scalars.
@@ -268,7 +286,9 @@ fn yaml(t: &Tree, indent: usize, out: &mut String) {
                 out.push_str(&" ".repeat(indent));
                 out.push_str("- ");
                 match v {
-                    Tree::Leaf(i) => out.push_str(&format!("\"{}\"\n", SCALARS[*i].replace('\\', "\\\\"))),
+                    Tree::Leaf(i) => {
+                        out.push_str(&format!("\"{}\"\n", SCALARS[*i].replace('\\', "\\\\")))
+                    }
                     _ => {
                         out.push_str("x:");
                         yaml(v, indent + 4, out);

@@ -57,16 +57,24 @@ fn a_second_site_with_other_literals_is_reported_and_changes_nothing() {
 
     let conflict = std::iter::from_fn(|| events.try_recv())
         .find_map(|e| match e.what {
-            RegistryEventKind::AttributeConflict { first, second, keys } => {
-                Some((e.kind, e.name, first, second, keys))
-            }
+            RegistryEventKind::AttributeConflict {
+                first,
+                second,
+                keys,
+            } => Some((e.kind, e.name, first, second, keys)),
             _ => None,
         })
         .expect("an AttributeConflict event");
     let (kind, name, first, second, keys) = conflict;
     assert_eq!((kind, &*name), (Kind::Retry, "shared"));
-    assert!(first.starts_with("tests/macros_site_conflict.rs:"), "{first}");
-    assert!(second.starts_with("tests/macros_site_conflict.rs:"), "{second}");
+    assert!(
+        first.starts_with("tests/macros_site_conflict.rs:"),
+        "{first}"
+    );
+    assert!(
+        second.starts_with("tests/macros_site_conflict.rs:"),
+        "{second}"
+    );
     assert_ne!(first, second);
     assert_eq!(keys, ["max_attempts"]);
 

@@ -311,7 +311,7 @@ fn profiles_select_documents_and_profile_files_and_provenance_names_them() {
     assert_eq!(retry.config().max_attempts(), 3);
     assert_eq!(retry.config().wait_duration(), Duration::from_millis(250));
     assert_eq!(
-        at(&cb, "sliding-window-size"),
+        at(cb, "sliding-window-size"),
         "profiles.yml (document 2):14 resilience4j.circuitbreaker.instances.inventory-query.sliding-window-size"
     );
     let dev = load(&[("RESIL_PROFILES", "dev")]);

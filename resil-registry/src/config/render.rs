@@ -9,7 +9,9 @@ use std::time::Duration;
 use resil_core::bulkhead::BulkheadConfig;
 use resil_core::circuit_breaker::{CircuitBreakerConfig, SlidingWindowType};
 use resil_core::rate_limiter::RateLimiterConfig;
-use resil_core::retry::{IntervalFunction, RetryConfig, DEFAULT_MULTIPLIER, DEFAULT_RANDOMIZATION_FACTOR};
+use resil_core::retry::{
+    IntervalFunction, RetryConfig, DEFAULT_MULTIPLIER, DEFAULT_RANDOMIZATION_FACTOR,
+};
 use resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig;
 use resil_core::time_limiter::TimeLimiterConfig;
 
@@ -28,8 +30,14 @@ pub(crate) fn values(config: &dyn Any) -> Vec<(&'static str, Val)> {
             (
                 Kind::Bulkhead,
                 vec![
-                    ("max-concurrent-calls", Some(Val::U32(c.max_concurrent_calls()))),
-                    ("max-wait-duration", Some(Val::Duration(c.max_wait_duration()))),
+                    (
+                        "max-concurrent-calls",
+                        Some(Val::U32(c.max_concurrent_calls())),
+                    ),
+                    (
+                        "max-wait-duration",
+                        Some(Val::Duration(c.max_wait_duration())),
+                    ),
                     (
                         "fair-call-handling-enabled",
                         Some(Val::Bool(c.fair_call_handling_enabled())),
@@ -40,10 +48,19 @@ pub(crate) fn values(config: &dyn Any) -> Vec<(&'static str, Val)> {
             (
                 Kind::ThreadPoolBulkhead,
                 vec![
-                    ("core-thread-pool-size", Some(Val::Usize(c.core_thread_pool_size()))),
-                    ("max-thread-pool-size", Some(Val::Usize(c.max_thread_pool_size()))),
+                    (
+                        "core-thread-pool-size",
+                        Some(Val::Usize(c.core_thread_pool_size())),
+                    ),
+                    (
+                        "max-thread-pool-size",
+                        Some(Val::Usize(c.max_thread_pool_size())),
+                    ),
                     ("queue-capacity", Some(Val::Usize(c.queue_capacity()))),
-                    ("keep-alive-duration", Some(Val::Duration(c.keep_alive_duration()))),
+                    (
+                        "keep-alive-duration",
+                        Some(Val::Duration(c.keep_alive_duration())),
+                    ),
                 ],
             )
         } else if let Some(c) = config.downcast_ref::<RateLimiterConfig>() {
@@ -51,16 +68,28 @@ pub(crate) fn values(config: &dyn Any) -> Vec<(&'static str, Val)> {
                 Kind::RateLimiter,
                 vec![
                     ("limit-for-period", Some(Val::U32(c.limit_for_period()))),
-                    ("limit-refresh-period", Some(Val::Duration(c.limit_refresh_period()))),
-                    ("timeout-duration", Some(Val::Duration(c.timeout_duration()))),
+                    (
+                        "limit-refresh-period",
+                        Some(Val::Duration(c.limit_refresh_period())),
+                    ),
+                    (
+                        "timeout-duration",
+                        Some(Val::Duration(c.timeout_duration())),
+                    ),
                 ],
             )
         } else if let Some(c) = config.downcast_ref::<TimeLimiterConfig>() {
             (
                 Kind::TimeLimiter,
                 vec![
-                    ("timeout-duration", Some(Val::Duration(c.timeout_duration()))),
-                    ("cancel-running-future", Some(Val::Bool(c.cancel_running_future()))),
+                    (
+                        "timeout-duration",
+                        Some(Val::Duration(c.timeout_duration())),
+                    ),
+                    (
+                        "cancel-running-future",
+                        Some(Val::Bool(c.cancel_running_future())),
+                    ),
                 ],
             )
         } else {
@@ -100,12 +129,18 @@ fn backoff(
     let multiplier = f.and_then(IntervalFunction::multiplier);
     let factor = f.and_then(IntervalFunction::randomization_factor);
     vec![
-        ("enable-exponential-backoff", Some(Val::Bool(multiplier.is_some()))),
+        (
+            "enable-exponential-backoff",
+            Some(Val::Bool(multiplier.is_some())),
+        ),
         (
             "exponential-backoff-multiplier",
             Some(Val::F64(multiplier.unwrap_or(DEFAULT_MULTIPLIER))),
         ),
-        (max_key, f.and_then(IntervalFunction::max).map(Val::Duration)),
+        (
+            max_key,
+            f.and_then(IntervalFunction::max).map(Val::Duration),
+        ),
         ("enable-randomized-wait", Some(Val::Bool(factor.is_some()))),
         (
             "randomized-wait-factor",
@@ -120,8 +155,14 @@ fn breaker(c: &CircuitBreakerConfig) -> Vec<(&'static str, Option<Val>)> {
         .and_then(IntervalFunction::initial)
         .unwrap_or(c.wait_duration_in_open_state());
     let mut out = vec![
-        ("failure-rate-threshold", Some(Val::Percent(c.failure_rate_threshold()))),
-        ("slow-call-rate-threshold", Some(Val::Percent(c.slow_call_rate_threshold()))),
+        (
+            "failure-rate-threshold",
+            Some(Val::Percent(c.failure_rate_threshold())),
+        ),
+        (
+            "slow-call-rate-threshold",
+            Some(Val::Percent(c.slow_call_rate_threshold())),
+        ),
         (
             "slow-call-duration-threshold",
             Some(Val::Duration(c.slow_call_duration_threshold())),
@@ -136,12 +177,20 @@ fn breaker(c: &CircuitBreakerConfig) -> Vec<(&'static str, Option<Val>)> {
                 },
             )),
         ),
-        ("sliding-window-size", Some(Val::U32(c.sliding_window_size()))),
-        ("minimum-number-of-calls", Some(Val::U32(c.minimum_number_of_calls()))),
+        (
+            "sliding-window-size",
+            Some(Val::U32(c.sliding_window_size())),
+        ),
+        (
+            "minimum-number-of-calls",
+            Some(Val::U32(c.minimum_number_of_calls())),
+        ),
         ("wait-duration-in-open-state", Some(Val::Duration(wait))),
         (
             "automatic-transition-from-open-to-half-open-enabled",
-            Some(Val::Bool(c.automatic_transition_from_open_to_half_open_enabled())),
+            Some(Val::Bool(
+                c.automatic_transition_from_open_to_half_open_enabled(),
+            )),
         ),
         (
             "permitted-number-of-calls-in-half-open-state",
@@ -153,9 +202,15 @@ fn breaker(c: &CircuitBreakerConfig) -> Vec<(&'static str, Option<Val>)> {
         ),
         (
             "transition-to-state-after-wait-duration",
-            Some(word(STATES, c.transition_to_state_after_wait_duration().as_str())),
+            Some(word(
+                STATES,
+                c.transition_to_state_after_wait_duration().as_str(),
+            )),
         ),
-        ("initial-state", Some(word(STATES, c.initial_state().as_str()))),
+        (
+            "initial-state",
+            Some(word(STATES, c.initial_state().as_str())),
+        ),
     ];
     out.extend(backoff(f, "exponential-max-wait-duration-in-open-state"));
     out
@@ -167,7 +222,10 @@ fn retry(c: &RetryConfig) -> Vec<(&'static str, Option<Val>)> {
     let mut out = vec![
         ("max-attempts", Some(Val::U32(c.max_attempts()))),
         ("wait-duration", Some(Val::Duration(wait))),
-        ("fail-after-max-attempts", Some(Val::Bool(c.fail_after_max_attempts()))),
+        (
+            "fail-after-max-attempts",
+            Some(Val::Bool(c.fail_after_max_attempts())),
+        ),
     ];
     out.extend(backoff(Some(f), "exponential-max-wait-duration"));
     out

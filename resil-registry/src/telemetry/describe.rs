@@ -36,10 +36,10 @@ pub trait Describe {
 }
 
 /// A duration as a config file writes it (the loader parses it back).
+#[cfg(feature = "redis")]
 fn d(v: std::time::Duration) -> String {
     crate::config::format_duration(v)
 }
-
 
 impl Describe for CircuitBreaker {
     type Event = resil_core::circuit_breaker::CircuitBreakerEvent;
@@ -143,7 +143,6 @@ impl Describe for CircuitBreaker {
     }
 }
 
-
 impl Describe for Retry {
     type Event = resil_core::retry::RetryEvent;
 
@@ -194,7 +193,6 @@ impl Describe for Retry {
     }
 }
 
-
 impl Describe for Bulkhead {
     type Event = resil_core::bulkhead::BulkheadEvent;
 
@@ -241,7 +239,6 @@ impl Describe for Bulkhead {
         }
     }
 }
-
 
 impl Describe for ThreadPoolBulkhead {
     type Event = resil_core::thread_pool_bulkhead::ThreadPoolBulkheadEvent;
@@ -308,7 +305,6 @@ impl Describe for ThreadPoolBulkhead {
     }
 }
 
-
 impl Describe for RateLimiter {
     type Event = resil_core::rate_limiter::RateLimiterEvent;
 
@@ -360,7 +356,6 @@ impl Describe for RateLimiter {
         }
     }
 }
-
 
 impl Describe for TimeLimiter {
     type Event = resil_core::time_limiter::TimeLimiterEvent;
