@@ -9,7 +9,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use resil::circuit_breaker::{CircuitBreakerConfig, Metrics};
+use resil::circuit_breaker::Metrics;
 use resil::ErrorKind;
 use tokio::sync::mpsc;
 
@@ -90,8 +90,8 @@ pub async fn run(lab: &Lab) -> Vec<String> {
     let at = downstream.addr();
     let registry = resil::registry();
     let breaker = registry.circuit_breaker("defaults");
-    // The instance has no settings but the defaults: 60 s.
-    let wait = CircuitBreakerConfig::default().wait_duration_in_open_state();
+    // No settings but the defaults: 60 s.
+    let wait = breaker.config().wait_duration_in_open_state();
     let mut out = Vec::new();
 
     // §二 The window is not full: 99 failures in a row open nothing.
