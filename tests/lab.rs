@@ -274,3 +274,46 @@ async fn timeout() {
 async fn defaults() {
     check("defaults").await;
 }
+
+/// The README shows the `circuit` mode: its annotated fn as the lab has it,
+/// its `lab.yaml` entry as the file has it, and the lines the mode prints.
+#[test]
+fn the_readme_shows_the_circuit_mode_as_it_is() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let read = |path: &str| {
+        std::fs::read_to_string(format!("{root}/{path}")).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let readme = read("README.md");
+    let code = read("examples/lab/mechanisms.rs");
+    let yaml = read("examples/lab/lab.yaml");
+    assert!(
+        readme.contains("cargo run --example lab "),
+        "the README's first command"
+    );
+
+    let annotated = "#[resil::circuit_breaker(name = \"price-circuit\")]\n\
+        async fn circuit_price(downstream: SocketAddr, behaviour: &str) -> Result<u32, PriceError> {\n    \
+        price::fetch(downstream, behaviour).await\n}\n";
+    assert!(
+        code.contains(annotated),
+        "mechanisms.rs has the fn the README shows"
+    );
+    assert!(
+        readme.contains(annotated),
+        "the README shows the fn mechanisms.rs has"
+    );
+
+    // Every setting line the README shows is in lab.yaml, as written.
+    let shown = readme
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README's lab.yaml block");
+    assert!(shown.contains("price-circuit: { base-config: price }"));
+    for line in shown.lines() {
+        assert!(yaml.lines().any(|l| l == line), "lab.yaml lacks `{line}`");
+    }
+
+    let printed = format!("== circuit\n{}\n", expected("circuit").join("\n"));
+    assert!(readme.contains(&printed), "the README prints:\n{printed}");
+}
