@@ -1,4 +1,4 @@
-//! Seed 002's run of Resilience4j's default circuit-breaker configuration
+//! A run of Resilience4j's default circuit-breaker configuration
 //! (COUNT_BASED window of 100, minimum 100 calls, 50 % failures, slow at 60 s
 //! and 100 %, 60 s open, 10 half-open probes, no half-open time limit): why
 //! a breaker on defaults stayed CLOSED through a one-minute outage.
@@ -71,8 +71,8 @@ async fn any_instance(instance: SocketAddr) -> Result<u32, PriceError> {
     price::fetch(instance, "ok").await
 }
 
-/// `state=… buffered=… failed=… slow=… failureRate=…`, seed 002's
-/// parenthesis (`-1.0`: no rate yet, below the minimum number of calls).
+/// `state=… buffered=… failed=… slow=… failureRate=…`: the window as
+/// Resilience4j's metrics report it (`-1.0`: no rate yet, below the minimum number of calls).
 fn window(m: &Metrics) -> String {
     format!(
         "state={} buffered={} failed={} slow={} failureRate={:.1}",
@@ -84,7 +84,9 @@ fn window(m: &Metrics) -> String {
     )
 }
 
-/// Seed 002 §二 to §七, each result with its numbers.
+/// Every default, one experiment each: the window's minimum, OPEN, the way
+/// back through HALF_OPEN, what counts as a failure, slow calls, and what one
+/// breaker covers.
 pub async fn run(lab: &Lab) -> Vec<String> {
     let downstream = Downstream::start(&lab.clock).await;
     let at = downstream.addr();

@@ -1,6 +1,5 @@
-//! Seed 003's three dependency-governance experiments, which it names but
-//! does not print: `shared` (isolation covers only what is split),
-//! `shared-breaker` (a breaker's scope, seed 002 §七) and `amplification`
+//! Three dependency-governance experiments: `shared` (isolation covers only what is split),
+//! `shared-breaker` (what one breaker covers) and `amplification`
 //! (stacked retries, and resil's retry budget against them).
 
 use std::net::SocketAddr;

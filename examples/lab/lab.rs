@@ -11,9 +11,9 @@ use crate::{defaults, governance, mechanisms, price};
 /// The config file beside the lab.
 pub const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/lab/lab.yaml");
 
-/// Every mode, in the order `cargo run --example lab` runs them: seed 003's
-/// eight mechanisms, its three dependency-governance experiments, the lab's
-/// own `timeout`, and seed 002's run of the default configuration.
+/// Every mode, in the order `cargo run --example lab` runs them: eight
+/// mechanisms as a Java lab on Resilience4j 2.3.0 runs them, three dependency-governance experiments, `timeout`, and a
+/// run of Resilience4j's default breaker configuration.
 pub const MODES: [&str; 13] = [
     "circuit",
     "slow",

@@ -1,4 +1,5 @@
-//! The protection lab: seed experiments on resil's attributes, over real HTTP.
+//! The protection lab: Resilience4j's fault-tolerance experiments on resil's
+//! attributes, over real HTTP.
 //!
 //! ```text
 //! cargo run --example lab                  # every mode

@@ -1,7 +1,8 @@
-//! Seed 003's eight mechanisms (`circuit`, `slow`, `classification`,
-//! `bulkhead`, `async`, `rate`, `order`, `fallback`) and the lab's `timeout`.
-//! Each protected call is an annotated fn whose instance `lab.yaml`
-//! configures; each mode prints exactly the lines seed 003's Java lab prints.
+//! Eight mechanisms (`circuit`, `slow`, `classification`, `bulkhead`,
+//! `async`, `rate`, `order`, `fallback`) and the lab's `timeout`. Each
+//! protected call is an annotated fn whose instance `lab.yaml` configures;
+//! each of the eight prints exactly the lines a Java lab on Resilience4j
+//! 2.3.0 prints for the same experiment.
 
 use std::net::SocketAddr;
 use std::sync::Mutex;
@@ -19,7 +20,7 @@ use crate::price::{self, PriceError};
 
 // ---- circuit -------------------------------------------------------------
 
-/// The price query behind seed 003's breaker (`price-circuit` in lab.yaml).
+/// The price query behind the lab's breaker (`price-circuit` in lab.yaml).
 #[resil::circuit_breaker(name = "price-circuit")]
 async fn circuit_price(downstream: SocketAddr, behaviour: &str) -> Result<u32, PriceError> {
     price::fetch(downstream, behaviour).await

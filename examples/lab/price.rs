@@ -1,4 +1,4 @@
-//! The adapter between HTTP and the lab's protected calls (seed 003's
+//! The adapter between HTTP and the lab's protected calls (the lab's
 //! contract): 200 is the price, 403 is `BusinessRejected`, any other status
 //! (and no answer at all) is `DependencyFailure`. A 503 that came back as a
 //! normal reply would otherwise look like a success to every primitive.
@@ -61,7 +61,7 @@ impl fmt::Display for PriceError {
 impl std::error::Error for PriceError {}
 
 impl PriceError {
-    /// The name seed 003's Java lab prints for this outcome: its exception
+    /// The name the Java lab prints for this outcome: its exception
     /// class, or Resilience4j's for a refusal.
     pub fn label(&self) -> &'static str {
         match self {
