@@ -12,8 +12,9 @@ use crate::{defaults, governance, mechanisms, price};
 pub const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/lab/lab.yaml");
 
 /// Every mode, in the order `cargo run --example lab` runs them: eight
-/// mechanisms as a Java lab on Resilience4j 2.3.0 runs them, three dependency-governance experiments, `timeout`, and a
-/// run of Resilience4j's default breaker configuration.
+/// mechanisms as a Java lab on Resilience4j 2.3.0 runs them, three
+/// dependency-governance experiments, `timeout`, and a run of Resilience4j's
+/// default breaker configuration.
 pub const MODES: [&str; 13] = [
     "circuit",
     "slow",
@@ -33,9 +34,10 @@ pub const MODES: [&str; 13] = [
 /// What every mode gets: the lab's clock.
 ///
 /// The registry's instances read this clock, so the lab's time moves only
-/// when the lab says so: `lab.wait(400ms)` stands for waiting out an open
-/// breaker, and the downstream's "slow" answer moves it while the request is
-/// being served. The HTTP is real, and concurrency is real (held requests
+/// when the lab says so: [`Lab::wait`] stands for waiting out an open
+/// breaker or a rate-limit cycle, a retry's wait between attempts passes on
+/// it at once, and the downstream's "slow" answer moves it while the request
+/// is being served. The HTTP is real, and concurrency is real (held requests
 /// really hold their slots); what a busy machine cannot change is which side
 /// of a threshold a call's duration falls on. Only the time limiter waits on
 /// tokio's real timer (its `timeout` mode holds the request until after it

@@ -56,9 +56,9 @@ pub async fn circuit(lab: &Lab) -> Vec<String> {
         breaker.metrics().not_permitted_calls()
     ));
 
-    // Just past wait-duration-in-open-state (400 ms): as in Resilience4j,
-    // OPEN ends strictly after it.
-    lab.wait(Duration::from_millis(401));
+    // Just past wait-duration-in-open-state (400 ms in lab.yaml): as in
+    // Resilience4j, OPEN ends strictly after it.
+    lab.wait(breaker.config().wait_duration_in_open_state() + Duration::from_millis(1));
     assert_eq!(circuit_price(at, "ok").await, Ok(PRICE));
     out.push(format!("probe1 state={}", breaker.state()));
     assert_eq!(circuit_price(at, "ok").await, Ok(PRICE)); // the second probe
@@ -258,7 +258,13 @@ pub async fn rate(lab: &Lab) -> Vec<String> {
         "periodAccepted={accepted} rejected={rejected} httpCalls={}",
         downstream.requests()
     )];
-    lab.wait(Duration::from_secs(2)); // limit-refresh-period
+    // limit-refresh-period (2 s in lab.yaml): the next cycle.
+    lab.wait(
+        resil::registry()
+            .rate_limiter("read")
+            .config()
+            .limit_refresh_period(),
+    );
     let next = read_price(at, "ok").await.expect("the next cycle's quota");
     out.push(format!(
         "nextPeriod={next} httpCalls={}",
