@@ -27,6 +27,7 @@ mod erased;
 pub mod error;
 pub mod event;
 mod guarded;
+pub mod hedging;
 pub mod interval;
 pub mod rate_limiter;
 pub mod rejection;
