@@ -79,7 +79,7 @@ pub use resil_core::{
 
 /// Primitives beyond Resilience4j's (issue 20): hedging, the adaptive
 /// concurrency limit and fault injection for drills.
-pub use resil_core::hedging;
+pub use resil_core::{chaos, hedging};
 
 // The attributes live in the macro namespace, so `resil::circuit_breaker` is
 // both the module above and the attribute here; the derive shares its name

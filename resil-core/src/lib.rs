@@ -16,6 +16,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod bulkhead;
+pub mod chaos;
 pub mod circuit_breaker;
 pub mod clock;
 mod cold_box;
