@@ -105,6 +105,7 @@ where
 {
     type Output = Result<T, Error<E>>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let inner = this.guard.inner;
@@ -217,7 +218,7 @@ where
 {
     /// `attempt` won: drop every other attempt (giving back their permits)
     /// and the timer, count, and return its outcome.
-    #[inline]
+    #[inline(always)]
     fn win(
         mut this: HedgedProj<'_, 'a, F, Fut, C, X>,
         attempt: u32,
@@ -226,7 +227,7 @@ where
         let inner = this.guard.inner;
         this.guard.done = true;
         if attempt == 0 {
-            Counters::add(&inner.counters.won_by_primary);
+            inner.counters.won_by_primary.increment();
             inner
                 .events
                 .publish_with(|| HedgingEvent::new(&inner.name, HedgingEventKind::WonByPrimary, 0));
