@@ -6,9 +6,11 @@
 //!
 //! Calls that find room under the limit (the case every call takes while
 //! the downstream keeps up): take a slot, run a trivial call, give the slot
-//! back. The adaptive bulkhead also reads the clock twice and folds the
-//! latency into its sample window under a `try_lock`; that is the price of a
-//! limit that follows the downstream, and what this bench puts a figure on.
+//! back. The adaptive bulkhead also reads the clock twice; a call slower
+//! than `min_rtt_threshold` (100 µs) also folds its latency into the sample
+//! window under a `try_lock`. `…, every call a sample` sets the threshold to
+//! zero, so every call takes that lock: the price of a limit that follows
+//! the downstream, and what this bench puts a figure on.
 //! (Refusals and the limit's movement are tested in `tests/adaptive_bulkhead.rs`.)
 //!
 //! # What is measured
@@ -54,6 +56,7 @@ fn poll_once<F: Future>(fut: F) -> F::Output {
 
 struct Contenders {
     adaptive: AdaptiveBulkhead,
+    sampled: AdaptiveBulkhead,
     fixed: Bulkhead,
     semaphore: Arc<tokio::sync::Semaphore>,
 }
@@ -67,6 +70,14 @@ impl Contenders {
                 "bench",
                 AdaptiveBulkheadConfig::builder()
                     .initial_limit(LIMIT as u32)
+                    .build()
+                    .unwrap(),
+            ),
+            sampled: AdaptiveBulkhead::new(
+                "bench",
+                AdaptiveBulkheadConfig::builder()
+                    .initial_limit(LIMIT as u32)
+                    .min_rtt_threshold(std::time::Duration::ZERO)
                     .build()
                     .unwrap(),
             ),
@@ -85,6 +96,14 @@ impl Contenders {
 fn adaptive_call_async(c: &Contenders) -> u64 {
     poll_once(
         c.adaptive
+            .call_async(async { Ok::<_, Infallible>(black_box(1)) }),
+    )
+    .unwrap()
+}
+
+fn sampled_call_async(c: &Contenders) -> u64 {
+    poll_once(
+        c.sampled
             .call_async(async { Ok::<_, Infallible>(black_box(1)) }),
     )
     .unwrap()
@@ -166,6 +185,18 @@ fn two_threads(crit: &mut Criterion) {
             })
         })
     });
+    g.bench_function(
+        "resil AdaptiveBulkhead call_async, every call a sample",
+        |b| {
+            b.iter_custom(|iters| {
+                support::on_threads(2, iters, |n| {
+                    (0..n).for_each(|_| {
+                        black_box(sampled_call_async(&c));
+                    })
+                })
+            })
+        },
+    );
     g.bench_function("resil Bulkhead call_async", |b| {
         b.iter_custom(|iters| {
             support::on_threads(2, iters, |n| {

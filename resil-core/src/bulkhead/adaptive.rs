@@ -126,6 +126,8 @@ pub(crate) struct AdaptiveInner {
     samples: AtomicU64,
     dropped: AtomicU64,
     min_rtt: AtomicU64,
+    /// `min_rtt_threshold` in nanoseconds.
+    min_rtt_threshold: u64,
     config: AdaptiveBulkheadConfig,
     clock: SharedClock,
     events: EventPublisher<AdaptiveBulkheadEvent>,
@@ -202,13 +204,15 @@ impl AdaptiveInner {
     fn learn(&self, start: u64, inflight: u32, dropped: bool) {
         let end = self.clock.now_nanos();
         let rtt = end.saturating_sub(start);
+        // Checked before the lock: a call too fast to be a sample (a cache
+        // hit) leaves the estimator's line alone.
+        if rtt < self.min_rtt_threshold {
+            return;
+        }
         let Some(mut guard) = self.vegas.try_lock() else {
             return;
         };
         let (windows, vegas) = &mut *guard;
-        if !windows.counts(rtt) {
-            return;
-        }
         self.samples.fetch_add(1, Ordering::Relaxed);
         if dropped {
             self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -279,6 +283,7 @@ impl AdaptiveBulkhead {
                 samples: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
                 min_rtt: AtomicU64::new(0),
+                min_rtt_threshold: clock::nanos(config.min_rtt_threshold()),
                 config,
                 clock: SharedClock::new(clock),
                 events: EventPublisher::default(),

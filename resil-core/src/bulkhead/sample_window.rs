@@ -67,12 +67,6 @@ impl Windows {
         }
     }
 
-    /// Whether a call of latency `rtt` is a sample at all.
-    #[inline]
-    pub(crate) fn counts(&self, rtt: u64) -> bool {
-        rtt >= self.rule.min_rtt_threshold
-    }
-
     /// Adds a call that ended at `end` after `rtt`; returns the window's
     /// summary when this call closed a window that had enough samples.
     pub(crate) fn add(
@@ -82,7 +76,7 @@ impl Windows {
         inflight: u32,
         dropped: bool,
     ) -> Option<Summary> {
-        if !self.counts(rtt) {
+        if rtt < self.rule.min_rtt_threshold {
             return None;
         }
         let w = &mut self.current;
