@@ -78,8 +78,9 @@ pub use resil_core::{
 };
 
 /// Primitives beyond Resilience4j's (issue 20): hedging, the adaptive
-/// concurrency limit and fault injection for drills.
-pub use resil_core::{chaos, hedging};
+/// concurrency limit (in `bulkhead`), fault injection for drills, and the
+/// configuration advisor.
+pub use resil_core::{advisor, chaos, hedging};
 
 // The attributes live in the macro namespace, so `resil::circuit_breaker` is
 // both the module above and the attribute here; the derive shares its name

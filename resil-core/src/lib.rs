@@ -15,6 +15,7 @@
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod advisor;
 pub mod bulkhead;
 pub mod chaos;
 pub mod circuit_breaker;
