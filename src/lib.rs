@@ -77,6 +77,11 @@ pub use resil_core::{
     thread_pool_bulkhead, time_limiter, ConfigError, Error, ErrorKind, IntervalFunction, Rejection,
 };
 
+/// Primitives beyond Resilience4j's (issue 20): hedging, the adaptive
+/// concurrency limit (in `bulkhead`), fault injection for drills, and the
+/// configuration advisor.
+pub use resil_core::{advisor, chaos, hedging};
+
 // The attributes live in the macro namespace, so `resil::circuit_breaker` is
 // both the module above and the attribute here; the derive shares its name
 // with the `ErrorClass` trait, as serde's derives do.

@@ -15,9 +15,11 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use resil::bulkhead::{Bulkhead, BulkheadConfig};
+use resil::bulkhead::{AdaptiveBulkhead, AdaptiveBulkheadConfig, Bulkhead, BulkheadConfig};
+use resil::chaos::{Chaos, ChaosConfig};
 use resil::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig, SlidingWindowType};
 use resil::clock::{ManualClock, SystemClock};
+use resil::hedging::{Hedging, HedgingConfig};
 use resil::rate_limiter::{RateLimiter, RateLimiterConfig};
 use resil::retry::{Retry, RetryConfig};
 use resil::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadConfig};
@@ -348,6 +350,120 @@ fn a_time_limiter_and_the_five_aspect_stack_allocate_nothing_per_call() {
         0,
         "Retry(CB(RL(TL(BH(call))))) with call_async_nested at every layer"
     );
+}
+
+#[test]
+fn hedging_whose_first_attempt_is_ready_allocates_nothing() {
+    let hedging = Hedging::new("hedge", HedgingConfig::default());
+    assert_eq!(
+        allocations_in(|i| {
+            let _ = ready(hedging.call_async(|_| async move { mixed(i).map_err(|_| 0u32) }));
+        }),
+        // A failed first attempt (2 % here) starts a hedge, which is boxed:
+        // the ready-at-once success path alone is measured below.
+        CALLS / 50 * 2,
+        "call_async, mixed: a hedge (box + its Vec) per failure"
+    );
+    assert_eq!(
+        allocations_in(|i| {
+            let _ = ready(hedging.call_async(|_| async move { Ok::<_, u32>(i) }));
+        }),
+        0,
+        "call_async, success"
+    );
+    let bh = Bulkhead::new("bh", BulkheadConfig::default());
+    assert_eq!(
+        allocations_in(|i| {
+            let _ =
+                ready(hedging.call_async_nested(|_| bh.call_async(async move { Ok::<_, u32>(i) })));
+        }),
+        0,
+        "call_async_nested around a bulkhead"
+    );
+}
+
+#[test]
+fn an_adaptive_bulkhead_allocates_nothing_per_call() {
+    let clock = ManualClock::new();
+    let bulkhead = AdaptiveBulkhead::with_clock(
+        "adaptive",
+        AdaptiveBulkheadConfig::builder()
+            .min_window_time(Duration::from_millis(1))
+            .window_size(1)
+            .min_rtt_threshold(Duration::ZERO)
+            .build()
+            .unwrap(),
+        clock.clone(),
+    );
+    assert_eq!(
+        allocations_in(|i| {
+            let _ = bulkhead.call(|| {
+                // Latency that moves the limit now and then (it resizes).
+                clock.advance(Duration::from_micros(100 + i % 7 * 300));
+                mixed(i)
+            });
+        }),
+        0,
+        "call, with the limit moving"
+    );
+    assert_eq!(
+        allocations_in(|i| {
+            let _ = ready(bulkhead.call_async(async move { mixed(i) }));
+        }),
+        0,
+        "call_async"
+    );
+    assert_eq!(
+        allocations_in(|_| bulkhead.try_acquire_permission().unwrap().record_success()),
+        0,
+        "try_acquire_permission + record_success"
+    );
+}
+
+#[test]
+fn chaos_allocates_nothing_when_off_or_when_no_fault_is_drawn() {
+    let chaos = Chaos::new(
+        "chaos",
+        ChaosConfig::builder()
+            .inject_error(1.0, || 503u32)
+            .inject_latency(1.0, Duration::from_secs(1))
+            .build()
+            .unwrap(),
+    );
+    assert_eq!(
+        allocations_in(|i| drop(chaos.call(|| mixed(i)))),
+        0,
+        "call, off"
+    );
+    assert_eq!(
+        allocations_in(|i| drop(ready(chaos.call_async(async move { mixed(i) })))),
+        0,
+        "call_async, off"
+    );
+    let quiet = Chaos::new(
+        "chaos",
+        ChaosConfig::builder()
+            .inject_error(0.0, || 503u32)
+            .enabled(true)
+            .build()
+            .unwrap(),
+    );
+    assert_eq!(
+        allocations_in(|i| drop(ready(quiet.call_async(async move { mixed(i) })))),
+        0,
+        "call_async, on, nothing drawn"
+    );
+}
+
+#[test]
+fn the_new_primitives_fit_in_a_kilobyte_until_someone_subscribes() {
+    let (_, bytes) = footprint(|| Hedging::new("hedge", HedgingConfig::default()));
+    assert!(bytes <= KB, "hedging: {bytes} B");
+    let (_, bytes) =
+        footprint(|| AdaptiveBulkhead::new("adaptive", AdaptiveBulkheadConfig::default()));
+    assert!(bytes <= KB, "adaptive bulkhead: {bytes} B");
+    let (_, bytes) = footprint(|| Chaos::new("chaos", ChaosConfig::default()));
+    assert!(bytes <= KB, "chaos: {bytes} B");
 }
 
 /// Bytes an instance occupies: its handle plus the heap its construction left

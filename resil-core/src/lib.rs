@@ -15,7 +15,9 @@
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod advisor;
 pub mod bulkhead;
+pub mod chaos;
 pub mod circuit_breaker;
 pub mod clock;
 mod cold_box;
@@ -27,6 +29,7 @@ mod erased;
 pub mod error;
 pub mod event;
 mod guarded;
+pub mod hedging;
 pub mod interval;
 pub mod rate_limiter;
 pub mod rejection;

@@ -81,6 +81,14 @@
 //! [`try_acquire_permission`](Bulkhead::try_acquire_permission) never waits and
 //! ignores deadlines, like `tokio::sync::Semaphore::try_acquire`.
 //!
+//! # An adaptive limit
+//!
+//! [`AdaptiveBulkhead`] is the bulkhead kind whose limit is measured rather
+//! than configured (Netflix concurrency-limits' Vegas): it grows while calls
+//! finish in about the smallest latency seen and shrinks when latency shows
+//! they queue downstream, within `min_limit..=max_limit`. It refuses at once
+//! when full, never waits.
+//!
 //! # Runtime
 //!
 //! Async waits (a positive `max_wait_duration`) run on the injected clock's
@@ -89,11 +97,16 @@
 //! that waits parks its thread: do not let it wait inside an async task.
 
 mod acquire;
+mod adaptive;
+mod adaptive_config;
+mod adaptive_event;
 mod config;
 mod event;
 mod metrics;
 mod permit;
+mod sample_window;
 mod semaphore;
+mod vegas;
 
 use std::fmt;
 use std::future::Future;
@@ -104,6 +117,11 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 pub use self::acquire::AcquirePermission;
+pub use self::adaptive::{AdaptiveBulkhead, AdaptivePermit};
+pub use self::adaptive_config::{AdaptiveBulkheadConfig, AdaptiveBulkheadConfigBuilder};
+pub use self::adaptive_event::{
+    AdaptiveBulkheadEvent, AdaptiveBulkheadEventKind, AdaptiveBulkheadMetrics,
+};
 pub use self::config::{BulkheadConfig, BulkheadConfigBuilder, MAX_CONCURRENT_CALLS};
 pub use self::event::{BulkheadEvent, BulkheadEventKind};
 pub use self::metrics::BulkheadMetrics;
