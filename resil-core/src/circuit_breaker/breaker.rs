@@ -299,9 +299,12 @@ impl CircuitBreaker {
     /// continues.
     ///
     /// When `f` is itself protected by resil primitives (it returns
-    /// `Result<T, resil::Error<E>>`), use [`call_nested`](Self::call_nested):
-    /// here `E` would be `resil::Error<…>`, which predicates written for the
-    /// inner error type never match.
+    /// `Result<T, resil::Error<E>>`), its error is classified as
+    /// [`call_nested`](Self::call_nested) classifies it: `Error::Call(e)` by
+    /// the predicates written for `E`, an inner refusal by those written for
+    /// that refusal (predicates written for `resil::Error<E>` itself answer
+    /// first). The two differ only in the result: here `Error<Error<E>>`,
+    /// there one flat `Error<E>`.
     #[inline]
     pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
     where
