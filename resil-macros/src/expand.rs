@@ -86,6 +86,8 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         .expect("valid.rs requires a return type");
 
     // Parameters: how each is re-used, and the signature adjusted for it.
+    let thread_pool = plan.layers.iter().any(|l| l.thread_pool);
+    let mut pool_args = TokenStream::new();
     let self_alias = mixed("__resil_self");
     let mut replace_receiver = false;
     let mut params = Vec::new();
@@ -125,6 +127,15 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
                     }) => {
                         let ident = ident.clone();
                         let m = if reuse { mutability.take() } else { None };
+                        if thread_pool {
+                            let keep = if reuse { None } else { mutability.take() };
+                            // Every token at the argument: a type that cannot
+                            // move is reported once, there.
+                            pool_args.extend(respan(
+                                quote!(let #keep #ident = #c::pool_arg(#ident);),
+                                span,
+                            ));
+                        }
                         let rebind = if is_mut_ref {
                             quote!(let #m #ident = &mut *#ident;)
                         } else {
@@ -246,8 +257,17 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
 
     let ret_span = ret.span();
     let result_check = quote_spanned!(ret_span=> #c::protected_result::<#ret>(););
+    // Where a missing `From<Rejection>` is reported: the error type as
+    // written (`AppError` in `Result<u32, AppError>`), else the return type.
+    let (err_span, err_ty) = match error_type(&ret) {
+        Some(e) => (e.span(), e.to_token_stream()),
+        None => (ret_span, quote!(<#ret as #c::ProtectedResult>::Err)),
+    };
     let finish = if plan.fallbacks.is_empty() {
-        quote_spanned!(ret_span=> #c::into_fn_result(#out))
+        // The path to resil keeps its own span: a wrong `crate = "…"` is
+        // reported once, at that literal.
+        let call = respan(quote!(into_fn_result::<_, #err_ty>(#out)), err_span);
+        quote!(#c::#call)
     } else {
         let receiver = plan
             .item
@@ -272,6 +292,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
             is_async,
             fn_name: &plan.item.sig.ident,
             checks: &c,
+            err_span,
         })
     };
 
@@ -280,6 +301,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         #[allow(dead_code)]
         const #marker: () = ();
         #result_check
+        #pool_args
         #sites
         #run
         #finish
@@ -309,6 +331,49 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         #(#attrs)*
         #vis #sig #group
     }
+}
+
+/// `E` in `Result<T, E>` as written (any path ending in `Result` with two
+/// type arguments).
+fn error_type(ret: &Type) -> Option<&Type> {
+    let Type::Path(p) = ret else { return None };
+    let seg = p.path.segments.last()?;
+    if !seg.ident.to_string().ends_with("Result") {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &seg.arguments else {
+        return None;
+    };
+    let mut types = args.args.iter().filter_map(|a| match a {
+        syn::GenericArgument::Type(t) => Some(t),
+        _ => None,
+    });
+    let _ok = types.next()?;
+    types.next()
+}
+
+/// `tokens` with every token (and group) at `span`; identifiers keep their
+/// own hygiene.
+pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            match &mut t {
+                TokenTree::Group(g) => {
+                    let mut group =
+                        proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                    group.set_span(span);
+                    t = TokenTree::Group(group);
+                }
+                TokenTree::Ident(i) => {
+                    let s = span.resolved_at(i.span());
+                    i.set_span(s);
+                }
+                other => other.set_span(span),
+            }
+            t
+        })
+        .collect()
 }
 
 /// The parameter's type for the fallback check, `_` where it cannot be
