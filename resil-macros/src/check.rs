@@ -69,9 +69,10 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
     let mut checks = TokenStream::new();
     for (j, (b, span)) in vars.iter().enumerate() {
         for (a, _) in &vars[..j] {
-            checks.extend(
-                quote_spanned!(*span=> #p::distinct::<_, _, _, _, #args_ty, #e>(#a, #b, &#err);),
-            );
+            checks.extend(respan(
+                quote!(#p::distinct::<_, _, _, _, #args_ty, #e>(#a, #b, &#err);),
+                *span,
+            ));
         }
     }
     let mut coverage = TokenStream::new();
@@ -95,10 +96,10 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
                 *span,
             )
         } else {
-            respan(
-                quote!(#p::invoke::<#ret, _, #args_ty, #e, _>(#var, #args_val, #err)),
-                *span,
-            )
+            // Here only the path is moved: the whole call at the token would
+            // report an unfit fallback twice (`coverage`, then `invoke`).
+            let p = respan(p.clone(), *span);
+            quote_spanned!(*span=> #p::invoke::<#ret, _, #args_ty, #e, _>(#var, #args_val, #err))
         };
         let finished = quote_spanned!(*span=> #site.finished(#call));
         quote! {

@@ -182,16 +182,14 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
     }
 
     // One static per call site holding every primitive's handle: one
-    // `OnceLock` check per call, then one atomic load per primitive.
-    let handles: Vec<Ident> = (0..plan.layers.len())
-        .map(|i| mixed(&format!("__resil_h{i}")))
-        .collect();
+    // `OnceLock` check per call, then one atomic load per primitive, made
+    // where the primitive is called, so the retry's closure captures one
+    // pointer (the site's handles), not one per primitive.
+    let mut handles: Vec<TokenStream> = Vec::new();
     let mut types = Vec::new();
     let mut inits = Vec::new();
-    let mut lets = TokenStream::new();
     let all = mixed("__resil_handles");
     for (i, layer) in plan.layers.iter().enumerate() {
-        let h = &handles[i];
         let (ty, get) = primitive(layer);
         let name = &layer.name;
         let init = if layer.settings.is_empty() {
@@ -212,21 +210,16 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
             // Not a registry handle: the site's limiter on the backend the
             // settings choose (local, or Redis with the `redis` feature).
             types.push(quote!(#p::#ty));
-            lets.extend(quote! {
-                let #h: &'static #p::#ty = &#all.#index;
-            });
+            handles.push(quote!(&#all.#index));
         } else {
             types.push(quote!(#p::Handle<#p::#ty>));
-            lets.extend(quote! {
-                let #h: &'static #p::#ty = #all.#index.get();
-            });
+            handles.push(quote!(#p::Handle::get(&#all.#index)));
         }
     }
     let site = mixed("__RESIL_SITE");
     let sites = quote! {
         static #site: #p::Site<(#(#types,)*)> = #p::Site::new();
         let #all: &'static (#(#types,)*) = #site.get(|| (#(#inits,)*));
-        #lets
     };
 
     // The stack, innermost first.
@@ -427,7 +420,7 @@ fn primitive(layer: &Layer) -> (Ident, Ident) {
 fn innermost_call(
     krate: &TokenStream,
     layer: &Layer,
-    h: &Ident,
+    h: &TokenStream,
     rebind: &TokenStream,
     body: &TokenStream,
     is_async: bool,
@@ -454,7 +447,7 @@ fn innermost_call(
 fn outer_call(
     krate: &TokenStream,
     layer: &Layer,
-    h: &Ident,
+    h: &TokenStream,
     rebind: &TokenStream,
     inner: TokenStream,
     is_async: bool,

@@ -7,7 +7,7 @@ impl From<resil::Rejection> for E {
 }
 
 #[resil::circuit_breaker(name = "a", fallback = plan_b)]
-fn fetch<T: ToString>(item: T) -> Result<String, E> {
+fn fetch<T: ToString + Clone>(item: T) -> Result<String, E> {
     Ok(item.to_string())
 }
 
