@@ -726,9 +726,7 @@ impl Inner {
     }
 
     /// Predicates are configured but none was written for the type just
-    /// classified, so they cannot match it: say so once per breaker. The
-    /// typical cause is a composed call classified with `call` instead of
-    /// `call_nested`.
+    /// classified, so they cannot match it: say so once per breaker.
     #[cold]
     fn report_untyped(&self, what: &str, predicates: &str, type_name: &'static str) {
         if self.untyped_reported.load(Ordering::Relaxed)
@@ -741,9 +739,8 @@ impl Inner {
             circuit_breaker = &*self.name,
             type_name,
             "circuit breaker '{}': no {} predicate is written for the {} type `{}`, so none can \
-             match it and it is classified by the defaults; a call protected by other resil \
-             primitives should go through `call_nested` / `call_async_nested` \
-             (reported once per breaker)",
+             match it and it is classified by the defaults; a predicate matches only the type \
+             it is written for, or a `resil::Error` of it (reported once per breaker)",
             self.name,
             predicates,
             what,
