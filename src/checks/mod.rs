@@ -70,7 +70,7 @@ impl<T: Send + 'static> PoolArg for T {
 /// token, and the body's closure, which captures the result, is not
 /// reported again.
 #[inline(always)]
-pub fn pool_arg<T: PoolArg>(arg: T) -> T::Moved {
+pub fn pool_arg<T: PoolArg<Moved = T>>(arg: T) -> T {
     arg.moved()
 }
 
