@@ -133,6 +133,27 @@ impl fmt::Debug for Rejection {
 
 impl std::error::Error for Rejection {}
 
+/// A rejection as an `io::Error` of kind [`Other`](std::io::ErrorKind::Other)
+/// carrying it, so a fn returning `std::io::Result<T>` can be protected as it
+/// is (the orphan rule keeps users from writing this impl themselves). The
+/// rejection is recovered with `downcast`:
+///
+/// ```
+/// use resil_core::error::BulkheadFull;
+/// use resil_core::rejection::Rejection;
+///
+/// let rejection = Rejection::BulkheadFull(BulkheadFull::new("disk"));
+/// let err = std::io::Error::from(rejection.clone());
+/// assert_eq!(err.kind(), std::io::ErrorKind::Other);
+/// assert_eq!(err.to_string(), rejection.to_string());
+/// assert_eq!(err.downcast::<Rejection>().unwrap(), rejection);
+/// ```
+impl From<Rejection> for std::io::Error {
+    fn from(rejection: Rejection) -> Self {
+        std::io::Error::other(rejection)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

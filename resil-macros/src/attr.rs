@@ -30,9 +30,67 @@ impl Parse for RawArg {
             ));
         }
         input.parse::<Token![=]>()?;
+        if let Some(cut) = path_cut_short(input) {
+            let text = cut.to_string().replace(' ', "");
+            return Err(syn::Error::new_spanned(
+                cut,
+                format!("expected a fn name after `{text}`"),
+            ));
+        }
         let value = input.parse()?;
         Ok(RawArg { key, value })
     }
+}
+
+/// The value's tokens when they are a path ending in `::` (`external::`),
+/// which the expression parser would only call an unexpected end of input.
+fn path_cut_short(input: ParseStream<'_>) -> Option<TokenStream> {
+    let mut tokens = Vec::new();
+    let fork = input.fork();
+    while !fork.is_empty() && !fork.peek(Token![,]) {
+        tokens.push(fork.parse::<proc_macro2::TokenTree>().ok()?);
+    }
+    let n = tokens.len();
+    let colon = |t: &proc_macro2::TokenTree| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ':');
+    (n >= 3 && colon(&tokens[n - 1]) && colon(&tokens[n - 2])).then(|| tokens.into_iter().collect())
+}
+
+/// Optimal string alignment distance (Levenshtein plus transpositions):
+/// `nmae` is one edit from `name`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// The accepted argument closest to `text`, if it is close enough to be a typo.
+fn closest(aspect: Aspect, text: &str) -> Option<&'static str> {
+    let lower = text.to_ascii_lowercase();
+    COMMON
+        .iter()
+        .chain(override_keys(aspect))
+        .map(|k| (edit_distance(&lower, k), *k))
+        .filter(|&(d, k)| d <= 2 && d * 3 <= k.len())
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, k)| k)
 }
 
 /// A literal config override, e.g. `max_attempts = 5`, checked in `valid.rs`.
@@ -61,6 +119,9 @@ pub(crate) struct AspectArgs {
     pub(crate) krate: Option<(Path, Span)>,
     pub(crate) kind: Option<(BulkheadKind, Span)>,
     pub(crate) overrides: Vec<Override>,
+    /// The arguments could not all be read, or one looks like a misspelled
+    /// `name`: a missing `name` is then not reported on top.
+    pub(crate) name_unknowable: bool,
 }
 
 /// Arguments every attribute accepts.
@@ -139,6 +200,8 @@ fn unknown_argument(aspect: Aspect, key: &Ident) -> syn::Error {
             "`{text}` is Resilience4j's spelling; write `{}`",
             snake_case(&text)
         )
+    } else if let Some(close) = closest(aspect, &text) {
+        format!("unknown argument `{text}` for `{aspect}`; did you mean `{close}`?")
     } else {
         let mut expected: Vec<String> = COMMON.iter().map(|k| format!("`{k}`")).collect();
         expected.extend(override_keys(aspect).iter().map(|k| format!("`{k}`")));
@@ -184,11 +247,13 @@ impl AspectArgs {
             krate: None,
             kind: None,
             overrides: Vec::new(),
+            name_unknowable: false,
         };
         let raw = match Punctuated::<RawArg, Token![,]>::parse_terminated.parse2(tokens) {
             Ok(raw) => raw,
             Err(e) => {
                 errors.push(e);
+                args.name_unknowable = true;
                 return args;
             }
         };
@@ -283,7 +348,12 @@ impl AspectArgs {
                         )),
                     }
                 }
-                _ => errors.push(unknown_argument(aspect, &key)),
+                unknown => {
+                    if closest(aspect, unknown) == Some("name") {
+                        args.name_unknowable = true;
+                    }
+                    errors.push(unknown_argument(aspect, &key))
+                }
             }
         }
         args

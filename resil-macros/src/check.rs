@@ -6,6 +6,8 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+
+use crate::expand::respan;
 use syn::spanned::Spanned;
 use syn::{Ident, Path, Type};
 
@@ -25,6 +27,8 @@ pub(crate) struct Protected<'a> {
     pub(crate) fn_name: &'a Ident,
     /// `::resil::checks`, or under the `crate = "…"` override.
     pub(crate) checks: &'a TokenStream,
+    /// Where an error type unable to carry a rejection is reported.
+    pub(crate) err_span: Span,
 }
 
 /// `match out { Ok(v) => Ok(v), Err(err) => most specific fallback or leftover }`.
@@ -39,9 +43,14 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
         is_async,
         fn_name,
         checks,
+        err_span,
     } = *fn_;
     let p = checks.clone();
-    let err = Ident::new("__resil_err", Span::mixed_site());
+    // Call-site hygiene (the names cannot meet the user's: the body is not in
+    // scope here): a call made of tokens of one context only is reported at
+    // the span it is given, the user's `fallback = path`, never widened to
+    // the whole attribute.
+    let err = Ident::new("__resil_err", Span::call_site());
     let cov = Ident::new("__resil_cov", Span::mixed_site());
     let site = Ident::new("__RESIL_FALLBACK", Span::mixed_site());
     let args_ty = quote!((#(#arg_types,)*));
@@ -52,11 +61,7 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
     let mut vars = Vec::new();
     for (i, (f, path)) in fallbacks.iter().zip(paths).enumerate() {
         let span = f.span();
-        let var = format_ident!(
-            "__resil_fallback{}",
-            i,
-            span = span.resolved_at(Span::mixed_site())
-        );
+        let var = format_ident!("__resil_fallback{}", i, span = span);
         binds.extend(quote_spanned!(span=> let #var = &#path;));
         vars.push((var, span));
     }
@@ -64,9 +69,10 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
     let mut checks = TokenStream::new();
     for (j, (b, span)) in vars.iter().enumerate() {
         for (a, _) in &vars[..j] {
-            checks.extend(
-                quote_spanned!(*span=> #p::distinct::<_, _, _, _, #args_ty, #e>(#a, #b, &#err);),
-            );
+            checks.extend(respan(
+                quote!(#p::distinct::<_, _, _, _, #args_ty, #e>(#a, #b, &#err);),
+                *span,
+            ));
         }
     }
     let mut coverage = TokenStream::new();
@@ -82,13 +88,17 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
         .iter()
         .map(|(var, span)| quote_spanned!(*span=> #p::rank::<_, #args_ty, #e, _>(#var, &#err)));
     let arms = vars.iter().enumerate().map(|(i, (var, span))| {
+        // Every token of the call at the user's `fallback = path`: a failed
+        // bound is then reported once, there, not also at the attribute.
         let call = if is_async {
-            // Every token of the call at the user's `fallback = path`: the
-            // failed bound is then reported once, there, not also at the
-            // attribute for the path to `invoke_async` and its `.await`.
-            let p = respan(p.clone(), *span);
-            quote_spanned!(*span=> #p::invoke_async::<#ret, _, #args_ty, #e, _>(#var, #args_val, #err).await)
+            respan(
+                quote!(#p::invoke_async::<#ret, _, #args_ty, #e, _>(#var, #args_val, #err).await),
+                *span,
+            )
         } else {
+            // Here only the path is moved: the whole call at the token would
+            // report an unfit fallback twice (`coverage`, then `invoke`).
+            let p = respan(p.clone(), *span);
             quote_spanned!(*span=> #p::invoke::<#ret, _, #args_ty, #e, _>(#var, #args_val, #err))
         };
         let finished = quote_spanned!(*span=> #site.finished(#call));
@@ -99,8 +109,7 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
             }
         }
     });
-    let ret_span = ret.span();
-    let leftover = quote_spanned!(ret_span=> #p::leftover(#cov, #err));
+    let leftover = respan(quote!(#p::leftover::<_, #e>(#cov, #err)), err_span);
     let key = quote!(::core::concat!(
         ::core::module_path!(),
         "::",
@@ -121,21 +130,4 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
             }
         }
     }
-}
-
-/// `tokens` with every token (and group) at `span`.
-fn respan(tokens: TokenStream, span: Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|mut t| {
-            if let proc_macro2::TokenTree::Group(g) = &t {
-                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
-                group.set_span(span);
-                t = proc_macro2::TokenTree::Group(group);
-            } else {
-                t.set_span(span);
-            }
-            t
-        })
-        .collect()
 }

@@ -14,7 +14,18 @@ use crate::order::Aspect;
 pub(crate) fn expand(aspect: Aspect, args: TokenStream, input: TokenStream) -> TokenStream {
     let item: ItemFn = match syn::parse2(input.clone()) {
         Ok(item) => item,
-        Err(e) => return fallback::with_error(input, e),
+        Err(e) => {
+            if let Ok(closure) = syn::parse2::<syn::ExprClosure>(input.clone()) {
+                // An expression: the error, then the closure as written.
+                let error = syn::Error::new(
+                    closure.or1_token.span,
+                    format!("a resil attribute protects a fn, a method or a fn in a trait impl, not a closure; move the closure's body into a fn and put `#[resil::{aspect}(…)]` on that fn"),
+                )
+                .to_compile_error();
+                return quote::quote!({ #error #closure });
+            }
+            return fallback::with_error(input.clone(), not_a_fn(aspect, &input).unwrap_or(e));
+        }
     };
     let mut errors = Errors::new();
     let model = Model::from_syn(aspect, args, item, &mut errors);
@@ -24,4 +35,36 @@ pub(crate) fn expand(aspect: Aspect, args: TokenStream, input: TokenStream) -> T
         (Err(e), _) => fallback::with_error(input, e),
         (Ok(()), None) => unreachable!("validate returns no plan only after reporting an error"),
     }
+}
+
+/// The error for an attribute on an item other than a fn, at its keyword:
+/// what resil protects, and for an impl block, where the attribute goes.
+fn not_a_fn(aspect: Aspect, input: &TokenStream) -> Option<syn::Error> {
+    let item: syn::Item = syn::parse2(input.clone()).ok()?;
+    let protects = "a resil attribute protects a fn, a method or a fn in a trait impl";
+    let (span, what) = match &item {
+        syn::Item::Fn(_) => return None,
+        syn::Item::Impl(i) => {
+            return Some(syn::Error::new(
+                i.impl_token.span,
+                format!("{protects}, not an impl block; put `#[resil::{aspect}(…)]` on each method to protect, each on its own"),
+            ))
+        }
+        syn::Item::Struct(i) => (i.struct_token.span, "a struct"),
+        syn::Item::Enum(i) => (i.enum_token.span, "an enum"),
+        syn::Item::Union(i) => (i.union_token.span, "a union"),
+        syn::Item::Trait(i) => (i.trait_token.span, "a trait; put it on the fns of the trait's impls"),
+        syn::Item::Mod(i) => (i.mod_token.span, "a module"),
+        syn::Item::Const(i) => (i.const_token.span, "a const"),
+        syn::Item::Static(i) => (i.static_token.span, "a static"),
+        syn::Item::Type(i) => (i.type_token.span, "a type alias"),
+        syn::Item::Use(i) => (i.use_token.span, "a `use`"),
+        _ => return None,
+    };
+    Some(syn::Error::new(
+        span,
+        format!(
+            "{protects}, not {what}; put `#[resil::{aspect}(…)]` on the fn that makes the call"
+        ),
+    ))
 }

@@ -86,6 +86,8 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         .expect("valid.rs requires a return type");
 
     // Parameters: how each is re-used, and the signature adjusted for it.
+    let thread_pool = plan.layers.iter().any(|l| l.thread_pool);
+    let mut pool_args = TokenStream::new();
     let self_alias = mixed("__resil_self");
     let mut replace_receiver = false;
     let mut params = Vec::new();
@@ -125,6 +127,15 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
                     }) => {
                         let ident = ident.clone();
                         let m = if reuse { mutability.take() } else { None };
+                        if thread_pool {
+                            let keep = if reuse { None } else { mutability.take() };
+                            // Every token at the argument: a type that cannot
+                            // move is reported once, there.
+                            pool_args.extend(respan(
+                                quote!(let #keep #ident = #c::pool_arg(#ident);),
+                                span,
+                            ));
+                        }
                         let rebind = if is_mut_ref {
                             quote!(let #m #ident = &mut *#ident;)
                         } else {
@@ -171,16 +182,14 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
     }
 
     // One static per call site holding every primitive's handle: one
-    // `OnceLock` check per call, then one atomic load per primitive.
-    let handles: Vec<Ident> = (0..plan.layers.len())
-        .map(|i| mixed(&format!("__resil_h{i}")))
-        .collect();
+    // `OnceLock` check per call, then one atomic load per primitive, made
+    // where the primitive is called, so the retry's closure captures one
+    // pointer (the site's handles), not one per primitive.
+    let mut handles: Vec<TokenStream> = Vec::new();
     let mut types = Vec::new();
     let mut inits = Vec::new();
-    let mut lets = TokenStream::new();
     let all = mixed("__resil_handles");
     for (i, layer) in plan.layers.iter().enumerate() {
-        let h = &handles[i];
         let (ty, get) = primitive(layer);
         let name = &layer.name;
         let init = if layer.settings.is_empty() {
@@ -215,21 +224,16 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
             // Not a registry handle: the site's limiter on the backend the
             // settings choose (local, or Redis with the `redis` feature).
             types.push(quote!(#p::#ty));
-            lets.extend(quote! {
-                let #h: &'static #p::#ty = &#all.#index;
-            });
+            handles.push(quote!(&#all.#index));
         } else {
             types.push(quote!(#p::Handle<#p::#ty>));
-            lets.extend(quote! {
-                let #h: &'static #p::#ty = #all.#index.get();
-            });
+            handles.push(quote!(#p::Handle::get(&#all.#index)));
         }
     }
     let site = mixed("__RESIL_SITE");
     let sites = quote! {
         static #site: #p::Site<(#(#types,)*)> = #p::Site::new();
         let #all: &'static (#(#types,)*) = #site.get(|| (#(#inits,)*));
-        #lets
     };
 
     // The stack, innermost first.
@@ -260,8 +264,17 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
 
     let ret_span = ret.span();
     let result_check = quote_spanned!(ret_span=> #c::protected_result::<#ret>(););
+    // Where a missing `From<Rejection>` is reported: the error type as
+    // written (`AppError` in `Result<u32, AppError>`), else the return type.
+    let (err_span, err_ty) = match error_type(&ret) {
+        Some(e) => (e.span(), e.to_token_stream()),
+        None => (ret_span, quote!(<#ret as #c::ProtectedResult>::Err)),
+    };
     let finish = if plan.fallbacks.is_empty() {
-        quote_spanned!(ret_span=> #c::into_fn_result(#out))
+        // The path to resil keeps its own span: a wrong `crate = "…"` is
+        // reported once, at that literal.
+        let call = respan(quote!(into_fn_result::<_, #err_ty>(#out)), err_span);
+        quote!(#c::#call)
     } else {
         let receiver = plan
             .item
@@ -286,6 +299,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
             is_async,
             fn_name: &plan.item.sig.ident,
             checks: &c,
+            err_span,
         })
     };
 
@@ -294,6 +308,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         #[allow(dead_code)]
         const #marker: () = ();
         #result_check
+        #pool_args
         #sites
         #run
         #finish
@@ -323,6 +338,49 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         #(#attrs)*
         #vis #sig #group
     }
+}
+
+/// `E` in `Result<T, E>` as written (any path ending in `Result` with two
+/// type arguments).
+fn error_type(ret: &Type) -> Option<&Type> {
+    let Type::Path(p) = ret else { return None };
+    let seg = p.path.segments.last()?;
+    if !seg.ident.to_string().ends_with("Result") {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &seg.arguments else {
+        return None;
+    };
+    let mut types = args.args.iter().filter_map(|a| match a {
+        syn::GenericArgument::Type(t) => Some(t),
+        _ => None,
+    });
+    let _ok = types.next()?;
+    types.next()
+}
+
+/// `tokens` with every token (and group) at `span`; identifiers keep their
+/// own hygiene.
+pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            match &mut t {
+                TokenTree::Group(g) => {
+                    let mut group =
+                        proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                    group.set_span(span);
+                    t = TokenTree::Group(group);
+                }
+                TokenTree::Ident(i) => {
+                    let s = span.resolved_at(i.span());
+                    i.set_span(s);
+                }
+                other => other.set_span(span),
+            }
+            t
+        })
+        .collect()
 }
 
 /// The parameter's type for the fallback check, `_` where it cannot be
@@ -376,7 +434,7 @@ fn primitive(layer: &Layer) -> (Ident, Ident) {
 fn innermost_call(
     krate: &TokenStream,
     layer: &Layer,
-    h: &Ident,
+    h: &TokenStream,
     rebind: &TokenStream,
     body: &TokenStream,
     is_async: bool,
@@ -403,7 +461,7 @@ fn innermost_call(
 fn outer_call(
     krate: &TokenStream,
     layer: &Layer,
-    h: &Ident,
+    h: &TokenStream,
     rebind: &TokenStream,
     inner: TokenStream,
     is_async: bool,

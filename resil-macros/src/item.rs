@@ -94,7 +94,11 @@ impl ItemFn {
             return at.block.to_token_stream();
         }
         let mut group = Group::new(Delimiter::Brace, self.body.clone());
-        group.set_span(self.brace_span);
+        // Where the user's braces are, but marked as the expansion's: the
+        // block is an argument in the expansion, and rustc's `unused_braces`
+        // must not take a one-expression body (`{ Ok(id) }`) for braces the
+        // user could remove.
+        group.set_span(self.brace_span.resolved_at(Span::mixed_site()));
         group.into_token_stream()
     }
 }

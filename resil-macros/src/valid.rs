@@ -5,7 +5,9 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
-use syn::{FnArg, Ident, Lit, Path, ReturnType, Type};
+use syn::{
+    FnArg, GenericArgument, Ident, Lit, Path, PathArguments, ReturnType, Type, TypeParamBound,
+};
 
 use crate::attr::{AspectArgs, BulkheadKind, Override};
 use crate::diag::Errors;
@@ -278,6 +280,93 @@ fn looks_like_result(ty: &Type) -> bool {
     }
 }
 
+/// `X` when `ty` is `impl Future<Output = X>` (a hand-written async fn).
+fn future_output(ty: &Type) -> Option<&Type> {
+    let Type::ImplTrait(it) = ty else { return None };
+    it.bounds.iter().find_map(|b| {
+        let TypeParamBound::Trait(t) = b else {
+            return None;
+        };
+        let seg = t.path.segments.last()?;
+        if seg.ident != "Future" {
+            return None;
+        }
+        let PathArguments::AngleBracketed(args) = &seg.arguments else {
+            return None;
+        };
+        args.args.iter().find_map(|a| match a {
+            GenericArgument::AssocType(assoc) if assoc.ident == "Output" => Some(&assoc.ty),
+            _ => None,
+        })
+    })
+}
+
+/// Tokens as a user writes them: `&self, sku: &str`, `Result<u32, E>`.
+pub(crate) fn pretty(tokens: TokenStream) -> String {
+    let mut s = tokens.to_string();
+    for (from, to) in [
+        (" :: ", "::"),
+        (":: ", "::"),
+        (" ::", "::"),
+        (" : ", ": "),
+        ("& ", "&"),
+        (" <", "<"),
+        ("< ", "<"),
+        (" >", ">"),
+        (" ,", ","),
+        ("( ", "("),
+        (" )", ")"),
+        ("' ", "'"),
+    ] {
+        s = s.replace(from, to);
+    }
+    s
+}
+
+/// The first borrow in a return type (a reference or a lifetime other than
+/// `'static`), and the owned type to suggest instead.
+fn borrowed_in(ty: &Type) -> Option<(String, String)> {
+    let not_static = |l: &syn::Lifetime| l.ident != "static";
+    match ty {
+        Type::Reference(r) if r.lifetime.as_ref().is_none_or(not_static) => {
+            let owned = match &*r.elem {
+                Type::Path(p) if p.path.is_ident("str") => "`String`".to_owned(),
+                Type::Slice(s) => format!("`Vec<{}>`", pretty(s.elem.to_token_stream())),
+                Type::Path(p) if p.path.is_ident("Path") => "`PathBuf`".to_owned(),
+                other => format!("`{}` (or an `Arc` of it)", pretty(other.to_token_stream())),
+            };
+            Some((pretty(ty.to_token_stream()), owned))
+        }
+        Type::Reference(r) => borrowed_in(&r.elem),
+        Type::Path(p) => {
+            if let Some(q) = &p.qself {
+                if let Some(found) = borrowed_in(&q.ty) {
+                    return Some(found);
+                }
+            }
+            p.path.segments.iter().find_map(|seg| {
+                let PathArguments::AngleBracketed(args) = &seg.arguments else {
+                    return None;
+                };
+                args.args.iter().find_map(|a| match a {
+                    GenericArgument::Lifetime(l) if not_static(l) => Some((
+                        pretty(ty.to_token_stream()),
+                        "type that owns its data".to_owned(),
+                    )),
+                    GenericArgument::Type(t) => borrowed_in(t),
+                    _ => None,
+                })
+            })
+        }
+        Type::Tuple(t) => t.elems.iter().find_map(borrowed_in),
+        Type::Array(a) => borrowed_in(&a.elem),
+        Type::Slice(s) => borrowed_in(&s.elem),
+        Type::Paren(p) => borrowed_in(&p.elem),
+        Type::Group(g) => borrowed_in(&g.elem),
+        _ => None,
+    }
+}
+
 fn mut_reference_arg(arg: &FnArg) -> Option<Span> {
     match arg {
         FnArg::Receiver(r) if r.reference.is_some() && r.mutability.is_some() => Some(r.span()),
@@ -312,7 +401,31 @@ impl Model {
         }
         // The protected fn returns `Result<T, E>`. A type alias is left to the
         // generated check; a missing return type is certainly wrong.
+        let future = match (&item.async_trait, &sig.asyncness, &sig.output) {
+            (None, None, ReturnType::Type(_, ty)) => future_output(ty).map(|out| (ty, out)),
+            _ => None,
+        };
+        if let Some((ty, out)) = future {
+            errors.push(syn::Error::new_spanned(
+                ty,
+                format!(
+                    "a resil attribute protects an `async fn`, not a fn returning a future; write `async fn {}{}({}) -> {}`",
+                    sig.ident,
+                    pretty(sig.generics.to_token_stream()),
+                    pretty(sig.inputs.to_token_stream()),
+                    pretty(out.to_token_stream()),
+                ),
+            ));
+        } else if let Some((borrowed, owned)) = item.output().and_then(borrowed_in) {
+            errors.push(syn::Error::new_spanned(
+                item.output(),
+                format!(
+                    "the `Ok` and error types of a protected fn must be `'static`: resil classifies results by type, and a retry or a fallback outlives the call; `{borrowed}` borrows, return an owned {owned} instead"
+                ),
+            ));
+        }
         match (&item.async_trait, &sig.output) {
+            _ if future.is_some() => {}
             (None, ReturnType::Default) => errors.push(syn::Error::new(
                 sig.ident.span(),
                 format!(
@@ -383,7 +496,7 @@ impl Model {
 
         let mut layers = Vec::new();
         for a in &aspects {
-            if let Some(layer) = check_aspect(a, &item, errors) {
+            if let Some(layer) = check_aspect(a, &item, future.is_some(), errors) {
                 layers.push(layer);
             }
         }
@@ -432,7 +545,9 @@ impl Model {
             let at = bulkhead
                 .and_then(|b| b.kind.map(|k| k.1))
                 .unwrap_or(Span::call_site());
-            if !item.is_async() {
+            if future.is_some() {
+                // Reported above, with the `async fn` to write.
+            } else if !item.is_async() {
                 errors.push(syn::Error::new(
                     at,
                     "a thread-pool bulkhead hands the body to its own threads and must be awaited; make the fn `async` (its body stays blocking code) or use `kind = \"semaphore\"`",
@@ -477,8 +592,14 @@ impl Model {
     }
 }
 
-fn check_aspect(a: &AspectArgs, item: &ItemFn, errors: &mut Errors) -> Option<Layer> {
+fn check_aspect(
+    a: &AspectArgs,
+    item: &ItemFn,
+    returns_future: bool,
+    errors: &mut Errors,
+) -> Option<Layer> {
     let name = match &a.name {
+        None if a.name_unknowable => None,
         None => {
             errors.push(syn::Error::new(
                 a.span,
@@ -495,7 +616,7 @@ fn check_aspect(a: &AspectArgs, item: &ItemFn, errors: &mut Errors) -> Option<La
         }
         Some((n, _)) => Some(n.clone()),
     };
-    if a.aspect == Aspect::TimeLimiter && !item.is_async() {
+    if a.aspect == Aspect::TimeLimiter && !item.is_async() && !returns_future {
         errors.push(syn::Error::new(
             item.sig.fn_token.span,
             "`time_limiter` cannot protect a sync fn: a timeout can only stop waiting for a future, it cannot interrupt a running thread; make the fn `async`",

@@ -322,16 +322,16 @@ pub fn pick(ranks: &[Option<u8>]) -> Option<usize> {
 
 /// Two fallbacks of one fn must not handle the same error type.
 #[diagnostic::on_unimplemented(
-    message = "two fallbacks handle the same error type",
-    label = "this fallback handles the same errors as an earlier one in the list",
+    message = "two fallbacks take the same error: `{A}` and `{B}`",
+    label = "this fallback takes the same error as an earlier one in the list",
     note = "each fallback's trailing parameter must be a different type (`resil::Error<E>` or none, `E`, `resil::Rejection`, or one refusal type); remove one of them"
 )]
-pub trait DistinctFallbacks {}
+pub trait DistinctFallbacks<A, B> {}
 
 macro_rules! distinct {
     ($a:ident: $($b:ident),*) => {$(
         #[diagnostic::do_not_recommend]
-        impl DistinctFallbacks for ($a, $b) {}
+        impl<A, B> DistinctFallbacks<A, B> for ($a, $b) {}
     )*};
 }
 distinct!(IdEverything: IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
@@ -351,7 +351,7 @@ pub fn distinct<A, MA, B, MB, Args, E>(_: &A, _: &B, _: &Error<E>)
 where
     A: Fallback<Args, E, MA>,
     B: Fallback<Args, E, MB>,
-    (A::Id, B::Id): DistinctFallbacks,
+    (A::Id, B::Id): DistinctFallbacks<A, B>,
 {
 }
 

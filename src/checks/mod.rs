@@ -42,6 +42,38 @@ pub fn pool_work<R, F: PoolWork<R>>(work: F) -> F {
     work
 }
 
+/// An argument of a fn with a thread-pool bulkhead: it moves, with the
+/// body, to one of the bulkhead's threads.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot move to the thread-pool bulkhead's threads",
+    label = "this argument moves to another thread with the body, so it must be `Send + 'static`",
+    note = "take an owned, thread-safe type instead: `Arc<…>` for `Rc<…>`, `Arc<Mutex<…>>` for `Rc<RefCell<…>>`, `String` for `&str`; or use `kind = \"semaphore\"`, which runs the body in place"
+)]
+pub trait PoolArg: Sized {
+    /// `Self`.
+    type Moved;
+    /// The argument, unchanged.
+    fn moved(self) -> Self::Moved;
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: Send + 'static> PoolArg for T {
+    type Moved = T;
+    #[inline(always)]
+    fn moved(self) -> T {
+        self
+    }
+}
+
+/// Checks (and returns) an argument a thread-pool bulkhead moves to its
+/// threads. An argument that cannot move is reported here, at its own
+/// token, and the body's closure, which captures the result, is not
+/// reported again.
+#[inline(always)]
+pub fn pool_arg<T: PoolArg<Moved = T>>(arg: T) -> T {
+    arg.moved()
+}
+
 /// Compile-time check that `R` is a `Result`.
 #[inline(always)]
 pub fn protected_result<R: ProtectedResult>() {}
@@ -70,7 +102,8 @@ impl<T: Clone> Reuse for T {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot carry a resil rejection (an open breaker, a full bulkhead, a timeout, …)",
     label = "a rejection would be returned here, as `{Self}`",
-    note = "add one line to the error type: `impl From<resil::Rejection> for {Self}` (thiserror: a variant `Rejected(#[from] resil::Rejection)`), or give the fn a `fallback` that takes `resil::Error<{Self}>`"
+    note = "for an error type of your own, add one line: `impl From<resil::Rejection> for {Self}` (thiserror: a variant `Rejected(#[from] resil::Rejection)`)",
+    note = "for another crate's error type, which cannot get that impl here, return an error type of your own that wraps `{Self}` and `resil::Rejection`, or give the fn a `fallback` that takes `resil::Rejection`"
 )]
 pub trait AcceptsRejection: Sized {
     /// The rejection as the fn's own error.

@@ -299,9 +299,12 @@ impl CircuitBreaker {
     /// continues.
     ///
     /// When `f` is itself protected by resil primitives (it returns
-    /// `Result<T, resil::Error<E>>`), use [`call_nested`](Self::call_nested):
-    /// here `E` would be `resil::Error<…>`, which predicates written for the
-    /// inner error type never match.
+    /// `Result<T, resil::Error<E>>`), its error is classified as
+    /// [`call_nested`](Self::call_nested) classifies it: `Error::Call(e)` by
+    /// the predicates written for `E`, an inner refusal by those written for
+    /// that refusal (predicates written for `resil::Error<E>` itself answer
+    /// first). The two differ only in the result: here `Error<Error<E>>`,
+    /// there one flat `Error<E>`.
     #[inline]
     pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
     where
@@ -727,9 +730,7 @@ impl Inner {
     }
 
     /// Predicates are configured but none was written for the type just
-    /// classified, so they cannot match it: say so once per breaker. The
-    /// typical cause is a composed call classified with `call` instead of
-    /// `call_nested`.
+    /// classified, so they cannot match it: say so once per breaker.
     #[cold]
     fn report_untyped(&self, what: &str, predicates: &str, type_name: &'static str) {
         if self.untyped_reported.load(Ordering::Relaxed)
@@ -742,9 +743,8 @@ impl Inner {
             circuit_breaker = &*self.name,
             type_name,
             "circuit breaker '{}': no {} predicate is written for the {} type `{}`, so none can \
-             match it and it is classified by the defaults; a call protected by other resil \
-             primitives should go through `call_nested` / `call_async_nested` \
-             (reported once per breaker)",
+             match it and it is classified by the defaults; a predicate matches only the type \
+             it is written for, or a `resil::Error` of it (reported once per breaker)",
             self.name,
             predicates,
             what,

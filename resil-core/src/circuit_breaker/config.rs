@@ -1,6 +1,6 @@
 //! The circuit breaker's configuration, its builder and call classification.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -63,6 +63,58 @@ struct Classifier {
     record_result: Vec<Predicate>,
     transition_on_result: Vec<TransitionFn>,
     transition_on_error: Vec<TransitionFn>,
+    /// One per error type `E` an error predicate is written for: shows a
+    /// `resil::Error<E>` as what `call_nested` classifies (`Error::Call(e)` as
+    /// `e`, an inner refusal as that refusal), so a plain `call` whose closure
+    /// returns another primitive's result keeps every predicate's meaning.
+    nested: Vec<(TypeId, Unwrap)>,
+}
+
+/// A `resil::Error<E>` (for one `E`) seen through `&dyn Any`, as
+/// [`Error::classified`] shows it; `None` for any other type.
+type Unwrap = fn(&dyn Any) -> Option<(&dyn Any, bool)>;
+
+fn unwrap_nested<E: 'static>(any: &dyn Any) -> Option<(&dyn Any, bool)> {
+    any.downcast_ref::<Error<E>>().map(Error::classified)
+}
+
+impl Classifier {
+    /// The error predicates' answer for `error`, as it is, by Resilience4j's
+    /// rule: once `record_error` predicates exist, what none records (an
+    /// inner refusal included) is a success.
+    fn judge_error(&self, error: &dyn Any) -> Verdict {
+        let c = self;
+        let (ignored, ignore_typed) = scan(&c.ignore_error, error);
+        let (outcome, record_typed) = if ignored {
+            (Outcome::Ignored, true)
+        } else {
+            let (recorded, typed) = scan(&c.record_error, error);
+            let failure = recorded || c.record_error.is_empty();
+            let outcome = if failure {
+                Outcome::Failure
+            } else {
+                Outcome::Success
+            };
+            (outcome, typed)
+        };
+        let (transition, transition_typed) = first_transition(&c.transition_on_error, error);
+        let configured = !(c.ignore_error.is_empty()
+            && c.record_error.is_empty()
+            && c.transition_on_error.is_empty());
+        Verdict {
+            outcome,
+            transition,
+            typed: !configured || ignore_typed || record_typed || transition_typed,
+        }
+    }
+
+    /// Remembers how to look inside a `resil::Error<E>`.
+    fn nests<E: 'static>(&mut self) {
+        let id = TypeId::of::<E>();
+        if !self.nested.iter().any(|(t, _)| *t == id) {
+            self.nested.push((id, unwrap_nested::<E>));
+        }
+    }
 }
 
 /// Whether a predicate matched `value`, and whether any predicate was written
@@ -381,32 +433,23 @@ impl CircuitBreakerConfig {
     /// rule: with a record list that does not name it, it is a success. May
     /// panic if a user predicate does.
     pub(crate) fn judge_error(&self, error: &dyn Any, rejection: bool) -> Verdict {
-        let _ = rejection;
         let Some(c) = &self.classifier else {
             return Verdict::FAILURE;
         };
-        let (ignored, ignore_typed) = scan(&c.ignore_error, error);
-        let (outcome, record_typed) = if ignored {
-            (Outcome::Ignored, true)
-        } else {
-            let (recorded, typed) = scan(&c.record_error, error);
-            let failure = recorded || c.record_error.is_empty();
-            let outcome = if failure {
-                Outcome::Failure
-            } else {
-                Outcome::Success
-            };
-            (outcome, typed)
-        };
-        let (transition, transition_typed) = first_transition(&c.transition_on_error, error);
-        let configured = !(c.ignore_error.is_empty()
-            && c.record_error.is_empty()
-            && c.transition_on_error.is_empty());
-        Verdict {
-            outcome,
-            transition,
-            typed: !configured || ignore_typed || record_typed || transition_typed,
+        let verdict = c.judge_error(error);
+        if verdict.typed || rejection {
+            return verdict;
         }
+        // No predicate is written for this type: it may be a `resil::Error<E>`
+        // returned by an inner primitive through a plain `call`, classified as
+        // `call_nested` would (predicates written for `Error<E>` itself, if
+        // any, answered above and win).
+        for (_, unwrap) in &c.nested {
+            if let Some((inner, _)) = unwrap(error) {
+                return c.judge_error(inner);
+            }
+        }
+        verdict
     }
 
     /// Every value predicate's answer for `value`. May panic if a user
@@ -628,7 +671,9 @@ impl CircuitBreakerConfigBuilder {
         mut self,
         predicate: impl Fn(&E) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.classifier().record_error.push(erase(predicate));
+        let c = self.classifier();
+        c.record_error.push(erase(predicate));
+        c.nests::<E>();
         self
     }
 
@@ -639,7 +684,9 @@ impl CircuitBreakerConfigBuilder {
         mut self,
         predicate: impl Fn(&E) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.classifier().ignore_error.push(erase(predicate));
+        let c = self.classifier();
+        c.ignore_error.push(erase(predicate));
+        c.nests::<E>();
         self
     }
 
@@ -688,7 +735,9 @@ impl CircuitBreakerConfigBuilder {
         mut self,
         f: impl Fn(&E) -> ResultTransition + Send + Sync + 'static,
     ) -> Self {
-        self.classifier().transition_on_error.push(erase(f));
+        let c = self.classifier();
+        c.transition_on_error.push(erase(f));
+        c.nests::<E>();
         self
     }
 

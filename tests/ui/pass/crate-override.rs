@@ -1,4 +1,5 @@
 //! `crate = "…"`: a crate that re-exports resil points the expansion at it.
+#![deny(warnings)]
 mod facade {
     pub use resil;
 }

@@ -1,4 +1,5 @@
 //! Free fns, sync and async, forwarding arguments and output unchanged.
+#![deny(warnings)]
 #[derive(Debug, PartialEq)]
 pub struct E;
 impl From<resil::Rejection> for E {

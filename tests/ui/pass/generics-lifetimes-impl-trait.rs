@@ -1,4 +1,5 @@
 //! Generic fns with where-clauses, `impl Trait` arguments and lifetimes.
+#![deny(warnings)]
 use std::fmt::Display;
 
 #[derive(Debug, PartialEq)]

@@ -1,5 +1,6 @@
 //! Expansions use absolute paths and hygienic names: a local `mod core`, a
 //! local `Result` alias, `Ok`/`Err` shadowing and strict lints do not break them.
+#![deny(warnings)]
 #![deny(unused_qualifications, unused_results, unused_imports, non_snake_case)]
 
 mod core {}

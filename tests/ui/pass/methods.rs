@@ -1,5 +1,6 @@
 //! Methods with `&self`, `&mut self` and `self: Arc<Self>`, with and without
 //! retry and fallback.
+#![deny(warnings)]
 use std::sync::Arc;
 
 #[derive(Debug, PartialEq)]

@@ -1,6 +1,7 @@
 //! Doc comments, `#[inline]`, `#[must_use]`, `#[tracing::instrument]` and
 //! inner attributes are kept; a fn that calls itself is protected on every
 //! call (the fn itself is rewritten: there is no proxy to bypass).
+#![deny(warnings)]
 #![deny(unused_must_use)]
 
 #[derive(Debug, PartialEq)]
@@ -13,7 +14,7 @@ impl From<resil::Rejection> for E {
 
 /// Counts down, through the breaker each time.
 #[inline]
-#[must_use]
+#[must_use = "the countdown reports where it stopped"]
 #[tracing::instrument]
 #[resil::circuit_breaker(name = "pass-recursion")]
 pub fn countdown(n: u32) -> Result<u32, E> {

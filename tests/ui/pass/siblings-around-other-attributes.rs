@@ -1,4 +1,5 @@
 //! A resil attribute below a non-resil one still collects its siblings.
+#![deny(warnings)]
 #[derive(Debug, PartialEq)]
 pub struct E;
 impl From<resil::Rejection> for E {

@@ -1,6 +1,9 @@
 //! Trait impls, native `async fn` in traits, and methods inside an
 //! `#[async_trait]` impl (the impl attribute expands first; the resil
 //! attribute then sees async-trait's `Box::pin(async move { … })` shape).
+#![deny(warnings)]
+// The trait below is the user's choice, not the expansion's.
+#![allow(async_fn_in_trait)]
 #[derive(Debug, PartialEq)]
 pub struct E;
 impl From<resil::Rejection> for E {

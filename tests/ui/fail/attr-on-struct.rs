@@ -1,0 +1,4 @@
+#[resil::circuit_breaker(name = "a")]
+pub struct Inventory;
+
+fn main() {}
