@@ -51,8 +51,10 @@ pin_project! {
     {
         // Refused before the inner service was called.
         Refused { error: Option<Error<S::Error>> },
-        // The rate limiter reserved a permit of a later cycle.
-        Throttled { #[pin] sleep: Sleep, svc: Option<S>, req: Option<Req> },
+        // The rate limiter reserved a permit of a later cycle. The timer is
+        // boxed: only a waiting request pays for it, and every other request
+        // then moves a pointer instead of a 100-byte `Sleep`.
+        Throttled { sleep: Pin<Box<Sleep>>, svc: Option<S>, req: Option<Req> },
         Timed { #[pin] fut: Nested<TimeLimited<'static, Body<S, Req>>> },
         Plain { #[pin] fut: Body<S, Req> },
         Done,
@@ -157,7 +159,7 @@ where
     ) -> Self {
         ResponseFuture {
             stage: Stage::Throttled {
-                sleep: tokio::time::sleep(wait),
+                sleep: Box::pin(tokio::time::sleep(wait)),
                 svc: Some(svc),
                 req: Some(req),
             },
@@ -210,7 +212,7 @@ where
                     break Err(error.take().expect("polled after completion"));
                 }
                 StageProj::Throttled { sleep, svc, req } => {
-                    ready!(sleep.poll(cx));
+                    ready!(sleep.as_mut().poll(cx));
                     let (Some(mut svc), Some(req)) = (svc.take(), req.take()) else {
                         unreachable!("the service and request wait with the sleep");
                     };
