@@ -13,7 +13,7 @@ use resil_registry::{RegistryError, Transition};
 use serde_json::{json, Map, Value};
 
 use super::auth::Denied;
-use super::{error, Ctx, Shared};
+use super::{error, Ctx, Problem, Shared};
 
 /// The largest management request body read.
 const MAX_BODY: usize = 16 * 1024;
@@ -82,8 +82,8 @@ async fn authorized(ctx: &Ctx, request: Request) -> Result<Map<String, Value>, R
     Ok(fields)
 }
 
-fn bad(field: &str, got: &Value, expected: &str) -> Response {
-    error(
+fn bad(field: &str, got: &Value, expected: &str) -> Problem {
+    Problem(
         StatusCode::BAD_REQUEST,
         format!("invalid `{field}`: got {got}, expected {expected}"),
     )
@@ -98,7 +98,7 @@ fn registry_error(e: RegistryError) -> Response {
     error(status, e.to_string())
 }
 
-fn ttl(fields: &Map<String, Value>) -> Result<Option<Duration>, Response> {
+fn ttl(fields: &Map<String, Value>) -> Result<Option<Duration>, Problem> {
     match fields.get("ttl") {
         None | Some(Value::Null) => Ok(None),
         Some(v @ Value::String(s)) => parse_duration(s).map(Some).map_err(|e| {
@@ -125,7 +125,7 @@ pub(crate) async fn circuit_breaker(
 ) -> Response {
     let fields = match authorized(&ctx, request).await {
         Ok(f) => f,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let registry = &ctx.registry;
     if registry
@@ -140,12 +140,12 @@ pub(crate) async fn circuit_breaker(
     let state = fields.get("updateState").cloned().unwrap_or(Value::Null);
     let ttl = match ttl(&fields) {
         Ok(t) => t,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let reason = match fields.get("reason") {
         None | Some(Value::Null) => "",
         Some(Value::String(s)) => s.as_str(),
-        Some(v) => return bad("reason", v, "a string"),
+        Some(v) => return bad("reason", v, "a string").into_response(),
     };
     let done = match state.as_str() {
         Some("FORCE_OPEN") => registry.force_open(&name, ttl, reason),
@@ -156,18 +156,19 @@ pub(crate) async fn circuit_breaker(
                 "METRICS_ONLY" => Transition::MetricsOnly,
                 "HALF_OPEN" => Transition::HalfOpen,
                 "RESET" => Transition::Reset,
-                _ => return bad("updateState", &state, UPDATE_STATES),
+                _ => return bad("updateState", &state, UPDATE_STATES).into_response(),
             };
             if ttl.is_some() {
                 return bad(
                     "ttl",
                     &fields["ttl"],
                     "no TTL: only FORCE_OPEN and DISABLE take one",
-                );
+                )
+                .into_response();
             }
             registry.transition_circuit_breaker(&name, to)
         }
-        None => return bad("updateState", &state, UPDATE_STATES),
+        None => return bad("updateState", &state, UPDATE_STATES).into_response(),
     };
     match done {
         Ok(()) => {
@@ -187,7 +188,7 @@ fn u32_field(
     fields: &Map<String, Value>,
     key: &str,
     expected: &str,
-) -> Result<Option<u32>, Response> {
+) -> Result<Option<u32>, Problem> {
     match fields.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => {
@@ -214,7 +215,7 @@ pub(crate) async fn rate_limiter(
 ) -> Response {
     let fields = match authorized(&ctx, request).await {
         Ok(f) => f,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let registry = &ctx.registry;
     if registry
@@ -229,7 +230,7 @@ pub(crate) async fn rate_limiter(
     // Validate everything before changing anything.
     let limit = match u32_field(&fields, "limitForPeriod", "an integer >= 1") {
         Ok(l) => l,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let timeout = match fields.get("timeoutDuration") {
         None | Some(Value::Null) => None,
@@ -241,9 +242,12 @@ pub(crate) async fn rate_limiter(
                     v,
                     &format!("a duration such as `500ms` ({})", e.reason()),
                 )
+                .into_response()
             }
         },
-        Some(v) => return bad("timeoutDuration", v, "a duration string such as `500ms`"),
+        Some(v) => {
+            return bad("timeoutDuration", v, "a duration string such as `500ms`").into_response()
+        }
     };
     if limit.is_none() && timeout.is_none() {
         return error(
@@ -272,7 +276,7 @@ pub(crate) async fn bulkhead(
 ) -> Response {
     let fields = match authorized(&ctx, request).await {
         Ok(f) => f,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let registry = &ctx.registry;
     if registry
@@ -283,8 +287,10 @@ pub(crate) async fn bulkhead(
     }
     let size = match u32_field(&fields, "maxConcurrentCalls", "an integer >= 1") {
         Ok(Some(n)) => n,
-        Ok(None) => return bad("maxConcurrentCalls", &Value::Null, "an integer >= 1"),
-        Err(r) => return r,
+        Ok(None) => {
+            return bad("maxConcurrentCalls", &Value::Null, "an integer >= 1").into_response()
+        }
+        Err(r) => return r.into_response(),
     };
     match registry.set_bulkhead_size(&name, size) {
         Ok(()) => Json(json!({ "message": format!("bulkhead '{name}' updated") })).into_response(),

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use super::{error, Shared};
+use super::{error, Problem, Shared};
 
 /// `circuitbreaker_calls` → `resilience4j.circuitbreaker.calls`.
 fn dotted(name: &str) -> String {
@@ -37,7 +37,7 @@ pub(crate) async fn names(State(ctx): Shared) -> Response {
 }
 
 /// `?tag=kind:failed&tag=name:inventory`: every tag must match.
-fn tags(query: Option<&str>) -> Result<Vec<(String, String)>, Response> {
+fn tags(query: Option<&str>) -> Result<Vec<(String, String)>, Problem> {
     let mut out = Vec::new();
     for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -48,7 +48,7 @@ fn tags(query: Option<&str>) -> Result<Vec<(String, String)>, Response> {
         match value.split_once(':') {
             Some((k, v)) if !k.is_empty() => out.push((k.to_owned(), v.to_owned())),
             _ => {
-                return Err(error(
+                return Err(Problem(
                     StatusCode::BAD_REQUEST,
                     format!(
                         "invalid `tag` `{value}`: expected `name:value`, such as `kind:failed`"
@@ -67,7 +67,7 @@ pub(crate) async fn metric(
 ) -> Response {
     let wanted = match tags(query.as_deref()) {
         Ok(t) => t,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let snapshot = ctx.registry.snapshot();
     let mut total = 0.0;

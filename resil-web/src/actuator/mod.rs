@@ -240,6 +240,15 @@ pub(crate) struct Ctx {
 
 pub(crate) type Shared = axum::extract::State<Arc<Ctx>>;
 
+/// A refused request: its status and why, answered as `{"error": …}`.
+pub(crate) struct Problem(pub(crate) axum::http::StatusCode, pub(crate) String);
+
+impl axum::response::IntoResponse for Problem {
+    fn into_response(self) -> axum::response::Response {
+        error(self.0, self.1)
+    }
+}
+
 /// A JSON error body `{"error": …}` with `status`.
 pub(crate) fn error(
     status: axum::http::StatusCode,

@@ -97,9 +97,9 @@ impl HttpClassifier {
         }
         if i.ignore.contains_status(status) {
             Outcome::Ignored
-        } else if i.record.contains_status(status) {
-            Outcome::Failure
-        } else if i.success.is_some_and(|s| !s.contains_status(status)) {
+        } else if i.record.contains_status(status)
+            || i.success.is_some_and(|s| !s.contains_status(status))
+        {
             Outcome::Failure
         } else {
             Outcome::Success
