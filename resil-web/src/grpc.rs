@@ -122,7 +122,11 @@ impl GrpcClassifier {
             .interval_function(interval)
             .retry_on_error(move |s: &Status| me.outcome(s.code()) == Outcome::Failure)
             .interval_bi_function(move |attempt, outcome: Result<&T, &Status>| match outcome {
-                Err(s) => Some(pushback(s).unwrap_or_else(|| fallback.interval(attempt))),
+                // Just past the push-back, as `HttpClassifier::retry` waits.
+                Err(s) => Some(match pushback(s) {
+                    Some(wait) => wait + Duration::from_millis(1),
+                    None => fallback.interval(attempt),
+                }),
                 Ok(_) => Some(fallback.interval(attempt)),
             })
     }

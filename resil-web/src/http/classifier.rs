@@ -58,6 +58,10 @@ struct Inner {
     wall_clock: fn() -> SystemTime,
 }
 
+/// How much longer than a `Retry-After` a retry waits (see
+/// [`HttpClassifier::retry`]).
+const PAST_RETRY_AFTER: Duration = Duration::from_millis(1);
+
 /// The default `record-status`: `408, 429, 500-599`.
 pub const DEFAULT_RECORD_STATUS: StatusSet =
     StatusSet::new().with(408).with(429).with_range(500, 599);
@@ -164,7 +168,10 @@ impl HttpClassifier {
     /// and the wait before the next attempt is the failed response's
     /// `Retry-After` when it has one, else `interval`'s (which also becomes
     /// the retry's interval function). `T` is the protected call's `Ok`
-    /// type.
+    /// type. The wait after a `Retry-After` is 1 ms longer than it: the
+    /// breaker that the same response opened for exactly the `Retry-After`
+    /// permits calls only strictly after its wait, so the retry's attempt
+    /// then finds it half-open instead of being refused.
     pub fn retry<T: 'static>(
         &self,
         builder: RetryConfigBuilder,
@@ -176,10 +183,12 @@ impl HttpClassifier {
             .retry_on_error(|e: &HttpError| !e.is_ignored())
             .interval_bi_function(
                 move |attempt, outcome: Result<&T, &HttpError>| match outcome {
-                    Err(e) => Some(
-                        e.retry_after()
-                            .unwrap_or_else(|| fallback.interval(attempt)),
-                    ),
+                    // Just past the Retry-After: a breaker it opened for that
+                    // long lets calls through only strictly after its wait.
+                    Err(e) => Some(match e.retry_after() {
+                        Some(wait) => wait + PAST_RETRY_AFTER,
+                        None => fallback.interval(attempt),
+                    }),
                     Ok(_) => Some(fallback.interval(attempt)),
                 },
             )
