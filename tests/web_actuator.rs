@@ -454,3 +454,60 @@ fn scrapes_during_contended_calls_keep_the_accounting_identity_exact() {
         .sum::<u64>();
     assert_eq!(count("ignored"), ignored);
 }
+
+/// Reads server-sent events until one of type `event` whose data contains
+/// `needle`; the whole stream is bounded by a generous timeout so a missing
+/// event fails the test instead of hanging it.
+async fn sse_until(
+    response: &mut reqwest::Response,
+    buffer: &mut String,
+    event: &str,
+    needle: &str,
+) -> Value {
+    let wanted = format!("event: {event}\n");
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            while let Some(end) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..end + 2).collect();
+                if block.starts_with(&wanted) && block.contains(needle) {
+                    let data = block
+                        .lines()
+                        .find_map(|l| l.strip_prefix("data: "))
+                        .unwrap();
+                    return serde_json::from_str(data).unwrap();
+                }
+            }
+            let chunk = response.chunk().await.unwrap().expect("the stream ended");
+            buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no `{event}` event containing `{needle}`"))
+}
+
+#[tokio::test]
+async fn the_event_stream_shows_an_operators_transition_live() {
+    let registry = Arc::new(Registry::new());
+    registry.circuit_breaker("inventory");
+    let url =
+        serve(Actuator::builder(registry.clone()).stream_interval(Duration::from_millis(20))).await;
+    let mut response = reqwest::get(format!("{url}/actuator/stream/events"))
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut buffer = String::new();
+    let first = sse_until(&mut response, &mut buffer, "instances", "inventory").await;
+    assert_eq!(first["instances"][0]["state"], "CLOSED");
+
+    registry
+        .force_open("inventory", None, "maintenance")
+        .unwrap();
+    let event = sse_until(&mut response, &mut buffer, "registry", "ManualTransition").await;
+    assert_eq!(
+        (event["kind"].as_str(), event["name"].as_str()),
+        (Some("circuit_breaker"), Some("inventory"))
+    );
+    let now = sse_until(&mut response, &mut buffer, "instances", "FORCED_OPEN").await;
+    assert_eq!(now["instances"][0]["name"], "inventory");
+    assert_eq!(now["instances"][0]["state"], "FORCED_OPEN");
+}

@@ -25,6 +25,7 @@
 //! | `GET /actuator/ratelimiters`, `retries`, `bulkheads`, `timelimiters` | `{"rateLimiters": [names]}`, `{"retries": …}`, `{"bulkheads": …}`, `{"timeLimiters": …}` |
 //! | `GET /actuator/circuitbreakerevents` (also `/{name}` and `/{name}/{eventType}`), `ratelimiterevents`, `retryevents`, `bulkheadevents`, `timelimiterevents` | `{"circuitBreakerEvents": [{"circuitBreakerName", "type", "creationTime", "description"}]}`, … |
 //! | `GET /actuator/metrics`, `/actuator/metrics/{name}` | Actuator's metrics endpoint: `{"names"}`, and `{"name", "measurements", "availableTags"}` with `?tag=kind:failed` filters |
+//! | `GET /actuator/stream/events` | server-sent events: `registry` events as they happen, `instances` (every instance's state and metrics) on connection and when they change |
 //! | `GET /actuator/prometheus` (feature `prometheus`) | the Prometheus text format with Resilience4j's names, counters ending in `_total` |
 //! | `POST /actuator/circuitbreakers/{name}`, `/actuator/ratelimiters/{name}`, `/actuator/bulkheads/{name}` | management, only when [`ActuatorBuilder::management`] enabled it |
 //!
@@ -57,10 +58,12 @@ mod manage;
 mod metrics;
 #[cfg(feature = "prometheus")]
 mod prometheus;
+mod stream;
 
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::routing::{get, post};
 use axum::Router;
@@ -121,6 +124,7 @@ impl Actuator {
             registry: registry.into(),
             readiness_from_health: false,
             authorize: None,
+            stream_interval: Duration::from_secs(1),
         }
     }
 }
@@ -131,9 +135,17 @@ pub struct ActuatorBuilder {
     registry: RegistryRef,
     readiness_from_health: bool,
     authorize: Option<Arc<dyn Authorize>>,
+    stream_interval: Duration,
 }
 
 impl ActuatorBuilder {
+    /// How often `/actuator/stream/events` sends the instances' state when
+    /// it changed (one second by default; at least 10 ms).
+    pub fn stream_interval(mut self, every: Duration) -> Self {
+        self.stream_interval = every.max(Duration::from_millis(10));
+        self
+    }
+
     /// Lets instances that are DOWN (and allowed to fail the health summary)
     /// make readiness `OUT_OF_SERVICE`. Off by default: see the module docs.
     pub fn readiness_from_health(mut self, on: bool) -> Self {
@@ -154,6 +166,7 @@ impl ActuatorBuilder {
             registry: self.registry,
             readiness_from_health: self.readiness_from_health,
             authorize: self.authorize,
+            stream_interval: self.stream_interval,
             #[cfg(feature = "prometheus")]
             prometheus: metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder(),
         });
@@ -170,6 +183,7 @@ impl ActuatorBuilder {
             .route("/actuator/retries", get(endpoints::retries))
             .route("/actuator/bulkheads", get(endpoints::bulkheads))
             .route("/actuator/timelimiters", get(endpoints::time_limiters))
+            .route("/actuator/stream/events", get(stream::events))
             .route("/actuator/metrics", get(metrics::names))
             .route("/actuator/metrics/{name}", get(metrics::metric));
         for (path, kind) in endpoints::EVENT_PATHS {
@@ -234,6 +248,7 @@ pub(crate) struct Ctx {
     pub(crate) registry: RegistryRef,
     pub(crate) readiness_from_health: bool,
     pub(crate) authorize: Option<Arc<dyn Authorize>>,
+    pub(crate) stream_interval: Duration,
     #[cfg(feature = "prometheus")]
     pub(crate) prometheus: metrics_exporter_prometheus::PrometheusRecorder,
 }
