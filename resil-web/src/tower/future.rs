@@ -97,6 +97,9 @@ impl<S: Service<Req>, Req> Body<S, Req> {
 impl<S: Service<Req>, Req> Future for Body<S, Req> {
     type Output = Output<S, Req>;
 
+    // Always inlined into the layer's poll: its result would otherwise come
+    // back through memory, and reading it stalls on store forwarding.
+    #[inline(always)]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         loop {
             match self.as_mut().project() {
@@ -203,6 +206,7 @@ where
 {
     type Output = Result<S::Response, R::Error>;
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let out = loop {
             let this = self.as_mut().project();
@@ -254,6 +258,7 @@ fn record<Res: 'static, E: 'static>(
     }
 }
 
+#[inline(always)]
 fn finish<Res, E, C: 'static, R: Respond<Res, E>>(
     shared: &'static Shared<C, R>,
     out: Result<Res, Error<E>>,
