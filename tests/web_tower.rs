@@ -498,3 +498,41 @@ async fn a_reserved_rate_limiter_permit_is_waited_for_before_the_call() {
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert!(at - start >= Duration::from_secs(1));
 }
+
+#[test]
+fn the_time_to_the_next_permit_counts_reservations_and_the_open_wait_counts_down() {
+    use resil::clock::ManualClock;
+    use resil::rate_limiter::{RateLimiter, RateLimiterConfig};
+    let clock = ManualClock::new();
+    let limiter = RateLimiter::with_clock(
+        "next",
+        RateLimiterConfig::builder()
+            .limit_for_period(2)
+            .limit_refresh_period(Duration::from_secs(10))
+            .timeout_duration(Duration::from_secs(60))
+            .build()
+            .unwrap(),
+        clock.clone(),
+    );
+    assert_eq!(limiter.time_to_next_permit(), Duration::ZERO);
+    assert!(limiter.try_acquire_permission(2));
+    clock.advance(Duration::from_secs(3));
+    assert_eq!(limiter.time_to_next_permit(), Duration::from_secs(7));
+    // Two permits of the next cycle reserved: the next free one is a cycle later.
+    assert_eq!(limiter.reserve_permission(2).unwrap(), Duration::from_secs(7));
+    assert_eq!(limiter.time_to_next_permit(), Duration::from_secs(17));
+    clock.advance(Duration::from_secs(17));
+    assert_eq!(limiter.time_to_next_permit(), Duration::ZERO);
+
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry
+        .configure_circuit_breaker("wait", |b| b.wait_duration_in_open_state(Duration::from_secs(30)))
+        .unwrap();
+    let breaker = registry.circuit_breaker("wait");
+    assert_eq!(breaker.remaining_open_wait(), None);
+    breaker.transition_to_open().unwrap();
+    clock.advance(Duration::from_secs(12));
+    assert_eq!(breaker.remaining_open_wait(), Some(Duration::from_secs(18)));
+    breaker.transition_to_forced_open().unwrap();
+    assert_eq!(breaker.remaining_open_wait(), None, "an operator's wait is not known");
+}
