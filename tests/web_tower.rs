@@ -519,14 +519,19 @@ fn the_time_to_the_next_permit_counts_reservations_and_the_open_wait_counts_down
     clock.advance(Duration::from_secs(3));
     assert_eq!(limiter.time_to_next_permit(), Duration::from_secs(7));
     // Two permits of the next cycle reserved: the next free one is a cycle later.
-    assert_eq!(limiter.reserve_permission(2).unwrap(), Duration::from_secs(7));
+    assert_eq!(
+        limiter.reserve_permission(2).unwrap(),
+        Duration::from_secs(7)
+    );
     assert_eq!(limiter.time_to_next_permit(), Duration::from_secs(17));
     clock.advance(Duration::from_secs(17));
     assert_eq!(limiter.time_to_next_permit(), Duration::ZERO);
 
     let registry = Registry::builder().clock(clock.clone()).build();
     registry
-        .configure_circuit_breaker("wait", |b| b.wait_duration_in_open_state(Duration::from_secs(30)))
+        .configure_circuit_breaker("wait", |b| {
+            b.wait_duration_in_open_state(Duration::from_secs(30))
+        })
         .unwrap();
     let breaker = registry.circuit_breaker("wait");
     assert_eq!(breaker.remaining_open_wait(), None);
@@ -534,5 +539,9 @@ fn the_time_to_the_next_permit_counts_reservations_and_the_open_wait_counts_down
     clock.advance(Duration::from_secs(12));
     assert_eq!(breaker.remaining_open_wait(), Some(Duration::from_secs(18)));
     breaker.transition_to_forced_open().unwrap();
-    assert_eq!(breaker.remaining_open_wait(), None, "an operator's wait is not known");
+    assert_eq!(
+        breaker.remaining_open_wait(),
+        None,
+        "an operator's wait is not known"
+    );
 }
