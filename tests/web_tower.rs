@@ -545,3 +545,70 @@ fn the_time_to_the_next_permit_counts_reservations_and_the_open_wait_counts_down
         "an operator's wait is not known"
     );
 }
+
+// The attribute and the layer share the process-wide registry's instance.
+#[derive(Debug, PartialEq)]
+struct Down;
+
+impl From<resil::Rejection> for Down {
+    fn from(_: resil::Rejection) -> Self {
+        Down
+    }
+}
+
+#[resil::circuit_breaker(name = "web-shared")]
+fn attribute_call(fail: bool) -> Result<u32, Down> {
+    if fail {
+        Err(Down)
+    } else {
+        Ok(1)
+    }
+}
+
+#[tokio::test]
+async fn a_layer_and_an_attribute_with_the_same_name_share_one_breaker() {
+    let layer = resil_web::tower::layer("web-shared");
+    let svc = layer.layer(service_fn(|_: ()| async { Ok::<_, ()>(()) }));
+    svc.clone().oneshot(()).await.unwrap();
+    let _ = attribute_call(false);
+    let breaker = resil::registry().circuit_breaker("web-shared");
+    assert_eq!(
+        breaker.metrics().successful_calls(),
+        2,
+        "one window for both"
+    );
+    breaker.transition_to_forced_open().unwrap();
+    assert_eq!(attribute_call(false), Err(Down), "the attribute is refused");
+    let e = svc.oneshot(()).await.unwrap_err();
+    assert_eq!(e.kind(), resil::ErrorKind::CallNotPermitted);
+}
+
+#[tokio::test]
+async fn a_layer_follows_its_instance_through_a_reconfiguration() {
+    let registry = Registry::new();
+    let layer = ResilienceLayer::builder(&registry, "follow")
+        .circuit_breaker()
+        .build();
+    let svc = layer.layer(service_fn(|fail: bool| async move {
+        if fail {
+            Err(())
+        } else {
+            Ok(())
+        }
+    }));
+    // A new configuration replaces the instance; the built layer sees it.
+    registry
+        .configure_circuit_breaker("follow", |b| {
+            b.sliding_window_size(1).minimum_number_of_calls(1)
+        })
+        .unwrap();
+    let _ = svc.clone().oneshot(true).await;
+    assert_eq!(
+        registry.circuit_breaker("follow").state(),
+        BreakerState::Open
+    );
+    assert_eq!(
+        svc.oneshot(false).await.unwrap_err().kind(),
+        resil::ErrorKind::CallNotPermitted
+    );
+}

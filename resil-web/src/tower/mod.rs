@@ -33,6 +33,12 @@
 //! innermost aspect, after the breaker's decision, as with the attributes,
 //! which is why its slot is not taken in `poll_ready`.
 //!
+//! A rate-limiter permit of a later cycle is reserved in `call`
+//! (Resilience4j's `reservePermission`) and waited for on tokio's timer: a
+//! request dropped during that wait does not give the reservation back, and
+//! the wait follows tokio's clock (paused in tests) rather than a custom
+//! registry clock.
+//!
 //! # What a refusal becomes
 //!
 //! By default ([`AsErrors`]) the layer's error is `resil::Error<S::Error>`:
