@@ -108,3 +108,23 @@ pub use resil_registry as registry_crate;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use resil_core::distributed_rate_limiter;
+
+/// tower layers over the registry's named instances (feature `tower`).
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub use resil_web::tower;
+
+/// HTTP outcome classification and `Retry-After` (feature `http`).
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use resil_web::http;
+
+/// gRPC (tonic `Status`) outcome classification (feature `grpc`).
+#[cfg(feature = "grpc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
+pub use resil_web::grpc;
+
+/// The mountable axum actuator (feature `axum`).
+#[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
+pub use resil_web::actuator;

@@ -236,6 +236,23 @@ impl CircuitBreaker {
         }
     }
 
+    /// How long an OPEN breaker still refuses calls before it lets probes
+    /// through (`None` in every other state, FORCED_OPEN included: that wait
+    /// is an operator's). What an HTTP server puts in `Retry-After` when the
+    /// breaker refuses a request.
+    pub fn remaining_open_wait(&self) -> Option<Duration> {
+        let inner = &*self.inner;
+        match inner.load().state() {
+            State::Open => {
+                let until = inner.open_until.load(Ordering::Acquire);
+                Some(Duration::from_nanos(
+                    until.saturating_sub(inner.clock.precise_now_nanos()),
+                ))
+            }
+            _ => None,
+        }
+    }
+
     /// A snapshot of the current window and counters (see [`Metrics`]).
     pub fn metrics(&self) -> Metrics {
         let state = self.state();

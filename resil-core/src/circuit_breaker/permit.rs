@@ -127,6 +127,14 @@ impl<'a> Permit<'a> {
         self.finish(outcome, ResultTransition::Stay);
     }
 
+    /// Records an outcome decided by the caller, bypassing every predicate,
+    /// and then applies `transition` as a `transition_on_result` predicate's
+    /// answer would be (an HTTP classifier's `Retry-After`:
+    /// [`ResultTransition::OpenFor`]).
+    pub fn record_with(self, outcome: Outcome, transition: ResultTransition) {
+        self.finish(outcome, transition);
+    }
+
     /// Marks the permit used and records. Predicates run *before* this, so a
     /// panicking predicate leaves the permit unused and its `Drop` gives a
     /// half-open probe slot back.

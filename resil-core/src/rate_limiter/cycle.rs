@@ -454,6 +454,23 @@ impl Cycles {
         (hi as i64).wrapping_sub(cursor as i64)
     }
 
+    /// Nanoseconds from `now` until the cycle holding the next free permit
+    /// starts: zero while the current cycle has one.
+    pub(crate) fn wait_for_next(&self, now: u64) -> u64 {
+        let schedule = self.schedule.read();
+        let cycle = schedule.clamp(self.cycle_at(now));
+        let (lo, hi) = schedule.window(cycle);
+        let cursor = self.hot.0.cursor.load(Ordering::Acquire).max(lo);
+        if cursor < hi {
+            return 0;
+        }
+        let next = schedule.cycle_of(cursor).max(cycle + 1);
+        let start = self
+            .origin
+            .saturating_add(next.saturating_mul(self.period.divisor()));
+        start.saturating_sub(now)
+    }
+
     /// Lays out cycles after the current one with `limit` permits each; the
     /// current cycle keeps its own. Callers serialise changes.
     pub(crate) fn change_limit(&self, limit: u32, now: u64) {

@@ -151,6 +151,14 @@ impl RateLimiter {
         self.inner.cycles.available(self.inner.now())
     }
 
+    /// How long until one permit comes free: zero while the current cycle
+    /// has one, else the time to the start of the first cycle not already
+    /// taken by reservations (Resilience4j's `nanosToWait`). What an HTTP
+    /// server puts in `Retry-After` when the limiter refuses a request.
+    pub fn time_to_next_permit(&self) -> Duration {
+        Duration::from_nanos(self.inner.cycles.wait_for_next(self.inner.precise_now()))
+    }
+
     /// A snapshot of the permits and the waiting callers.
     pub fn metrics(&self) -> RateLimiterMetrics {
         RateLimiterMetrics {

@@ -1,0 +1,116 @@
+//! `/actuator/metrics` and `/actuator/metrics/{name}`, as Spring Boot
+//! Actuator answers them, from the registry's snapshot.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use super::{error, Problem, Shared};
+
+/// `circuitbreaker_calls` → `resilience4j.circuitbreaker.calls`.
+fn dotted(name: &str) -> String {
+    format!("resilience4j.{}", name.replace('_', "."))
+}
+
+/// Counters report a `COUNT`, gauges a `VALUE`: the calls counted since the
+/// start, as the registry publishes them as counters.
+fn statistic(name: &str) -> &'static str {
+    if name.ends_with("_calls") && !name.contains("buffered") && !name.contains("concurrent") {
+        "COUNT"
+    } else {
+        "VALUE"
+    }
+}
+
+pub(crate) async fn names(State(ctx): Shared) -> Response {
+    let snapshot = ctx.registry.snapshot();
+    let names: BTreeSet<String> = snapshot
+        .instances
+        .iter()
+        .flat_map(|i| i.metrics.iter().map(|m| dotted(m.name)))
+        .collect();
+    Json(json!({ "names": names })).into_response()
+}
+
+/// `?tag=kind:failed&tag=name:inventory`: every tag must match.
+fn tags(query: Option<&str>) -> Result<Vec<(String, String)>, Problem> {
+    let mut out = Vec::new();
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if key != "tag" {
+            continue;
+        }
+        let value = value.replace("%3A", ":").replace("%3a", ":");
+        match value.split_once(':') {
+            Some((k, v)) if !k.is_empty() => out.push((k.to_owned(), v.to_owned())),
+            _ => {
+                return Err(Problem(
+                    StatusCode::BAD_REQUEST,
+                    format!(
+                        "invalid `tag` `{value}`: expected `name:value`, such as `kind:failed`"
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) async fn metric(
+    State(ctx): Shared,
+    Path(name): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let wanted = match tags(query.as_deref()) {
+        Ok(t) => t,
+        Err(r) => return r.into_response(),
+    };
+    let snapshot = ctx.registry.snapshot();
+    let mut total = 0.0;
+    let mut found = false;
+    let mut available: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut stat = "VALUE";
+    for i in &snapshot.instances {
+        for m in i.metrics.iter().filter(|m| dotted(m.name) == name) {
+            found = true;
+            stat = statistic(m.name);
+            let mut labels: Vec<(String, String)> = vec![("name".into(), i.name.clone())];
+            if let Some(kind) = m.kind {
+                labels.push(("kind".into(), kind.to_owned()));
+            }
+            labels.extend(i.tags.iter().map(|(k, v)| (k.clone(), v.clone())));
+            let matches = wanted
+                .iter()
+                .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v));
+            if matches {
+                total += m.value;
+                for (k, v) in labels {
+                    available.entry(k).or_default().insert(v);
+                }
+            }
+        }
+    }
+    if !found {
+        return error(StatusCode::NOT_FOUND, format!("no metric named `{name}`"));
+    }
+    // Tags already filtered on are not offered again, as Actuator does.
+    for (k, _) in &wanted {
+        available.remove(k);
+    }
+    let available: Vec<_> = available
+        .into_iter()
+        .map(|(tag, values)| json!({ "tag": tag, "values": values }))
+        .collect();
+    Json(json!({
+        "name": name,
+        "description": null,
+        "baseUnit": null,
+        "measurements": [{ "statistic": stat, "value": total }],
+        "availableTags": available,
+    }))
+    .into_response()
+}

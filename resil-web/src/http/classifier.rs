@@ -1,0 +1,286 @@
+//! The status-based classifier.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use http::{HeaderMap, StatusCode};
+use resil_core::circuit_breaker::{CircuitBreakerConfigBuilder, Outcome, ResultTransition};
+use resil_core::retry::RetryConfigBuilder;
+use resil_core::IntervalFunction;
+
+use super::error::HttpError;
+use super::retry_after::retry_after;
+use super::status_set::StatusSet;
+
+type Predicate = dyn Fn(StatusCode, &HeaderMap) -> Option<Outcome> + Send + Sync;
+
+/// Anything with a status and headers: `http::Response<B>`, its `Parts`,
+/// and (feature `reqwest`) `reqwest::Response`.
+pub trait StatusLike {
+    /// The status.
+    fn status(&self) -> StatusCode;
+    /// The headers.
+    fn headers(&self) -> &HeaderMap;
+}
+
+impl<B> StatusLike for http::Response<B> {
+    fn status(&self) -> StatusCode {
+        http::Response::status(self)
+    }
+    fn headers(&self) -> &HeaderMap {
+        http::Response::headers(self)
+    }
+}
+
+impl StatusLike for http::response::Parts {
+    fn status(&self) -> StatusCode {
+        self.status
+    }
+    fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+}
+
+/// Classifies HTTP responses by status (see the [module docs](super) for the
+/// rules and defaults). Cheap to clone.
+#[derive(Clone)]
+pub struct HttpClassifier {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    record: StatusSet,
+    ignore: StatusSet,
+    success: Option<StatusSet>,
+    retry_after: StatusSet,
+    predicates: Vec<Arc<Predicate>>,
+    wall_clock: fn() -> SystemTime,
+}
+
+/// How much longer than a `Retry-After` a retry waits (see
+/// [`HttpClassifier::retry`]).
+const PAST_RETRY_AFTER: Duration = Duration::from_millis(1);
+
+/// The default `record-status`: `408, 429, 500-599`.
+pub const DEFAULT_RECORD_STATUS: StatusSet =
+    StatusSet::new().with(408).with(429).with_range(500, 599);
+
+impl Default for HttpClassifier {
+    fn default() -> Self {
+        HttpClassifier::builder().build()
+    }
+}
+
+impl HttpClassifier {
+    /// A builder with the defaults.
+    pub fn builder() -> HttpClassifierBuilder {
+        HttpClassifierBuilder {
+            record: None,
+            ignore: StatusSet::new(),
+            success: None,
+            retry_after: StatusSet::new().with(429).with(503),
+            predicates: Vec::new(),
+            wall_clock: SystemTime::now,
+        }
+    }
+
+    /// How the breaker records a response with `status` (and no headers the
+    /// code predicates look at).
+    pub fn outcome(&self, status: StatusCode) -> Outcome {
+        self.outcome_of(status, &HeaderMap::new())
+    }
+
+    /// How the breaker records a response with `status` and `headers`.
+    pub fn outcome_of(&self, status: StatusCode, headers: &HeaderMap) -> Outcome {
+        let i = &*self.inner;
+        for p in &i.predicates {
+            if let Some(outcome) = p(status, headers) {
+                return outcome;
+            }
+        }
+        if i.ignore.contains_status(status) {
+            Outcome::Ignored
+        } else if i.record.contains_status(status)
+            || i.success.is_some_and(|s| !s.contains_status(status))
+        {
+            Outcome::Failure
+        } else {
+            Outcome::Success
+        }
+    }
+
+    /// The `Retry-After` a response asks for: only for the statuses that
+    /// honour it (429 and 503 by default) and only when it is not a success.
+    pub fn retry_after(&self, response: &impl StatusLike) -> Option<Duration> {
+        let status = response.status();
+        if !self.inner.retry_after.contains_status(status) {
+            return None;
+        }
+        retry_after(response.headers(), (self.inner.wall_clock)())
+    }
+
+    /// The outcome and the transition (open for the `Retry-After`) of a
+    /// response.
+    pub fn judge(&self, response: &impl StatusLike) -> (Outcome, ResultTransition) {
+        let outcome = self.outcome_of(response.status(), response.headers());
+        let transition = match outcome {
+            Outcome::Success => ResultTransition::Stay,
+            _ => match self.retry_after(response) {
+                Some(wait) => ResultTransition::OpenFor(wait),
+                None => ResultTransition::Stay,
+            },
+        };
+        (outcome, transition)
+    }
+
+    /// A response as a call's result: `Ok` for a success, else
+    /// [`HttpError::Status`] carrying the outcome and the `Retry-After`.
+    pub fn check<R: StatusLike>(&self, response: R) -> Result<R, HttpError> {
+        let (outcome, transition) = self.judge(&response);
+        match outcome {
+            Outcome::Success => Ok(response),
+            outcome => Err(HttpError::Status {
+                status: response.status(),
+                outcome,
+                retry_after: match transition {
+                    ResultTransition::OpenFor(wait) => Some(wait),
+                    _ => None,
+                },
+            }),
+        }
+    }
+
+    /// Adds to a breaker's configuration what an [`HttpError`] asks: ignored
+    /// statuses ignored, a `Retry-After` opening the breaker for that long.
+    /// Every other `HttpError` (failure statuses, transport errors) is a
+    /// failure, as any error is without `record_error` predicates.
+    pub fn circuit_breaker(
+        &self,
+        builder: CircuitBreakerConfigBuilder,
+    ) -> CircuitBreakerConfigBuilder {
+        builder
+            .ignore_error(|e: &HttpError| e.is_ignored())
+            .transition_on_error(|e: &HttpError| e.transition())
+    }
+
+    /// Adds to a retry's configuration: ignored statuses are not retried,
+    /// and the wait before the next attempt is the failed response's
+    /// `Retry-After` when it has one, else `interval`'s (which also becomes
+    /// the retry's interval function). `T` is the protected call's `Ok`
+    /// type. The wait after a `Retry-After` is 1 ms longer than it: the
+    /// breaker that the same response opened for exactly the `Retry-After`
+    /// permits calls only strictly after its wait, so the retry's attempt
+    /// then finds it half-open instead of being refused.
+    pub fn retry<T: 'static>(
+        &self,
+        builder: RetryConfigBuilder,
+        interval: IntervalFunction,
+    ) -> RetryConfigBuilder {
+        let fallback = interval.clone();
+        builder
+            .interval_function(interval)
+            .retry_on_error(|e: &HttpError| !e.is_ignored())
+            .interval_bi_function(
+                move |attempt, outcome: Result<&T, &HttpError>| match outcome {
+                    // Just past the Retry-After: a breaker it opened for that
+                    // long lets calls through only strictly after its wait.
+                    Err(e) => Some(match e.retry_after() {
+                        Some(wait) => wait + PAST_RETRY_AFTER,
+                        None => fallback.interval(attempt),
+                    }),
+                    Ok(_) => Some(fallback.interval(attempt)),
+                },
+            )
+    }
+}
+
+impl fmt::Debug for HttpClassifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let i = &*self.inner;
+        f.debug_struct("HttpClassifier")
+            .field("record_status", &i.record)
+            .field("ignore_status", &i.ignore)
+            .field("success_status", &i.success)
+            .field("retry_after_status", &i.retry_after)
+            .field("predicates", &i.predicates.len())
+            .finish()
+    }
+}
+
+/// Builds an [`HttpClassifier`].
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct HttpClassifierBuilder {
+    record: Option<StatusSet>,
+    ignore: StatusSet,
+    success: Option<StatusSet>,
+    retry_after: StatusSet,
+    predicates: Vec<Arc<Predicate>>,
+    wall_clock: fn() -> SystemTime,
+}
+
+impl HttpClassifierBuilder {
+    /// The statuses recorded as failures (`record-status`; replaces the
+    /// default `408, 429, 500-599`).
+    pub fn record_status(mut self, set: StatusSet) -> Self {
+        self.record = Some(set);
+        self
+    }
+
+    /// The statuses ignored (`ignore-status`): checked first.
+    pub fn ignore_status(mut self, set: StatusSet) -> Self {
+        self.ignore = set;
+        self
+    }
+
+    /// The only statuses that are successes (`success-status`): any other
+    /// status not ignored is a failure. Setting it drops the default
+    /// `record-status` unless one was set.
+    pub fn success_status(mut self, set: StatusSet) -> Self {
+        self.success = Some(set);
+        self
+    }
+
+    /// The statuses whose `Retry-After` opens the breaker and sets the
+    /// retry's wait (`429, 503` by default).
+    pub fn retry_after_status(mut self, set: StatusSet) -> Self {
+        self.retry_after = set;
+        self
+    }
+
+    /// A code predicate consulted before the sets: `Some(outcome)` decides,
+    /// `None` leaves it to the next predicate and then the sets.
+    pub fn classify_with(
+        mut self,
+        predicate: impl Fn(StatusCode, &HeaderMap) -> Option<Outcome> + Send + Sync + 'static,
+    ) -> Self {
+        self.predicates.push(Arc::new(predicate));
+        self
+    }
+
+    /// The wall clock an HTTP-date `Retry-After` is measured against
+    /// (`SystemTime::now` by default; tests pin it).
+    pub fn wall_clock(mut self, now: fn() -> SystemTime) -> Self {
+        self.wall_clock = now;
+        self
+    }
+
+    /// The classifier.
+    pub fn build(self) -> HttpClassifier {
+        let record = match (self.record, self.success) {
+            (Some(record), _) => record,
+            (None, Some(_)) => StatusSet::new(),
+            (None, None) => DEFAULT_RECORD_STATUS,
+        };
+        HttpClassifier {
+            inner: Arc::new(Inner {
+                record,
+                ignore: self.ignore,
+                success: self.success,
+                retry_after: self.retry_after,
+                predicates: self.predicates,
+                wall_clock: self.wall_clock,
+            }),
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! The layer and its builder.
+
+use std::fmt;
+
+use resil_core::bulkhead::Bulkhead;
+use resil_core::circuit_breaker::CircuitBreaker;
+use resil_core::rate_limiter::RateLimiter;
+use resil_core::time_limiter::TimeLimiter;
+use resil_registry::{Handle, Registry};
+use tower_layer::Layer;
+
+use super::classify::BreakerPredicates;
+use super::respond::AsErrors;
+use super::service::Resilience;
+
+/// What every service of one layer shares: the instances, the classifier
+/// and the refusal mapping. Leaked once per built layer (see the module's
+/// *Costs*), so response futures borrow the instances for `'static`.
+pub(crate) struct Shared<C, R> {
+    pub(crate) name: String,
+    pub(crate) breaker: Option<Handle<CircuitBreaker>>,
+    pub(crate) limiter: Option<Handle<RateLimiter>>,
+    pub(crate) time_limiter: Option<Handle<TimeLimiter>>,
+    pub(crate) bulkhead: Option<Handle<Bulkhead>>,
+    pub(crate) classify: C,
+    pub(crate) respond: R,
+}
+
+/// A [`Layer`] applying a named stack of registry instances to a service:
+/// CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( service )))), the
+/// attributes' order, with whichever of them the builder chose.
+///
+/// `Clone` and `Copy`-cheap: every service it makes shares the same instances.
+pub struct ResilienceLayer<C: 'static = BreakerPredicates, R: 'static = AsErrors> {
+    shared: &'static Shared<C, R>,
+}
+
+impl ResilienceLayer {
+    /// A builder for the instances called `name` in `registry`, choosing no
+    /// aspect yet.
+    pub fn builder<'r>(registry: &'r Registry, name: &str) -> Builder<'r> {
+        Builder {
+            registry,
+            name: name.to_owned(),
+            breaker: false,
+            limiter: false,
+            time_limiter: false,
+            bulkhead: false,
+            classify: BreakerPredicates,
+            respond: AsErrors,
+        }
+    }
+}
+
+impl<C: 'static, R: 'static> ResilienceLayer<C, R> {
+    /// The name the instances were looked up by.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+}
+
+impl<C: 'static, R: 'static> Clone for ResilienceLayer<C, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C: 'static, R: 'static> Copy for ResilienceLayer<C, R> {}
+
+impl<C: 'static, R: 'static> fmt::Debug for ResilienceLayer<C, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.shared;
+        f.debug_struct("ResilienceLayer")
+            .field("name", &s.name)
+            .field("circuit_breaker", &s.breaker.is_some())
+            .field("rate_limiter", &s.limiter.is_some())
+            .field("time_limiter", &s.time_limiter.is_some())
+            .field("bulkhead", &s.bulkhead.is_some())
+            .finish()
+    }
+}
+
+impl<S, C: 'static, R: 'static> Layer<S> for ResilienceLayer<C, R> {
+    type Service = Resilience<S, C, R>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Resilience::new(inner, self.shared)
+    }
+}
+
+/// Chooses a layer's aspects, classifier and refusal mapping.
+///
+/// The aspects always apply in the attributes' order, whatever order they
+/// are chosen in.
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct Builder<'r, C = BreakerPredicates, R = AsErrors> {
+    registry: &'r Registry,
+    name: String,
+    breaker: bool,
+    limiter: bool,
+    time_limiter: bool,
+    bulkhead: bool,
+    classify: C,
+    respond: R,
+}
+
+impl<'r, C: 'static, R: 'static> Builder<'r, C, R> {
+    /// Protects with the circuit breaker called `name`.
+    pub fn circuit_breaker(mut self) -> Self {
+        self.breaker = true;
+        self
+    }
+
+    /// Protects with the rate limiter called `name` (a request waits up to
+    /// its `timeout_duration` for a permit).
+    pub fn rate_limiter(mut self) -> Self {
+        self.limiter = true;
+        self
+    }
+
+    /// Protects with the time limiter called `name` (it times the bulkhead's
+    /// wait and the inner service's future).
+    pub fn time_limiter(mut self) -> Self {
+        self.time_limiter = true;
+        self
+    }
+
+    /// Protects with the (semaphore) bulkhead called `name`.
+    pub fn bulkhead(mut self) -> Self {
+        self.bulkhead = true;
+        self
+    }
+
+    /// Classifies responses and errors with `classify` instead of the
+    /// breaker's predicates.
+    pub fn classify<C2>(self, classify: C2) -> Builder<'r, C2, R> {
+        Builder {
+            registry: self.registry,
+            name: self.name,
+            breaker: self.breaker,
+            limiter: self.limiter,
+            time_limiter: self.time_limiter,
+            bulkhead: self.bulkhead,
+            classify,
+            respond: self.respond,
+        }
+    }
+
+    /// Maps refusals (and the inner error) with `respond`: for example
+    /// [`RefusalResponses`](super::RefusalResponses) for a server.
+    pub fn respond<R2>(self, respond: R2) -> Builder<'r, C, R2> {
+        Builder {
+            registry: self.registry,
+            name: self.name,
+            breaker: self.breaker,
+            limiter: self.limiter,
+            time_limiter: self.time_limiter,
+            bulkhead: self.bulkhead,
+            classify: self.classify,
+            respond,
+        }
+    }
+
+    /// Looks the chosen instances up (get-or-create, as the attributes do)
+    /// and builds the layer. Its handles keep following the instances
+    /// through reloads.
+    pub fn build(self) -> ResilienceLayer<C, R> {
+        let r = self.registry;
+        let name = self.name.as_str();
+        let shared = Shared {
+            breaker: self.breaker.then(|| r.circuit_breaker(name)),
+            limiter: self.limiter.then(|| r.rate_limiter(name)),
+            time_limiter: self.time_limiter.then(|| r.time_limiter(name)),
+            bulkhead: self.bulkhead.then(|| r.bulkhead(name)),
+            name: self.name,
+            classify: self.classify,
+            respond: self.respond,
+        };
+        ResilienceLayer {
+            shared: Box::leak(Box::new(shared)),
+        }
+    }
+}

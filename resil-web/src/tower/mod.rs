@@ -1,0 +1,95 @@
+//! `tower::Layer`s over the registry's named instances.
+//!
+//! [`ResilienceLayer`] applies what the attributes apply to a fn, to a tower
+//! [`Service`](tower_service::Service): the same instances (looked up by name
+//! in a [`Registry`](resil_registry::Registry)), in the same fixed order,
+//! CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( service )))), with the
+//! same permits and the same accounting.
+//!
+//! ```
+//! use resil_registry::Registry;
+//! use resil_web::tower::ResilienceLayer;
+//!
+//! let registry = Registry::new();
+//! let layer = ResilienceLayer::builder(&registry, "inventory")
+//!     .circuit_breaker()
+//!     .bulkhead()
+//!     .build();
+//! let service = tower_layer::Layer::layer(&layer, tower::service_fn(|n: u32| async move {
+//!     Ok::<_, std::io::Error>(n * 2)
+//! }));
+//! # let _ = service;
+//! ```
+//!
+//! # Where each permit is taken
+//!
+//! Permission is decided in `call`, before the inner service's `call`: a
+//! request the breaker or the rate limiter refuses never reaches the inner
+//! service (so a buffered or eager service sends nothing). The bulkhead's
+//! slot is taken in `call` too when one is free; when the bulkhead must wait
+//! (`max_wait_duration` > 0) or the rate limiter reserved a later permit, the
+//! ready inner service is moved into the response future and called once
+//! the wait ends (tower's clone-and-swap: `S: Clone`). The bulkhead is the
+//! innermost aspect, after the breaker's decision, as with the attributes,
+//! which is why its slot is not taken in `poll_ready`.
+//!
+//! A rate-limiter permit of a later cycle is reserved in `call`
+//! (Resilience4j's `reservePermission`) and waited for on tokio's timer: a
+//! request dropped during that wait does not give the reservation back, and
+//! the wait follows tokio's clock (paused in tests) rather than a custom
+//! registry clock.
+//!
+//! # What a refusal becomes
+//!
+//! By default ([`AsErrors`]) the layer's error is `resil::Error<S::Error>`:
+//! the inner error as [`Error::Call`](resil_core::Error::Call) and each
+//! refusal as its own variant, which suits a client (a tonic channel, a
+//! hyper client). A server, whose error type must stay the handler's, turns
+//! refusals into responses instead: with the `http` feature,
+//! [`RefusalResponses`] answers 503 with `Retry-After` for an open breaker,
+//! 429 with `Retry-After` for a rate limit, 503 for a full bulkhead and 504
+//! for a timeout, each overridable.
+//!
+//! # Outcome classification
+//!
+//! By default ([`BreakerPredicates`]) a response and an error are recorded
+//! by the breaker's own predicates, exactly as `call_async` records them.
+//! [`HttpClassifier`](crate::http::HttpClassifier) classifies HTTP responses
+//! by status (and opens the breaker for a `Retry-After`), and
+//! [`GrpcClassifier`](crate::grpc::GrpcClassifier) by `grpc-status`.
+//!
+//! # Costs
+//!
+//! Building a layer looks its instances up once and keeps them, with the
+//! classifier and the refusal mapping, in one allocation that lives for the
+//! rest of the process, as an attribute's call site keeps its handles in a
+//! `static`: build layers at start-up, not per request. A request then
+//! allocates nothing the inner service does not: the response future holds
+//! the permits inline. (A waiting bulkhead and a pending time limiter make
+//! their timers, as they do under the attributes.)
+
+mod classify;
+mod future;
+#[cfg(feature = "http")]
+mod http;
+mod layer;
+mod respond;
+mod service;
+
+pub use self::classify::{BreakerPredicates, Classify, Verdict};
+pub use self::future::ResponseFuture;
+#[cfg(feature = "http")]
+pub use self::http::{default_refusal_response, RefusalResponses};
+pub use self::layer::{Builder, ResilienceLayer};
+pub use self::respond::{AsErrors, Refusal, Respond};
+pub use self::service::Resilience;
+
+/// A layer with the circuit breaker called `name` in the process-wide
+/// registry ([`resil_registry::registry`]), recording by its predicates and
+/// reporting refusals as errors. Use [`ResilienceLayer::builder`] to choose
+/// other aspects, another registry, a classifier or refusal responses.
+pub fn layer(name: &str) -> ResilienceLayer {
+    ResilienceLayer::builder(resil_registry::registry(), name)
+        .circuit_breaker()
+        .build()
+}

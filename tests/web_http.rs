@@ -1,0 +1,238 @@
+//! HTTP and gRPC classification with the attributes' instances: a reqwest
+//! call against a real axum downstream, its statuses and transport errors
+//! classified, `Retry-After` driving the breaker's open wait and the
+//! retry's wait on a manual clock; tonic `Status` codes likewise.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+use resil::circuit_breaker::{Outcome, State as BreakerState};
+use resil::clock::ManualClock;
+use resil::{Error, IntervalFunction, Registry};
+use resil_web::grpc::GrpcClassifier;
+use resil_web::http::{HttpClassifier, HttpError, StatusSet};
+
+/// A downstream answering the status in `statuses[call]` (the last one
+/// repeated), with `Retry-After: 2` on 429/503.
+async fn downstream(statuses: Vec<u16>) -> (String, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let state = (Arc::new(statuses), calls.clone());
+    let app = Router::new()
+        .route(
+            "/price",
+            get(
+                |State((statuses, calls)): State<(Arc<Vec<u16>>, Arc<AtomicUsize>)>| async move {
+                    let n = calls.fetch_add(1, Ordering::SeqCst);
+                    let code = statuses[n.min(statuses.len() - 1)];
+                    let mut headers = axum::http::HeaderMap::new();
+                    if code == 429 || code == 503 {
+                        headers.insert("retry-after", "2".parse().unwrap());
+                    }
+                    (StatusCode::from_u16(code).unwrap(), headers, "42")
+                },
+            ),
+        )
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/price"), calls)
+}
+
+fn registry(clock: &ManualClock, classifier: &HttpClassifier) -> Registry {
+    let registry = Registry::builder().clock(clock.clone()).build();
+    let c = classifier.clone();
+    registry
+        .configure_circuit_breaker("price", move |b| {
+            c.circuit_breaker(b.sliding_window_size(10).minimum_number_of_calls(10))
+        })
+        .unwrap();
+    let c = classifier.clone();
+    registry
+        .configure_retry("price", move |b| {
+            c.retry::<reqwest::Response>(
+                b.max_attempts(3),
+                IntervalFunction::fixed(Duration::from_millis(100)),
+            )
+        })
+        .unwrap();
+    registry
+}
+
+async fn price(
+    registry: &Registry,
+    classifier: &HttpClassifier,
+    client: &reqwest::Client,
+    url: &str,
+) -> Result<String, Error<HttpError>> {
+    let breaker = registry.circuit_breaker("price");
+    let retry = registry.retry("price");
+    let response = retry
+        .call_async_nested(|| {
+            breaker.call_async(async { classifier.check_reqwest(client.get(url).send().await) })
+        })
+        .await?;
+    Ok(response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn a_503_with_retry_after_sets_the_retry_wait_and_then_the_answer_comes() {
+    let clock = ManualClock::new();
+    let classifier = HttpClassifier::default();
+    let registry = registry(&clock, &classifier);
+    let (url, calls) = downstream(vec![500, 503, 200]).await;
+    let client = reqwest::Client::new();
+    let out = price(&registry, &classifier, &client, &url).await;
+    assert_eq!(out.unwrap(), "42");
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    // 100 ms after the 500 (the interval), just past 2 s after the 503 (its
+    // Retry-After, for which the 503 also opened the breaker: the third
+    // attempt finds it half-open: its success is the first of the probes).
+    assert_eq!(clock.elapsed(), Duration::from_millis(2_101));
+    let breaker = registry.circuit_breaker("price");
+    assert_eq!(breaker.state(), BreakerState::HalfOpen);
+    assert_eq!(breaker.metrics().successful_calls(), 1);
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_opens_the_breaker_for_exactly_that_long() {
+    let clock = ManualClock::new();
+    let classifier = HttpClassifier::default();
+    let registry = Registry::builder().clock(clock.clone()).build();
+    let c = classifier.clone();
+    registry
+        .configure_circuit_breaker("price", move |b| c.circuit_breaker(b))
+        .unwrap();
+    let (url, _) = downstream(vec![429]).await;
+    let client = reqwest::Client::new();
+    let breaker = registry.circuit_breaker("price");
+    let out = breaker
+        .call_async(async { classifier.check_reqwest(client.get(&url).send().await) })
+        .await;
+    let Err(Error::Call(e)) = out else {
+        panic!("expected the 429 back")
+    };
+    assert_eq!(
+        (e.status(), e.retry_after()),
+        (
+            Some(reqwest::StatusCode::TOO_MANY_REQUESTS),
+            Some(Duration::from_secs(2))
+        )
+    );
+    assert_eq!(breaker.state(), BreakerState::Open);
+    assert_eq!(breaker.remaining_open_wait(), Some(Duration::from_secs(2)));
+    clock.advance(Duration::from_millis(1_999));
+    assert!(breaker.try_acquire_permission().is_err());
+    clock.advance(Duration::from_millis(2));
+    assert!(
+        breaker.try_acquire_permission().is_ok(),
+        "half-open after exactly the Retry-After"
+    );
+}
+
+#[tokio::test]
+async fn a_business_403_is_ignored_by_the_breaker_and_not_retried() {
+    let clock = ManualClock::new();
+    let classifier = HttpClassifier::builder()
+        .success_status(StatusSet::parse("200").unwrap())
+        .ignore_status(StatusSet::parse("403").unwrap())
+        .build();
+    let registry = registry(&clock, &classifier);
+    let (url, calls) = downstream(vec![403]).await;
+    let out = price(&registry, &classifier, &reqwest::Client::new(), &url).await;
+    let Err(Error::Call(e)) = out else {
+        panic!("expected the 403 back")
+    };
+    assert!(e.is_ignored());
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "not retried");
+    let m = registry.circuit_breaker("price").metrics();
+    assert_eq!((m.ignored_calls(), m.failed_calls()), (1, 0));
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_a_transport_failure() {
+    let clock = ManualClock::new();
+    let classifier = HttpClassifier::default();
+    let registry = registry(&clock, &classifier);
+    // A port nobody listens on any more.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/price", listener.local_addr().unwrap());
+    drop(listener);
+    let out = price(&registry, &classifier, &reqwest::Client::new(), &url).await;
+    let Err(Error::Call(HttpError::Transport(_))) = out else {
+        panic!("expected a transport error, got {out:?}")
+    };
+    assert_eq!(
+        registry.circuit_breaker("price").metrics().failed_calls(),
+        3,
+        "every attempt failed"
+    );
+}
+
+#[test]
+fn grpc_codes_are_failures_ignored_or_successes_and_a_pushback_opens_the_breaker() {
+    use tonic::{Code, Status};
+    let clock = ManualClock::new();
+    let registry = Registry::builder().clock(clock.clone()).build();
+    let grpc = GrpcClassifier::default();
+    registry
+        .configure_circuit_breaker("stock", move |b| grpc.circuit_breaker(b))
+        .unwrap();
+    let breaker = registry.circuit_breaker("stock");
+    for status in [
+        Status::not_found("sku"),
+        Status::invalid_argument("x"),
+        Status::permission_denied("no"),
+    ] {
+        let _ = breaker.call(|| Err::<(), _>(status));
+    }
+    let _ = breaker.call(|| Err::<(), _>(Status::unavailable("down")));
+    let _ = breaker.call(|| Err::<(), _>(Status::deadline_exceeded("slow")));
+    let m = breaker.metrics();
+    assert_eq!((m.ignored_calls(), m.failed_calls()), (3, 2));
+
+    let mut pushed = Status::resource_exhausted("quota");
+    pushed
+        .metadata_mut()
+        .insert("grpc-retry-pushback-ms", "1500".parse().unwrap());
+    let _ = breaker.call(|| Err::<(), _>(pushed));
+    assert_eq!(breaker.state(), BreakerState::Open);
+    assert_eq!(
+        breaker.remaining_open_wait(),
+        Some(Duration::from_millis(1_500))
+    );
+    assert_eq!(
+        GrpcClassifier::default().outcome(Code::Ok),
+        Outcome::Success
+    );
+}
+
+#[tokio::test]
+async fn a_grpc_trailers_only_error_through_the_tower_layer_is_classified_by_its_code() {
+    use resil_web::tower::ResilienceLayer;
+    use tower::{service_fn, Layer, ServiceExt};
+    let registry = Registry::new();
+    let layer = ResilienceLayer::builder(&registry, "grpc")
+        .circuit_breaker()
+        .classify(GrpcClassifier::default())
+        .build();
+    let svc = layer.layer(service_fn(|code: &'static str| async move {
+        let mut r = http::Response::new(());
+        r.headers_mut().insert("grpc-status", code.parse().unwrap());
+        Ok::<_, std::convert::Infallible>(r)
+    }));
+    for code in ["0", "5", "14", "4"] {
+        // OK, NOT_FOUND, UNAVAILABLE, DEADLINE_EXCEEDED
+        svc.clone().oneshot(code).await.unwrap();
+    }
+    let m = registry.circuit_breaker("grpc").metrics();
+    assert_eq!(
+        (m.successful_calls(), m.ignored_calls(), m.failed_calls()),
+        (1, 1, 2)
+    );
+}

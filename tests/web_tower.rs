@@ -1,0 +1,614 @@
+//! The tower layer over real sockets: an axum route protected by
+//! `ResilienceLayer`, called with reqwest. Refusals become 503/429/504 with
+//! `Retry-After`, statuses are classified, and every permit comes back on
+//! completion, cancellation and panic.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, SystemTime};
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::get;
+use axum::Router;
+use resil::circuit_breaker::State as BreakerState;
+use resil::Registry;
+use resil_web::http::{HttpClassifier, StatusSet};
+use resil_web::tower::{RefusalResponses, ResilienceLayer};
+use tokio::sync::Notify;
+use tower::{service_fn, Layer, Service, ServiceExt};
+
+#[derive(Default)]
+struct Downstream {
+    calls: AtomicUsize,
+    entered: Notify,
+    release: Notify,
+}
+
+#[derive(serde::Deserialize)]
+struct StatusQuery {
+    retry_after: Option<String>,
+}
+
+async fn status(
+    State(d): State<Arc<Downstream>>,
+    Path(code): Path<u16>,
+    Query(q): Query<StatusQuery>,
+) -> (StatusCode, HeaderMap, &'static str) {
+    d.calls.fetch_add(1, Ordering::SeqCst);
+    let mut headers = HeaderMap::new();
+    if let Some(after) = q.retry_after {
+        headers.insert("retry-after", after.parse().unwrap());
+    }
+    (StatusCode::from_u16(code).unwrap(), headers, "body")
+}
+
+async fn hold(State(d): State<Arc<Downstream>>) -> &'static str {
+    d.calls.fetch_add(1, Ordering::SeqCst);
+    d.entered.notify_one();
+    d.release.notified().await;
+    "released"
+}
+
+async fn never(State(d): State<Arc<Downstream>>) -> &'static str {
+    d.calls.fetch_add(1, Ordering::SeqCst);
+    std::future::pending().await
+}
+
+/// Serves the three routes behind `layer` on a free port; returns its base URL.
+async fn serve(
+    layer: ResilienceLayer<HttpClassifier, RefusalResponses<Body>>,
+    downstream: Arc<Downstream>,
+) -> String {
+    let app = Router::new()
+        .route("/status/{code}", get(status))
+        .route("/hold", get(hold))
+        .route("/never", get(never))
+        .route_layer(layer)
+        .with_state(downstream);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+fn server_layer(
+    registry: &Registry,
+    name: &str,
+    classifier: HttpClassifier,
+    aspects: impl FnOnce(resil_web::tower::Builder<'_>) -> resil_web::tower::Builder<'_>,
+) -> ResilienceLayer<HttpClassifier, RefusalResponses<Body>> {
+    aspects(ResilienceLayer::builder(registry, name))
+        .classify(classifier)
+        .respond(RefusalResponses::<Body>::new())
+        .build()
+}
+
+fn retry_after(r: &reqwest::Response) -> Option<u64> {
+    r.headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().parse().unwrap())
+}
+
+#[tokio::test]
+async fn an_open_breaker_answers_503_with_its_remaining_wait_and_never_calls_the_handler() {
+    let registry = Registry::new();
+    registry
+        .configure_circuit_breaker("open", |b| {
+            b.sliding_window_size(2)
+                .minimum_number_of_calls(2)
+                .wait_duration_in_open_state(Duration::from_secs(60))
+        })
+        .unwrap();
+    let d = Arc::new(Downstream::default());
+    let layer = server_layer(&registry, "open", HttpClassifier::default(), |b| {
+        b.circuit_breaker()
+    });
+    let url = serve(layer, d.clone()).await;
+    let client = reqwest::Client::new();
+    for _ in 0..2 {
+        let r = client
+            .get(format!("{url}/status/500"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 500);
+    }
+    let breaker = registry.circuit_breaker("open");
+    assert_eq!(breaker.state(), BreakerState::Open);
+    let r = client
+        .get(format!("{url}/status/200"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(
+        retry_after(&r),
+        Some(60),
+        "the remaining open wait, rounded up"
+    );
+    assert!(r.text().await.unwrap().contains("'open'"));
+    assert_eq!(
+        d.calls.load(Ordering::SeqCst),
+        2,
+        "a refused request never reaches the handler"
+    );
+    assert_eq!(breaker.metrics().not_permitted_calls(), 1);
+    assert_eq!(breaker.metrics().failed_calls(), 2);
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_in_either_form_opens_the_breaker_for_that_long() {
+    let registry = Registry::new();
+    let d = Arc::new(Downstream::default());
+    let layer = server_layer(&registry, "quota", HttpClassifier::default(), |b| {
+        b.circuit_breaker()
+    });
+    let url = serve(layer, d.clone()).await;
+    let client = reqwest::Client::new();
+    let breaker = registry.circuit_breaker("quota");
+
+    // Delay seconds.
+    let r = client
+        .get(format!("{url}/status/429?retry_after=7"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        429,
+        "the downstream's own answer passes through"
+    );
+    assert_eq!(breaker.state(), BreakerState::Open);
+    let r = client
+        .get(format!("{url}/status/200"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((r.status().as_u16(), retry_after(&r)), (503, Some(7)));
+
+    // An HTTP date two minutes ahead, on a 503.
+    breaker.transition_to_closed().unwrap();
+    let at = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(120));
+    let r = client
+        .get(format!("{url}/status/503"))
+        .query(&[("retry_after", at)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    let r = client
+        .get(format!("{url}/status/200"))
+        .send()
+        .await
+        .unwrap();
+    let after = retry_after(&r).unwrap();
+    assert!((118..=120).contains(&after), "{after}");
+    assert_eq!(d.calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn seed_003_mapping_200_is_a_success_403_is_ignored_anything_else_fails() {
+    let registry = Registry::new();
+    let classifier = HttpClassifier::builder()
+        .success_status(StatusSet::parse("200").unwrap())
+        .ignore_status(StatusSet::parse("403").unwrap())
+        .build();
+    let d = Arc::new(Downstream::default());
+    let url = serve(
+        server_layer(&registry, "price", classifier, |b| b.circuit_breaker()),
+        d,
+    )
+    .await;
+    let client = reqwest::Client::new();
+    for code in [200, 403, 404, 201, 500] {
+        let r = client
+            .get(format!("{url}/status/{code}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), code);
+    }
+    let m = registry.circuit_breaker("price").metrics();
+    assert_eq!(
+        (m.successful_calls(), m.ignored_calls(), m.failed_calls()),
+        (1, 1, 3)
+    );
+}
+
+#[tokio::test]
+async fn a_rate_limited_route_answers_429_with_the_time_to_the_next_permit() {
+    let registry = Registry::new();
+    registry
+        .configure_rate_limiter("rl", |b| {
+            b.limit_for_period(1)
+                .limit_refresh_period(Duration::from_secs(30))
+                .timeout_duration(Duration::ZERO)
+        })
+        .unwrap();
+    let d = Arc::new(Downstream::default());
+    let layer = server_layer(&registry, "rl", HttpClassifier::default(), |b| {
+        b.circuit_breaker().rate_limiter()
+    });
+    let url = serve(layer, d.clone()).await;
+    let client = reqwest::Client::new();
+    let r = client
+        .get(format!("{url}/status/200"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = client
+        .get(format!("{url}/status/200"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 429);
+    let after = retry_after(&r).unwrap();
+    assert!((1..=30).contains(&after), "{after}");
+    assert_eq!(d.calls.load(Ordering::SeqCst), 1);
+    // The breaker inside which the limiter refused counts it as a failure,
+    // as the attributes do (an inner rejection is a failure by default).
+    assert_eq!(registry.circuit_breaker("rl").metrics().failed_calls(), 1);
+}
+
+#[tokio::test]
+async fn a_full_bulkhead_answers_503_and_gives_its_slot_back() {
+    let registry = Registry::new();
+    registry
+        .configure_bulkhead("bh", |b| {
+            b.max_concurrent_calls(1).max_wait_duration(Duration::ZERO)
+        })
+        .unwrap();
+    let d = Arc::new(Downstream::default());
+    let url = serve(
+        server_layer(&registry, "bh", HttpClassifier::default(), |b| b.bulkhead()),
+        d.clone(),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let held = tokio::spawn(client.get(format!("{url}/hold")).send());
+    d.entered.notified().await;
+    let r = client
+        .get(format!("{url}/status/200"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    assert!(r.headers().get("retry-after").is_none());
+    d.release.notify_one();
+    assert_eq!(held.await.unwrap().unwrap().status(), 200);
+    let r = client
+        .get(format!("{url}/status/200"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(registry.bulkhead("bh").available_concurrent_calls(), 1);
+}
+
+#[tokio::test]
+async fn a_waiting_bulkhead_calls_the_handler_once_a_slot_frees() {
+    let registry = Registry::new();
+    registry
+        .configure_bulkhead("bw", |b| {
+            b.max_concurrent_calls(1)
+                .max_wait_duration(Duration::from_secs(30))
+        })
+        .unwrap();
+    let d = Arc::new(Downstream::default());
+    let url = serve(
+        server_layer(&registry, "bw", HttpClassifier::default(), |b| b.bulkhead()),
+        d.clone(),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let held = tokio::spawn(client.get(format!("{url}/hold")).send());
+    d.entered.notified().await;
+    let waiting = tokio::spawn(client.get(format!("{url}/status/200")).send());
+    // The second request queues for the slot (not refused) until the holder ends.
+    while registry.bulkhead("bw").metrics().waiting_calls() == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(
+        d.calls.load(Ordering::SeqCst),
+        1,
+        "the handler waits for the slot"
+    );
+    d.release.notify_one();
+    assert_eq!(held.await.unwrap().unwrap().status(), 200);
+    assert_eq!(waiting.await.unwrap().unwrap().status(), 200);
+    assert_eq!(d.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(registry.bulkhead("bw").available_concurrent_calls(), 1);
+}
+
+#[tokio::test]
+async fn a_timed_out_route_answers_504_and_the_breaker_counts_a_failure() {
+    let registry = Registry::new();
+    registry
+        .configure_time_limiter("tl", |b| b.timeout_duration(Duration::from_millis(50)))
+        .unwrap();
+    let d = Arc::new(Downstream::default());
+    let layer = server_layer(&registry, "tl", HttpClassifier::default(), |b| {
+        b.circuit_breaker().time_limiter()
+    });
+    let url = serve(layer, d).await;
+    let r = reqwest::get(format!("{url}/never")).await.unwrap();
+    assert_eq!(r.status(), 504);
+    assert_eq!(registry.time_limiter("tl").metrics().timeout_calls(), 1);
+    assert_eq!(registry.circuit_breaker("tl").metrics().failed_calls(), 1);
+}
+
+// ---- service level: a client stack, cancellation, panics, order ----
+
+fn poll_once<F: Future>(fut: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+    fut.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+#[tokio::test]
+async fn a_client_stack_reports_refusals_as_errors_and_transport_errors_as_failures() {
+    let registry = Registry::new();
+    registry
+        .configure_circuit_breaker("client", |b| {
+            b.sliding_window_size(2).minimum_number_of_calls(2)
+        })
+        .unwrap();
+    let layer = ResilienceLayer::builder(&registry, "client")
+        .circuit_breaker()
+        .classify(HttpClassifier::default())
+        .build();
+    let mut svc = layer.layer(service_fn(|_: ()| async {
+        Err::<http::Response<()>, _>(std::io::Error::from(std::io::ErrorKind::ConnectionReset))
+    }));
+    for _ in 0..2 {
+        let e = svc.ready().await.unwrap().call(()).await.unwrap_err();
+        assert!(matches!(e, resil::Error::Call(_)));
+    }
+    let e = svc.ready().await.unwrap().call(()).await.unwrap_err();
+    assert_eq!(e.kind(), resil::ErrorKind::CallNotPermitted);
+    assert_eq!(
+        registry.circuit_breaker("client").metrics().failed_calls(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_future_gives_back_its_half_open_probe_and_its_bulkhead_slot() {
+    let registry = Registry::new();
+    registry
+        .configure_circuit_breaker("drop", |b| {
+            b.permitted_number_of_calls_in_half_open_state(1)
+        })
+        .unwrap();
+    registry
+        .configure_bulkhead("drop", |b| b.max_concurrent_calls(1))
+        .unwrap();
+    let breaker = registry.circuit_breaker("drop");
+    breaker.transition_to_open().unwrap();
+    breaker.transition_to_half_open().unwrap();
+    let layer = ResilienceLayer::builder(&registry, "drop")
+        .circuit_breaker()
+        .bulkhead()
+        .build();
+    let mut svc = layer.layer(service_fn(|_: ()| std::future::pending::<Result<(), ()>>()));
+    for _ in 0..3 {
+        let mut fut = pin!(svc.ready().await.unwrap().call(()));
+        assert!(poll_once(fut.as_mut()).is_pending());
+        assert_eq!(registry.bulkhead("drop").available_concurrent_calls(), 0);
+        // Dropped mid-call: the next round gets the only probe and slot again.
+    }
+    assert_eq!(registry.bulkhead("drop").available_concurrent_calls(), 1);
+    assert_eq!(breaker.state(), BreakerState::HalfOpen);
+    assert_eq!(breaker.metrics().not_permitted_calls(), 0);
+}
+
+#[tokio::test]
+async fn a_panicking_inner_future_leaks_no_slot_and_no_probe() {
+    let registry = Registry::new();
+    registry
+        .configure_circuit_breaker("panic", |b| {
+            b.permitted_number_of_calls_in_half_open_state(1)
+        })
+        .unwrap();
+    registry
+        .configure_bulkhead("panic", |b| b.max_concurrent_calls(1))
+        .unwrap();
+    let breaker = registry.circuit_breaker("panic");
+    breaker.transition_to_open().unwrap();
+    breaker.transition_to_half_open().unwrap();
+    let layer = ResilienceLayer::builder(&registry, "panic")
+        .circuit_breaker()
+        .bulkhead()
+        .build();
+    let svc = layer.layer(service_fn(|fail: bool| async move {
+        if fail {
+            panic!("the handler panicked");
+        }
+        Ok::<_, ()>(())
+    }));
+    let joined = tokio::spawn(svc.clone().oneshot(true)).await;
+    assert!(joined.unwrap_err().is_panic());
+    assert_eq!(registry.bulkhead("panic").available_concurrent_calls(), 1);
+    assert_eq!(svc.oneshot(false).await, Ok(()), "the probe slot came back");
+    assert_eq!(breaker.state(), BreakerState::Closed);
+}
+
+#[tokio::test]
+async fn a_breaker_refusal_takes_no_rate_limiter_permit_and_no_bulkhead_slot() {
+    let registry = Registry::new();
+    registry
+        .configure_rate_limiter("order", |b| {
+            b.limit_for_period(5)
+                .limit_refresh_period(Duration::from_secs(60))
+        })
+        .unwrap();
+    let layer = ResilienceLayer::builder(&registry, "order")
+        .bulkhead()
+        .rate_limiter()
+        .circuit_breaker()
+        .build();
+    let svc = layer.layer(service_fn(|_: ()| async { Ok::<_, ()>(()) }));
+    svc.clone().oneshot(()).await.unwrap();
+    assert_eq!(registry.rate_limiter("order").available_permissions(), 4);
+    registry
+        .circuit_breaker("order")
+        .transition_to_forced_open()
+        .unwrap();
+    let e = svc.oneshot(()).await.unwrap_err();
+    assert_eq!(e.kind(), resil::ErrorKind::CallNotPermitted);
+    assert_eq!(registry.rate_limiter("order").available_permissions(), 4);
+    assert_eq!(registry.bulkhead("order").metrics().rejected_calls(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reserved_rate_limiter_permit_is_waited_for_before_the_call() {
+    let registry = Registry::builder()
+        .clock(resil::clock::TokioClock::new())
+        .build();
+    registry
+        .configure_rate_limiter("wait", |b| {
+            b.limit_for_period(1)
+                .limit_refresh_period(Duration::from_secs(1))
+                .timeout_duration(Duration::from_secs(5))
+        })
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let layer = ResilienceLayer::builder(&registry, "wait")
+        .rate_limiter()
+        .build();
+    let svc = layer.layer(service_fn(move |_: ()| {
+        c.fetch_add(1, Ordering::SeqCst);
+        async { Ok::<_, ()>(tokio::time::Instant::now()) }
+    }));
+    let start = tokio::time::Instant::now();
+    svc.clone().oneshot(()).await.unwrap();
+    let mut second = pin!(svc.oneshot(()));
+    assert!(poll_once(second.as_mut()).is_pending());
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "not called before its permit's cycle"
+    );
+    let at = second.await.unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert!(at - start >= Duration::from_secs(1));
+}
+
+#[test]
+fn the_time_to_the_next_permit_counts_reservations_and_the_open_wait_counts_down() {
+    use resil::clock::ManualClock;
+    use resil::rate_limiter::{RateLimiter, RateLimiterConfig};
+    let clock = ManualClock::new();
+    let limiter = RateLimiter::with_clock(
+        "next",
+        RateLimiterConfig::builder()
+            .limit_for_period(2)
+            .limit_refresh_period(Duration::from_secs(10))
+            .timeout_duration(Duration::from_secs(60))
+            .build()
+            .unwrap(),
+        clock.clone(),
+    );
+    assert_eq!(limiter.time_to_next_permit(), Duration::ZERO);
+    assert!(limiter.try_acquire_permission(2));
+    clock.advance(Duration::from_secs(3));
+    assert_eq!(limiter.time_to_next_permit(), Duration::from_secs(7));
+    // Two permits of the next cycle reserved: the next free one is a cycle later.
+    assert_eq!(
+        limiter.reserve_permission(2).unwrap(),
+        Duration::from_secs(7)
+    );
+    assert_eq!(limiter.time_to_next_permit(), Duration::from_secs(17));
+    clock.advance(Duration::from_secs(17));
+    assert_eq!(limiter.time_to_next_permit(), Duration::ZERO);
+
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry
+        .configure_circuit_breaker("wait", |b| {
+            b.wait_duration_in_open_state(Duration::from_secs(30))
+        })
+        .unwrap();
+    let breaker = registry.circuit_breaker("wait");
+    assert_eq!(breaker.remaining_open_wait(), None);
+    breaker.transition_to_open().unwrap();
+    clock.advance(Duration::from_secs(12));
+    assert_eq!(breaker.remaining_open_wait(), Some(Duration::from_secs(18)));
+    breaker.transition_to_forced_open().unwrap();
+    assert_eq!(
+        breaker.remaining_open_wait(),
+        None,
+        "an operator's wait is not known"
+    );
+}
+
+// The attribute and the layer share the process-wide registry's instance.
+#[derive(Debug, PartialEq)]
+struct Down;
+
+impl From<resil::Rejection> for Down {
+    fn from(_: resil::Rejection) -> Self {
+        Down
+    }
+}
+
+#[resil::circuit_breaker(name = "web-shared")]
+fn attribute_call(fail: bool) -> Result<u32, Down> {
+    if fail {
+        Err(Down)
+    } else {
+        Ok(1)
+    }
+}
+
+#[tokio::test]
+async fn a_layer_and_an_attribute_with_the_same_name_share_one_breaker() {
+    let layer = resil_web::tower::layer("web-shared");
+    let svc = layer.layer(service_fn(|_: ()| async { Ok::<_, ()>(()) }));
+    svc.clone().oneshot(()).await.unwrap();
+    let _ = attribute_call(false);
+    let breaker = resil::registry().circuit_breaker("web-shared");
+    assert_eq!(
+        breaker.metrics().successful_calls(),
+        2,
+        "one window for both"
+    );
+    breaker.transition_to_forced_open().unwrap();
+    assert_eq!(attribute_call(false), Err(Down), "the attribute is refused");
+    let e = svc.oneshot(()).await.unwrap_err();
+    assert_eq!(e.kind(), resil::ErrorKind::CallNotPermitted);
+}
+
+#[tokio::test]
+async fn a_layer_follows_its_instance_through_a_reconfiguration() {
+    let registry = Registry::new();
+    let layer = ResilienceLayer::builder(&registry, "follow")
+        .circuit_breaker()
+        .build();
+    let svc = layer.layer(service_fn(|fail: bool| async move {
+        if fail {
+            Err(())
+        } else {
+            Ok(())
+        }
+    }));
+    // A new configuration replaces the instance; the built layer sees it.
+    registry
+        .configure_circuit_breaker("follow", |b| {
+            b.sliding_window_size(1).minimum_number_of_calls(1)
+        })
+        .unwrap();
+    let _ = svc.clone().oneshot(true).await;
+    assert_eq!(
+        registry.circuit_breaker("follow").state(),
+        BreakerState::Open
+    );
+    assert_eq!(
+        svc.oneshot(false).await.unwrap_err().kind(),
+        resil::ErrorKind::CallNotPermitted
+    );
+}
