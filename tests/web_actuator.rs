@@ -51,8 +51,12 @@ async fn liveness_stays_up_and_health_answers_200_while_a_breaker_is_open() {
     let (code, health) = get(&format!("{url}/actuator/health")).await;
     assert_eq!(code, 200, "{health}");
     assert_eq!(health["status"], "UP");
-    // The breaker's own state is shown, without deciding the status.
-    assert_eq!(health["components"]["circuitBreakers"]["status"], "DOWN");
+    // The breaker's own state is shown, without deciding the status; it is
+    // not allowed to fail (the registry's default), so DEGRADED, not DOWN.
+    assert_eq!(
+        health["components"]["circuitBreakers"]["status"],
+        "DEGRADED"
+    );
     assert_eq!(
         health["components"]["circuitBreakers"]["details"]["inventory"]["state"],
         "OPEN"
@@ -64,10 +68,9 @@ async fn readiness_fails_only_when_opted_in_and_only_for_instances_allowed_to_fa
     let registry = Arc::new(Registry::new());
     open_breaker(&registry, "payments");
     open_breaker(&registry, "recommendations");
-    registry.allow_health_indicator_to_fail::<resil::circuit_breaker::CircuitBreaker>(
-        "recommendations",
-        false,
-    );
+    // `payments` opts in; `recommendations` keeps the default (not allowed).
+    registry
+        .allow_health_indicator_to_fail::<resil::circuit_breaker::CircuitBreaker>("payments", true);
     let url = serve(Actuator::builder(registry.clone()).readiness_from_health(true)).await;
 
     let (code, body) = get(&format!("{url}/actuator/health/readiness")).await;

@@ -161,7 +161,8 @@ fn relay(result: Result<u32, PriceError>) -> http::Response {
 /// Each retry's budget: retries up to 20 % of its first attempts, and no
 /// floor, so the bound is visible in a few calls.
 ///
-/// In code, not in lab.yaml: the config file has no retry-budget keys today.
+/// In code, not in lab.yaml: a retry budget is resil's own addition, and the
+/// config file's keys are Resilience4j's.
 fn budget(lab: &Lab) -> RetryBudget {
     let config = RetryBudgetConfig::builder()
         .retry_ratio(0.2)

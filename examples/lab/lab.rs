@@ -46,6 +46,9 @@ pub const MODES: [&str; 13] = [
 pub struct Lab {
     /// The clock of the registry's instances (and of the fallback cache).
     pub clock: ManualClock,
+    /// `lab.price-cache.expires-after` in lab.yaml: the application's own
+    /// setting beside resil's, as a Spring file keeps it.
+    pub cache_expires_after: Duration,
 }
 
 impl Lab {
@@ -65,6 +68,16 @@ pub fn registry(clock: &ManualClock) -> Result<Registry, String> {
     Ok(registry)
 }
 
+/// The fallback cache's expiry, read from lab.yaml's own section.
+pub fn cache_expires_after() -> Result<Duration, String> {
+    const KEY: &str = "lab.price-cache.expires-after";
+    let file = FileConfig::from_file(CONFIG).map_err(|e| e.to_string())?;
+    let text = file
+        .property(KEY)
+        .ok_or_else(|| format!("`{KEY}` is missing from {CONFIG}"))?;
+    resil::config::parse_duration(text).map_err(|e| format!("`{KEY}`: {}", e.reason()))
+}
+
 /// Configures the process-wide registry (which the annotated fns' call sites
 /// use) from `lab.yaml`, on a new lab clock.
 pub fn init() -> Result<Lab, String> {
@@ -72,7 +85,10 @@ pub fn init() -> Result<Lab, String> {
     let registry = registry(&clock)?;
     resil::init(registry)
         .map_err(|_| "the process-wide registry was used before it was configured".to_owned())?;
-    Ok(Lab { clock })
+    Ok(Lab {
+        clock,
+        cache_expires_after: cache_expires_after()?,
+    })
 }
 
 /// Runs one mode and returns the lines it prints.

@@ -314,13 +314,6 @@ pub async fn order(lab: &Lab) -> Vec<String> {
 
 // ---- fallback ------------------------------------------------------------
 
-/// How long a cached price may stand in for a live one.
-///
-/// In code, not in lab.yaml: the config file holds only the `resilience4j`
-/// tree today, and the loader refuses any other top-level key (an
-/// application section such as `lab.price-cache.expires-after` would be one).
-pub const CACHE_EXPIRES_AFTER: Duration = Duration::from_millis(350);
-
 /// Where a price came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
@@ -365,13 +358,17 @@ impl Quote {
 /// The last live price and when it was read (on the lab's clock).
 pub struct PriceCache {
     clock: ManualClock,
+    /// How long a cached price may stand in for a live one
+    /// (`lab.price-cache.expires-after` in lab.yaml).
+    expires_after: Duration,
     last: Mutex<Option<(u32, u64)>>,
 }
 
 impl PriceCache {
-    fn new(clock: &ManualClock) -> PriceCache {
+    fn new(lab: &Lab) -> PriceCache {
         PriceCache {
-            clock: clock.clone(),
+            clock: lab.clock.clone(),
+            expires_after: lab.cache_expires_after,
             last: Mutex::new(None),
         }
     }
@@ -391,7 +388,7 @@ impl PriceCache {
     fn fresh(&self) -> Option<Quote> {
         let (value, at) = (*self.last.lock().unwrap_or_else(|p| p.into_inner()))?;
         let age = resil::clock::elapsed(at, self.clock.now_nanos());
-        (age <= CACHE_EXPIRES_AFTER).then(|| Quote {
+        (age <= self.expires_after).then(|| Quote {
             value,
             source: Source::Cache,
             age_ms: u64::try_from(age.as_millis()).unwrap_or(u64::MAX),
@@ -442,7 +439,7 @@ async fn cached_quote(
 pub async fn fallback(lab: &Lab) -> Vec<String> {
     let downstream = Downstream::start(&lab.clock).await;
     let at = downstream.addr();
-    let cache = PriceCache::new(&lab.clock);
+    let cache = PriceCache::new(lab);
     let label = |q: &Result<Quote, PriceError>| match q {
         Ok(q) => q.source.as_str(),
         Err(e) => e.label(),
@@ -462,7 +459,7 @@ pub async fn fallback(lab: &Lab) -> Vec<String> {
         "a stand-in carries its source and age"
     );
     let forbidden = quote(&cache, at, "403").await;
-    lab.wait(CACHE_EXPIRES_AFTER); // now 437 ms old
+    lab.wait(lab.cache_expires_after); // now 437 ms old
     let expired = quote(&cache, at, "503").await;
     vec![
         format!(

@@ -203,6 +203,9 @@ pub struct FileConfig {
     ignored_keys: Vec<String>,
     /// The profiles the configuration was read with.
     profiles: Vec<String>,
+    /// Every scalar of the file (the application's keys too), by dotted key,
+    /// later documents last.
+    properties: Vec<(String, String)>,
     circuit_breaker: Section<CircuitBreakerConfig>,
     retry: Section<RetryConfig>,
     bulkhead: Section<BulkheadConfig>,
@@ -526,6 +529,13 @@ impl FileConfig {
         config.warnings = warnings;
         config.ignored_keys = ignored_keys;
         config.profiles = profiles;
+        config.properties = file_keys
+            .iter()
+            .map(|(k, v)| {
+                let v = spring::resolve_text(v, &lookup).unwrap_or_else(|| v.clone());
+                (k.clone(), v)
+            })
+            .collect();
         (config, problems)
     }
 
@@ -536,6 +546,7 @@ impl FileConfig {
             warnings: Vec::new(),
             ignored_keys: Vec::new(),
             profiles: Vec::new(),
+            properties: Vec::new(),
             circuit_breaker: resolve::section(section(Kind::CircuitBreaker), problems),
             retry: resolve::section(section(Kind::Retry), problems),
             bulkhead: resolve::section(section(Kind::Bulkhead), problems),
@@ -563,6 +574,29 @@ impl FileConfig {
     /// `debug` event lists them).
     pub fn ignored_keys(&self) -> &[String] {
         &self.ignored_keys
+    }
+
+    /// The value of any key of the file, the application's own included, as
+    /// Spring's `Environment.getProperty` answers it: by dotted key
+    /// (`lab.price-cache.expires-after`, list items as `key[0]`), from the
+    /// last active document that sets it, with its `${…}` placeholders
+    /// resolved. Settings resil does not own live beside its own this way.
+    ///
+    /// ```
+    /// # #[cfg(feature = "yaml")] {
+    /// let file = resil_registry::FileConfig::from_yaml_str(
+    ///     "app.cache.ttl: 350ms\nresilience4j.retry.instances.a.max-attempts: 2\n",
+    /// ).unwrap();
+    /// assert_eq!(file.property("app.cache.ttl"), Some("350ms"));
+    /// assert_eq!(file.property("app.cache.size"), None);
+    /// # }
+    /// ```
+    pub fn property(&self, key: &str) -> Option<&str> {
+        self.properties
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The active profiles the configuration was read with

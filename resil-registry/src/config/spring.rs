@@ -306,6 +306,11 @@ pub(crate) fn resolve_placeholders(
     }
 }
 
+/// `text` with its placeholders resolved, if they all resolve.
+pub(crate) fn resolve_text(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    substitute(text, lookup, 0).ok()
+}
+
 fn substitute(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
