@@ -14,6 +14,11 @@ pub const MIN_LIMIT_REFRESH_PERIOD: Duration = Duration::from_millis(1);
 pub const MAX_LIMIT_REFRESH_PERIOD: Duration = Duration::from_secs(30 * 24 * 3600);
 /// The most buckets a sliding window may be cut into.
 pub const MAX_BUCKETS: u32 = 1000;
+/// GCRA only: the longest burst tolerance, `burst × limit_refresh_period /
+/// limit_for_period`, about 71 years (2^51 µs). The script's arithmetic is
+/// exact below it (Redis's Lua numbers are doubles, exact to 2^53 µs since
+/// the epoch); a longer one could never be honoured, so `build` refuses it.
+pub const MAX_GCRA_TOLERANCE: Duration = Duration::from_micros(1 << 51);
 
 /// How the shared quota is counted (see the [module docs](super) for what
 /// "N per interval" means with each).
@@ -230,11 +235,7 @@ impl DistributedRateLimiterConfig {
             ));
         }
         if let Err(e) = redis::Client::open(&*self.redis_url) {
-            return Err(ConfigError::new(
-                "redis_url",
-                format!("{:?} ({e})", &*self.redis_url),
-                "a redis:// URL such as redis://127.0.0.1:6379/",
-            ));
+            return Err(url_error(&self.redis_url, &e));
         }
         let period = self.limit_refresh_period;
         if !(MIN_LIMIT_REFRESH_PERIOD..=MAX_LIMIT_REFRESH_PERIOD).contains(&period) {
@@ -274,6 +275,25 @@ impl DistributedRateLimiterConfig {
                 ));
             }
         }
+        if self.algorithm == Algorithm::Gcra {
+            // A tolerance beyond what the script computes exactly would be
+            // accepted and then refuse (or poll) forever.
+            let emission = micros.div_ceil(u64::from(self.limit_for_period));
+            let max_tolerance = u64::try_from(MAX_GCRA_TOLERANCE.as_micros()).unwrap_or(u64::MAX);
+            let max_burst = u32::try_from(max_tolerance / emission)
+                .unwrap_or(u32::MAX)
+                .min(max_limit);
+            if self.burst() > max_burst {
+                return Err(ConfigError::new(
+                    "burst",
+                    self.burst(),
+                    format!(
+                        "an integer in 1..={max_burst} (burst × limit_refresh_period / \
+                         limit_for_period at most about 71 years)"
+                    ),
+                ));
+            }
+        }
         if self.redis_timeout.is_zero() {
             return Err(ConfigError::new(
                 "redis_timeout",
@@ -281,15 +301,21 @@ impl DistributedRateLimiterConfig {
                 "a positive duration, such as 100ms",
             ));
         }
-        if let FailurePolicy::LocalFallback {
-            expected_instances: 0,
-        } = self.failure_policy
-        {
-            return Err(ConfigError::new(
-                "failure_policy.expected_instances",
-                0,
-                "an integer in 1..=4294967295",
-            ));
+        if let FailurePolicy::LocalFallback { expected_instances } = self.failure_policy {
+            // Each instance's local share is `limit / instances` (rounded
+            // down, so that all of them together stay within the quota): at
+            // least one permit each.
+            if expected_instances == 0 || expected_instances > self.limit_for_period {
+                return Err(ConfigError::new(
+                    "failure_policy.expected_instances",
+                    expected_instances,
+                    format!(
+                        "an integer in 1..={} (at most limit_for_period: each instance's \
+                         local share is limit_for_period / expected_instances, at least 1)",
+                        self.limit_for_period
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -333,15 +359,96 @@ impl fmt::Debug for DistributedRateLimiterConfig {
     }
 }
 
-/// `redis://user:secret@host/` → `redis://user:***@host/`.
-fn redacted(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+/// The error for a URL the `redis` crate cannot use: the URL with its
+/// password masked, and the crate's reason with any copy of it masked too.
+pub(crate) fn url_error(url: &str, e: &redis::RedisError) -> ConfigError {
+    let reason = mask_secret(url, &e.to_string());
+    ConfigError::new(
+        "redis_url",
+        format!("{:?} ({reason})", redacted(url)),
+        "a redis:// URL such as redis://127.0.0.1:6379/",
+    )
+}
+
+/// The password of `url`, if it has one (`scheme://user:password@…` or a
+/// `pass=`/`password=` query value).
+pub(crate) fn secret_of(url: &str) -> Option<&str> {
+    let in_query = url.split_once('?').and_then(|(_, q)| {
+        q.split('&').find_map(|kv| match kv.split_once('=') {
+            Some(("pass" | "password", v)) => Some(v),
+            _ => None,
+        })
+    });
+    let in_userinfo = || {
+        let scheme = url.find("://")?;
+        let at = url.rfind('@').filter(|&at| at > scheme)?;
+        let (_, password) = url[scheme + 3..at].split_once(':')?;
+        Some(password)
+    };
+    in_query.or_else(in_userinfo).filter(|p| !p.is_empty())
+}
+
+/// `text` with every copy of `url`'s password (raw or percent-decoded)
+/// replaced by `***`.
+pub(crate) fn mask_secret(url: &str, text: &str) -> String {
+    match secret_of(url) {
+        Some(secret) => {
+            let mut out = text.replace(secret, "***");
+            let decoded = percent_decoded(secret);
+            if !decoded.is_empty() && decoded != secret {
+                out = out.replace(&decoded, "***");
+            }
+            out
+        }
+        None => text.to_owned(),
+    }
+}
+
+fn percent_decoded(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && bytes[i + 1].is_ascii_hexdigit()
+            && bytes[i + 2].is_ascii_hexdigit()
+        {
+            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `redis://user:secret@host/` → `redis://user:***@host/`, and a
+/// `pass=`/`password=` query value (`redis+unix:///s.sock?pass=secret`) → `***`.
+pub(crate) fn redacted(url: &str) -> String {
+    let url = match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &url[scheme + 3..at];
             let user = userinfo.split(':').next().unwrap_or("");
             format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
         }
         _ => url.to_owned(),
+    };
+    match url.split_once('?') {
+        Some((base, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if k == "pass" || k == "password" => format!("{k}=***"),
+                    _ => kv.to_owned(),
+                })
+                .collect();
+            format!("{base}?{}", query.join("&"))
+        }
+        None => url,
     }
 }
 
@@ -476,8 +583,27 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "invalid `failure_policy.expected_instances`: got 0, expected an integer in 1..=4294967295"
+            "invalid `failure_policy.expected_instances`: got 0, expected an integer in 1..=50 \
+             (at most limit_for_period: each instance's local share is limit_for_period / \
+             expected_instances, at least 1)"
         );
+        assert_eq!(
+            field_of(
+                b().limit_for_period(3)
+                    .failure_policy(FailurePolicy::LocalFallback {
+                        expected_instances: 4
+                    })
+            ),
+            "failure_policy.expected_instances"
+        );
+        // GCRA: a burst whose tolerance the script could not compute exactly.
+        let monthly = || {
+            b().algorithm(Algorithm::Gcra)
+                .limit_for_period(1)
+                .limit_refresh_period(MAX_LIMIT_REFRESH_PERIOD)
+        };
+        assert_eq!(field_of(monthly().burst(869)), "burst");
+        assert!(monthly().burst(868).build().is_ok());
         let err = b().limit_for_period(0).build().unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -512,5 +638,27 @@ mod tests {
         let shown = format!("{c:?}");
         assert!(shown.contains("redis://app:***@cache:6379/0"), "{shown}");
         assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
+    fn every_form_of_password_is_masked_in_errors() {
+        for url in [
+            "redis://app:hunter2@cache:x/",
+            "redis://:hunter2@cache:x/",
+            "redis+unix:///run/redis.sock?db=x&pass=hunter2",
+            "redis://app:hunter%32@cache:x/",
+        ] {
+            let err = DistributedRateLimiterConfig::builder()
+                .redis_url(url)
+                .build()
+                .unwrap_err();
+            let shown = format!("{err} {err:?}");
+            assert!(!shown.contains("hunter"), "{url}: {shown}");
+            assert!(shown.contains("***"), "{url}: {shown}");
+        }
+        assert_eq!(
+            mask_secret("redis://u:p%40ss@h/", "failed for p@ss and p%40ss"),
+            "failed for *** and ***"
+        );
     }
 }

@@ -118,6 +118,7 @@ mod event;
 mod gcra;
 mod grant;
 mod limiter;
+mod local;
 mod metrics;
 mod policy;
 mod script;
@@ -126,7 +127,7 @@ mod sliding;
 pub use self::backend::BackendFailure;
 pub use self::config::{
     Algorithm, DistributedRateLimiterConfig, DistributedRateLimiterConfigBuilder, FailurePolicy,
-    MAX_BUCKETS, MAX_LIMIT_REFRESH_PERIOD, MIN_LIMIT_REFRESH_PERIOD,
+    MAX_BUCKETS, MAX_GCRA_TOLERANCE, MAX_LIMIT_REFRESH_PERIOD, MIN_LIMIT_REFRESH_PERIOD,
 };
 pub use self::event::{DistributedRateLimiterEvent, DistributedRateLimiterEventKind};
 pub use self::grant::{DecidedBy, Grant};
