@@ -67,12 +67,13 @@ pub enum FailurePolicy {
     /// policy that keeps the limiter's promise.
     #[default]
     FailClosed,
-    /// Decide on a local [`RateLimiter`](crate::rate_limiter::RateLimiter) of
-    /// `ceil(limit_for_period / expected_instances)` permits per
-    /// `limit_refresh_period`: with the expected number of instances running,
-    /// the cluster as a whole stays near the shared quota.
+    /// Decide on a local quota of `floor(limit_for_period /
+    /// expected_instances)` permits in any window of `limit_refresh_period`
+    /// (a sliding window in process memory, with reservations, like the
+    /// shared one): with at most the expected number of instances running,
+    /// they together never grant more than the shared quota in any window.
     LocalFallback {
-        /// How many instances share the quota; at least 1.
+        /// How many instances share the quota; 1 ..= `limit_for_period`.
         expected_instances: u32,
     },
 }
