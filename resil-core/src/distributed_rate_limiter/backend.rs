@@ -10,8 +10,11 @@ use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ErrorKind, RedisError, ServerErrorKind};
 
-use super::config::mask_secret;
+#[cfg(feature = "redis-cluster")]
+use super::config::Topology;
+use super::config::{mask_secret, url_error, DistributedRateLimiterConfig};
 use super::script::{Quota, Verdict};
+use crate::error::ConfigError;
 
 /// Why Redis gave no verdict; the [failure policy](super::FailurePolicy)
 /// decides instead.
@@ -77,7 +80,7 @@ pub(crate) struct Failure {
 /// only produces timeouts; when nothing has answered for [`STALE_AFTER`] and
 /// calls keep timing out, it is dropped and the next call opens a new one.
 pub(crate) struct Backend {
-    client: Client,
+    target: Target,
     url: Arc<str>,
     redis_timeout: Duration,
     state: Mutex<State>,
@@ -88,8 +91,24 @@ pub(crate) struct Backend {
     evicts: AtomicU8,
 }
 
+/// Where the connection goes.
+enum Target {
+    Single(Client),
+    #[cfg(feature = "redis-cluster")]
+    Cluster(Box<redis::cluster::ClusterClient>),
+}
+
+/// An open connection: to one server, or to a cluster (one client that
+/// routes each call to the slot's primary, following `MOVED`/`ASK`).
+#[derive(Clone)]
+enum Conn {
+    Single(MultiplexedConnection),
+    #[cfg(feature = "redis-cluster")]
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
 struct State {
-    conn: Option<MultiplexedConnection>,
+    conn: Option<Conn>,
     /// The last answer, or the last time the connection was replaced.
     last_answer: Instant,
     /// The last failed connection attempt, until when it is not retried.
@@ -105,9 +124,32 @@ const MIN_BACKOFF: Duration = Duration::from_millis(20);
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
 
 impl Backend {
-    pub(crate) fn new(client: Client, url: &str, redis_timeout: Duration) -> Self {
-        Backend {
-            client,
+    pub(crate) fn new(config: &DistributedRateLimiterConfig) -> Result<Self, ConfigError> {
+        let url = config.redis_url();
+        let redis_timeout = config.redis_timeout();
+        let target = match config.topology() {
+            #[cfg(feature = "redis-cluster")]
+            Topology::Cluster => {
+                let nodes: Vec<&str> = config.redis_urls().collect();
+                let client = redis::cluster::ClusterClient::builder(nodes)
+                    .connection_timeout(redis_timeout)
+                    // The limiter times each call itself (`redis_timeout`).
+                    .response_timeout(Duration::from_secs(3600))
+                    // Redirects and reconnects after a failover; the
+                    // limiter's timeout bounds what a caller waits. A resend
+                    // after a lost reply can only take permits twice (fewer
+                    // grants), never grant beyond the quota.
+                    .retries(6)
+                    .min_retry_wait(10)
+                    .max_retry_wait(200)
+                    .build()
+                    .map_err(|e| url_error(url, &e))?;
+                Target::Cluster(Box::new(client))
+            }
+            _ => Target::Single(Client::open(url).map_err(|e| url_error(url, &e))?),
+        };
+        Ok(Backend {
+            target,
             url: Arc::from(url),
             redis_timeout,
             state: Mutex::new(State {
@@ -118,7 +160,7 @@ impl Backend {
             }),
             connecting: tokio::sync::Mutex::new(()),
             evicts: AtomicU8::new(0),
-        }
+        })
     }
 
     /// Whether the server may evict the limiter's keys (`maxmemory` set with
@@ -171,8 +213,12 @@ impl Backend {
         permits: u32,
         max_wait: Duration,
     ) -> Result<Verdict, Failure> {
-        let mut conn = self.connection().await?;
-        match quota.invoke(&mut conn, permits, max_wait).await {
+        let outcome = match self.connection().await? {
+            Conn::Single(mut conn) => quota.invoke(&mut conn, permits, max_wait).await,
+            #[cfg(feature = "redis-cluster")]
+            Conn::Cluster(mut conn) => quota.invoke(&mut conn, permits, max_wait).await,
+        };
+        match outcome {
             Ok(verdict) => Ok(verdict),
             Err(e) => {
                 let failure = self.classify(&e);
@@ -186,7 +232,7 @@ impl Backend {
     }
 
     /// The connection, opened when there is none.
-    async fn connection(&self) -> Result<MultiplexedConnection, Failure> {
+    async fn connection(&self) -> Result<Conn, Failure> {
         if let Some(conn) = self.ready()? {
             return Ok(conn);
         }
@@ -215,7 +261,7 @@ impl Backend {
 
     /// The open connection, or the failure of an attempt still backing off,
     /// or neither (then connect).
-    fn ready(&self) -> Result<Option<MultiplexedConnection>, Failure> {
+    fn ready(&self) -> Result<Option<Conn>, Failure> {
         let state = self.state.lock();
         if let Some(conn) = &state.conn {
             return Ok(Some(conn.clone()));
@@ -228,15 +274,28 @@ impl Backend {
 
     /// Opens a connection and checks that a Redis server answers on it (which
     /// also learns its eviction policy): `INFO memory`.
-    async fn connect(&self) -> Result<MultiplexedConnection, Failure> {
+    async fn connect(&self) -> Result<Conn, Failure> {
+        #[allow(clippy::infallible_destructuring_match)] // one variant without `redis-cluster`
+        let client = match &self.target {
+            Target::Single(client) => client,
+            #[cfg(feature = "redis-cluster")]
+            Target::Cluster(client) => {
+                // The cluster client checks the nodes as it learns the slot
+                // map; eviction policies are per node and not read here.
+                let conn = client
+                    .get_async_connection()
+                    .await
+                    .map_err(|e| self.classify(&e))?;
+                return Ok(Conn::Cluster(conn));
+            }
+        };
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.redis_timeout))
             // The limiter times each call itself (`redis_timeout`); a response
             // timeout of the connection would cut off the other calls
             // pipelined on it.
             .set_response_timeout(None);
-        let mut conn = self
-            .client
+        let mut conn = client
             .get_multiplexed_async_connection_with_config(&config)
             .await
             .map_err(|e| self.classify(&e))?;
@@ -250,7 +309,7 @@ impl Backend {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::ResponseError) => {}
             Err(e) => return Err(self.classify(&e)),
         }
-        Ok(conn)
+        Ok(Conn::Single(conn))
     }
 
     fn learn_eviction(&self, info: &str) {

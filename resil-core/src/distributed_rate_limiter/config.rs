@@ -52,6 +52,31 @@ impl fmt::Display for Algorithm {
     }
 }
 
+/// What `redis_url` points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Topology {
+    /// One server (a primary), `redis://host:port/db`.
+    #[default]
+    Standalone,
+    /// A Redis Cluster (feature `redis-cluster`): `redis_url` lists one or
+    /// more of its nodes, comma-separated (`redis://a:7000,redis://b:7001`),
+    /// from which the client learns the slot map. A limiter has one key, so
+    /// its script always runs on the one primary that owns the key's slot;
+    /// slot moves (`MOVED`, `ASK`) and failovers are followed by the client.
+    Cluster,
+}
+
+impl Topology {
+    /// A short, stable label: `standalone`, `cluster`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Topology::Standalone => "standalone",
+            Topology::Cluster => "cluster",
+        }
+    }
+}
+
 /// What an acquire does when Redis does not answer within `redis_timeout` or
 /// answers with an error. Every such decision is counted in the
 /// [metrics](super::DistributedRateLimiterMetrics) and published as an
@@ -127,6 +152,7 @@ impl fmt::Display for FailurePolicy {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct DistributedRateLimiterConfig {
     redis_url: Arc<str>,
+    topology: Topology,
     key_prefix: Arc<str>,
     algorithm: Algorithm,
     limit_for_period: u32,
@@ -157,6 +183,17 @@ impl DistributedRateLimiterConfig {
     /// `rediss://` needs a TLS feature of the `redis` crate).
     pub fn redis_url(&self) -> &str {
         &self.redis_url
+    }
+
+    /// Whether `redis_url` is one server or a cluster's nodes (default
+    /// [`Topology::Standalone`]).
+    pub fn topology(&self) -> Topology {
+        self.topology
+    }
+
+    /// The URLs in `redis_url`: one, or a cluster's nodes.
+    pub(crate) fn redis_urls(&self) -> impl Iterator<Item = &str> {
+        self.redis_url.split(',').map(str::trim)
     }
 
     /// Prepended to the limiter's name to form its Redis key (default
@@ -235,8 +272,24 @@ impl DistributedRateLimiterConfig {
                 "a redis:// URL such as redis://127.0.0.1:6379/",
             ));
         }
-        if let Err(e) = redis::Client::open(&*self.redis_url) {
-            return Err(url_error(&self.redis_url, &e));
+        for url in self.redis_urls() {
+            if let Err(e) = redis::Client::open(url) {
+                return Err(url_error(url, &e));
+            }
+        }
+        if self.topology == Topology::Standalone && self.redis_urls().count() > 1 {
+            return Err(ConfigError::new(
+                "redis_url",
+                format!("{:?}", redacted(&self.redis_url)),
+                "one redis:// URL (several, comma-separated, only with Topology::Cluster)",
+            ));
+        }
+        if self.topology == Topology::Cluster && !cfg!(feature = "redis-cluster") {
+            return Err(ConfigError::new(
+                "topology",
+                "cluster",
+                "standalone (Topology::Cluster needs the `redis-cluster` feature)",
+            ));
         }
         let period = self.limit_refresh_period;
         if !(MIN_LIMIT_REFRESH_PERIOD..=MAX_LIMIT_REFRESH_PERIOD).contains(&period) {
@@ -329,6 +382,7 @@ impl Default for DistributedRateLimiterConfig {
     fn default() -> Self {
         DistributedRateLimiterConfig {
             redis_url: Arc::from("redis://127.0.0.1:6379/"),
+            topology: Topology::Standalone,
             key_prefix: Arc::from("resil:rate_limiter:"),
             algorithm: Algorithm::SlidingWindow,
             limit_for_period: 50,
@@ -347,6 +401,7 @@ impl fmt::Debug for DistributedRateLimiterConfig {
         // The URL may carry a password: show only the host part's presence.
         f.debug_struct("DistributedRateLimiterConfig")
             .field("redis_url", &redacted(&self.redis_url))
+            .field("topology", &self.topology)
             .field("key_prefix", &&*self.key_prefix)
             .field("algorithm", &self.algorithm)
             .field("limit_for_period", &self.limit_for_period)
@@ -392,6 +447,11 @@ pub(crate) fn secret_of(url: &str) -> Option<&str> {
 /// `text` with every copy of `url`'s password (raw or percent-decoded)
 /// replaced by `***`.
 pub(crate) fn mask_secret(url: &str, text: &str) -> String {
+    if url.contains(',') {
+        return url
+            .split(',')
+            .fold(text.to_owned(), |text, one| mask_secret(one.trim(), &text));
+    }
     match secret_of(url) {
         Some(secret) => {
             let mut out = text.replace(secret, "***");
@@ -430,6 +490,9 @@ fn percent_decoded(s: &str) -> String {
 /// `redis://user:secret@host/` → `redis://user:***@host/`, and a
 /// `pass=`/`password=` query value (`redis+unix:///s.sock?pass=secret`) → `***`.
 pub(crate) fn redacted(url: &str) -> String {
+    if url.contains(',') {
+        return url.split(',').map(redacted).collect::<Vec<_>>().join(",");
+    }
     let url = match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &url[scheme + 3..at];
@@ -465,6 +528,12 @@ impl DistributedRateLimiterConfigBuilder {
     /// The Redis server's URL.
     pub fn redis_url(mut self, url: impl Into<Arc<str>>) -> Self {
         self.config.redis_url = url.into();
+        self
+    }
+
+    /// One server, or a cluster's nodes in `redis_url`.
+    pub fn topology(mut self, topology: Topology) -> Self {
+        self.config.topology = topology;
         self
     }
 

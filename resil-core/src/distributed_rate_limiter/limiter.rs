@@ -88,14 +88,13 @@ impl DistributedRateLimiter {
         config: DistributedRateLimiterConfig,
         clock: impl Clock,
     ) -> Result<Self, ConfigError> {
-        let client = redis::Client::open(config.redis_url())
-            .map_err(|e| super::config::url_error(config.redis_url(), &e))?;
+        let backend = Backend::new(&config)?;
         let name: Arc<str> = name.into();
         let clock = SharedClock::new(clock);
         Ok(DistributedRateLimiter {
             inner: Arc::new(Inner {
                 quota: Quota::new(&name, &config),
-                backend: Backend::new(client, config.redis_url(), config.redis_timeout()),
+                backend,
                 policy: Policy::new(&name, &config, clock.clone()),
                 clock,
                 counters: Counters::default(),

@@ -168,7 +168,7 @@ mod sliding;
 pub use self::backend::BackendFailure;
 pub use self::config::{
     Algorithm, DistributedRateLimiterConfig, DistributedRateLimiterConfigBuilder, FailurePolicy,
-    MAX_BUCKETS, MAX_GCRA_TOLERANCE, MAX_LIMIT_REFRESH_PERIOD, MIN_LIMIT_REFRESH_PERIOD,
+    Topology, MAX_BUCKETS, MAX_GCRA_TOLERANCE, MAX_LIMIT_REFRESH_PERIOD, MIN_LIMIT_REFRESH_PERIOD,
 };
 pub use self::event::{DistributedRateLimiterEvent, DistributedRateLimiterEventKind};
 pub use self::grant::{DecidedBy, Grant};
