@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ErrorKind, RedisError, ServerErrorKind};
 
-#[cfg(feature = "redis-cluster")]
+#[cfg(any(feature = "redis-cluster", feature = "redis-sentinel"))]
 use super::config::Topology;
 use super::config::{mask_secret, url_error, DistributedRateLimiterConfig};
 use super::script::{Quota, Verdict};
@@ -96,6 +96,9 @@ enum Target {
     Single(Client),
     #[cfg(feature = "redis-cluster")]
     Cluster(Box<redis::cluster::ClusterClient>),
+    /// Asks the sentinels for the primary on every (re)connect.
+    #[cfg(feature = "redis-sentinel")]
+    Sentinel(Box<tokio::sync::Mutex<redis::sentinel::SentinelClient>>),
 }
 
 /// An open connection: to one server, or to a cluster (one client that
@@ -145,6 +148,18 @@ impl Backend {
                     .build()
                     .map_err(|e| url_error(url, &e))?;
                 Target::Cluster(Box::new(client))
+            }
+            #[cfg(feature = "redis-sentinel")]
+            Topology::Sentinel => {
+                let sentinels: Vec<&str> = config.redis_urls().collect();
+                let client = redis::sentinel::SentinelClient::build(
+                    sentinels,
+                    config.sentinel_master_name().to_owned(),
+                    None,
+                    redis::sentinel::SentinelServerType::Master,
+                )
+                .map_err(|e| url_error(url, &e))?;
+                Target::Sentinel(Box::new(tokio::sync::Mutex::new(client)))
             }
             _ => Target::Single(Client::open(url).map_err(|e| url_error(url, &e))?),
         };
@@ -222,8 +237,10 @@ impl Backend {
             Ok(verdict) => Ok(verdict),
             Err(e) => {
                 let failure = self.classify(&e);
-                if failure.kind == BackendFailure::Unavailable {
-                    // The connection is broken: the next call opens another.
+                if failure.kind == BackendFailure::Unavailable || e.code() == Some("READONLY") {
+                    // The connection is broken, or reaches a replica (a
+                    // demoted primary): the next call opens another (asking
+                    // the sentinels again, with Topology::Sentinel).
                     self.state.lock().conn = None;
                 }
                 Err(failure)
@@ -275,9 +292,26 @@ impl Backend {
     /// Opens a connection and checks that a Redis server answers on it (which
     /// also learns its eviction policy): `INFO memory`.
     async fn connect(&self) -> Result<Conn, Failure> {
-        #[allow(clippy::infallible_destructuring_match)] // one variant without `redis-cluster`
-        let client = match &self.target {
-            Target::Single(client) => client,
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.redis_timeout))
+            // The limiter times each call itself (`redis_timeout`); a response
+            // timeout of the connection would cut off the other calls
+            // pipelined on it.
+            .set_response_timeout(None);
+        let connected = match &self.target {
+            Target::Single(client) => {
+                client
+                    .get_multiplexed_async_connection_with_config(&config)
+                    .await
+            }
+            #[cfg(feature = "redis-sentinel")]
+            Target::Sentinel(client) => {
+                client
+                    .lock()
+                    .await
+                    .get_async_connection_with_config(&config)
+                    .await
+            }
             #[cfg(feature = "redis-cluster")]
             Target::Cluster(client) => {
                 // The cluster client checks the nodes as it learns the slot
@@ -289,16 +323,7 @@ impl Backend {
                 return Ok(Conn::Cluster(conn));
             }
         };
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.redis_timeout))
-            // The limiter times each call itself (`redis_timeout`); a response
-            // timeout of the connection would cut off the other calls
-            // pipelined on it.
-            .set_response_timeout(None);
-        let mut conn = client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-            .map_err(|e| self.classify(&e))?;
+        let mut conn = connected.map_err(|e| self.classify(&e))?;
         let info: Result<String, RedisError> = redis::cmd("INFO")
             .arg("memory")
             .query_async(&mut conn)

@@ -65,6 +65,15 @@ pub enum Topology {
     /// its script always runs on the one primary that owns the key's slot;
     /// slot moves (`MOVED`, `ASK`) and failovers are followed by the client.
     Cluster,
+    /// A primary watched by Redis Sentinel (feature `redis-sentinel`):
+    /// `redis_url` lists the sentinels, comma-separated
+    /// (`redis://s1:26379,redis://s2:26379`), and
+    /// [`sentinel_master_name`](DistributedRateLimiterConfig::sentinel_master_name)
+    /// names the primary they watch. The limiter asks them for the current
+    /// primary when it connects, and again after the connection breaks or the
+    /// server it reached answers `READONLY` (a demoted primary), so a
+    /// failover is followed.
+    Sentinel,
 }
 
 impl Topology {
@@ -73,6 +82,7 @@ impl Topology {
         match self {
             Topology::Standalone => "standalone",
             Topology::Cluster => "cluster",
+            Topology::Sentinel => "sentinel",
         }
     }
 }
@@ -153,6 +163,7 @@ impl fmt::Display for FailurePolicy {
 pub struct DistributedRateLimiterConfig {
     redis_url: Arc<str>,
     topology: Topology,
+    sentinel_master_name: Arc<str>,
     key_prefix: Arc<str>,
     algorithm: Algorithm,
     limit_for_period: u32,
@@ -191,7 +202,13 @@ impl DistributedRateLimiterConfig {
         self.topology
     }
 
-    /// The URLs in `redis_url`: one, or a cluster's nodes.
+    /// [`Topology::Sentinel`] only: the name the sentinels know the primary by
+    /// (`sentinel monitor <name> …`; default `mymaster`).
+    pub fn sentinel_master_name(&self) -> &str {
+        &self.sentinel_master_name
+    }
+
+    /// The URLs in `redis_url`: one, or a cluster's nodes, or the sentinels.
     pub(crate) fn redis_urls(&self) -> impl Iterator<Item = &str> {
         self.redis_url.split(',').map(str::trim)
     }
@@ -281,7 +298,21 @@ impl DistributedRateLimiterConfig {
             return Err(ConfigError::new(
                 "redis_url",
                 format!("{:?}", redacted(&self.redis_url)),
-                "one redis:// URL (several, comma-separated, only with Topology::Cluster)",
+                "one redis:// URL (several, comma-separated, only with Topology::Cluster or Sentinel)",
+            ));
+        }
+        if self.topology == Topology::Sentinel && !cfg!(feature = "redis-sentinel") {
+            return Err(ConfigError::new(
+                "topology",
+                "sentinel",
+                "standalone (Topology::Sentinel needs the `redis-sentinel` feature)",
+            ));
+        }
+        if self.topology == Topology::Sentinel && self.sentinel_master_name.trim().is_empty() {
+            return Err(ConfigError::new(
+                "sentinel_master_name",
+                "\"\"",
+                "the name the sentinels monitor the primary by, such as mymaster",
             ));
         }
         if self.topology == Topology::Cluster && !cfg!(feature = "redis-cluster") {
@@ -383,6 +414,7 @@ impl Default for DistributedRateLimiterConfig {
         DistributedRateLimiterConfig {
             redis_url: Arc::from("redis://127.0.0.1:6379/"),
             topology: Topology::Standalone,
+            sentinel_master_name: Arc::from("mymaster"),
             key_prefix: Arc::from("resil:rate_limiter:"),
             algorithm: Algorithm::SlidingWindow,
             limit_for_period: 50,
@@ -402,6 +434,7 @@ impl fmt::Debug for DistributedRateLimiterConfig {
         f.debug_struct("DistributedRateLimiterConfig")
             .field("redis_url", &redacted(&self.redis_url))
             .field("topology", &self.topology)
+            .field("sentinel_master_name", &&*self.sentinel_master_name)
             .field("key_prefix", &&*self.key_prefix)
             .field("algorithm", &self.algorithm)
             .field("limit_for_period", &self.limit_for_period)
@@ -534,6 +567,12 @@ impl DistributedRateLimiterConfigBuilder {
     /// One server, or a cluster's nodes in `redis_url`.
     pub fn topology(mut self, topology: Topology) -> Self {
         self.config.topology = topology;
+        self
+    }
+
+    /// [`Topology::Sentinel`]: the name the sentinels monitor the primary by.
+    pub fn sentinel_master_name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.config.sentinel_master_name = name.into();
         self
     }
 
