@@ -498,3 +498,146 @@ fn a_server_that_may_evict_the_limiters_keys_is_reported() {
         assert_eq!(fine.metrics().server_may_evict(), Some(false));
     });
 }
+
+// ---------------------------------------------------------------------------
+// Fairness across processes: 4 processes × 64 waiters, then eager callers.
+
+const FAIR_URL: &str = "RESIL_REDIS_FAIR_URL";
+
+fn fair_config(url: &str, timeout: Duration) -> DistributedRateLimiterConfig {
+    DistributedRateLimiterConfig::builder()
+        .redis_url(url)
+        .key_prefix("fair:")
+        .limit_for_period(32)
+        .limit_refresh_period(Duration::from_millis(250))
+        .buckets(5)
+        .timeout_duration(timeout)
+        .redis_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap()
+}
+
+#[test]
+#[ignore = "a child process of the fairness test, started by it with the URL in the environment"]
+fn child_process_with_64_waiters_then_eager_callers() {
+    let url = std::env::var(FAIR_URL).expect("started by the fairness test");
+    let patient =
+        DistributedRateLimiter::new("q", fair_config(&url, Duration::from_secs(5))).unwrap();
+    let eager = DistributedRateLimiter::new("q", fair_config(&url, Duration::ZERO)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let waiters: Vec<_> = (0..64)
+            .map(|_| {
+                let p = patient.clone();
+                tokio::spawn(async move { p.acquire_async().await })
+            })
+            .collect();
+        // Until every waiter's script call has been answered.
+        while patient.metrics().successful_acquires()
+            + patient.metrics().number_of_waiting_tasks() as u64
+            + patient.metrics().failed_acquires()
+            < 64
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        println!("SENT");
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "GO");
+        let stop = std::time::Instant::now() + Duration::from_millis(800);
+        while std::time::Instant::now() < stop {
+            if let Ok(g) = eager.acquire_async().await {
+                println!("EAGER {}", g.server_time_micros().unwrap());
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        for w in waiters {
+            match w.await.unwrap() {
+                Ok(g) => println!("WAITER {}", g.server_time_micros().unwrap()),
+                Err(e) => println!("REFUSED {e}"),
+            }
+        }
+    });
+}
+
+#[test]
+fn waiters_of_four_processes_are_all_served_and_nobody_overtakes_them() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let server = RedisServer::start();
+    let exe = std::env::current_exe().unwrap();
+    let mut children: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(&exe)
+                .args([
+                    "child_process_with_64_waiters_then_eager_callers",
+                    "--exact",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(FAIR_URL, server.url())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("start a child process")
+        })
+        .collect();
+    // Every child's waiters have asked before any eager caller does.
+    let mut readers: Vec<_> = children
+        .iter_mut()
+        .map(|c| std::io::BufReader::new(c.stdout.take().unwrap()))
+        .collect();
+    for r in &mut readers {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(r.read_line(&mut line).unwrap() > 0, "a child ended early");
+            if line.trim_end().ends_with("SENT") {
+                break;
+            }
+        }
+    }
+    for c in &mut children {
+        writeln!(c.stdin.as_mut().unwrap(), "GO").unwrap();
+    }
+    let (mut waiters, mut eager, mut refused) = (Vec::new(), Vec::new(), 0);
+    for (mut c, r) in children.into_iter().zip(readers) {
+        for line in r.lines() {
+            let line = line.unwrap();
+            if let Some(t) = line.rsplit_once("WAITER ").map(|(_, t)| t) {
+                waiters.push(t.parse::<u64>().unwrap());
+            } else if let Some(t) = line.rsplit_once("EAGER ").map(|(_, t)| t) {
+                eager.push(t.parse::<u64>().unwrap());
+            } else if line.contains("REFUSED") {
+                refused += 1;
+            }
+        }
+        assert!(c.wait().unwrap().success(), "a child process failed");
+    }
+    // 256 waiters at 32 per 250 ms need about 2 s: all within their 5 s.
+    assert_eq!(
+        refused, 0,
+        "every waiter within its timeout's reach is served"
+    );
+    assert_eq!(waiters.len(), 256);
+    let last = *waiters.iter().max().unwrap();
+    let overtook = eager.iter().filter(|&&t| t < last).count();
+    assert_eq!(overtook, 0, "eager callers granted before queued waiters");
+    waiters.sort_unstable();
+    let mut all = waiters.clone();
+    all.extend(&eager);
+    all.sort_unstable();
+    let mut most = 0;
+    let mut end = 0;
+    for (start, &t) in all.iter().enumerate() {
+        while end < all.len() && all[end] < t + 250_000 {
+            end += 1;
+        }
+        most = most.max(end - start);
+    }
+    assert!(most <= 32, "{most} in one window");
+}
