@@ -9,6 +9,14 @@
 //!   second) is never exhausted, so every acquire is a grant and the
 //!   Redisson-style script keeps about one second of grants in its sorted set,
 //!   as it does in production at that rate.
+//! * criterion, `redis_rate_limiter/acquire/64 callers, one process`: 64
+//!   tasks of one process sharing one limiter (so one multiplexed
+//!   connection), each acquiring back to back: the traffic of a busy service
+//!   instance whose requests all pass one shared quota. Its inverse is the
+//!   acquires per second one process gets. Beside it, the same 64 callers
+//!   forced to take turns on the connection (a mutex around the acquire: one
+//!   round trip in flight at a time, the shape of a connection that is not
+//!   pipelined), so the ratio shows what pipelining buys.
 //! * printed after criterion's output: Redis CPU per acquire (`INFO cpu`
 //!   user + sys deltas over a fixed run, which includes the server's network
 //!   work, and `INFO commandstats` µs per `EVALSHA`, the script alone) and
@@ -185,6 +193,60 @@ fn acquire_throughput(c: &mut Criterion, rt: &Runtime, server: &RedisServer) {
     }
 }
 
+/// 64 tasks sharing one limiter, `total` acquires between them; with
+/// `one_at_a_time`, they take turns (one round trip in flight).
+async fn run_shared(limiter: &DistributedRateLimiter, one_at_a_time: bool, total: u64) -> Duration {
+    const CALLERS: u64 = 64;
+    let each = total.div_ceil(CALLERS);
+    let turn = std::sync::Arc::new(tokio::sync::Mutex::new(()));
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..CALLERS)
+        .map(|_| {
+            let limiter = limiter.clone();
+            let turn = turn.clone();
+            tokio::spawn(async move {
+                for _ in 0..each {
+                    let _turn = if one_at_a_time {
+                        Some(turn.lock().await)
+                    } else {
+                        None
+                    };
+                    let grant = limiter
+                        .acquire_async()
+                        .await
+                        .expect("the bench quota is never exhausted");
+                    std::hint::black_box(grant);
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    start.elapsed()
+}
+
+fn pipelined_callers(c: &mut Criterion, rt: &Runtime, server: &RedisServer) {
+    let mut group = c.benchmark_group("redis_rate_limiter/acquire/64 callers, one process");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_millis(500));
+    for (which, name) in [(0, "resil sliding_window"), (1, "resil gcra")] {
+        let Contender::Resil(limiter) = rt.block_on(contender(server, which, "callers64")) else {
+            unreachable!("0 and 1 are resil's")
+        };
+        rt.block_on(async { limiter.acquire_async().await.unwrap() });
+        group.bench_function(format!("{name}, pipelined"), |b| {
+            b.iter_custom(|iters| rt.block_on(run_shared(&limiter, false, iters)))
+        });
+        group.bench_function(format!("{name}, one round trip at a time"), |b| {
+            b.iter_custom(|iters| rt.block_on(run_shared(&limiter, true, iters)))
+        });
+    }
+    group.finish();
+}
+
 fn cpu_seconds(conn: &mut redis::Connection) -> f64 {
     ["used_cpu_user", "used_cpu_sys"]
         .iter()
@@ -260,6 +322,7 @@ fn main() {
         .unwrap();
     let mut criterion = Criterion::default().configure_from_args();
     acquire_throughput(&mut criterion, &rt, &server);
+    pipelined_callers(&mut criterion, &rt, &server);
     criterion.final_summary();
     // `cargo bench` passes --bench; under `cargo test` run a short smoke pass.
     let benching = std::env::args().any(|a| a == "--bench");

@@ -23,14 +23,25 @@ impl RedisServer {
         Self::start_on(free_port())
     }
 
+    /// Starts a server on a free port with extra `redis-server` arguments
+    /// (`["--requirepass", "x"]`, `["--maxmemory-policy", "volatile-lru"]` …).
+    pub fn start_with(extra: &[&str]) -> Self {
+        Self::spawn(free_port(), extra)
+    }
+
     /// Starts a server on `port` (a restart after [`kill`](Self::kill)).
     pub fn start_on(port: u16) -> Self {
+        Self::spawn(port, &[])
+    }
+
+    fn spawn(port: u16, extra: &[&str]) -> Self {
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string()])
             .args(["--bind", "127.0.0.1"])
             .args(["--save", ""])
             .args(["--appendonly", "no"])
             .args(["--dir", &std::env::temp_dir().to_string_lossy()])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -52,7 +63,7 @@ impl RedisServer {
     fn wait_for_ping(&mut self) {
         let give_up = Instant::now() + Duration::from_secs(10);
         loop {
-            if ping(self.port) {
+            if answers(self.port) {
                 return;
             }
             if let Some(status) = self
@@ -119,7 +130,9 @@ fn free_port() -> u16 {
         .expect("a free port on 127.0.0.1")
 }
 
-fn ping(port: u16) -> bool {
+/// Whether a Redis server answers on `port`: `+PONG`, or `-NOAUTH` from one
+/// that wants a password.
+fn answers(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
     };
@@ -127,7 +140,7 @@ fn ping(port: u16) -> bool {
     let mut reply = [0u8; 7];
     stream.write_all(b"*1\r\n$4\r\nPING\r\n").is_ok()
         && stream.read_exact(&mut reply).is_ok()
-        && &reply == b"+PONG\r\n"
+        && (&reply == b"+PONG\r\n" || reply.starts_with(b"-NOAUTH"))
 }
 
 /// A field of `INFO <section>` (e.g. `used_cpu_user`), parsed.

@@ -14,6 +14,11 @@ pub const MIN_LIMIT_REFRESH_PERIOD: Duration = Duration::from_millis(1);
 pub const MAX_LIMIT_REFRESH_PERIOD: Duration = Duration::from_secs(30 * 24 * 3600);
 /// The most buckets a sliding window may be cut into.
 pub const MAX_BUCKETS: u32 = 1000;
+/// GCRA only: the longest burst tolerance, `burst × limit_refresh_period /
+/// limit_for_period`, about 71 years (2^51 µs). The script's arithmetic is
+/// exact below it (Redis's Lua numbers are doubles, exact to 2^53 µs since
+/// the epoch); a longer one could never be honoured, so `build` refuses it.
+pub const MAX_GCRA_TOLERANCE: Duration = Duration::from_micros(1 << 51);
 
 /// How the shared quota is counted (see the [module docs](super) for what
 /// "N per interval" means with each).
@@ -47,6 +52,41 @@ impl fmt::Display for Algorithm {
     }
 }
 
+/// What `redis_url` points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Topology {
+    /// One server (a primary), `redis://host:port/db`.
+    #[default]
+    Standalone,
+    /// A Redis Cluster (feature `redis-cluster`): `redis_url` lists one or
+    /// more of its nodes, comma-separated (`redis://a:7000,redis://b:7001`),
+    /// from which the client learns the slot map. A limiter has one key, so
+    /// its script always runs on the one primary that owns the key's slot;
+    /// slot moves (`MOVED`, `ASK`) and failovers are followed by the client.
+    Cluster,
+    /// A primary watched by Redis Sentinel (feature `redis-sentinel`):
+    /// `redis_url` lists the sentinels, comma-separated
+    /// (`redis://s1:26379,redis://s2:26379`), and
+    /// [`sentinel_master_name`](DistributedRateLimiterConfig::sentinel_master_name)
+    /// names the primary they watch. The limiter asks them for the current
+    /// primary when it connects, and again after the connection breaks or the
+    /// server it reached answers `READONLY` (a demoted primary), so a
+    /// failover is followed.
+    Sentinel,
+}
+
+impl Topology {
+    /// A short, stable label: `standalone`, `cluster`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Topology::Standalone => "standalone",
+            Topology::Cluster => "cluster",
+            Topology::Sentinel => "sentinel",
+        }
+    }
+}
+
 /// What an acquire does when Redis does not answer within `redis_timeout` or
 /// answers with an error. Every such decision is counted in the
 /// [metrics](super::DistributedRateLimiterMetrics) and published as an
@@ -62,12 +102,13 @@ pub enum FailurePolicy {
     /// policy that keeps the limiter's promise.
     #[default]
     FailClosed,
-    /// Decide on a local [`RateLimiter`](crate::rate_limiter::RateLimiter) of
-    /// `ceil(limit_for_period / expected_instances)` permits per
-    /// `limit_refresh_period`: with the expected number of instances running,
-    /// the cluster as a whole stays near the shared quota.
+    /// Decide on a local quota of `floor(limit_for_period /
+    /// expected_instances)` permits in any window of `limit_refresh_period`
+    /// (a sliding window in process memory, with reservations, like the
+    /// shared one): with at most the expected number of instances running,
+    /// they together never grant more than the shared quota in any window.
     LocalFallback {
-        /// How many instances share the quota; at least 1.
+        /// How many instances share the quota; 1 ..= `limit_for_period`.
         expected_instances: u32,
     },
 }
@@ -121,6 +162,8 @@ impl fmt::Display for FailurePolicy {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct DistributedRateLimiterConfig {
     redis_url: Arc<str>,
+    topology: Topology,
+    sentinel_master_name: Arc<str>,
     key_prefix: Arc<str>,
     algorithm: Algorithm,
     limit_for_period: u32,
@@ -151,6 +194,23 @@ impl DistributedRateLimiterConfig {
     /// `rediss://` needs a TLS feature of the `redis` crate).
     pub fn redis_url(&self) -> &str {
         &self.redis_url
+    }
+
+    /// Whether `redis_url` is one server or a cluster's nodes (default
+    /// [`Topology::Standalone`]).
+    pub fn topology(&self) -> Topology {
+        self.topology
+    }
+
+    /// [`Topology::Sentinel`] only: the name the sentinels know the primary by
+    /// (`sentinel monitor <name> …`; default `mymaster`).
+    pub fn sentinel_master_name(&self) -> &str {
+        &self.sentinel_master_name
+    }
+
+    /// The URLs in `redis_url`: one, or a cluster's nodes, or the sentinels.
+    pub(crate) fn redis_urls(&self) -> impl Iterator<Item = &str> {
+        self.redis_url.split(',').map(str::trim)
     }
 
     /// Prepended to the limiter's name to form its Redis key (default
@@ -229,11 +289,37 @@ impl DistributedRateLimiterConfig {
                 "a redis:// URL such as redis://127.0.0.1:6379/",
             ));
         }
-        if let Err(e) = redis::Client::open(&*self.redis_url) {
+        for url in self.redis_urls() {
+            if let Err(e) = redis::Client::open(url) {
+                return Err(url_error(url, &e));
+            }
+        }
+        if self.topology == Topology::Standalone && self.redis_urls().count() > 1 {
             return Err(ConfigError::new(
                 "redis_url",
-                format!("{:?} ({e})", &*self.redis_url),
-                "a redis:// URL such as redis://127.0.0.1:6379/",
+                format!("{:?}", redacted(&self.redis_url)),
+                "one redis:// URL (several, comma-separated, only with Topology::Cluster or Sentinel)",
+            ));
+        }
+        if self.topology == Topology::Sentinel && !cfg!(feature = "redis-sentinel") {
+            return Err(ConfigError::new(
+                "topology",
+                "sentinel",
+                "standalone (Topology::Sentinel needs the `redis-sentinel` feature)",
+            ));
+        }
+        if self.topology == Topology::Sentinel && self.sentinel_master_name.trim().is_empty() {
+            return Err(ConfigError::new(
+                "sentinel_master_name",
+                "\"\"",
+                "the name the sentinels monitor the primary by, such as mymaster",
+            ));
+        }
+        if self.topology == Topology::Cluster && !cfg!(feature = "redis-cluster") {
+            return Err(ConfigError::new(
+                "topology",
+                "cluster",
+                "standalone (Topology::Cluster needs the `redis-cluster` feature)",
             ));
         }
         let period = self.limit_refresh_period;
@@ -274,6 +360,25 @@ impl DistributedRateLimiterConfig {
                 ));
             }
         }
+        if self.algorithm == Algorithm::Gcra {
+            // A tolerance beyond what the script computes exactly would be
+            // accepted and then refuse (or poll) forever.
+            let emission = micros.div_ceil(u64::from(self.limit_for_period));
+            let max_tolerance = u64::try_from(MAX_GCRA_TOLERANCE.as_micros()).unwrap_or(u64::MAX);
+            let max_burst = u32::try_from(max_tolerance / emission)
+                .unwrap_or(u32::MAX)
+                .min(max_limit);
+            if self.burst() > max_burst {
+                return Err(ConfigError::new(
+                    "burst",
+                    self.burst(),
+                    format!(
+                        "an integer in 1..={max_burst} (burst × limit_refresh_period / \
+                         limit_for_period at most about 71 years)"
+                    ),
+                ));
+            }
+        }
         if self.redis_timeout.is_zero() {
             return Err(ConfigError::new(
                 "redis_timeout",
@@ -281,15 +386,21 @@ impl DistributedRateLimiterConfig {
                 "a positive duration, such as 100ms",
             ));
         }
-        if let FailurePolicy::LocalFallback {
-            expected_instances: 0,
-        } = self.failure_policy
-        {
-            return Err(ConfigError::new(
-                "failure_policy.expected_instances",
-                0,
-                "an integer in 1..=4294967295",
-            ));
+        if let FailurePolicy::LocalFallback { expected_instances } = self.failure_policy {
+            // Each instance's local share is `limit / instances` (rounded
+            // down, so that all of them together stay within the quota): at
+            // least one permit each.
+            if expected_instances == 0 || expected_instances > self.limit_for_period {
+                return Err(ConfigError::new(
+                    "failure_policy.expected_instances",
+                    expected_instances,
+                    format!(
+                        "an integer in 1..={} (at most limit_for_period: each instance's \
+                         local share is limit_for_period / expected_instances, at least 1)",
+                        self.limit_for_period
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -302,6 +413,8 @@ impl Default for DistributedRateLimiterConfig {
     fn default() -> Self {
         DistributedRateLimiterConfig {
             redis_url: Arc::from("redis://127.0.0.1:6379/"),
+            topology: Topology::Standalone,
+            sentinel_master_name: Arc::from("mymaster"),
             key_prefix: Arc::from("resil:rate_limiter:"),
             algorithm: Algorithm::SlidingWindow,
             limit_for_period: 50,
@@ -320,6 +433,8 @@ impl fmt::Debug for DistributedRateLimiterConfig {
         // The URL may carry a password: show only the host part's presence.
         f.debug_struct("DistributedRateLimiterConfig")
             .field("redis_url", &redacted(&self.redis_url))
+            .field("topology", &self.topology)
+            .field("sentinel_master_name", &&*self.sentinel_master_name)
             .field("key_prefix", &&*self.key_prefix)
             .field("algorithm", &self.algorithm)
             .field("limit_for_period", &self.limit_for_period)
@@ -333,15 +448,104 @@ impl fmt::Debug for DistributedRateLimiterConfig {
     }
 }
 
-/// `redis://user:secret@host/` → `redis://user:***@host/`.
-fn redacted(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+/// The error for a URL the `redis` crate cannot use: the URL with its
+/// password masked, and the crate's reason with any copy of it masked too.
+pub(crate) fn url_error(url: &str, e: &redis::RedisError) -> ConfigError {
+    let reason = mask_secret(url, &e.to_string());
+    ConfigError::new(
+        "redis_url",
+        format!("{:?} ({reason})", redacted(url)),
+        "a redis:// URL such as redis://127.0.0.1:6379/",
+    )
+}
+
+/// The password of `url`, if it has one (`scheme://user:password@…` or a
+/// `pass=`/`password=` query value).
+pub(crate) fn secret_of(url: &str) -> Option<&str> {
+    let in_query = url.split_once('?').and_then(|(_, q)| {
+        q.split('&').find_map(|kv| match kv.split_once('=') {
+            Some(("pass" | "password", v)) => Some(v),
+            _ => None,
+        })
+    });
+    let in_userinfo = || {
+        let scheme = url.find("://")?;
+        let at = url.rfind('@').filter(|&at| at > scheme)?;
+        let (_, password) = url[scheme + 3..at].split_once(':')?;
+        Some(password)
+    };
+    in_query.or_else(in_userinfo).filter(|p| !p.is_empty())
+}
+
+/// `text` with every copy of `url`'s password (raw or percent-decoded)
+/// replaced by `***`.
+pub(crate) fn mask_secret(url: &str, text: &str) -> String {
+    if url.contains(',') {
+        return url
+            .split(',')
+            .fold(text.to_owned(), |text, one| mask_secret(one.trim(), &text));
+    }
+    match secret_of(url) {
+        Some(secret) => {
+            let mut out = text.replace(secret, "***");
+            let decoded = percent_decoded(secret);
+            if !decoded.is_empty() && decoded != secret {
+                out = out.replace(&decoded, "***");
+            }
+            out
+        }
+        None => text.to_owned(),
+    }
+}
+
+fn percent_decoded(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && bytes[i + 1].is_ascii_hexdigit()
+            && bytes[i + 2].is_ascii_hexdigit()
+        {
+            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `redis://user:secret@host/` → `redis://user:***@host/`, and a
+/// `pass=`/`password=` query value (`redis+unix:///s.sock?pass=secret`) → `***`.
+pub(crate) fn redacted(url: &str) -> String {
+    if url.contains(',') {
+        return url.split(',').map(redacted).collect::<Vec<_>>().join(",");
+    }
+    let url = match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &url[scheme + 3..at];
             let user = userinfo.split(':').next().unwrap_or("");
             format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
         }
         _ => url.to_owned(),
+    };
+    match url.split_once('?') {
+        Some((base, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if k == "pass" || k == "password" => format!("{k}=***"),
+                    _ => kv.to_owned(),
+                })
+                .collect();
+            format!("{base}?{}", query.join("&"))
+        }
+        None => url,
     }
 }
 
@@ -357,6 +561,18 @@ impl DistributedRateLimiterConfigBuilder {
     /// The Redis server's URL.
     pub fn redis_url(mut self, url: impl Into<Arc<str>>) -> Self {
         self.config.redis_url = url.into();
+        self
+    }
+
+    /// One server, or a cluster's nodes in `redis_url`.
+    pub fn topology(mut self, topology: Topology) -> Self {
+        self.config.topology = topology;
+        self
+    }
+
+    /// [`Topology::Sentinel`]: the name the sentinels monitor the primary by.
+    pub fn sentinel_master_name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.config.sentinel_master_name = name.into();
         self
     }
 
@@ -476,8 +692,27 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "invalid `failure_policy.expected_instances`: got 0, expected an integer in 1..=4294967295"
+            "invalid `failure_policy.expected_instances`: got 0, expected an integer in 1..=50 \
+             (at most limit_for_period: each instance's local share is limit_for_period / \
+             expected_instances, at least 1)"
         );
+        assert_eq!(
+            field_of(
+                b().limit_for_period(3)
+                    .failure_policy(FailurePolicy::LocalFallback {
+                        expected_instances: 4
+                    })
+            ),
+            "failure_policy.expected_instances"
+        );
+        // GCRA: a burst whose tolerance the script could not compute exactly.
+        let monthly = || {
+            b().algorithm(Algorithm::Gcra)
+                .limit_for_period(1)
+                .limit_refresh_period(MAX_LIMIT_REFRESH_PERIOD)
+        };
+        assert_eq!(field_of(monthly().burst(869)), "burst");
+        assert!(monthly().burst(868).build().is_ok());
         let err = b().limit_for_period(0).build().unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -512,5 +747,27 @@ mod tests {
         let shown = format!("{c:?}");
         assert!(shown.contains("redis://app:***@cache:6379/0"), "{shown}");
         assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
+    fn every_form_of_password_is_masked_in_errors() {
+        for url in [
+            "redis://app:hunter2@cache:x/",
+            "redis://:hunter2@cache:x/",
+            "redis+unix:///run/redis.sock?db=x&pass=hunter2",
+            "redis://app:hunter%32@cache:x/",
+        ] {
+            let err = DistributedRateLimiterConfig::builder()
+                .redis_url(url)
+                .build()
+                .unwrap_err();
+            let shown = format!("{err} {err:?}");
+            assert!(!shown.contains("hunter"), "{url}: {shown}");
+            assert!(shown.contains("***"), "{url}: {shown}");
+        }
+        assert_eq!(
+            mask_secret("redis://u:p%40ss@h/", "failed for p@ss and p%40ss"),
+            "failed for *** and ***"
+        );
     }
 }

@@ -13,6 +13,7 @@ pub struct DistributedRateLimiterEvent {
     name: Arc<str>,
     kind: DistributedRateLimiterEventKind,
     permits: u32,
+    cause: Option<Arc<str>>,
 }
 
 /// The kinds of [`DistributedRateLimiterEvent`].
@@ -73,7 +74,20 @@ impl DistributedRateLimiterEvent {
             name: Arc::clone(name),
             kind,
             permits,
+            cause: None,
         }
+    }
+
+    pub(crate) fn with_cause(mut self, cause: &Arc<str>) -> Self {
+        self.cause = Some(Arc::clone(cause));
+        self
+    }
+
+    /// For a `BackendFailure`: what went wrong, in words (`connection
+    /// refused: …`, `authentication failed: …`, `not a Redis server …`, `no
+    /// answer within 100ms`). Never contains the URL's password.
+    pub fn cause(&self) -> Option<&str> {
+        self.cause.as_deref()
     }
 
     /// The limiter's name.
@@ -98,6 +112,7 @@ impl fmt::Debug for DistributedRateLimiterEvent {
             .field("name", &&*self.name)
             .field("kind", &self.kind)
             .field("permits", &self.permits)
+            .field("cause", &self.cause.as_deref())
             .finish()
     }
 }
@@ -108,7 +123,11 @@ impl fmt::Display for DistributedRateLimiterEvent {
             f,
             "distributed rate limiter '{}': {} of {} permit(s)",
             self.name, self.kind, self.permits
-        )
+        )?;
+        match &self.cause {
+            Some(cause) => write!(f, ": {cause}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -138,7 +157,7 @@ mod tests {
         );
         assert_eq!(
             format!("{e:?}"),
-            "DistributedRateLimiterEvent { name: \"checkout\", kind: BackendFailure(Timeout), permits: 1 }"
+            "DistributedRateLimiterEvent { name: \"checkout\", kind: BackendFailure(Timeout), permits: 1, cause: None }"
         );
         assert_eq!(e.kind().as_str(), "backend_failure");
     }

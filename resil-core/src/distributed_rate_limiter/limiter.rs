@@ -61,9 +61,6 @@ struct Inner {
     clock: SharedClock,
     counters: Counters,
     events: EventPublisher<DistributedRateLimiterEvent>,
-    /// Waiters of this process take turns: only the first asks Redis again,
-    /// the others queue here (FIFO) instead of polling together.
-    turn: tokio::sync::Mutex<()>,
     /// A runtime for blocking acquires made outside any runtime.
     blocking: OnceLock<Runtime>,
 }
@@ -91,24 +88,17 @@ impl DistributedRateLimiter {
         config: DistributedRateLimiterConfig,
         clock: impl Clock,
     ) -> Result<Self, ConfigError> {
-        let client = redis::Client::open(config.redis_url()).map_err(|e| {
-            ConfigError::new(
-                "redis_url",
-                format!("{:?} ({e})", config.redis_url()),
-                "a redis:// URL such as redis://127.0.0.1:6379/",
-            )
-        })?;
+        let backend = Backend::new(&config)?;
         let name: Arc<str> = name.into();
         let clock = SharedClock::new(clock);
         Ok(DistributedRateLimiter {
             inner: Arc::new(Inner {
                 quota: Quota::new(&name, &config),
-                backend: Backend::new(client, config.redis_timeout()),
+                backend,
                 policy: Policy::new(&name, &config, clock.clone()),
                 clock,
                 counters: Counters::default(),
                 events: EventPublisher::default(),
-                turn: tokio::sync::Mutex::new(()),
                 blocking: OnceLock::new(),
                 refusal_name: SharedName::new(Arc::clone(&name)),
                 name,
@@ -140,7 +130,9 @@ impl DistributedRateLimiter {
 
     /// A snapshot of the counters.
     pub fn metrics(&self) -> DistributedRateLimiterMetrics {
-        self.inner.counters.snapshot()
+        let mut m = self.inner.counters.snapshot();
+        m.server_may_evict = self.inner.backend.server_may_evict();
+        m
     }
 
     /// Every acquisition from now on, and every failure-policy decision.
@@ -157,22 +149,28 @@ impl DistributedRateLimiter {
     /// them to come back, up to `timeout_duration` and the task's
     /// [deadline](crate::deadline).
     ///
-    /// One script call when the permits are free. Otherwise the script says
-    /// when they will be; the acquire sleeps that long plus a little jitter and
-    /// asks again, and waiters of this process take turns, so only one of them
-    /// asks Redis at a time. Refused, consuming nothing, with
-    /// [`AcquireError::NotPermitted`] when the permits cannot come back within
+    /// Always one script call. When the permits are not free, the script
+    /// *reserves* them at the earliest time they can be granted (as
+    /// Resilience4j's `AtomicRateLimiter` does), if that is within the wait
+    /// allowed, and the acquire then sleeps once, on a timer, until then: it
+    /// never asks Redis again, and no acquire asking later, from any process,
+    /// is granted before it. Refused, consuming nothing, with
+    /// [`AcquireError::NotPermitted`] when the permits cannot be had within
     /// `timeout_duration`, [`AcquireError::DeadlineExceeded`] when they cannot
     /// before the deadline, or [`AcquireError::ExceedsLimit`] when more are
     /// asked for than one acquire may take ([`max_permits`](DistributedRateLimiterConfig::max_permits)).
+    /// Zero permits ask whether one is free (waiting as one would) and take
+    /// none.
     ///
     /// When Redis does not answer within `redis_timeout`, or fails, the
-    /// failure policy decides, once: a timed-out script may still have granted
-    /// the permits, so it is never sent again for this acquire.
+    /// failure policy decides, once, within the wait still allowed: a
+    /// timed-out script may still have granted the permits, so it is never
+    /// sent again for this acquire. An acquire is decided within
+    /// `timeout_duration + redis_timeout`.
     ///
     /// Dropping the future gives nothing back: permits Redis already granted
-    /// count against the quota, as a call that was sent counts against a
-    /// remote service.
+    /// or reserved count against the quota, as a call that was sent counts
+    /// against a remote service.
     pub async fn acquire_n_async(&self, permits: u32) -> Result<Grant, AcquireError> {
         self.inner.acquire(permits).await
     }
@@ -227,10 +225,6 @@ impl DistributedRateLimiter {
     }
 }
 
-/// The most jitter added to a wait: waiters of several processes told the
-/// same wake-up time spread over up to this much.
-const MAX_JITTER: Duration = Duration::from_millis(5);
-
 impl Inner {
     async fn acquire(&self, permits: u32) -> Result<Grant, AcquireError> {
         let max = self.config.max_permits();
@@ -249,78 +243,59 @@ impl Inner {
             )));
         }
         let start = self.clock.now_nanos();
-        let timeout = clock::nanos(self.config.timeout_duration());
+        let timeout = self.config.timeout_duration();
         // A wait that ends at the deadline leaves no time for the call.
-        let budget = deadline::remaining().map(|left| clock::nanos(left).saturating_sub(1));
-        let mut verdict = match self.ask(permits).await {
+        let budget = deadline::remaining().map(|left| left.saturating_sub(Duration::from_nanos(1)));
+        let max_wait = budget.map_or(timeout, |b| b.min(timeout));
+        let verdict = match self.ask(permits, max_wait).await {
             Ok(v) => v,
-            Err(failure) => return self.fall_back(permits, failure).await,
+            Err(failure) => {
+                // Within the wait still allowed: the round trip used some.
+                let spent = clock::elapsed(start, self.clock.now_nanos());
+                return self
+                    .fall_back(permits, failure, max_wait.saturating_sub(spent))
+                    .await;
+            }
         };
-        let mut turn = None;
-        let mut _waiting = None;
-        loop {
-            if verdict.granted {
-                return Ok(self.granted(permits, verdict));
-            }
-            let waited = clock::nanos(clock::elapsed(start, self.clock.now_nanos()));
-            let wait = clock::nanos(verdict.wait).max(1);
-            let end = waited.saturating_add(wait);
-            if end > timeout {
-                return Err(self.not_permitted(permits));
-            }
-            if budget.is_some_and(|b| end > b) {
+        if !verdict.granted {
+            if budget.is_some_and(|b| verdict.wait > b && verdict.wait <= timeout) {
                 let late = DeadlineExceeded::by_shared(&self.refusal_name);
                 return Err(self.refused(permits, AcquireError::DeadlineExceeded(late)));
             }
-            // Never sleep past the time this acquire may wait.
-            let limit = timeout.min(budget.unwrap_or(u64::MAX)) - waited;
-            if turn.is_none() {
-                _waiting = Some(Waiting::enter(&self.counters.waiting));
-                // Take a turn behind this process's other waiters: only the
-                // first of them asks Redis again.
-                if let Ok(guard) = self.turn.try_lock() {
-                    turn = Some(guard);
-                } else {
-                    match tokio::time::timeout(Duration::from_nanos(limit), self.turn.lock()).await
-                    {
-                        Ok(guard) => turn = Some(guard),
-                        Err(_) => return Err(self.not_permitted(permits)),
-                    }
-                    // The quota moved while this acquire queued: ask again
-                    // before sleeping on an old answer.
-                    verdict = match self.ask(permits).await {
-                        Ok(v) => v,
-                        Err(failure) => return self.fall_back(permits, failure).await,
-                    };
-                    continue;
-                }
-            }
-            let jitter = fastrand::u64(0..=clock::nanos(MAX_JITTER.min(verdict.wait / 4)));
-            self.clock
-                .sleep_async(Duration::from_nanos((wait + jitter).min(limit)))
-                .await;
-            verdict = match self.ask(permits).await {
-                Ok(v) => v,
-                Err(failure) => return self.fall_back(permits, failure).await,
-            };
+            return Err(self.not_permitted(permits));
         }
+        if !verdict.wait.is_zero() {
+            // Reserved: the permits are this acquire's at the end of the wait.
+            let _waiting = Waiting::enter(&self.counters.waiting);
+            self.clock.sleep_async(verdict.wait).await;
+        }
+        Ok(self.granted(permits, verdict))
     }
 
     /// One script call, counted; a failure is counted and published too.
-    async fn ask(&self, permits: u32) -> Result<Verdict, BackendFailure> {
+    async fn ask(&self, permits: u32, max_wait: Duration) -> Result<Verdict, BackendFailure> {
         self.counters.script_call();
-        let outcome = self.backend.run(&self.quota, permits).await;
-        if let Ok(verdict) = &outcome {
-            self.counters.verdict(verdict.remaining);
+        match self.backend.run(&self.quota, permits, max_wait).await {
+            Ok(verdict) => {
+                self.counters.verdict(verdict.remaining);
+                Ok(verdict)
+            }
+            Err(failure) => {
+                self.counters.failure(failure.kind);
+                let kind = DistributedRateLimiterEventKind::BackendFailure(failure.kind);
+                tracing::debug!(
+                    limiter = &*self.name,
+                    failure = failure.kind.as_str(),
+                    cause = &*failure.cause,
+                    "the distributed rate limiter got no verdict from Redis"
+                );
+                self.events.publish_with(|| {
+                    DistributedRateLimiterEvent::new(&self.name, kind, permits)
+                        .with_cause(&failure.cause)
+                });
+                Err(failure.kind)
+            }
         }
-        if let Err(failure) = outcome {
-            self.counters.failure(failure);
-            self.publish(
-                DistributedRateLimiterEventKind::BackendFailure(failure),
-                permits,
-            );
-        }
-        outcome
     }
 
     fn granted(&self, permits: u32, verdict: Verdict) -> Grant {
@@ -352,8 +327,9 @@ impl Inner {
         &self,
         permits: u32,
         _failure: BackendFailure,
+        max_wait: Duration,
     ) -> Result<Grant, AcquireError> {
-        let decision = self.policy.decide(permits).await;
+        let decision = self.policy.decide(permits, max_wait).await;
         self.decided(permits, decision)
     }
 

@@ -19,11 +19,13 @@ pub struct DistributedRateLimiterMetrics {
     pub(crate) redis_timeouts: u64,
     pub(crate) redis_unavailable: u64,
     pub(crate) redis_errors: u64,
+    pub(crate) redis_auth_failures: u64,
     pub(crate) cannot_block: u64,
     pub(crate) script_calls: u64,
     pub(crate) number_of_waiting_tasks: u32,
     pub(crate) backend_failing: bool,
     pub(crate) last_remaining: Option<i64>,
+    pub(crate) server_may_evict: Option<bool>,
 }
 
 impl DistributedRateLimiterMetrics {
@@ -84,19 +86,38 @@ impl DistributedRateLimiterMetrics {
         self.redis_errors
     }
 
+    /// Script calls Redis refused for the credentials (`WRONGPASS`, `NOAUTH`,
+    /// `NOPERM`).
+    pub fn redis_auth_failures(&self) -> u64 {
+        self.redis_auth_failures
+    }
+
+    /// Whether the Redis server may evict the limiter's keys when its memory
+    /// is full (`maxmemory` set with a `maxmemory-policy` other than
+    /// `noeviction`; the keys all have a TTL, so `volatile-*` policies evict
+    /// them first). An evicted key forgets the permits it counted, and up to
+    /// a whole extra quota may then pass, even fail-closed. Learnt from
+    /// `INFO memory` on connecting (a warning is logged through `tracing`
+    /// too); `None` before the first connection or when the server does not
+    /// say.
+    pub fn server_may_evict(&self) -> Option<bool> {
+        self.server_may_evict
+    }
+
     /// Blocking acquires refused the round trip because they ran on a
     /// current-thread runtime's thread.
     pub fn cannot_block(&self) -> u64 {
         self.cannot_block
     }
 
-    /// Script calls sent to Redis (one per acquire, plus one per wake-up of a
-    /// waiting acquire).
+    /// Script calls sent to Redis: one per acquire (a waiting acquire reserves
+    /// its permit in that call and then only sleeps).
     pub fn script_calls(&self) -> u64 {
         self.script_calls
     }
 
-    /// Acquires waiting right now for permits to come back.
+    /// Acquires waiting right now for their reserved permits (or, under the
+    /// local fallback, for local permits).
     pub fn number_of_waiting_tasks(&self) -> u32 {
         self.number_of_waiting_tasks
     }
@@ -111,6 +132,7 @@ pub(crate) struct Counters {
     timeouts: AtomicU64,
     unavailable: AtomicU64,
     errors: AtomicU64,
+    auth: AtomicU64,
     cannot_block: AtomicU64,
     script_calls: AtomicU64,
     pub(crate) waiting: AtomicU32,
@@ -129,6 +151,7 @@ impl Default for Counters {
             timeouts: AtomicU64::new(0),
             unavailable: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            auth: AtomicU64::new(0),
             cannot_block: AtomicU64::new(0),
             script_calls: AtomicU64::new(0),
             waiting: AtomicU32::new(0),
@@ -171,6 +194,7 @@ impl Counters {
             BackendFailure::Timeout => &self.timeouts,
             BackendFailure::Unavailable => &self.unavailable,
             BackendFailure::Error => &self.errors,
+            BackendFailure::Auth => &self.auth,
             BackendFailure::CannotBlock => &self.cannot_block,
         });
     }
@@ -193,6 +217,7 @@ impl Counters {
             redis_timeouts: load(&self.timeouts),
             redis_unavailable: load(&self.unavailable),
             redis_errors: load(&self.errors),
+            redis_auth_failures: load(&self.auth),
             cannot_block: load(&self.cannot_block),
             script_calls: load(&self.script_calls),
             number_of_waiting_tasks: self.waiting.load(Ordering::Relaxed),
@@ -201,6 +226,7 @@ impl Counters {
                 i64::MIN => None,
                 n => Some(n),
             },
+            server_may_evict: None,
         }
     }
 }

@@ -74,25 +74,43 @@
 //!
 //! # Waiting
 //!
-//! When the permits are not free, the script answers how long until they
-//! will be. The acquire sleeps that long on a tokio timer (no thread blocked)
-//! plus up to 5 ms of jitter (so processes told the same time do not all ask
-//! at once), asks again, and gives up at `timeout_duration` (or the task's
-//! [deadline](crate::deadline)), refusing at once when the answer already
-//! says the wait is too long. Within one process waiters take turns: only the
-//! first asks Redis again, the others queue behind it, so a thousand waiting
-//! tasks cost one script call per wake-up, not a thousand. Like Redisson,
-//! there is no fairness across processes.
+//! A waiting acquire **reserves** its permits in its one script call, as the
+//! local limiter and Resilience4j's `AtomicRateLimiter` do: the script finds
+//! the earliest time the permits can be granted after every earlier grant
+//! and reservation, and if that is within `timeout_duration` (and the task's
+//! [deadline](crate::deadline)) books them then and answers how long to
+//! wait. The acquire sleeps that long on a tokio timer (no thread blocked)
+//! and returns granted: it never asks Redis again, and no acquire asking
+//! later, from any process, is granted before it. When the earliest time is
+//! too far, it is refused at once, having taken nothing. So every waiter
+//! whose wait fits its timeout is served, in the order Redis saw them, and a
+//! thousand waiting tasks cost a thousand script calls in all, not per
+//! wake-up. A waiting acquire that is dropped loses its reservation (the
+//! permits count as used), as in Resilience4j.
+//!
+//! Zero permits (`acquire_n_async(0)`) ask whether one permit is free (or
+//! wait until it would be) and take none.
 //!
 //! # When Redis is slow or down
 //!
-//! Each script call may take at most `redis_timeout` (default 100 ms). When
-//! it times out, the connection fails or Redis answers an error, the
-//! [`FailurePolicy`] decides — fail-open, fail-closed (the default), or a local
-//! fallback limiter of `ceil(N / expected_instances)` per T — and the decision
-//! is counted in [`DistributedRateLimiterMetrics`] and published as a
-//! [`DistributedRateLimiterEvent`] (a `BackendFailure` event naming the cause,
-//! then a `FallbackAcquire` with the outcome).
+//! Each script call, connecting included, may take at most `redis_timeout`
+//! (default 100 ms). A refused connection, a wrong password, a host that does
+//! not resolve or a server that does not speak Redis is reported at once
+//! ([`BackendFailure::Unavailable`] or [`BackendFailure::Auth`]), with its
+//! cause in the event ([`DistributedRateLimiterEvent::cause`]), never as a
+//! timeout; while a reconnect backs off (20 ms doubling to 500 ms) further
+//! acquires get the same answer without trying. When a call times out, the
+//! connection fails or Redis answers an error, the [`FailurePolicy`] decides
+//! — fail-open, fail-closed (the default), or a local fallback quota of
+//! `floor(N / expected_instances)` per T (a local sliding window, with the
+//! same reservations, so the expected instances together never grant more
+//! than N in any window) — within the wait the acquire has left, so every
+//! acquire is decided within `timeout_duration + redis_timeout`. The
+//! decision is counted in [`DistributedRateLimiterMetrics`] and published as
+//! a [`DistributedRateLimiterEvent`] (a `BackendFailure` event naming the
+//! cause, then a `FallbackAcquire` with the outcome). An acquire of more
+//! permits than the local share (but within N) is refused as
+//! `NotPermitted`: the quota allows it, the fallback cannot grant it.
 //!
 //! **A timed-out acquire is never retried blindly.** The script may have run
 //! (and granted) even though its answer did not arrive in time; sending it
@@ -100,14 +118,37 @@
 //! the next acquire asks Redis again, and the connection reconnects in the
 //! background, so normal service resumes by itself when Redis is back.
 //!
+//! # Where the bound ends
+//!
+//! The bound holds while Redis keeps the key. It does not survive:
+//!
+//! * **Eviction.** The key carries a TTL, so a server with `maxmemory` and a
+//!   `volatile-*` policy evicts it first when memory is full (and `allkeys-*`
+//!   may), and an evicted key forgets its grants: up to a further N pass at
+//!   once, again after each eviction, even fail-closed. On connecting the
+//!   limiter reads `INFO memory`; a server that may evict is reported by
+//!   [`DistributedRateLimiterMetrics::server_may_evict`] and a `tracing`
+//!   warning. Give the limiter a server with `maxmemory-policy noeviction`.
+//! * **Lost state.** A restart without persistence, a failover to a replica
+//!   that had not received the latest writes, or a `FLUSHALL` forgets the
+//!   window: a window spanning it may hold up to 2N (one N before, one
+//!   after).
+//! * **The local fallback.** Each instance grants at most `floor(N /
+//!   expected_instances)` per window while Redis is down, so as many
+//!   instances as expected stay within N; more instances than expected grant
+//!   their share each. Redis does not see those grants, so a window spanning
+//!   the recovery may hold up to 2N (the local shares, then Redis's N).
+
 //! # Cost
 //!
-//! One round trip per acquire that finds its permits free; a sleep and one
-//! more per wake-up otherwise. The script does a bounded amount of work
-//! whatever the rate: the sliding window reads two fields of its hash (the
-//! live total and the oldest bucket) and increments two, and reads every
-//! bucket only when the oldest leaves the window (once per bucket width) or
-//! when it refuses; GCRA reads and writes one string. The
+//! One round trip per acquire, waiting or not (a waiting one then sleeps).
+//! Concurrent acquires of one limiter (and its clones) share one multiplexed
+//! connection and pipeline on it: none waits for another's reply. The script
+//! does a bounded amount of work whatever the rate: the sliding window reads
+//! three fields of its hash (the live total, the oldest bucket, the latest
+//! reservation) and increments two, and reads every bucket only when the
+//! oldest leaves the window (once per bucket width), when it refuses or when
+//! it reserves; GCRA reads and writes one string. The
 //! bench `benches/redis_rate_limiter.rs` measures acquires per second, Redis
 //! CPU per acquire and memory per limiter against a Redisson-style
 //! sorted-set script on the same server.
@@ -118,6 +159,7 @@ mod event;
 mod gcra;
 mod grant;
 mod limiter;
+mod local;
 mod metrics;
 mod policy;
 mod script;
@@ -126,7 +168,7 @@ mod sliding;
 pub use self::backend::BackendFailure;
 pub use self::config::{
     Algorithm, DistributedRateLimiterConfig, DistributedRateLimiterConfigBuilder, FailurePolicy,
-    MAX_BUCKETS, MAX_LIMIT_REFRESH_PERIOD, MIN_LIMIT_REFRESH_PERIOD,
+    Topology, MAX_BUCKETS, MAX_GCRA_TOLERANCE, MAX_LIMIT_REFRESH_PERIOD, MIN_LIMIT_REFRESH_PERIOD,
 };
 pub use self::event::{DistributedRateLimiterEvent, DistributedRateLimiterEventKind};
 pub use self::grant::{DecidedBy, Grant};

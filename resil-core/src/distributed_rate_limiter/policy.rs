@@ -1,19 +1,22 @@
 //! The failure policy: who decides when Redis gives no verdict.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::config::{DistributedRateLimiterConfig, FailurePolicy};
 use super::grant::{DecidedBy, Grant};
-use crate::clock::SharedClock;
+use super::local::LocalWindow;
+use crate::clock::{self, Clock, SharedClock};
 use crate::error::{RequestNotPermitted, SharedName};
-use crate::rate_limiter::{AcquireError, RateLimiter, RateLimiterConfig};
+use crate::rate_limiter::AcquireError;
 
-/// The configured policy, with its local limiter when it has one.
+/// The configured policy, with its local quota when it has one.
 pub(crate) struct Policy {
     policy: FailurePolicy,
     /// The name every refusal carries (built once; see [`SharedName`]).
     name: SharedName,
-    local: Option<RateLimiter>,
+    local: Option<LocalWindow>,
+    clock: SharedClock,
 }
 
 impl Policy {
@@ -25,19 +28,15 @@ impl Policy {
         let policy = config.failure_policy();
         let local = match policy {
             FailurePolicy::LocalFallback { expected_instances } => {
-                let share = config
-                    .limit_for_period()
-                    .div_ceil(expected_instances.max(1))
-                    .max(1);
-                let local = RateLimiterConfig::builder()
-                    .limit_for_period(share)
-                    .limit_refresh_period(config.limit_refresh_period())
-                    .timeout_duration(config.timeout_duration())
-                    .build()
-                    // The distributed config allows at most one permit per
-                    // microsecond; the local one allows one per nanosecond.
-                    .expect("a valid distributed quota is a valid local quota");
-                Some(RateLimiter::with_clock(Arc::clone(name), local, clock))
+                // Rounded down, so that the expected instances together never
+                // grant more than the quota in any window (the config checks
+                // that each gets at least one).
+                let share = config.limit_for_period() / expected_instances.max(1);
+                Some(LocalWindow::new(
+                    share.max(1),
+                    config.limit_refresh_period(),
+                    config.buckets(),
+                ))
             }
             _ => None,
         };
@@ -45,6 +44,7 @@ impl Policy {
             policy,
             name: SharedName::new(Arc::clone(name)),
             local,
+            clock,
         }
     }
 
@@ -52,35 +52,50 @@ impl Policy {
         self.policy
     }
 
-    /// The local limiter's permits per period, when the policy has one.
+    /// The local quota's permits per period, when the policy has one.
     pub(crate) fn local_limit(&self) -> Option<u32> {
-        self.local.as_ref().map(|l| l.config().limit_for_period())
+        self.local.as_ref().map(LocalWindow::share)
     }
 
-    /// Grants or refuses `permits` without Redis; the local fallback limiter
-    /// may wait for a permit up to `timeout_duration`.
-    pub(crate) async fn decide(&self, permits: u32) -> Result<Grant, AcquireError> {
+    /// Grants or refuses `permits` without Redis; the local fallback may
+    /// reserve them at most `max_wait` ahead and sleep until then. More than
+    /// the local share is refused as not permitted (the quota itself allows
+    /// it; the fallback cannot grant it).
+    pub(crate) async fn decide(
+        &self,
+        permits: u32,
+        max_wait: Duration,
+    ) -> Result<Grant, AcquireError> {
         match &self.local {
-            Some(local) => local
-                .acquire_permission_async(permits)
-                .await
-                .map(|()| granted(DecidedBy::LocalFallback)),
+            Some(local) => {
+                let now = self.clock.now_nanos();
+                match local.take(now, permits, clock::nanos(max_wait)) {
+                    Some(0) => Ok(granted(DecidedBy::LocalFallback)),
+                    Some(wait) => {
+                        self.clock.sleep_async(Duration::from_nanos(wait)).await;
+                        Ok(granted(DecidedBy::LocalFallback))
+                    }
+                    None => Err(self.refusal()),
+                }
+            }
             None => self.decide_now(permits),
         }
     }
 
-    /// [`decide`](Self::decide) without waiting: the local limiter grants only
+    /// [`decide`](Self::decide) without waiting: the local quota grants only
     /// permits free right now.
     pub(crate) fn decide_now(&self, permits: u32) -> Result<Grant, AcquireError> {
         match (&self.local, self.policy) {
-            (Some(local), _) if local.try_acquire_permission(permits) => {
+            (Some(local), _) if local.take(self.clock.now_nanos(), permits, 0).is_some() => {
                 Ok(granted(DecidedBy::LocalFallback))
             }
             (None, FailurePolicy::FailOpen) => Ok(granted(DecidedBy::FailOpen)),
-            _ => Err(AcquireError::NotPermitted(RequestNotPermitted::by(
-                &self.name,
-            ))),
+            _ => Err(self.refusal()),
         }
+    }
+
+    fn refusal(&self) -> AcquireError {
+        AcquireError::NotPermitted(RequestNotPermitted::by(&self.name))
     }
 }
 

@@ -24,12 +24,15 @@ pub(crate) struct Quota {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Verdict {
     pub(crate) granted: bool,
-    /// Permits left after a grant, or before a refused acquire; negative after
-    /// the limit was lowered below what the window already holds.
+    /// Permits left after a grant, or before a refused acquire; negative while
+    /// reservations queue, or after the limit was lowered below what the
+    /// window already holds.
     pub(crate) remaining: i64,
-    /// Until enough permits come back (zero when granted).
+    /// Granted: until the reserved permits are the caller's (zero: now).
+    /// Refused: until enough permits would come back.
     pub(crate) wait: Duration,
-    /// Redis server time of the decision, microseconds since the Unix epoch.
+    /// Redis server time of the grant (a reservation's: in the future) or of
+    /// the refusal, microseconds since the Unix epoch.
     pub(crate) server_time_micros: u64,
 }
 
@@ -54,16 +57,23 @@ impl Quota {
         &self.key
     }
 
-    /// Runs the script once for `permits`: `EVALSHA`, plus `SCRIPT LOAD` and a
-    /// second `EVALSHA` only when Redis answers `NOSCRIPT`.
+    /// Runs the script once for `permits`, which may be reserved up to
+    /// `max_wait` ahead: `EVALSHA`, plus `SCRIPT LOAD` and a second `EVALSHA`
+    /// only when Redis answers `NOSCRIPT`.
     pub(crate) async fn invoke<C: ConnectionLike>(
         &self,
         conn: &mut C,
         permits: u32,
+        max_wait: Duration,
     ) -> RedisResult<Verdict> {
         let mut invocation = self.script.key(&self.key);
-        // Sliding: limit, interval, width, permits. GCRA: emission, tolerance, permits.
-        invocation.arg(&self.args[..]).arg(permits);
+        // Sliding: limit, interval, width, permits, max wait.
+        // GCRA: emission, tolerance, permits, max wait.
+        let max_wait = u64::try_from(max_wait.as_micros()).unwrap_or(u64::MAX);
+        invocation
+            .arg(&self.args[..])
+            .arg(permits)
+            .arg(max_wait.min(1 << 52));
         let (granted, remaining, wait, now): (i64, i64, i64, i64) =
             invocation.invoke_async(conn).await?;
         Ok(Verdict {

@@ -1,42 +1,52 @@
 -- resil distributed rate limiter, sliding buckets: at most `limit` permits in
--- any window of `interval` microseconds of Redis server time.
+-- any window of `interval` microseconds of Redis server time, granted in the
+-- order asked (a waiting acquire reserves its permit here, and nobody asking
+-- later is granted before it).
 --
 -- KEYS[1]  a hash: field = the end of a time bucket (microseconds since the
 --          epoch, server time), value = permits granted in that bucket; plus
---          `n`, the sum of those counts, and `o`, the oldest bucket's end, so
---          that a grant reads two fields, not every bucket.
+--          `n`, the sum of those counts, `o`, the oldest bucket's end, so
+--          that a grant reads a few fields, not every bucket, and `l`, the
+--          time of the latest reservation (a grant in the future).
 -- ARGV[1]  limit      permits per interval
 -- ARGV[2]  interval   microseconds
 -- ARGV[3]  width      bucket width, microseconds
--- ARGV[4]  permits    asked for now (1 ..= limit, checked by the client)
+-- ARGV[4]  permits    asked for now (0 ..= limit, checked by the client; 0
+--                     asks whether one permit is free, and takes none)
+-- ARGV[5]  max_wait   microseconds the caller may wait for its grant
 --
--- A grant made at time g lands in the bucket [s, e) holding g and counts
--- while e > now - interval, so every earlier grant that could share a window
--- of `interval` with a new one is counted: the limit is exact for any window,
--- and a permit comes back between `interval` and `interval + width` after it
--- was taken. The rule reads only the field itself, so a change of the limit,
--- the interval or the width keeps the counts meaningful.
+-- A grant at time g lands in the bucket [s, e) holding g and counts while
+-- e > t - interval for any later grant at t, so every earlier grant that
+-- could share a window of `interval` with a new one is counted: the limit is
+-- exact for any window, and a permit comes back between `interval` and
+-- `interval + width` after it was taken. Grant times never decrease (a new
+-- grant is at or after the latest reservation), so a grant only ever needs
+-- to look back.
 --
 -- Returns {granted (1|0), permits left (after this grant, or before the
--- refused one), microseconds until enough permits come back (0 if granted),
--- the server time of the decision in microseconds}.
+-- refused one; negative while reservations queue), microseconds until the
+-- grant (0: now; a reservation: the caller sleeps that long) or, refused, until
+-- enough permits would come back, the server time of the grant (or of the
+-- refusal) in microseconds}.
 local limit = tonumber(ARGV[1])
 local interval = tonumber(ARGV[2])
 local width = tonumber(ARGV[3])
 local permits = tonumber(ARGV[4])
+local max_wait = tonumber(ARGV[5])
 local key = KEYS[1]
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local horizon = now - interval
 
--- The live buckets, {end, count}, after dropping those that no longer count.
+-- The live buckets, {end, count}, oldest first, after dropping those that no
+-- longer count.
 local function buckets()
   local fields = redis.call('HGETALL', key)
   local live, stale = {}, {}
   for i = 1, #fields, 2 do
     local f = fields[i]
-    if f ~= 'n' and f ~= 'o' then
+    if f ~= 'n' and f ~= 'o' and f ~= 'l' then
       local e = tonumber(f)
       if e > horizon then
         live[#live + 1] = { e, tonumber(fields[i + 1]) }
@@ -48,28 +58,58 @@ local function buckets()
   if #stale > 0 then
     redis.call('HDEL', key, unpack(stale))
   end
+  table.sort(live, function(a, b) return a[1] < b[1] end)
   return live
 end
 
-local state = redis.call('HMGET', key, 'n', 'o')
+local state = redis.call('HMGET', key, 'n', 'o', 'l')
 local used = tonumber(state[1]) or 0
 local oldest = tonumber(state[2])
+local latest = tonumber(state[3]) or 0
 if oldest and oldest <= horizon then
   -- The oldest bucket left the window (about once per bucket width).
   used, oldest = 0, nil
-  for _, b in ipairs(buckets()) do
+  local live = buckets()
+  for _, b in ipairs(live) do
     used = used + b[2]
-    if not oldest or b[1] < oldest then oldest = b[1] end
   end
-  if oldest then
+  if #live > 0 then
+    oldest = live[1][1]
     redis.call('HSET', key, 'n', used, 'o', string.format('%.0f', oldest))
   else
     redis.call('HDEL', key, 'n', 'o')
   end
 end
 
-if used + permits <= limit then
-  local e = (math.floor(now / width) + 1) * width
+local need = math.max(permits, 1)
+-- Nobody is granted before an earlier reservation.
+local from = math.max(now, latest)
+local at = from
+if from > now or used + need > limit then
+  -- The earliest time from `from` on at which the grants still counting
+  -- leave room: when the oldest buckets holding the excess leave the window.
+  local excess = used + need - limit
+  if excess > 0 then
+    at = nil
+    for _, b in ipairs(buckets()) do
+      excess = excess - b[2]
+      if excess <= 0 then
+        at = math.max(from, b[1] + interval)
+        break
+      end
+    end
+    if not at then
+      -- More than the limit (lowered since?) counts ahead of this acquire.
+      return { 0, limit - used, interval + width, now }
+    end
+  end
+  if at - now > max_wait then
+    return { 0, limit - used, at - now, now }
+  end
+end
+
+if permits > 0 then
+  local e = (math.floor(at / width) + 1) * width
   local field = string.format('%.0f', e)
   local count = redis.call('HINCRBY', key, field, permits)
   redis.call('HINCRBY', key, 'n', permits)
@@ -83,22 +123,11 @@ if used + permits <= limit then
     end
     local ttl = math.ceil((e + interval - now) / 1000) + 1
     if redis.call('PTTL', key) < ttl then
-      redis.call('PEXPIRE', key, ttl)
+      redis.call('PEXPIRE', key, string.format('%.0f', ttl))
     end
   end
-  return { 1, limit - used - permits, 0, now }
 end
-
--- Refused: the wait ends when the oldest buckets holding the excess leave.
-local live = buckets()
-table.sort(live, function(a, b) return a[1] < b[1] end)
-local excess = used + permits - limit
-local wait = interval + width
-for _, b in ipairs(live) do
-  excess = excess - b[2]
-  if excess <= 0 then
-    wait = b[1] + interval - now
-    break
-  end
+if at > now then
+  redis.call('HSET', key, 'l', string.format('%.0f', at))
 end
-return { 0, limit - used, wait, now }
+return { 1, limit - used - permits, at - now, at }

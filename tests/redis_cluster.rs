@@ -1,0 +1,271 @@
+//! The distributed rate limiter on a real Redis Cluster: three primaries and
+//! three replicas the test starts once for the whole binary (see
+//! `support/redis_cluster.rs`), shared by three processes, while the
+//! limiter's slot moves to another primary, and while its primary is killed
+//! and its replica takes over.
+//!
+//! Time is real (the servers' clocks decide): the test asserts counts and
+//! bounds over the grants' server timestamps, never durations.
+#![cfg(feature = "redis-cluster")]
+
+#[path = "support/redis_cluster.rs"]
+mod redis_cluster;
+
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use redis_cluster::RedisCluster;
+use resil::distributed_rate_limiter::{
+    DecidedBy, DistributedRateLimiter, DistributedRateLimiterConfig, FailurePolicy, Topology,
+};
+
+const CHILD_URLS: &str = "RESIL_REDIS_CLUSTER_CHILD_URLS";
+const LIMIT: usize = 10;
+const PERIOD_MICROS: u64 = 200_000;
+
+fn config(urls: &str) -> DistributedRateLimiterConfig {
+    DistributedRateLimiterConfig::builder()
+        .redis_url(urls)
+        .topology(Topology::Cluster)
+        .key_prefix("cluster:")
+        .limit_for_period(LIMIT as u32)
+        .limit_refresh_period(Duration::from_micros(PERIOD_MICROS))
+        .buckets(4)
+        .timeout_duration(Duration::from_millis(400))
+        .redis_timeout(Duration::from_secs(2))
+        .failure_policy(FailurePolicy::FailClosed)
+        .build()
+        .unwrap()
+}
+
+/// The most grants in any half-open window `[t, t + window)`.
+fn max_in_any_window(sorted: &[u64], window: u64) -> usize {
+    let mut most = 0;
+    let mut end = 0;
+    for (start, &t) in sorted.iter().enumerate() {
+        while end < sorted.len() && sorted[end] < t + window {
+            end += 1;
+        }
+        most = most.max(end - start);
+    }
+    most
+}
+
+fn micros_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
+#[test]
+#[ignore = "a child process of the cluster test, started by it with the node URLs in the environment"]
+fn child_process_acquires_on_the_cluster_for_one_second() {
+    let urls = std::env::var(CHILD_URLS).expect("started by the cluster test");
+    let limiter = DistributedRateLimiter::new("shared", config(&urls)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let stop = Instant::now() + Duration::from_secs(1);
+        let mut tasks = Vec::new();
+        for _ in 0..3 {
+            let limiter = limiter.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut grants = Vec::new();
+                while Instant::now() < stop {
+                    if let Ok(g) = limiter.acquire_async().await {
+                        assert_eq!(g.decided_by(), DecidedBy::Redis);
+                        grants.push(g.server_time_micros().unwrap());
+                    }
+                }
+                grants
+            }));
+        }
+        for t in tasks {
+            for g in t.await.unwrap() {
+                println!("GRANT {g}");
+            }
+        }
+        println!("FALLBACK {}", limiter.metrics().fallback_decisions());
+    });
+}
+
+fn three_processes_share_one_quota(cluster: &RedisCluster) {
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            Command::new(&exe)
+                .args([
+                    "child_process_acquires_on_the_cluster_for_one_second",
+                    "--exact",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD_URLS, cluster.urls())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("start a child process")
+        })
+        .collect();
+    let mut grants = Vec::new();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "a child process failed:\n{stdout}");
+        assert!(
+            stdout.contains("FALLBACK 0"),
+            "Redis decided all:\n{stdout}"
+        );
+        grants.extend(
+            stdout
+                .lines()
+                .filter_map(|l| l.strip_prefix("GRANT "))
+                .map(|t| t.parse::<u64>().unwrap()),
+        );
+    }
+    grants.sort_unstable();
+    assert!(grants.len() >= 30, "the quota was used: {}", grants.len());
+    assert_eq!(
+        max_in_any_window(&grants, PERIOD_MICROS),
+        LIMIT,
+        "3 processes on a cluster: at most N in any window, and N reached"
+    );
+}
+
+/// Acquires from 4 tasks until `stop`, recording (server time, decided by
+/// Redis) of every grant, and the client time when each was made.
+async fn pump(limiter: &DistributedRateLimiter, stop: Arc<AtomicBool>) -> Vec<(u64, u64)> {
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let limiter = limiter.clone();
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let mut grants = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    match limiter.acquire_async().await {
+                        Ok(g) => {
+                            assert_eq!(g.decided_by(), DecidedBy::Redis, "fail-closed");
+                            grants.push((g.server_time_micros().unwrap(), micros_now()));
+                        }
+                        Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+                    }
+                }
+                grants
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    all.sort_unstable();
+    all
+}
+
+fn resharding_the_limiters_slot(cluster: &RedisCluster, rt: &tokio::runtime::Runtime) {
+    let limiter = DistributedRateLimiter::new("reshard", config(&cluster.urls())).unwrap();
+    let slot = cluster.slot(limiter.key());
+    let from = cluster.owner(slot);
+    let to = (0..cluster.nodes.len())
+        .find(|&i| i != from && cluster.is_primary(i))
+        .expect("another primary");
+    let stop = Arc::new(AtomicBool::new(false));
+    let grants = rt.block_on(async {
+        let pumping = tokio::spawn({
+            let limiter = limiter.clone();
+            let stop = stop.clone();
+            async move { pump(&limiter, stop).await }
+        });
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let moved = tokio::task::block_in_place(|| {
+            cluster.move_slot(slot, from, to);
+            micros_now()
+        });
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        stop.store(true, Ordering::Relaxed);
+        let grants = pumping.await.unwrap();
+        let after = grants.iter().filter(|(_, at)| *at > moved).count();
+        assert!(after >= LIMIT, "grants resumed on the new owner: {after}");
+        grants
+    });
+    assert_eq!(cluster.owner(slot), to, "the slot moved");
+    let times: Vec<u64> = grants.iter().map(|(t, _)| *t).collect();
+    assert!(
+        max_in_any_window(&times, PERIOD_MICROS) <= LIMIT,
+        "the state moved with the slot: the bound held through the move"
+    );
+    let m = limiter.metrics();
+    assert_eq!(m.fallback_decisions(), 0, "MOVED/ASK were followed: {m:?}");
+}
+
+fn killing_the_limiters_primary(cluster: &mut RedisCluster, rt: &tokio::runtime::Runtime) {
+    let limiter = DistributedRateLimiter::new("failover", config(&cluster.urls())).unwrap();
+    let slot = cluster.slot(limiter.key());
+    let primary = cluster.owner(slot);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut events = limiter.subscribe();
+    let (grants, killed) = rt.block_on(async {
+        let pumping = tokio::spawn({
+            let limiter = limiter.clone();
+            let stop = stop.clone();
+            async move { pump(&limiter, stop).await }
+        });
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        cluster.nodes[primary].kill();
+        let killed = micros_now();
+        // The replica takes over after the node timeout; wait for grants.
+        let give_up = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < give_up {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let m = limiter.metrics();
+            if m.fallback_decisions() > 0 && !m.backend_failing() {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        stop.store(true, Ordering::Relaxed);
+        (pumping.await.unwrap(), killed)
+    });
+    let after = grants.iter().filter(|(_, at)| *at > killed).count();
+    let causes: std::collections::BTreeSet<String> = events
+        .drain()
+        .iter()
+        .filter_map(|e| e.cause().map(str::to_owned))
+        .collect();
+    assert!(
+        after >= LIMIT,
+        "the promoted replica grants: {after} grants after the kill, {:?}, causes {causes:?}",
+        limiter.metrics()
+    );
+    let times: Vec<u64> = grants.iter().map(|(t, _)| *t).collect();
+    // A replica may not have received the last writes before the kill: a
+    // window spanning the failover may hold up to 2N (README, "Where the
+    // bound ends"), never more; fail-closed granted nothing meanwhile.
+    let most = max_in_any_window(&times, PERIOD_MICROS);
+    assert!(most <= 2 * LIMIT, "{most} in one window across a failover");
+    let before: Vec<u64> = grants
+        .iter()
+        .filter(|(_, at)| *at < killed)
+        .map(|(t, _)| *t)
+        .collect();
+    assert!(max_in_any_window(&before, PERIOD_MICROS) <= LIMIT);
+    cluster.wait_until_ok();
+}
+
+#[test]
+fn a_quota_on_a_three_primary_cluster_holds_across_processes_a_reshard_and_a_failover() {
+    let mut cluster = RedisCluster::start();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    three_processes_share_one_quota(&cluster);
+    resharding_the_limiters_slot(&cluster, &rt);
+    killing_the_limiters_primary(&mut cluster, &rt);
+}
