@@ -122,26 +122,22 @@ pub(crate) fn insert(
             };
             let at = match entries.iter().position(|(k, _)| k == key) {
                 Some(at) => at,
+                None if rest.is_empty() => {
+                    // A fresh slot: the value goes in as it is (a `null`
+                    // written in the file stays `null`).
+                    entries.push((key.clone(), value));
+                    return;
+                }
                 None => {
-                    let empty = if rest.is_empty() {
-                        Value::Null
-                    } else {
-                        Value::Map(Vec::new())
-                    };
-                    entries.push((key.clone(), empty));
-                    if rest.is_empty() {
-                        // A fresh slot: the value goes in as it is (a `null`
-                        // written in the file stays `null`).
-                        entries.last_mut().expect("pushed").1 = value;
-                        return;
-                    }
+                    // Filled below: `null` becomes the map or list `rest` needs.
+                    entries.push((key.clone(), Value::Null));
                     entries.len() - 1
                 }
             };
             insert(&mut entries[at].1, &here, rest, value, problems);
         }
         Seg::Index(i) => {
-            if matches!(node, Value::Null) || matches!(node, Value::Map(m) if m.is_empty()) {
+            if matches!(node, Value::Null) {
                 *node = Value::List(Vec::new());
             }
             let Value::List(items) = node else {
@@ -163,7 +159,7 @@ pub(crate) fn insert(
                 items.push(if rest.is_empty() {
                     value
                 } else {
-                    let mut fresh = Value::Map(Vec::new());
+                    let mut fresh = Value::Null;
                     insert(&mut fresh, &here, rest, value, problems);
                     fresh
                 });
