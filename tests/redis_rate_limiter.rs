@@ -813,7 +813,7 @@ fn a_waiting_acquire_sleeps_until_its_permit_comes_back_and_a_hopeless_one_is_re
 }
 
 #[test]
-fn waiters_in_one_process_take_turns_instead_of_polling_redis_together() {
+fn waiters_in_one_process_never_poll_redis_together() {
     let server = RedisServer::start();
     run(async {
         let limiter = limiter(
@@ -837,16 +837,16 @@ fn waiters_in_one_process_take_turns_instead_of_polling_redis_together() {
         }
         let m = limiter.metrics();
         assert_eq!(m.number_of_waiting_tasks(), 0);
-        // Each waiter: its first call, one on taking its turn, and a few when
-        // a wake-up finds the permit not yet back. Polling all together would
-        // cost about waiters² / 2 more.
+        // Each waiter reserves its permit in its one script call and sleeps
+        // until it (tests/redis_attack.rs counts exactly one); polling all
+        // together would cost about waiters² / 2 more.
         assert!(
             m.script_calls() <= 1 + 4 * waiters,
             "{} script calls",
             m.script_calls()
         );
 
-        // A waiter dropped mid-wait gives its turn up.
+        // A waiter dropped mid-wait leaves nothing waiting behind it.
         let _ = limiter.acquire_async().await;
         let dropped = tokio::spawn({
             let limiter = limiter.clone();
