@@ -8,13 +8,16 @@
 //! bounds over the grants' server timestamps, never durations.
 #![cfg(feature = "redis-cluster")]
 
+#[path = "support/windows.rs"]
+mod windows;
+use windows::{max_in_any_window, micros_now};
 #[path = "support/redis_cluster.rs"]
 mod redis_cluster;
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use redis_cluster::RedisCluster;
 use resil::distributed_rate_limiter::{
@@ -38,26 +41,6 @@ fn config(urls: &str) -> DistributedRateLimiterConfig {
         .failure_policy(FailurePolicy::FailClosed)
         .build()
         .unwrap()
-}
-
-/// The most grants in any half-open window `[t, t + window)`.
-fn max_in_any_window(sorted: &[u64], window: u64) -> usize {
-    let mut most = 0;
-    let mut end = 0;
-    for (start, &t) in sorted.iter().enumerate() {
-        while end < sorted.len() && sorted[end] < t + window {
-            end += 1;
-        }
-        most = most.max(end - start);
-    }
-    most
-}
-
-fn micros_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_micros() as u64
 }
 
 #[test]
@@ -131,7 +114,7 @@ fn three_processes_share_one_quota(cluster: &RedisCluster) {
     grants.sort_unstable();
     assert!(grants.len() >= 30, "the quota was used: {}", grants.len());
     assert_eq!(
-        max_in_any_window(&grants, PERIOD_MICROS),
+        max_in_any_window(&grants, PERIOD_MICROS, false),
         LIMIT,
         "3 processes on a cluster: at most N in any window, and N reached"
     );
@@ -196,7 +179,7 @@ fn resharding_the_limiters_slot(cluster: &RedisCluster, rt: &tokio::runtime::Run
     assert_eq!(cluster.owner(slot), to, "the slot moved");
     let times: Vec<u64> = grants.iter().map(|(t, _)| *t).collect();
     assert!(
-        max_in_any_window(&times, PERIOD_MICROS) <= LIMIT,
+        max_in_any_window(&times, PERIOD_MICROS, false) <= LIMIT,
         "the state moved with the slot: the bound held through the move"
     );
     let m = limiter.metrics();
@@ -246,14 +229,14 @@ fn killing_the_limiters_primary(cluster: &mut RedisCluster, rt: &tokio::runtime:
     // A replica may not have received the last writes before the kill: a
     // window spanning the failover may hold up to 2N (README, "Where the
     // bound ends"), never more; fail-closed granted nothing meanwhile.
-    let most = max_in_any_window(&times, PERIOD_MICROS);
+    let most = max_in_any_window(&times, PERIOD_MICROS, false);
     assert!(most <= 2 * LIMIT, "{most} in one window across a failover");
     let before: Vec<u64> = grants
         .iter()
         .filter(|(_, at)| *at < killed)
         .map(|(t, _)| *t)
         .collect();
-    assert!(max_in_any_window(&before, PERIOD_MICROS) <= LIMIT);
+    assert!(max_in_any_window(&before, PERIOD_MICROS, false) <= LIMIT);
     cluster.wait_until_ok();
 }
 

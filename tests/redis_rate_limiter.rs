@@ -8,6 +8,9 @@
 
 #[path = "support/redis_server.rs"]
 mod redis_server;
+#[path = "support/windows.rs"]
+mod windows;
+use windows::max_in_any_window;
 
 use std::collections::HashSet;
 use std::process::Command;
@@ -51,22 +54,6 @@ async fn from_redis(limiter: &DistributedRateLimiter) -> Grant {
 
 fn limiter(name: &str, config: DistributedRateLimiterConfigBuilder) -> DistributedRateLimiter {
     DistributedRateLimiter::new(name, config.build().unwrap()).unwrap()
-}
-
-/// The most grants any window of length `window` holds, over sorted server
-/// timestamps (µs); `closed` counts both ends, else `[t, t + window)`.
-fn max_in_any_window(sorted: &[u64], window: u64, closed: bool) -> usize {
-    let mut most = 0;
-    let mut end = 0;
-    for (start, &t) in sorted.iter().enumerate() {
-        while end < sorted.len()
-            && (sorted[end] < t + window || (closed && sorted[end] == t + window))
-        {
-            end += 1;
-        }
-        most = most.max(end - start);
-    }
-    most
 }
 
 /// Runs `f` on a multi-thread runtime with a guard that turns a hang into a
