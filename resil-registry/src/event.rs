@@ -72,3 +72,55 @@ pub enum RegistryEventKind {
         reason: Arc<str>,
     },
 }
+
+/// The line an event leaves in an instance's ring.
+pub(crate) fn describe_event(what: &RegistryEventKind) -> String {
+    match what {
+        RegistryEventKind::Added => "added".to_owned(),
+        RegistryEventKind::Removed => "removed".to_owned(),
+        RegistryEventKind::Replaced {
+            cause,
+            state_carried_over,
+        } => format!(
+            "replaced by {cause} ({})",
+            if *state_carried_over {
+                "state carried over"
+            } else {
+                "fresh state"
+            }
+        ),
+        RegistryEventKind::Reconfigured { cause } => format!("reconfigured in place by {cause}"),
+        RegistryEventKind::ManualTransition { to, reason, ttl } => format!(
+            "manual transition to {to}{}{}",
+            reason
+                .as_deref()
+                .map(|r| format!(", reason: {r}"))
+                .unwrap_or_default(),
+            ttl.map(|t| format!(", ttl: {t:?}")).unwrap_or_default()
+        ),
+        RegistryEventKind::OverrideExpired { to, reason } => {
+            format!("manual override ({reason}) expired: back to {to}")
+        }
+        RegistryEventKind::AttributeConflict {
+            first,
+            second,
+            keys,
+        } => format!(
+            "the attribute at {second} gives other settings ({}) than the one at {first}: not applied",
+            keys.join(", ")
+        ),
+    }
+}
+
+/// Whether an instance event is worth a log line (transitions, rejections).
+pub(crate) fn is_notable(description: &str) -> bool {
+    [
+        "StateTransition",
+        "NotPermitted",
+        "Rejected",
+        "Timeout",
+        "Full",
+    ]
+    .iter()
+    .any(|w| description.contains(w))
+}

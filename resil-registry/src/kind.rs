@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use resil_core::bulkhead::{Bulkhead, BulkheadConfig, BulkheadConfigBuilder};
 use resil_core::circuit_breaker::{
-    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder,
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder, State,
 };
 use resil_core::clock::SharedClock;
 use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig, RateLimiterConfigBuilder};
@@ -18,6 +18,8 @@ use resil_core::ConfigError;
 
 use crate::classes::{ErrorClasses, ErrorList};
 use crate::config::{ErrorNames, FileConfig, Resolved, Section};
+use crate::registry::Registry;
+use crate::store::{Store, Stores};
 use crate::telemetry::describe::Describe;
 
 /// Which kind of primitive a registry entry is.
@@ -81,7 +83,89 @@ impl fmt::Display for Kind {
 }
 
 mod sealed {
-    pub trait Sealed {}
+    use std::sync::Arc;
+
+    use resil_core::clock::SharedClock;
+
+    use crate::registry::Registry;
+    use crate::store::{Store, Stores};
+
+    /// What the registry does differently per kind. Sealed: users cannot
+    /// name it, so it can change freely.
+    pub trait Sealed: Sized {
+        /// This kind's store.
+        fn store(stores: &Stores) -> &Store<Self>
+        where
+            Self: super::Primitive;
+
+        /// Applies `config` through the instance's run-time setters, when
+        /// every difference is one a setter covers; whether it did (the
+        /// instance is then kept, nothing it counts is lost).
+        fn update_in_place(&self, _config: &<Self as super::Primitive>::Config) -> bool
+        where
+            Self: super::Primitive,
+        {
+            false
+        }
+
+        /// The instance that replaces `self` for `config`, and whether it
+        /// carried `self`'s state over.
+        fn rebuilt(
+            &self,
+            name: Arc<str>,
+            config: <Self as super::Primitive>::Config,
+            clock: Option<&SharedClock>,
+        ) -> (Self, bool)
+        where
+            Self: super::Primitive,
+        {
+            (
+                <Self as super::Primitive>::create(name, config, clock),
+                false,
+            )
+        }
+
+        /// After code settings of `name` changed (`code`, not yet applied):
+        /// the Redis-backed twins to rebuild with them. Validates only.
+        #[cfg(feature = "redis")]
+        fn twin_rebuilds(
+            _registry: &Registry,
+            _code: &crate::store::CodeSettings<<Self as super::Primitive>::Builder>,
+            _name: &str,
+        ) -> Result<Vec<crate::distributed::Rebuild>, crate::RegistryError>
+        where
+            Self: super::Primitive,
+        {
+            Ok(Vec::new())
+        }
+
+        /// A reload from `old` to `new`: the Redis-backed twins it rebuilds,
+        /// with an error for each that cannot be. Validates only.
+        #[cfg(feature = "redis")]
+        fn twin_reload(
+            _registry: &Registry,
+            _old: &crate::config::FileConfig,
+            _new: &crate::config::FileConfig,
+            _code: &crate::store::CodeSettings<<Self as super::Primitive>::Builder>,
+            _errors: &mut Vec<crate::RegistryError>,
+        ) -> Vec<crate::distributed::Rebuild>
+        where
+            Self: super::Primitive,
+        {
+            Vec::new()
+        }
+
+        /// Settles `next` before it replaces `previous` under `name`, while
+        /// no handle sees it yet.
+        fn before_install(
+            _registry: &Registry,
+            _name: &str,
+            _previous: &Self,
+            _next: &Self,
+            _carried: bool,
+        ) {
+        }
+    }
 }
 
 /// A primitive the registry can hold: one of the six resil-core types.
@@ -134,8 +218,13 @@ pub trait Primitive:
 }
 
 macro_rules! primitive {
-    ($ty:ty, $config:ty, $builder:ty, $kind:expr, $section:ident, |$c:ident| $to_builder:expr $(, $extra:item)*) => {
-        impl sealed::Sealed for $ty {}
+    ($ty:ty, $config:ty, $builder:ty, $kind:expr, $section:ident, |$c:ident| $to_builder:expr $(, $extra:item)* $(; sealed: $($sealed:item)*)?) => {
+        impl sealed::Sealed for $ty {
+            fn store(stores: &Stores) -> &Store<Self> {
+                &stores.$section
+            }
+            $($($sealed)*)?
+        }
 
         impl Primitive for $ty {
             type Config = $config;
@@ -218,6 +307,38 @@ primitive!(
         names: &[String],
     ) -> CircuitBreakerConfigBuilder {
         classes.apply_breaker(builder, list, names)
+    };
+    sealed:
+    /// A window of the same type and size carries the state and window over.
+    fn rebuilt(
+        &self,
+        _name: Arc<str>,
+        config: CircuitBreakerConfig,
+        _clock: Option<&SharedClock>,
+    ) -> (Self, bool) {
+        self.reconfigured(config)
+    }
+
+    /// A manual override (with its TTL) stays in force. Without one, a
+    /// breaker whose state could not be carried over keeps the mode an
+    /// operator or a transition set (DISABLED, METRICS_ONLY, FORCED_OPEN)
+    /// and starts CLOSED otherwise.
+    fn before_install(
+        registry: &Registry,
+        name: &str,
+        previous: &Self,
+        next: &Self,
+        carried: bool,
+    ) {
+        if registry.reapply_override(name, next) || carried {
+            return;
+        }
+        let _ = match previous.state() {
+            State::Disabled => next.transition_to_disabled(),
+            State::MetricsOnly => next.transition_to_metrics_only(),
+            State::ForcedOpen => next.transition_to_forced_open(),
+            _ => Ok(()),
+        };
     }
 );
 primitive!(
@@ -260,7 +381,13 @@ primitive!(
     BulkheadConfigBuilder,
     Kind::Bulkhead,
     bulkhead,
-    |c| c.to_builder()
+    |c| c.to_builder();
+    sealed:
+    /// Every bulkhead setting has a run-time setter.
+    fn update_in_place(&self, config: &BulkheadConfig) -> bool {
+        self.change_config(*config);
+        true
+    }
 );
 primitive!(
     RateLimiter,
@@ -268,7 +395,44 @@ primitive!(
     RateLimiterConfigBuilder,
     Kind::RateLimiter,
     rate_limiter,
-    |c| c.to_builder()
+    |c| c.to_builder();
+    sealed:
+    /// The limit and the timeout have run-time setters; a new refresh
+    /// period needs a new instance.
+    fn update_in_place(&self, next: &RateLimiterConfig) -> bool {
+        let current = self.config();
+        if current.limit_refresh_period() != next.limit_refresh_period() {
+            return false;
+        }
+        if current.limit_for_period() != next.limit_for_period()
+            && self.change_limit_for_period(next.limit_for_period()).is_err()
+        {
+            return false;
+        }
+        self.change_timeout_duration(next.timeout_duration());
+        true
+    }
+
+    /// The Redis-backed limiter of the same name takes the new quota too.
+    #[cfg(feature = "redis")]
+    fn twin_rebuilds(
+        registry: &Registry,
+        code: &crate::store::CodeSettings<RateLimiterConfigBuilder>,
+        name: &str,
+    ) -> Result<Vec<crate::distributed::Rebuild>, crate::RegistryError> {
+        Ok(registry.reconfigure_distributed(code, name)?.into_iter().collect())
+    }
+
+    #[cfg(feature = "redis")]
+    fn twin_reload(
+        registry: &Registry,
+        old: &FileConfig,
+        new: &FileConfig,
+        code: &crate::store::CodeSettings<RateLimiterConfigBuilder>,
+        errors: &mut Vec<crate::RegistryError>,
+    ) -> Vec<crate::distributed::Rebuild> {
+        registry.validate_distributed(old, new, code, errors)
+    }
 );
 primitive!(
     TimeLimiter,
@@ -281,7 +445,11 @@ primitive!(
         .cancel_running_future(c.cancel_running_future())
 );
 
-impl sealed::Sealed for ThreadPoolBulkhead {}
+impl sealed::Sealed for ThreadPoolBulkhead {
+    fn store(stores: &Stores) -> &Store<Self> {
+        &stores.thread_pool_bulkhead
+    }
+}
 
 impl Primitive for ThreadPoolBulkhead {
     type Config = ThreadPoolBulkheadConfig;

@@ -76,6 +76,7 @@ mod kind;
 mod manage;
 mod registry;
 mod reload;
+mod store;
 mod telemetry;
 
 pub use crate::classes::{
@@ -92,10 +93,10 @@ pub use crate::kind::{Kind, Primitive};
 pub use crate::manage::{ManualOverride, Transition};
 pub use crate::registry::{
     AttributeSite, Registry, RegistryBuilder, DEFAULT_ALLOW_HEALTH_INDICATOR_TO_FAIL,
-    DEFAULT_CONFIG, DEFAULT_EVENT_BUFFER_SIZE, DEFAULT_MAX_INSTANCES_PER_KIND,
-    DEFAULT_REGISTER_HEALTH_INDICATOR,
+    DEFAULT_CONFIG, DEFAULT_MAX_INSTANCES_PER_KIND, DEFAULT_REGISTER_HEALTH_INDICATOR,
 };
 pub use crate::reload::{ReloadError, ReloadReport};
+pub use crate::store::DEFAULT_EVENT_BUFFER_SIZE;
 pub use crate::telemetry::health::{ComponentHealth, Health, Status};
 pub use crate::telemetry::ring::RecordedEvent;
 pub use crate::telemetry::snapshot::{

@@ -330,14 +330,16 @@ impl Registry {
 
     /// Re-applies the manual override of `name` (if any) to a breaker that
     /// replaced the overridden one (a reload or a `configure_*`).
-    pub(crate) fn reapply_override(&self, name: &str, breaker: &CircuitBreaker) {
-        if let Some(o) = self.inner.overrides.get(name) {
-            let to = match o.mode {
-                State::ForcedOpen => Transition::ForcedOpen,
-                _ => Transition::Disabled,
-            };
-            let _ = apply(breaker, to);
-        }
+    pub(crate) fn reapply_override(&self, name: &str, breaker: &CircuitBreaker) -> bool {
+        let Some(o) = self.inner.overrides.get(name) else {
+            return false;
+        };
+        let to = match o.mode {
+            State::ForcedOpen => Transition::ForcedOpen,
+            _ => Transition::Disabled,
+        };
+        let _ = apply(breaker, to);
+        true
     }
 
     fn start_override_timer(&self) {

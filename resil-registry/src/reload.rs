@@ -24,23 +24,18 @@
 //! resil-core has no way yet to move a sliding window from one breaker to
 //! another.
 
-use std::any::Any;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use resil_core::bulkhead::Bulkhead;
-use resil_core::circuit_breaker::{CircuitBreaker, State};
-use resil_core::rate_limiter::RateLimiter;
-use resil_core::retry::Retry;
-use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
-use resil_core::time_limiter::TimeLimiter;
+use parking_lot::RwLockWriteGuard;
 
 use crate::config::{ConfigFileError, FileConfig, Problem};
 use crate::error::RegistryError;
 use crate::event::RegistryEventKind;
 use crate::kind::{Kind, Primitive};
-use crate::registry::{plan, CodeSettings, Registry};
+use crate::registry::{plan, Registry};
+use crate::store::{for_each_kind, CodeSettings, KindVisitor};
 
 /// Why a reload was refused. Nothing was applied.
 #[derive(Debug, Clone)]
@@ -141,8 +136,22 @@ impl Registry {
         if problems.is_empty() {
             return self.reload(file);
         }
-        self.check_file_names::<CircuitBreaker>(&file, &mut problems);
-        self.check_file_names::<Retry>(&file, &mut problems);
+        struct Names<'a> {
+            registry: &'a Registry,
+            file: &'a FileConfig,
+            problems: &'a mut Vec<Problem>,
+        }
+        impl KindVisitor for Names<'_> {
+            fn visit<P: Primitive>(&mut self) {
+                self.registry
+                    .check_file_names::<P>(self.file, self.problems);
+            }
+        }
+        for_each_kind(&mut Names {
+            registry: self,
+            file: &file,
+            problems: &mut problems,
+        });
         let mut e = ConfigFileError::new(problems);
         e.sort();
         Err(ReloadError::File(e.with_origin(path)))
@@ -189,28 +198,33 @@ impl Registry {
         let _one_at_a_time = self.inner.reload_lock.lock();
         // Every kind's settings, for writing: no instance is created, and no
         // code setting changes, between validation and application.
-        let cb = self.store::<CircuitBreaker>().code.write();
-        let retry = self.store::<Retry>().code.write();
-        let bulkhead = self.store::<Bulkhead>().code.write();
-        let pool = self.store::<ThreadPoolBulkhead>().code.write();
-        let limiter = self.store::<RateLimiter>().code.write();
-        let time = self.store::<TimeLimiter>().code.write();
+        struct Lock<'a> {
+            registry: &'a Registry,
+            kinds: Vec<Box<dyn KindReload + 'a>>,
+        }
+        impl<'a> KindVisitor for Lock<'a> {
+            fn visit<P: Primitive>(&mut self) {
+                self.kinds.push(Box::new(Staged::<'a, P> {
+                    code: self.registry.store::<P>().code.write(),
+                    changes: Vec::new(),
+                    #[cfg(feature = "redis")]
+                    twins: Vec::new(),
+                }));
+            }
+        }
+        let mut locked = Lock {
+            registry: self,
+            kinds: Vec::new(),
+        };
+        for_each_kind(&mut locked);
+        let mut kinds = locked.kinds;
 
         let old = self.file();
         let mut problems = Vec::new();
         let mut errors = Vec::new();
-        self.check_file_names::<CircuitBreaker>(&file, &mut problems);
-        self.check_file_names::<Retry>(&file, &mut problems);
-        let changes = (
-            self.validate::<CircuitBreaker>(&old, &file, &cb, &mut errors),
-            self.validate::<Retry>(&old, &file, &retry, &mut errors),
-            self.validate::<Bulkhead>(&old, &file, &bulkhead, &mut errors),
-            self.validate::<ThreadPoolBulkhead>(&old, &file, &pool, &mut errors),
-            self.validate::<RateLimiter>(&old, &file, &limiter, &mut errors),
-            self.validate::<TimeLimiter>(&old, &file, &time, &mut errors),
-        );
-        #[cfg(feature = "redis")]
-        let distributed = self.validate_distributed(&old, &file, &limiter, &mut errors);
+        for kind in &mut kinds {
+            kind.validate(self, &old, &file, &mut problems, &mut errors);
+        }
         if !problems.is_empty() {
             let mut e = ConfigFileError::new(problems);
             if let Some(origin) = file.origin() {
@@ -227,18 +241,13 @@ impl Registry {
 
         *self.inner.file.write() = Arc::new(file);
         let mut report = ReloadReport::default();
-        self.apply::<CircuitBreaker>(changes.0, &mut report);
-        self.apply::<Retry>(changes.1, &mut report);
-        self.apply::<Bulkhead>(changes.2, &mut report);
-        self.apply::<ThreadPoolBulkhead>(changes.3, &mut report);
-        self.apply::<RateLimiter>(changes.4, &mut report);
-        self.apply::<TimeLimiter>(changes.5, &mut report);
+        for kind in &mut kinds {
+            kind.apply(self, &mut report);
+        }
         #[allow(unused_mut)]
         let mut existing: usize = Kind::ALL.iter().map(|k| self.len(*k)).sum();
         #[cfg(feature = "redis")]
         {
-            let replaced = self.apply_distributed(distributed, "reload");
-            report.replaced.extend(replaced);
             existing += self.distributed_len();
         }
         report.unchanged = existing - report.replaced.len() - report.updated_in_place.len();
@@ -249,6 +258,7 @@ impl Registry {
             "config reloaded"
         );
         // The settings guards are released here, after every change is in.
+        drop(kinds);
         Ok(report)
     }
 
@@ -317,7 +327,7 @@ impl Registry {
                 continue;
             };
             let label = format!("{} {name}", P::KIND);
-            if update_in_place(&*handle as &dyn Any, &config as &dyn Any) {
+            if handle.update_in_place(&config) {
                 let entry = self.store::<P>().entries.get(name.as_str());
                 self.publish(
                     P::KIND,
@@ -330,61 +340,59 @@ impl Registry {
                 report.updated_in_place.push(label);
                 continue;
             }
-            // A breaker keeps the mode an operator (or a transition) set.
-            let mode = (&*handle as &dyn Any)
-                .downcast_ref::<CircuitBreaker>()
-                .map(CircuitBreaker::state);
-            let carried = self.replace_with::<P>(&name, config, "reload");
-            if carried {
-                report.replaced.push(label);
-                continue;
-            }
-            if let (Some(state), Some(breaker)) = (
-                mode,
-                (&*handle as &dyn Any).downcast_ref::<CircuitBreaker>(),
-            ) {
-                if self.inner.overrides.get(&name).is_none() {
-                    let _ = match state {
-                        State::Disabled => breaker.transition_to_disabled(),
-                        State::MetricsOnly => breaker.transition_to_metrics_only(),
-                        State::ForcedOpen => breaker.transition_to_forced_open(),
-                        _ => Ok(()),
-                    };
-                }
-            }
+            self.replace_with::<P>(&name, config, "reload");
             report.replaced.push(label);
         }
     }
 }
 
-/// Applies `config` to `instance` through its run-time setters when every
-/// difference is one a setter covers (a rate limiter's limit and timeout, a
-/// semaphore bulkhead's whole config). Returns whether it did.
-fn update_in_place(instance: &dyn Any, config: &dyn Any) -> bool {
-    if let (Some(limiter), Some(next)) = (
-        instance.downcast_ref::<RateLimiter>(),
-        config.downcast_ref::<resil_core::rate_limiter::RateLimiterConfig>(),
+/// One kind's part of a reload: its settings lock, held from validation to
+/// application, and what validation found to change.
+trait KindReload {
+    /// Checks the file's error names and collects this kind's changes.
+    fn validate(
+        &mut self,
+        registry: &Registry,
+        old: &FileConfig,
+        new: &FileConfig,
+        problems: &mut Vec<Problem>,
+        errors: &mut Vec<RegistryError>,
+    );
+
+    /// Applies the validated changes (the new file is in force).
+    fn apply(&mut self, registry: &Registry, report: &mut ReloadReport);
+}
+
+struct Staged<'a, P: Primitive> {
+    code: RwLockWriteGuard<'a, CodeSettings<P::Builder>>,
+    changes: Vec<Change<P>>,
+    #[cfg(feature = "redis")]
+    twins: Vec<crate::distributed::Rebuild>,
+}
+
+impl<P: Primitive> KindReload for Staged<'_, P> {
+    fn validate(
+        &mut self,
+        registry: &Registry,
+        old: &FileConfig,
+        new: &FileConfig,
+        problems: &mut Vec<Problem>,
+        errors: &mut Vec<RegistryError>,
     ) {
-        let current = limiter.config();
-        if current.limit_refresh_period() != next.limit_refresh_period() {
-            return false;
-        }
-        if current.limit_for_period() != next.limit_for_period()
-            && limiter
-                .change_limit_for_period(next.limit_for_period())
-                .is_err()
+        registry.check_file_names::<P>(new, problems);
+        self.changes = registry.validate::<P>(old, new, &self.code, errors);
+        #[cfg(feature = "redis")]
         {
-            return false;
+            self.twins = P::twin_reload(registry, old, new, &self.code, errors);
         }
-        limiter.change_timeout_duration(next.timeout_duration());
-        return true;
     }
-    if let (Some(bulkhead), Some(next)) = (
-        instance.downcast_ref::<Bulkhead>(),
-        config.downcast_ref::<resil_core::bulkhead::BulkheadConfig>(),
-    ) {
-        bulkhead.change_config(*next);
-        return true;
+
+    fn apply(&mut self, registry: &Registry, report: &mut ReloadReport) {
+        registry.apply::<P>(std::mem::take(&mut self.changes), report);
+        #[cfg(feature = "redis")]
+        {
+            let replaced = registry.apply_distributed(std::mem::take(&mut self.twins), "reload");
+            report.replaced.extend(replaced);
+        }
     }
-    false
 }

@@ -132,6 +132,38 @@ fn configure_applies_code_settings_and_rebuilds_an_existing_instance_seen_by_hel
 }
 
 #[test]
+fn a_rebuild_in_code_keeps_the_mode_an_operator_set_when_the_window_cannot_carry_over() {
+    let registry = Registry::new();
+    for (name, mode) in [
+        ("forced", State::ForcedOpen),
+        ("disabled", State::Disabled),
+        ("metrics", State::MetricsOnly),
+    ] {
+        let breaker = registry.circuit_breaker(name);
+        match mode {
+            State::ForcedOpen => breaker.transition_to_forced_open(),
+            State::Disabled => breaker.transition_to_disabled(),
+            _ => breaker.transition_to_metrics_only(),
+        }
+        .unwrap();
+        // A new window size: the state cannot be carried over, the mode is.
+        registry
+            .configure_circuit_breaker(name, |b| b.sliding_window_size(7))
+            .unwrap();
+        let breaker = registry.circuit_breaker(name);
+        assert_eq!(breaker.config().sliding_window_size(), 7);
+        assert_eq!(breaker.state(), mode, "{name}");
+    }
+    // An ordinary state is not a mode: OPEN starts over CLOSED.
+    let open = registry.circuit_breaker("open");
+    open.transition_to_open().unwrap();
+    registry
+        .configure_circuit_breaker("open", |b| b.sliding_window_size(7))
+        .unwrap();
+    assert_eq!(registry.circuit_breaker("open").state(), State::Closed);
+}
+
+#[test]
 fn invalid_or_panicking_code_settings_are_refused_and_change_nothing() {
     let registry = Registry::new();
     registry

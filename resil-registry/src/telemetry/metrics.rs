@@ -17,16 +17,14 @@
 //! `…_script_calls`.
 
 use metrics::Label;
-use resil_core::bulkhead::Bulkhead;
-use resil_core::circuit_breaker::{CircuitBreaker, State};
+use resil_core::circuit_breaker::State;
+#[cfg(feature = "redis")]
 use resil_core::rate_limiter::RateLimiter;
-use resil_core::retry::Retry;
-use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
-use resil_core::time_limiter::TimeLimiter;
 
 use super::describe::Describe;
 use crate::kind::{Kind, Primitive};
 use crate::registry::Registry;
+use crate::store::{for_each_kind, KindVisitor};
 
 /// Breaker states, in the order of Resilience4j's `state` gauge labels.
 const STATES: [State; 6] = [
@@ -52,19 +50,24 @@ impl Registry {
     pub fn publish_metrics(&self) {
         self.run_due_overrides();
         self.collect_instance_events();
-        self.publish_kind::<CircuitBreaker>();
-        self.publish_kind::<Retry>();
-        self.publish_kind::<Bulkhead>();
-        self.publish_kind::<ThreadPoolBulkhead>();
-        self.publish_kind::<RateLimiter>();
-        #[cfg(feature = "redis")]
-        for name in self.distributed_rate_limiter_names() {
-            if let Some(handle) = self.find_distributed(&name) {
-                let backend = [Label::new("backend", "redis")];
-                self.publish_values::<RateLimiter>(&name, &*handle, &backend);
+        struct Publish<'a>(&'a Registry);
+        impl KindVisitor for Publish<'_> {
+            fn visit<P: Primitive>(&mut self) {
+                self.0.publish_kind::<P>();
+            }
+
+            #[cfg(feature = "redis")]
+            fn visit_distributed(&mut self) {
+                for name in self.0.distributed_rate_limiter_names() {
+                    if let Some(handle) = self.0.find_distributed(&name) {
+                        let backend = [Label::new("backend", "redis")];
+                        self.0
+                            .publish_values::<RateLimiter>(&name, &*handle, &backend);
+                    }
+                }
             }
         }
-        self.publish_kind::<TimeLimiter>();
+        for_each_kind(&mut Publish(self));
         for kind in Kind::ALL {
             metrics::counter!(
                 "resil_registry_refused_instances",

@@ -3,12 +3,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use resil_core::bulkhead::Bulkhead;
-use resil_core::circuit_breaker::CircuitBreaker;
+#[cfg(feature = "redis")]
 use resil_core::rate_limiter::RateLimiter;
-use resil_core::retry::Retry;
-use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
-use resil_core::time_limiter::TimeLimiter;
 
 use super::health::{ComponentHealth, Health, Status};
 use super::ring::RecordedEvent;
@@ -17,6 +13,7 @@ use std::sync::Arc;
 use crate::handle::Handle;
 use crate::kind::{Kind, Primitive};
 use crate::registry::Registry;
+use crate::store::{for_each_kind, KindVisitor};
 
 /// Every instance in the registry.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,17 +126,30 @@ impl Registry {
     /// recent events. Runs due override expiries first.
     pub fn snapshot(&self) -> Snapshot {
         self.run_due_overrides();
-        let mut instances = Vec::new();
-        self.snapshot_kind::<CircuitBreaker>(&mut instances);
-        self.snapshot_kind::<Retry>(&mut instances);
-        self.snapshot_kind::<Bulkhead>(&mut instances);
-        self.snapshot_kind::<ThreadPoolBulkhead>(&mut instances);
-        let limiters = instances.len();
-        self.snapshot_kind::<RateLimiter>(&mut instances);
-        #[cfg(feature = "redis")]
-        self.snapshot_distributed(&mut instances);
-        instances[limiters..].sort_by(|a, b| a.name.cmp(&b.name));
-        self.snapshot_kind::<TimeLimiter>(&mut instances);
+        struct Collect<'a> {
+            registry: &'a Registry,
+            instances: Vec<InstanceSnapshot>,
+        }
+        impl KindVisitor for Collect<'_> {
+            fn visit<P: Primitive>(&mut self) {
+                self.registry.snapshot_kind::<P>(&mut self.instances);
+            }
+
+            #[cfg(feature = "redis")]
+            fn visit_distributed(&mut self) {
+                // Beside the local rate limiters, all in name order.
+                let local = self.registry.len(Kind::RateLimiter);
+                let start = self.instances.len() - local;
+                self.registry.snapshot_distributed(&mut self.instances);
+                self.instances[start..].sort_by(|a, b| a.name.cmp(&b.name));
+            }
+        }
+        let mut collect = Collect {
+            registry: self,
+            instances: Vec::new(),
+        };
+        for_each_kind(&mut collect);
+        let instances = collect.instances;
         Snapshot { instances }
     }
 
@@ -247,15 +257,26 @@ impl Registry {
     /// status among them with the reasons.
     pub fn health(&self) -> Health {
         self.run_due_overrides();
-        let mut components = Vec::new();
-        self.health_kind::<CircuitBreaker>(&mut components);
-        self.health_kind::<Retry>(&mut components);
-        self.health_kind::<Bulkhead>(&mut components);
-        self.health_kind::<ThreadPoolBulkhead>(&mut components);
-        self.health_kind::<RateLimiter>(&mut components);
-        #[cfg(feature = "redis")]
-        self.health_distributed(&mut components);
-        self.health_kind::<TimeLimiter>(&mut components);
+        struct Collect<'a> {
+            registry: &'a Registry,
+            components: Vec<ComponentHealth>,
+        }
+        impl KindVisitor for Collect<'_> {
+            fn visit<P: Primitive>(&mut self) {
+                self.registry.health_kind::<P>(&mut self.components);
+            }
+
+            #[cfg(feature = "redis")]
+            fn visit_distributed(&mut self) {
+                self.registry.health_distributed(&mut self.components);
+            }
+        }
+        let mut collect = Collect {
+            registry: self,
+            components: Vec::new(),
+        };
+        for_each_kind(&mut collect);
+        let components = collect.components;
         Health::of(components)
     }
 

@@ -1,0 +1,94 @@
+//! Building a registry: its clock, cap and event settings.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+#[cfg(feature = "redis")]
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+
+#[cfg(feature = "redis")]
+use dashmap::DashMap;
+use parking_lot::{Mutex, RwLock};
+use resil_core::clock::{Clock, SharedClock};
+use resil_core::event::EventPublisher;
+
+use crate::classes::ErrorClasses;
+use crate::config::FileConfig;
+use crate::manage::Overrides;
+use crate::store::{Stores, DEFAULT_EVENT_BUFFER_SIZE};
+
+use super::{Inner, Registry, DEFAULT_MAX_INSTANCES_PER_KIND};
+
+/// Builds a [`Registry`] with a clock or a different cap.
+#[derive(Debug, Clone, Default)]
+pub struct RegistryBuilder {
+    clock: Option<SharedClock>,
+    max_per_kind: Option<usize>,
+    event_buffer_size: Option<usize>,
+    record_instance_events: bool,
+}
+
+impl RegistryBuilder {
+    /// Times every instance (except thread-pool bulkheads, which read no clock)
+    /// and the registry's own timers (management TTLs) with `clock`: a
+    /// [`ManualClock`](resil_core::clock::ManualClock) in tests. Without it each
+    /// primitive uses its own default clock.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(SharedClock::new(clock));
+        self
+    }
+
+    /// The cap on instances per kind (default
+    /// [`DEFAULT_MAX_INSTANCES_PER_KIND`]). Names used as business ids
+    /// (one breaker per customer) grow without bound; the cap turns that
+    /// into an error ([`RegistryError::CardinalityExceeded`]) and a counted
+    /// refusal instead of a slow memory leak.
+    pub fn max_instances_per_kind(mut self, max: usize) -> Self {
+        self.max_per_kind = Some(max);
+        self
+    }
+
+    /// How many recent events the snapshot keeps per instance (default
+    /// [`DEFAULT_EVENT_BUFFER_SIZE`]; at least 1).
+    pub fn event_buffer_size(mut self, size: usize) -> Self {
+        self.event_buffer_size = Some(size);
+        self
+    }
+
+    /// Also record each instance's own events (calls, rejections, state
+    /// transitions) in its ring of recent events, and log transitions and
+    /// rejections with `tracing` when they are collected (on each snapshot,
+    /// health check or metrics publication, and by
+    /// [`Registry::collect_instance_events`]). Off by default: subscribing
+    /// makes every primitive build and send an event per call, which is a
+    /// cost on the call path.
+    pub fn record_instance_events(mut self, on: bool) -> Self {
+        self.record_instance_events = on;
+        self
+    }
+
+    /// The registry.
+    pub fn build(self) -> Registry {
+        Registry {
+            inner: Arc::new(Inner {
+                stores: Stores::default(),
+                #[cfg(feature = "redis")]
+                distributed: DashMap::new(),
+                #[cfg(feature = "redis")]
+                distributed_len: AtomicUsize::new(0),
+                ttl_clock: self.clock.clone().unwrap_or_else(SharedClock::system),
+                clock: self.clock,
+                overrides: Overrides::default(),
+                max_per_kind: self.max_per_kind.unwrap_or(DEFAULT_MAX_INSTANCES_PER_KIND),
+                event_buffer_size: self.event_buffer_size.unwrap_or(DEFAULT_EVENT_BUFFER_SIZE),
+                record_instance_events: self.record_instance_events,
+                classes: ErrorClasses::default(),
+                events: EventPublisher::default(),
+                seq: AtomicU64::new(0),
+                file: RwLock::new(Arc::new(FileConfig::default())),
+                reload_lock: Mutex::new(()),
+                sites: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+}

@@ -1,0 +1,571 @@
+//! The registry: six maps of named instances, get-or-create, code settings and
+//! the events that announce changes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+#[cfg(feature = "redis")]
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use dashmap::mapref::entry::Entry as MapEntry;
+#[cfg(feature = "redis")]
+use dashmap::DashMap;
+use parking_lot::{Mutex, RwLock};
+use resil_core::bulkhead::{Bulkhead, BulkheadConfigBuilder};
+use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfigBuilder};
+use resil_core::clock::SharedClock;
+use resil_core::event::EventPublisher;
+use resil_core::rate_limiter::{RateLimiter, RateLimiterConfigBuilder};
+use resil_core::retry::{Retry, RetryConfigBuilder};
+use resil_core::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder};
+use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfigBuilder};
+
+use crate::classes::ErrorClasses;
+use crate::config::FileConfig;
+use crate::error::RegistryError;
+use crate::event::{RegistryEvent, RegistryEventKind};
+use crate::handle::{Handle, Slot};
+use crate::kind::{Kind, Primitive};
+use crate::manage::Overrides;
+#[cfg(feature = "redis")]
+pub(crate) use crate::store::CodeSettings;
+use crate::store::{CodeConfig, CodeFn, Entry, Store, Stores};
+use crate::telemetry::ring::Ring;
+pub(crate) use plan::{config_chain, plan};
+
+mod builder;
+mod classes;
+mod events;
+mod health;
+mod plan;
+mod provenance;
+mod resolve;
+mod site;
+
+pub use builder::RegistryBuilder;
+pub use health::{DEFAULT_ALLOW_HEALTH_INDICATOR_TO_FAIL, DEFAULT_REGISTER_HEALTH_INDICATOR};
+pub use site::AttributeSite;
+
+/// The name of the config every instance and config without a `base-config`
+/// inherits from.
+pub const DEFAULT_CONFIG: &str = "default";
+
+/// Default cap on instances per kind (see
+/// [`RegistryBuilder::max_instances_per_kind`]).
+pub const DEFAULT_MAX_INSTANCES_PER_KIND: usize = 10_000;
+
+pub(crate) struct Inner {
+    pub(crate) stores: Stores,
+    /// Redis-backed rate limiters (`Registry::distributed_rate_limiter`).
+    #[cfg(feature = "redis")]
+    pub(crate) distributed:
+        DashMap<Arc<str>, Arc<Slot<resil_core::distributed_rate_limiter::DistributedRateLimiter>>>,
+    /// How many distributed limiters exist, counted under the entry's shard
+    /// lock against the cap.
+    #[cfg(feature = "redis")]
+    pub(crate) distributed_len: AtomicUsize,
+    pub(crate) clock: Option<SharedClock>,
+    /// The registry's clock for its own timers (override TTLs): `clock`, or
+    /// the system clock.
+    pub(crate) ttl_clock: SharedClock,
+    pub(crate) overrides: Overrides,
+    pub(crate) max_per_kind: usize,
+    pub(crate) event_buffer_size: usize,
+    pub(crate) record_instance_events: bool,
+    pub(crate) classes: ErrorClasses,
+    events: EventPublisher<RegistryEvent>,
+    seq: AtomicU64,
+    /// The loaded config file (an empty one before any load). Read while an
+    /// instance is resolved, under its kind's settings lock; replaced by a
+    /// reload while every kind's settings lock is held for writing.
+    pub(crate) file: RwLock<Arc<FileConfig>>,
+    /// One load or reload at a time.
+    pub(crate) reload_lock: Mutex<()>,
+    /// The first attribute call site that set literals for each instance.
+    pub(crate) sites: Mutex<HashMap<(Kind, String), &'static AttributeSite>>,
+}
+
+/// Named, shared instances of the six primitives and their configuration.
+///
+/// Look-ups are get-or-create: the first look-up of a name builds the
+/// instance from its settings (the `default` config when nothing names it),
+/// every later look-up of the same name returns a handle to the same instance,
+/// also when many threads race on a new name (one instance is created and one
+/// [`Added`](RegistryEventKind::Added) event published).
+///
+/// ```
+/// use resil_registry::Registry;
+///
+/// let registry = Registry::new();
+/// registry
+///     .configure_circuit_breaker("inventory", |b| b.failure_rate_threshold(60.0))
+///     .unwrap();
+/// let a = registry.circuit_breaker("inventory");
+/// let b = registry.circuit_breaker("inventory");
+/// assert!(resil_registry::Handle::same_entry(&a, &b));
+/// assert_eq!(a.config().failure_rate_threshold(), 60.0);
+/// ```
+///
+/// Tests build their own isolated registries; programs usually use the
+/// process-wide one, [`registry()`](crate::registry()).
+pub struct Registry {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::new()
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Registry");
+        for kind in Kind::ALL {
+            d.field(kind.as_str(), &self.len(kind));
+        }
+        d.finish()
+    }
+}
+
+macro_rules! accessors {
+    ($($(#[$doc:meta])* $get:ident, $try_get:ident, $configure:ident, $ty:ty, $builder:ty;)*) => {$(
+        $(#[$doc])*
+        pub fn $get(&self, name: &str) -> Handle<$ty> {
+            self.get::<$ty>(name)
+        }
+
+        #[doc = concat!("As [`", stringify!($get), "`](Self::", stringify!($get), "), but a refusal by the cardinality guard is an error.")]
+        pub fn $try_get(&self, name: &str) -> Result<Handle<$ty>, RegistryError> {
+            self.try_get::<$ty>(name)
+        }
+
+        #[doc = concat!("Code-only settings for the `", stringify!($ty), "` called `name`, applied last (after the file's and the configs' settings). If the instance exists it is rebuilt and replaced, as a reload would; if the result is invalid nothing changes and the error says why. See [`configure`](Self::configure).")]
+        pub fn $configure(
+            &self,
+            name: &str,
+            f: impl Fn($builder) -> $builder + Send + Sync + 'static,
+        ) -> Result<(), RegistryError> {
+            self.configure::<$ty>(name, f)
+        }
+    )*};
+}
+
+impl Registry {
+    /// An empty registry: no configs but the built-in defaults, no instances.
+    pub fn new() -> Registry {
+        RegistryBuilder::default().build()
+    }
+
+    /// A builder (clock, cardinality cap).
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder::default()
+    }
+
+    accessors! {
+        /// The circuit breaker called `name`, created on first use.
+        circuit_breaker, try_circuit_breaker, configure_circuit_breaker, CircuitBreaker, CircuitBreakerConfigBuilder;
+        /// The retry called `name`, created on first use.
+        retry, try_retry, configure_retry, Retry, RetryConfigBuilder;
+        /// The semaphore bulkhead called `name`, created on first use.
+        bulkhead, try_bulkhead, configure_bulkhead, Bulkhead, BulkheadConfigBuilder;
+        /// The thread-pool bulkhead called `name`, created on first use (no
+        /// thread starts before its first task).
+        thread_pool_bulkhead, try_thread_pool_bulkhead, configure_thread_pool_bulkhead, ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder;
+        /// The rate limiter called `name`, created on first use.
+        rate_limiter, try_rate_limiter, configure_rate_limiter, RateLimiter, RateLimiterConfigBuilder;
+        /// The time limiter called `name`, created on first use.
+        time_limiter, try_time_limiter, configure_time_limiter, TimeLimiter, TimeLimiterConfigBuilder;
+    }
+
+    pub(crate) fn store<P: Primitive>(&self) -> &Store<P> {
+        P::store(&self.inner.stores)
+    }
+
+    /// The instance of kind `P` called `name`, created on first use.
+    ///
+    /// The fast path is one shard read lock of a concurrent map. When the
+    /// cardinality guard refuses a new name, the refusal is logged (`tracing`
+    /// error) and counted, and the caller gets a *detached* instance built from
+    /// the default config: it protects the call but is not registered, so it
+    /// is not shared, observed or managed. Use [`try_get`](Self::try_get) to
+    /// handle the refusal instead.
+    pub fn get<P: Primitive>(&self, name: &str) -> Handle<P> {
+        match self.try_get::<P>(name) {
+            Ok(handle) => handle,
+            Err(e) => {
+                // Bounded logging: a flood of business-id names logs at the
+                // 1st, 2nd, 4th, 8th, … refusal; `refused_by_cap` counts them all.
+                let refused = self.refused_by_cap(P::KIND);
+                if !matches!(e, RegistryError::CardinalityExceeded { .. })
+                    || refused.is_power_of_two()
+                {
+                    tracing::error!(kind = %P::KIND, name, error = %e, refused, "registry refused a new instance");
+                }
+                let config = P::build(P::default_builder())
+                    .expect("Resilience4j's defaults are a valid configuration");
+                let name: Arc<str> = name.into();
+                let instance = P::create(name.clone(), config, self.inner.clock.as_ref());
+                Handle::from_slot(Arc::new(Slot::new(name, instance)))
+            }
+        }
+    }
+
+    /// As [`get`](Self::get), but a refusal by the cardinality guard (or
+    /// settings that cannot be built) is an error.
+    pub fn try_get<P: Primitive>(&self, name: &str) -> Result<Handle<P>, RegistryError> {
+        let store = self.store::<P>();
+        if let Some(entry) = store.entries.get(name) {
+            return Ok(Handle::from_slot(Arc::clone(&entry.slot)));
+        }
+        let code = store.code.read();
+        let file = self.file();
+        let (config, ring_capacity) = match self.cached_default::<P>(store, &file, &code, name) {
+            Some(found) => found,
+            None => self.resolve_full::<P>(&file, &code, name)?,
+        };
+        let ring_capacity = ring_capacity.unwrap_or(self.inner.event_buffer_size);
+        match store.entries.entry(Arc::from(name)) {
+            MapEntry::Occupied(o) => Ok(Handle::from_slot(Arc::clone(&o.get().slot))),
+            MapEntry::Vacant(v) => {
+                if store.len.fetch_add(1, Ordering::Relaxed) >= self.inner.max_per_kind {
+                    store.len.fetch_sub(1, Ordering::Relaxed);
+                    store.refused.fetch_add(1, Ordering::Relaxed);
+                    return Err(RegistryError::CardinalityExceeded {
+                        kind: P::KIND,
+                        name: name.to_owned(),
+                        limit: self.inner.max_per_kind,
+                    });
+                }
+                let name = Arc::clone(v.key());
+                let instance = P::create(Arc::clone(&name), config, self.inner.clock.as_ref());
+                let capture = self
+                    .inner
+                    .record_instance_events
+                    .then(|| Mutex::new(instance.subscribe_events()));
+                let slot = Arc::new(Slot::new(Arc::clone(&name), instance));
+                v.insert(Entry {
+                    slot: Arc::clone(&slot),
+                    ring: Ring::new(ring_capacity),
+                    capture,
+                });
+                // Published while the shard is still locked: nobody can remove
+                // or replace this name before `Added` is out. Not kept in the
+                // instance's ring (its existence says as much), which saves
+                // the ring's buffer for the many instances nothing happens to.
+                self.publish(P::KIND, name, RegistryEventKind::Added, None);
+                Ok(Handle::from_slot(slot))
+            }
+        }
+    }
+
+    /// The circuit breaker `id` of the group `group`, with Spring Cloud
+    /// CircuitBreakerFactory's precedence: `id`'s own settings if it has any,
+    /// else the settings of `group` (a named config, or an instance, called
+    /// `group`), else the default config. Same `id` → same instance.
+    pub fn circuit_breaker_for(&self, id: &str, group: &str) -> Handle<CircuitBreaker> {
+        if let Some(existing) = self.find::<CircuitBreaker>(id) {
+            return existing;
+        }
+        {
+            let mut code = self.store::<CircuitBreaker>().code.write();
+            let entry = code.instances.entry(id.to_owned()).or_default();
+            if !entry.has_settings() {
+                entry.group = Some(group.to_owned());
+            }
+        }
+        self.get::<CircuitBreaker>(id)
+    }
+
+    /// Sets the tags of the instance of kind `P` called `name` (replacing
+    /// earlier code tags; a file's tags for the same key are overridden).
+    /// Tags label its metrics and appear in the snapshot.
+    pub fn set_tags<P: Primitive, K: Into<String>, V: Into<String>>(
+        &self,
+        name: &str,
+        tags: impl IntoIterator<Item = (K, V)>,
+    ) {
+        let mut code = self.store::<P>().code.write();
+        code.instances.entry(name.to_owned()).or_default().tags = tags
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+    }
+
+    /// The tags of the instance of kind `P` called `name`: the config
+    /// file's (kind-level, inherited, its own), then those set in code.
+    pub fn tags<P: Primitive>(&self, name: &str) -> BTreeMap<String, String> {
+        let code = self.store::<P>().code.read();
+        let file = self.file();
+        let mut tags: BTreeMap<String, String> = plan::<P>(&file, &code, name)
+            .map(|p| {
+                p.entry
+                    .tags()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(i) = code.instances.get(name) {
+            tags.extend(i.tags.clone());
+        }
+        tags
+    }
+
+    /// The existing instance called `name`, without creating one.
+    pub fn find<P: Primitive>(&self, name: &str) -> Option<Handle<P>> {
+        self.store::<P>()
+            .entries
+            .get(name)
+            .map(|e| Handle::from_slot(Arc::clone(&e.slot)))
+    }
+
+    /// Code-only settings for the instance of kind `P` called `name`: `f`
+    /// receives the builder resolved from the defaults, the configs and the
+    /// file, and its result is the instance's configuration. Replaces any
+    /// earlier `configure` for that name. Predicates, interval functions and
+    /// other values a file cannot express go here.
+    ///
+    /// `f` is called now (to validate), whenever the instance is (re)built,
+    /// and must not call back into this registry.
+    pub fn configure<P: Primitive>(
+        &self,
+        name: &str,
+        f: impl Fn(P::Builder) -> P::Builder + Send + Sync + 'static,
+    ) -> Result<(), RegistryError> {
+        let store = self.store::<P>();
+        let mut code = store.code.write();
+        let f: CodeFn<P::Builder> = Arc::new(f);
+        let previous = code
+            .instances
+            .entry(name.to_owned())
+            .or_default()
+            .settings
+            .replace(f);
+        let built = self.resolve::<P>(&self.file(), &code, name);
+        #[cfg(feature = "redis")]
+        let built = built.and_then(|config| Ok((config, P::twin_rebuilds(self, &code, name)?)));
+        match built {
+            #[cfg(not(feature = "redis"))]
+            Ok(config) => {
+                let _ = self.replace_with::<P>(name, config, "configure");
+                Ok(())
+            }
+            #[cfg(feature = "redis")]
+            Ok((config, twins)) => {
+                let _ = self.replace_with::<P>(name, config, "configure");
+                self.apply_distributed(twins, "configure");
+                Ok(())
+            }
+            Err(e) => {
+                code.instances.entry(name.to_owned()).or_default().settings = previous;
+                Err(e)
+            }
+        }
+    }
+
+    /// Registers (or replaces) a named config of kind `P` in code: instances
+    /// and configs naming it inherit from it. `base` is the config it inherits
+    /// from (`None`: [`DEFAULT_CONFIG`]); `f` holds its code settings. Every
+    /// existing instance is re-resolved, and a change that would leave any of
+    /// them invalid (or a `base` chain with a cycle or an unknown config) is
+    /// refused without changing anything.
+    ///
+    /// ```
+    /// use resil_registry::Registry;
+    ///
+    /// let registry = Registry::new();
+    /// registry.add_config::<resil_core::retry::Retry>("backend", None, |b| b.max_attempts(5)).unwrap();
+    /// registry.use_config::<resil_core::retry::Retry>("payments", "backend").unwrap();
+    /// assert_eq!(registry.retry("payments").config().max_attempts(), 5);
+    /// ```
+    pub fn add_config<P: Primitive>(
+        &self,
+        name: &str,
+        base: Option<&str>,
+        f: impl Fn(P::Builder) -> P::Builder + Send + Sync + 'static,
+    ) -> Result<(), RegistryError> {
+        if name == DEFAULT_CONFIG && base.is_some() {
+            return Err(RegistryError::CyclicConfig {
+                kind: P::KIND,
+                chain: vec![
+                    DEFAULT_CONFIG.to_owned(),
+                    base.unwrap_or_default().to_owned(),
+                ],
+            });
+        }
+        let store = self.store::<P>();
+        let mut code = store.code.write();
+        let previous = code.configs.insert(
+            name.to_owned(),
+            CodeConfig {
+                base: base.map(str::to_owned),
+                settings: vec![Arc::new(f)],
+            },
+        );
+        let validated = config_chain(P::KIND, &code, Some(name), &|_| false)
+            .and_then(|_| self.resolve_all::<P>(&code));
+        match validated {
+            Ok(configs) => {
+                for (instance, config) in configs {
+                    let _ = self.replace_with::<P>(&instance, config, "configure");
+                }
+                Ok(())
+            }
+            Err(e) => {
+                match previous {
+                    Some(p) => code.configs.insert(name.to_owned(), p),
+                    None => code.configs.remove(name),
+                };
+                Err(e)
+            }
+        }
+    }
+
+    /// Builds the instance `instance` of kind `P` from the named config
+    /// `config` (Resilience4j's `base-config` on an instance, set in code).
+    /// Replaces the instance if it exists.
+    pub fn use_config<P: Primitive>(
+        &self,
+        instance: &str,
+        config: &str,
+    ) -> Result<(), RegistryError> {
+        let store = self.store::<P>();
+        let mut code = store.code.write();
+        let previous = code
+            .instances
+            .entry(instance.to_owned())
+            .or_default()
+            .config
+            .replace(config.to_owned());
+        match self.resolve::<P>(&self.file(), &code, instance) {
+            Ok(built) => {
+                let _ = self.replace_with::<P>(instance, built, "configure");
+                Ok(())
+            }
+            Err(e) => {
+                code.instances
+                    .entry(instance.to_owned())
+                    .or_default()
+                    .config = previous;
+                Err(e)
+            }
+        }
+    }
+
+    /// Installs a new instance built from `config` under `name`, if the name
+    /// exists; handles follow it.
+    ///
+    /// A circuit breaker whose window shape is unchanged carries its state and
+    /// window over ([`CircuitBreaker::reconfigured`]); returns whether it did.
+    pub(crate) fn replace_with<P: Primitive>(
+        &self,
+        name: &str,
+        config: P::Config,
+        cause: &str,
+    ) -> bool {
+        let store = self.store::<P>();
+        let mut carried = false;
+        if let Some(entry) = store.entries.get(name) {
+            let name = Arc::clone(entry.key());
+            let current = entry.slot.load();
+            let (instance, kept) =
+                current.rebuilt(Arc::clone(&name), config, self.inner.clock.as_ref());
+            carried = kept;
+            P::before_install(self, &name, current, &instance, carried);
+            self.drain_instance_events(&entry);
+            if let Some(capture) = &entry.capture {
+                *capture.lock() = instance.subscribe_events();
+            }
+            entry.slot.replace(instance);
+            self.publish(
+                P::KIND,
+                name,
+                RegistryEventKind::Replaced {
+                    cause: cause.into(),
+                    state_carried_over: carried,
+                },
+                Some(&entry.ring),
+            );
+        }
+        carried
+    }
+
+    /// Replaces the instance of kind `P` called `name` with `instance`, built
+    /// by hand (Resilience4j's `registry.replace`): every handle sees it on
+    /// its next use; the old one is retired. The name must exist. A later
+    /// reload or `configure_*` rebuilds it from the settings again.
+    pub fn replace<P: Primitive>(&self, name: &str, instance: P) -> Result<(), RegistryError> {
+        let store = self.store::<P>();
+        let Some(entry) = store.entries.get(name) else {
+            return Err(RegistryError::NotFound {
+                kind: P::KIND,
+                name: name.to_owned(),
+            });
+        };
+        self.drain_instance_events(&entry);
+        if let Some(capture) = &entry.capture {
+            *capture.lock() = instance.subscribe_events();
+        }
+        entry.slot.replace(instance);
+        self.publish(
+            P::KIND,
+            Arc::clone(entry.key()),
+            RegistryEventKind::Replaced {
+                cause: "replace".into(),
+                state_carried_over: false,
+            },
+            Some(&entry.ring),
+        );
+        Ok(())
+    }
+
+    /// Removes the instance of kind `P` called `name`. Handles still holding
+    /// it keep working with it; the next look-up by name creates a new one.
+    pub fn remove<P: Primitive>(&self, name: &str) -> Result<(), RegistryError> {
+        let store = self.store::<P>();
+        // Remove and publish under the shard lock, so a concurrent re-creation
+        // of the name announces `Added` after this `Removed`.
+        let removed = store.entries.remove_if(name, |key, _| {
+            self.publish(P::KIND, Arc::clone(key), RegistryEventKind::Removed, None);
+            true
+        });
+        match removed {
+            Some(_) => {
+                store.len.fetch_sub(1, Ordering::Relaxed);
+                Ok(())
+            }
+            None => Err(RegistryError::NotFound {
+                kind: P::KIND,
+                name: name.to_owned(),
+            }),
+        }
+    }
+
+    /// How many instances of `kind` the registry holds.
+    pub fn len(&self, kind: Kind) -> usize {
+        self.inner.stores.counts(kind).0
+    }
+
+    /// Whether the registry holds no instance at all.
+    pub fn is_empty(&self) -> bool {
+        Kind::ALL.iter().all(|k| self.len(*k) == 0)
+    }
+
+    /// How many new names of `kind` the cardinality guard has refused.
+    pub fn refused_by_cap(&self, kind: Kind) -> u64 {
+        self.inner.stores.counts(kind).1
+    }
+
+    /// The names of every instance of kind `P`, sorted.
+    pub fn names<P: Primitive>(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .store::<P>()
+            .entries
+            .iter()
+            .map(|e| e.key().to_string())
+            .collect();
+        names.sort();
+        names
+    }
+}
