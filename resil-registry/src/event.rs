@@ -11,7 +11,8 @@ use crate::manage::Transition;
 #[derive(Debug, Clone, PartialEq)]
 pub struct RegistryEvent {
     /// Position in the registry's event order: strictly increasing, so events
-    /// about one name are seen in the order they happened.
+    /// about one name are seen in the order they happened. Only delivered
+    /// events are numbered: with nobody subscribed, nothing is counted.
     pub seq: u64,
     /// The kind of the instance.
     pub kind: Kind,
