@@ -68,6 +68,9 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
+/// The option table: every setting of every primitive, with its file key,
+/// attribute key, type, range and default (the README's "Option table").
+pub use resil_options as options;
 /// Config files: Resilience4j's `resilience4j.*` tree in TOML or YAML, and
 /// `RESIL_…` environment overrides (see the README's *Config files*).
 pub use resil_registry::config;

@@ -496,8 +496,20 @@ fn read_typed(ty: Ty, value: &Value, path: &str) -> Result<Val, Vec<Problem>> {
             None,
         )]
     };
-    let wrong = || problem(ProblemKind::WrongType, value.describe(), ty.expected());
-    let out_of_range = || problem(ProblemKind::InvalidValue, value.describe(), ty.expected());
+    let wrong = || {
+        problem(
+            ProblemKind::WrongType,
+            value.describe(),
+            super::schema::expected(ty),
+        )
+    };
+    let out_of_range = || {
+        problem(
+            ProblemKind::InvalidValue,
+            value.describe(),
+            super::schema::expected(ty),
+        )
+    };
     // Spring binds text to numbers and booleans (a `.properties` value, a
     // quoted YAML scalar, a `${…}` placeholder are all text).
     let coerced;

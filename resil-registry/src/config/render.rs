@@ -230,3 +230,58 @@ fn retry(c: &RetryConfig) -> Vec<(&'static str, Option<Val>)> {
     out.extend(backoff(Some(f), "exponential-max-wait-duration"));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::any::Any;
+
+    use resil_core::bulkhead::BulkheadConfig;
+    use resil_core::circuit_breaker::CircuitBreakerConfig;
+    use resil_core::rate_limiter::RateLimiterConfig;
+    use resil_core::retry::RetryConfig;
+    use resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig;
+    use resil_core::time_limiter::TimeLimiterConfig;
+    use resil_options::Default;
+
+    use super::super::schema::{Kind, Target};
+    use super::rendered;
+
+    /// The option table's defaults are resil-core's, as the renderer writes
+    /// them; every core option with a fixed default is rendered.
+    #[test]
+    fn the_option_tables_defaults_are_the_configs_defaults() {
+        let defaults: [(Kind, &dyn Any); 6] = [
+            (Kind::CircuitBreaker, &CircuitBreakerConfig::default()),
+            (Kind::Retry, &RetryConfig::default()),
+            (Kind::Bulkhead, &BulkheadConfig::default()),
+            (
+                Kind::ThreadPoolBulkhead,
+                &ThreadPoolBulkheadConfig::default(),
+            ),
+            (Kind::RateLimiter, &RateLimiterConfig::default()),
+            (Kind::TimeLimiter, &TimeLimiterConfig::default()),
+        ];
+        for (kind, config) in defaults {
+            let values = rendered(config);
+            for (key, value) in &values {
+                let row = kind.option(key).unwrap();
+                match row.default {
+                    Default::Is(d) => assert_eq!(d, value, "{kind} {key}"),
+                    Default::Computed(_) => {}
+                    Default::Unset(why) => {
+                        panic!("{kind} {key}: rendered {value}, table says unset ({why})")
+                    }
+                }
+            }
+            for row in kind.options() {
+                if row.target == Target::Core && row.default.value().is_some() {
+                    assert!(
+                        values.iter().any(|(k, _)| *k == row.key),
+                        "{kind} {}: in the table, not rendered",
+                        row.key
+                    );
+                }
+            }
+        }
+    }
+}

@@ -300,7 +300,7 @@ fn validate<C: Apply>(entry_path: &str, values: &Values, problems: &mut Vec<Prob
 /// The canonical key of the option resil-core names `field` (for an interval
 /// function, the part its message names: `multiplier 0.5`, `max 0ns`, …).
 fn key_for_field(kind: Kind, field: &str, got: &str) -> &'static str {
-    if let Some(o) = kind.options().iter().find(|o| o.field == field) {
+    if let Some(o) = kind.options().iter().find(|o| o.setter == field) {
         return o.key;
     }
     let open = field == "wait_interval_function_in_open_state";
@@ -327,8 +327,8 @@ fn key_for_field(kind: Kind, field: &str, got: &str) -> &'static str {
 fn kebab_fields(kind: Kind, text: &str) -> String {
     let mut out = text.to_owned();
     for o in kind.options() {
-        if !o.field.is_empty() && out.contains(o.field) {
-            out = out.replace(o.field, o.key);
+        if !o.setter.is_empty() && out.contains(o.setter) {
+            out = out.replace(o.setter, o.key);
         }
     }
     out
