@@ -553,7 +553,7 @@ fn breaker(
     };
     let key = p.path("circuitbreaker", "minimum-number-of-calls");
     let per_request = if attempts > 1.0 {
-        format!(" ({attempts} failed attempts a request: the retry is outside the breaker)")
+        format!(", {attempts} failed attempts a request: the retry is outside the breaker")
     } else {
         String::new()
     };
@@ -587,7 +587,7 @@ fn breaker(
                 },
                 key,
                 format!(
-                    "after an outage starts, about {failures} calls fail (≈{} at {} qps){per_request} \
+                    "after an outage starts, about {failures} calls fail (≈{} at {} qps{per_request}) \
                      before the breaker opens{hung}; from an empty window (after a restart or on \
                      closing) {empty}{}",
                     secs(seconds),

@@ -78,7 +78,7 @@ fn a_retry_outside_the_breaker_opens_it_sooner_and_a_hang_adds_a_timeout() {
         .unwrap();
     assert_eq!(
         opening.message(),
-        "after an outage starts, about 50 calls fail (≈0.08s at 200 qps) (3 failed attempts a \
+        "after an outage starts, about 50 calls fail (≈0.08s at 200 qps, 3 failed attempts a \
          request: the retry is outside the breaker) before the breaker opens, 1000ms more if the \
          downstream hangs (a failure is recorded when its timeout fires); from an empty window \
          (after a restart or on closing) 100"
