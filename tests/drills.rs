@@ -1,4 +1,4 @@
-//! `cargo run --example drills`: seed 000's ten drills against the inventory
+//! `cargo run --example drills`: the ten fault drills against the inventory
 //! service's instances (`examples/inventory_service.toml`), every drill
 //! passing with the evidence it claims, line by line; and the same drills
 //! against a file with three mistakes, each failing the drill it breaks.

@@ -70,7 +70,7 @@ impl Drill {
     }
 }
 
-/// The drills' claims, in order (seed 000's list).
+/// The drills' claims, in order: the ten a protected call must pass.
 pub const CLAIMS: [&str; 10] = [
     "a downstream failing with 500s opens the breaker once minimum-number-of-calls is reached",
     "a downstream that answers, slowly, opens the breaker on its slow-call rate",
