@@ -151,6 +151,11 @@ fn a_retry_without_backoff_and_one_that_retries_every_error_are_found() {
             .any(|f| f.key_path().contains(".careful.") && f.severity() == Severity::Warning),
         "a retry that names its errors and waits is fine"
     );
+    assert!(
+        !f.iter()
+            .any(|f| f.key_path().contains(".predicated.") && f.severity() == Severity::Warning),
+        "a predicate decides what is retried"
+    );
 }
 
 #[test]

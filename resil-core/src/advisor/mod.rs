@@ -53,6 +53,7 @@
 //!   waits` above the deadline means the last attempts can never finish.
 
 use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 use crate::bulkhead::BulkheadConfig;
@@ -438,11 +439,33 @@ fn time_limiter(
     }
 }
 
+/// The waits a retry makes, first to last, at most [`MAX_WAITS`] of them;
+/// `None` when its interval function panics (code given to a builder may).
+fn waits(r: &RetryConfig) -> Option<Vec<Duration>> {
+    let n = r.max_attempts().saturating_sub(1).min(MAX_WAITS);
+    catch_unwind(AssertUnwindSafe(|| {
+        (1..=n).map(|n| r.interval_function().interval(n)).collect()
+    }))
+    .ok()
+}
+
+/// The most waits [`waits`] reads: a retry of millions of attempts already
+/// has findings, and its sum saturates.
+const MAX_WAITS: u32 = 10_000;
+
 fn retry(p: &Protection<'_>, r: &RetryConfig, traffic: &Traffic, out: &mut Vec<Finding>) {
-    let intervals: Vec<Duration> = (1..r.max_attempts())
-        .map(|n| r.interval_function().interval(n))
-        .collect();
-    let waits: Duration = intervals.iter().sum();
+    let Some(intervals) = waits(r) else {
+        out.push(Finding::new(
+            Severity::Warning,
+            p.path("retry", "wait-duration"),
+            "the retry's interval function panicked: every retry after a failure will panic too"
+                .to_string(),
+        ));
+        return;
+    };
+    let waits = intervals
+        .iter()
+        .fold(Duration::ZERO, |sum, w| sum.saturating_add(*w));
     if r.max_attempts() > 1 && !r.has_interval_bi_function() {
         if waits.is_zero() {
             out.push(Finding::new(
@@ -478,7 +501,10 @@ fn retry(p: &Protection<'_>, r: &RetryConfig, traffic: &Traffic, out: &mut Vec<F
         ));
     }
     if let (Some(deadline), Some(tl)) = (traffic.deadline, p.time_limiter) {
-        let worst = tl.timeout_duration() * r.max_attempts() + waits;
+        let worst = tl
+            .timeout_duration()
+            .saturating_mul(r.max_attempts())
+            .saturating_add(waits);
         if worst > deadline {
             out.push(Finding::new(
                 Severity::Warning,

@@ -299,3 +299,40 @@ fn a_breaker_shared_by_two_downstreams_is_warned_about() {
     let f = f.with_set_at("default");
     assert!(f.to_string().ends_with(" (the default)"));
 }
+
+#[test]
+fn extreme_settings_and_a_panicking_interval_function_give_findings_not_panics() {
+    use crate::IntervalFunction;
+    let huge = RetryConfig::builder()
+        .max_attempts(u32::MAX)
+        .wait_duration(Duration::from_secs(u64::MAX / 4))
+        .build()
+        .unwrap();
+    let forever = TimeLimiterConfig::builder()
+        .timeout_duration(Duration::MAX)
+        .build()
+        .unwrap();
+    let f = advise(
+        &Protection::new("inv").retry(&huge).time_limiter(&forever),
+        &traffic(),
+    );
+    assert!(f.iter().any(|f| f.key() == "max-attempts"), "{f:#?}");
+    let panicky = RetryConfig::builder()
+        .interval_function(IntervalFunction::custom(|_| panic!("user code")))
+        .build()
+        .unwrap();
+    let f = advise(&Protection::new("inv").retry(&panicky), &traffic());
+    assert!(
+        f[0].message().contains("interval function panicked"),
+        "{}",
+        f[0]
+    );
+    let nothing = Traffic::new(f64::NAN, Duration::ZERO, Duration::ZERO);
+    let cb = CircuitBreakerConfig::default();
+    let b = BulkheadConfig::default();
+    let f = advise(
+        &Protection::new("inv").circuit_breaker(&cb).bulkhead(&b),
+        &nothing,
+    );
+    assert!(!f.is_empty());
+}
