@@ -85,6 +85,9 @@ pub use resil_core::{
 /// configuration advisor.
 pub use resil_core::{advisor, chaos, hedging};
 
+mod file_advice;
+pub use file_advice::advise;
+
 // The attributes live in the macro namespace, so `resil::circuit_breaker` is
 // both the module above and the attribute here; the derive shares its name
 // with the `ErrorClass` trait, as serde's derives do.
