@@ -158,6 +158,7 @@ mod config;
 mod event;
 mod gcra;
 mod grant;
+mod lease;
 mod limiter;
 mod local;
 mod metrics;

@@ -236,6 +236,8 @@ pub(crate) const ALGORITHMS: &[&str] = &["SLIDING_WINDOW", "GCRA"];
 /// `failure-policy` (redis-backed rate limiter): what an acquire does when
 /// Redis does not answer.
 pub(crate) const FAILURE_POLICIES: &[&str] = &["FAIL_CLOSED", "FAIL_OPEN", "LOCAL_FALLBACK"];
+/// `topology` (redis-backed rate limiter): what `redis-url` points at.
+pub(crate) const TOPOLOGIES: &[&str] = &["STANDALONE", "CLUSTER", "SENTINEL"];
 
 /// Sliding window types as Resilience4j writes them.
 pub(crate) const SLIDING_WINDOW_TYPES: &[&str] = &["COUNT_BASED", "TIME_BASED"];
@@ -379,6 +381,10 @@ const RATE_LIMITER: &[OptionSpec] = &[
     registry("redis-timeout", Ty::Duration),
     registry("failure-policy", Ty::Choice(FAILURE_POLICIES)),
     registry("expected-instances", Ty::U32),
+    registry("topology", Ty::Choice(TOPOLOGIES)),
+    registry("sentinel-master-name", Ty::Text),
+    registry("lease-size", Ty::U32),
+    registry("lease-ttl", Ty::Duration),
 ];
 
 const TIME_LIMITER: &[OptionSpec] = &[

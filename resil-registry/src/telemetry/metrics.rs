@@ -13,7 +13,7 @@
 //! verdict this process saw), and resil's own counters
 //! `resilience4j_ratelimiter_distributed_acquire_calls{kind=successful|failed}`,
 //! `…_fallback_calls{kind=granted|refused}` (every failure-policy decision),
-//! `…_backend_failure_calls{kind=timeout|unavailable|error|cannot_block}` and
+//! `…_backend_failure_calls{kind=timeout|unavailable|auth|error|cannot_block}` and
 //! `…_script_calls`.
 
 use metrics::Label;
