@@ -576,7 +576,7 @@ async fn a_wrong_password_is_counted_as_an_auth_failure() {
     let text = format!(
         "[resilience4j.ratelimiter.instances.vault]\nbackend = \"redis\"\n\
          redis-url = \"redis://:wrong-secret@127.0.0.1:{}/\"\n\
-         redis-timeout = \"2s\"\ntimeout-duration = \"0ms\"\n",
+         redis-timeout = \"2s\"\ntimeout-duration = \"0ms\"\nlimit-refresh-period = \"1s\"\n",
         server.port()
     );
     let registry = Registry::from_toml_str(&text).unwrap();
@@ -585,7 +585,11 @@ async fn a_wrong_password_is_counted_as_an_auth_failure() {
     assert!(refused.is_err(), "fail-closed refuses without Redis");
     let m = vault.metrics();
     assert_eq!(
-        (m.redis_auth_failures(), m.redis_unavailable(), m.redis_timeouts()),
+        (
+            m.redis_auth_failures(),
+            m.redis_unavailable(),
+            m.redis_timeouts()
+        ),
         (1, 0, 0),
         "{m:?}"
     );
@@ -714,7 +718,9 @@ fn bad_topology_values_name_the_key_and_the_allowed_form_without_the_password() 
         ]
     );
     assert!(
-        found[3].1.contains("one of `STANDALONE`, `CLUSTER`, `SENTINEL`"),
+        found[3]
+            .1
+            .contains("one of `STANDALONE`, `CLUSTER`, `SENTINEL`"),
         "{}",
         found[3].1
     );
@@ -734,10 +740,14 @@ fn bad_topology_values_name_the_key_and_the_allowed_form_without_the_password() 
             "a redis:// URL",
         ),
         (
-            "topology = \"sentinel\"\nsentinel-master-name = \" \"\n\
-             redis-url = \"redis://:hunter2@a:26379\"",
-            "sentinel-master-name",
-            "the name the sentinels monitor the primary by",
+            "redis-url = \"redis://:hunter2@a:1/\"\nlimit-for-period = 10\nlease-size = 11",
+            "lease-size",
+            "an integer in 0..=10 (0: no leases; at most limit_for_period",
+        ),
+        (
+            "redis-url = \"redis://:hunter2@a:1/\"\nlease-size = 5\nlease-ttl = \"2s\"",
+            "lease-ttl",
+            "a positive duration of at most limit_refresh_period (1s)",
         ),
     ];
     for (entry, key, expected) in cases {
@@ -765,4 +775,23 @@ fn bad_topology_values_name_the_key_and_the_allowed_form_without_the_password() 
             other => panic!("{entry}: {other:?}"),
         }
     }
+}
+
+#[test]
+fn lease_keys_reach_the_distributed_limiter_and_the_snapshot() {
+    let registry = Registry::from_toml_str(
+        "[resilience4j.ratelimiter.instances.bulk]\nbackend = \"redis\"\n\
+         redis-url = \"redis://127.0.0.1:1/\"\nlimit-for-period = 1000\n\
+         limit-refresh-period = \"1s\"\nlease-size = 20\nlease-ttl = \"250ms\"\n",
+    )
+    .unwrap();
+    let bulk = registry.distributed_rate_limiter("bulk").unwrap();
+    assert_eq!(bulk.config().lease_size(), 20);
+    assert_eq!(bulk.config().lease_ttl(), Duration::from_millis(250));
+    let snapshot = registry.snapshot();
+    let i = snapshot.instance(Kind::RateLimiter, "bulk").unwrap();
+    let value = |key: &str| i.config_value(key).map(|v| v.value.clone());
+    assert_eq!(value("lease-size").as_deref(), Some("20"));
+    assert_eq!(value("lease-ttl").as_deref(), Some("250ms"));
+    assert_eq!(value("topology").as_deref(), Some("STANDALONE"));
 }

@@ -191,11 +191,10 @@ impl Backend {
 
     /// One script call, bounded by `redis_timeout` (connecting included).
     pub(crate) async fn run(&self, quota: &Quota, ask: Ask) -> Result<Verdict, Failure> {
-        let outcome = match tokio::time::timeout(self.redis_timeout, self.call(quota, ask)).await
-            {
-                Ok(outcome) => outcome,
-                Err(_elapsed) => Err(self.timeout()),
-            };
+        let outcome = match tokio::time::timeout(self.redis_timeout, self.call(quota, ask)).await {
+            Ok(outcome) => outcome,
+            Err(_elapsed) => Err(self.timeout()),
+        };
         match &outcome {
             Ok(_) => self.answered(),
             // An error reply is an answer too: the connection works.

@@ -406,7 +406,9 @@ impl DistributedRateLimiterConfig {
         }
         if self.lease_size > self.max_permits() {
             let (bound, why) = match self.algorithm {
-                Algorithm::SlidingWindow => ("limit_for_period", "a lease is one grant of the quota"),
+                Algorithm::SlidingWindow => {
+                    ("limit_for_period", "a lease is one grant of the quota")
+                }
                 Algorithm::Gcra => ("burst", "a lease is one grant, at most a burst"),
             };
             return Err(ConfigError::new(
@@ -803,7 +805,10 @@ mod tests {
             .lease_ttl(Duration::from_millis(200))
             .build()
             .unwrap();
-        assert_eq!((c.lease_size(), c.lease_ttl()), (10, Duration::from_millis(200)));
+        assert_eq!(
+            (c.lease_size(), c.lease_ttl()),
+            (10, Duration::from_millis(200))
+        );
         let err = b().lease_size(51).build().unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -824,7 +829,10 @@ mod tests {
              limit_refresh_period (1s): a lease never outlives the window its permits are \
              counted in"
         );
-        assert_eq!(field_of(b().lease_size(5).lease_ttl(Duration::ZERO)), "lease_ttl");
+        assert_eq!(
+            field_of(b().lease_size(5).lease_ttl(Duration::ZERO)),
+            "lease_ttl"
+        );
         assert_eq!(
             field_of(b().lease_ttl(Duration::from_millis(10))),
             "lease_ttl",
