@@ -97,6 +97,8 @@ fn child_process_acquires_with_leases_for_one_second() {
     let lease: u32 = env(CHILD_LEASE).parse().unwrap();
     let config = shared_config(&env(CHILD_URL), &env(CHILD_ALGORITHM), lease);
     let limiter = DistributedRateLimiter::new(env(CHILD_KEY), config).unwrap();
+    // The harness's "test … ..." has no line end yet.
+    println!();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -253,6 +255,13 @@ fn a_lease_serves_its_permits_locally_and_each_refill_is_one_script_call() {
         (4, 20, 20)
     );
     assert_eq!(m.script_calls(), 5, "4 leases and the refused refill");
+    // Redis said when a permit comes back: until then, acquires that cannot
+    // wait so long are refused here, without a round trip.
+    run(async {
+        assert!(limiter.acquire_async().await.is_err());
+    });
+    assert_eq!(limiter.metrics().script_calls(), 5);
+    assert_eq!(limiter.metrics().failed_acquires(), 2);
     // Zero permits ask whether one is left (none is), and several at once
     // beyond the lease size go to Redis as without leases.
     run(async {
@@ -548,6 +557,8 @@ fn child_process_offers_a_fixed_load() {
         .build()
         .unwrap();
     let limiter = DistributedRateLimiter::new(env(CHILD_KEY), config).unwrap();
+    // The harness's "test … ..." has no line end yet.
+    println!();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -664,13 +675,17 @@ fn measure_leases_beside_one_round_trip_per_acquire() {
         let p99 = Duration::from_nanos(lat[lat.len() * 99 / 100]);
         let most = max_in_any_window(&grants, 1_000_000, true);
         let bound = MEASURE_LIMIT as usize + PROCESSES * lease as usize;
-        assert_eq!(calls1 - calls0, calls, "the limiters counted every EVALSHA");
+        // Redis's own count: the limiters' script calls, plus the second
+        // EVALSHA of each call that found the script not loaded yet (the
+        // first calls of each process, sent together before one loads it).
+        let round_trips = calls1 - calls0;
+        assert!(round_trips >= calls, "{round_trips} < {calls}");
         println!(
             "| {}/s | {lease} | {} | {} | {:.3} | {:.2} | {p99:?} | {most} | {bound} |",
             rate * PROCESSES as u64,
             lat.len(),
             grants.len(),
-            calls as f64 / acquires,
+            round_trips as f64 / acquires,
             (cpu1 - cpu0) * 1e6 / acquires,
         );
         assert!(most <= bound, "lease {lease}: {most} > {bound}");

@@ -50,6 +50,10 @@ struct Held {
     /// it expired before the acquire got back to it.
     generation: u64,
     refilling: bool,
+    /// Local clock before which Redis said nothing comes back (the last
+    /// refill was refused): acquires that cannot wait that long are refused
+    /// here, without a round trip.
+    closed_until: u64,
 }
 
 /// What a hand-out tells the grant.
@@ -82,6 +86,18 @@ impl Leases {
         Some(HandOut {
             server_time_micros: held.server_time_micros,
         })
+    }
+
+    /// How long, from `now`, Redis said no permit comes back (0: ask it).
+    pub(crate) fn closed_for(&self, now: u64) -> u64 {
+        self.state.lock().closed_until.saturating_sub(now)
+    }
+
+    /// A refill was refused at local time `now`: nothing comes back for `wait`
+    /// nanoseconds (unless another process gives a lease back, which only
+    /// makes this process refuse a little more than it had to).
+    pub(crate) fn closed(&self, now: u64, wait: u64) {
+        self.state.lock().closed_until = now.saturating_add(wait);
     }
 
     /// Whether a refill is in flight (its acquire was dropped, or it is ours).
@@ -131,6 +147,7 @@ impl Leases {
         held.token = verdict.token;
         held.expires = now.saturating_add(self.ttl_nanos);
         held.server_time_micros = verdict.server_time_micros;
+        held.closed_until = 0;
         held.generation
     }
 

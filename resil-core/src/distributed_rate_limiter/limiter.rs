@@ -348,8 +348,22 @@ impl Inner {
             // lands here.
             leases.refill_ended().await;
         }
-        let spent = clock::elapsed(start, self.clock.now_nanos());
+        let now = self.clock.now_nanos();
+        let spent = clock::elapsed(start, now);
         let max_wait = max_wait.saturating_sub(spent);
+        let closed = Duration::from_nanos(leases.closed_for(now));
+        if closed > max_wait {
+            // Redis refused the last refill and said when permits come
+            // back: an acquire that cannot wait that long is refused as
+            // Redis would refuse it, without asking.
+            drop(turn);
+            let timeout = self.config.timeout_duration();
+            if budget.is_some_and(|b| closed > b && closed <= timeout) {
+                let late = DeadlineExceeded::by_shared(&self.refusal_name);
+                return Err(self.refused(permits, AcquireError::DeadlineExceeded(late)));
+            }
+            return Err(self.not_permitted(permits));
+        }
         let (back, refilling) = leases.start_refill();
         let ask = Ask {
             permits,
@@ -395,6 +409,11 @@ impl Inner {
                 }
             }
             (Ok(verdict), None) => {
+                // Until one permit comes back, no acquire can be granted
+                // (a refusal of more says less: fewer may come back sooner).
+                if !verdict.granted && permits <= 1 {
+                    leases.closed(self.clock.now_nanos(), clock::nanos(verdict.wait));
+                }
                 drop(turn);
                 self.conclude(permits, verdict, budget).await
             }
