@@ -177,7 +177,9 @@ impl DistributedRateLimiter {
     /// them to come back, up to `timeout_duration` and the task's
     /// [deadline](crate::deadline).
     ///
-    /// Always one script call. When the permits are not free, the script
+    /// Always one script call, or none when this process's
+    /// [lease](super#local-permit-leases) has the permits (leases on, and
+    /// `permits` at most `lease_size`). When the permits are not free, the script
     /// *reserves* them at the earliest time they can be granted (as
     /// Resilience4j's `AtomicRateLimiter` does), if that is within the wait
     /// allowed, and the acquire then sleeps once, on a timer, until then: it
