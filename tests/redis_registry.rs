@@ -575,9 +575,12 @@ async fn a_wrong_password_is_counted_as_an_auth_failure() {
     let server = RedisServer::start_with(&["--requirepass", "right-secret"]);
     let text = format!(
         "[resilience4j.ratelimiter.instances.vault]\nbackend = \"redis\"\n\
-         redis-url = \"redis://:wrong-secret@127.0.0.1:{}/\"\n\
-         redis-timeout = \"2s\"\ntimeout-duration = \"0ms\"\nlimit-refresh-period = \"1s\"\n",
-        server.port()
+         redis-url = \"redis://:wrong-secret@127.0.0.1:{port}/\"\n\
+         redis-timeout = \"2s\"\ntimeout-duration = \"0ms\"\nlimit-refresh-period = \"1s\"\n\
+         [resilience4j.ratelimiter.instances.bulk]\nbackend = \"redis\"\n\
+         redis-url = \"redis://:right-secret@127.0.0.1:{port}/\"\nlease-size = 5\n\
+         redis-timeout = \"2s\"\ntimeout-duration = \"0ms\"\nlimit-refresh-period = \"10s\"\n",
+        port = server.port()
     );
     let registry = Registry::from_toml_str(&text).unwrap();
     let vault = registry.distributed_rate_limiter("vault").unwrap();
@@ -614,6 +617,28 @@ async fn a_wrong_password_is_counted_as_an_auth_failure() {
     );
     let shown = format!("{snapshot:?} {:?}", registry.health());
     assert!(!shown.contains("wrong-secret"), "{shown}");
+
+    // With the right password, a limiter with leases publishes them.
+    let bulk = registry.distributed_rate_limiter("bulk").unwrap();
+    bulk.acquire_async().await.unwrap();
+    bulk.acquire_async().await.unwrap();
+    let recorder = recorder::Remember::default();
+    metrics::with_local_recorder(&recorder, || registry.publish_metrics());
+    for (kind, n) in [("leased", 5.0), ("handed_out", 2.0), ("returned", 0.0)] {
+        assert_eq!(
+            recorder.get(&format!(
+                "resilience4j_ratelimiter_distributed_lease_permits\
+                 {{backend=redis,kind={kind},name=bulk}}"
+            )),
+            Some(n),
+            "{kind}"
+        );
+    }
+    assert_eq!(
+        recorder.get("resilience4j_ratelimiter_distributed_script_calls{backend=redis,name=bulk}"),
+        Some(1.0),
+        "one lease, one round trip"
+    );
 }
 
 /// The file form of `Topology::Cluster` and `Topology::Sentinel`: `topology`

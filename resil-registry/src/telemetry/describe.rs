@@ -531,6 +531,21 @@ impl Describe for resil_core::distributed_rate_limiter::DistributedRateLimiter {
                 None,
                 m.script_calls() as f64,
             ),
+            (
+                "ratelimiter_distributed_lease_permits",
+                Some("leased"),
+                m.leased_permits() as f64,
+            ),
+            (
+                "ratelimiter_distributed_lease_permits",
+                Some("handed_out"),
+                m.lease_grants() as f64,
+            ),
+            (
+                "ratelimiter_distributed_lease_permits",
+                Some("returned"),
+                m.returned_permits() as f64,
+            ),
         ];
         if let Some(left) = m.last_remaining() {
             values.push(("ratelimiter_available_permissions", None, left as f64));
