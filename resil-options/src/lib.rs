@@ -345,6 +345,8 @@ pub const ALGORITHMS: &[&str] = &["SLIDING_WINDOW", "GCRA"];
 /// `failure-policy` (Redis-backed rate limiter): what an acquire does when
 /// Redis does not answer.
 pub const FAILURE_POLICIES: &[&str] = &["FAIL_CLOSED", "FAIL_OPEN", "LOCAL_FALLBACK"];
+/// `topology` (Redis-backed rate limiter): what `redis-url` points at.
+pub const TOPOLOGIES: &[&str] = &["STANDALONE", "CLUSTER", "SENTINEL"];
 /// Sliding window types as Resilience4j writes them.
 pub const SLIDING_WINDOW_TYPES: &[&str] = &["COUNT_BASED", "TIME_BASED"];
 /// Circuit-breaker states as Resilience4j writes them.
@@ -709,6 +711,26 @@ const RATE_LIMITER: &[OptionSpec] = &[
         "expected-instances",
         Ty::U32,
         Default::Unset("for `LOCAL_FALLBACK`'s share"),
+    ),
+    registry(
+        "topology",
+        Ty::Choice(TOPOLOGIES),
+        Default::Is("STANDALONE"),
+    ),
+    registry(
+        "sentinel-master-name",
+        Ty::Text,
+        Default::Unset("required with `topology: SENTINEL`"),
+    ),
+    registry(
+        "lease-size",
+        Ty::U32,
+        Default::Unset("no leases: one round trip per acquire"),
+    ),
+    registry(
+        "lease-ttl",
+        Ty::Duration,
+        Default::Unset("the refresh period (with `lease-size`)"),
     ),
 ];
 

@@ -13,8 +13,9 @@
 //! verdict this process saw), and resil's own counters
 //! `resilience4j_ratelimiter_distributed_acquire_calls{kind=successful|failed}`,
 //! `…_fallback_calls{kind=granted|refused}` (every failure-policy decision),
-//! `…_backend_failure_calls{kind=timeout|unavailable|error|cannot_block}` and
-//! `…_script_calls`.
+//! `…_backend_failure_calls{kind=timeout|unavailable|auth|error|cannot_block}`,
+//! `…_script_calls` and, with local permit leases,
+//! `…_lease_permits{kind=leased|handed_out|returned}`.
 
 use metrics::Label;
 use resil_core::circuit_breaker::State;
