@@ -820,10 +820,17 @@ pub fn markdown() -> String {
                 Target::Core => format!("builder `{}`", o.setter),
                 Target::Registry => String::from("registry"),
             };
+            // The docs describe every build: `redis` is a choice only with
+            // the `redis` feature, which the table's own type follows.
+            let ty = match o.ty {
+                Ty::Choice(_) if o.key == "backend" => {
+                    String::from("local \\| redis (feature `redis`)")
+                }
+                ty => ty.describe(),
+            };
             out.push_str(&format!(
-                "| `{}`{alias} | {attribute} | {} | {default} | {from} |\n",
-                o.key,
-                o.ty.describe()
+                "| `{}`{alias} | {attribute} | {ty} | {default} | {from} |\n",
+                o.key
             ));
         }
         out.push('\n');
