@@ -108,8 +108,8 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
         let var = format_ident!("__resil_fallback{}", i, span = span);
         let mut chain = quote!(#p::signature::<_, _, _>(&#path));
         for (n, ty) in arg_types.iter().enumerate() {
-            let i = proc_macro2::Literal::usize_unsuffixed(n + 1);
-            chain = quote!(#p::param::<#i, #ty, #shown_ty, _, _, _>(#chain));
+            let index = proc_macro2::Literal::usize_unsuffixed(n + 1);
+            chain = quote!(#p::param::<#index, #ty, #shown_ty, _, _, _>(#chain));
         }
         chain = quote!(#p::error_param::<#e, _, _, _, _>(#p::tail::<#shown_ty, _, _, _>(#chain)));
         // An async fn's fallback's return type is checked where it is
