@@ -19,12 +19,8 @@
 //! assert_eq!(size.default.value(), Some("100"));
 //! ```
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
-#![no_std]
 
-extern crate alloc;
-
-use alloc::format;
-use alloc::string::String;
+pub mod duration;
 
 /// A part of the `resilience4j` tree: one kind of primitive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -882,7 +878,7 @@ mod tests {
                 }
             }
         }
-        let keys: alloc::vec::Vec<String> = attribute_keys(Section::Retry).collect();
+        let keys: Vec<String> = attribute_keys(Section::Retry).collect();
         assert_eq!(keys, ["max_attempts", "wait_duration"]);
         assert!(attribute(Section::CircuitBreaker, "sliding_window_type").is_none());
     }
