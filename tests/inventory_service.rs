@@ -42,6 +42,16 @@ use tokio::sync::{Mutex, MutexGuard};
 
 const TOKEN: &str = "inventory-test-token-9d2e";
 
+/// The downstream's classifier, from the example's file.
+fn classifier() -> resil_web::http::HttpClassifier {
+    static CLASSIFIER: OnceLock<resil_web::http::HttpClassifier> = OnceLock::new();
+    CLASSIFIER
+        .get_or_init(|| {
+            service::classifier(&FileConfig::from_file(service::CONFIG).unwrap()).unwrap()
+        })
+        .clone()
+}
+
 /// The registry's clock, shared by every test (they take turns).
 fn clock() -> &'static ManualClock {
     static CLOCK: OnceLock<ManualClock> = OnceLock::new();
@@ -99,9 +109,13 @@ impl Test {
         registry
             .configure_time_limiter(INSTANCE, |b| b.timeout_duration(Duration::from_secs(3600)))
             .unwrap();
-        let running = Running::start(SocketAddr::from(([127, 0, 0, 1], 0)), Some(TOKEN))
-            .await
-            .unwrap();
+        let running = Running::start(
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            Some(TOKEN),
+            classifier(),
+        )
+        .await
+        .unwrap();
         // Past any wait or TTL an earlier test left, into a new cycle.
         clock.advance(Duration::from_secs(24 * 3600));
         registry

@@ -68,9 +68,11 @@ impl From<HttpError> for InventoryError {
     }
 }
 
-/// How a stock query's answer is judged: 200 is the answer, 409 a business
-/// "out of stock" the breaker ignores, any other status a dependency
-/// failure; a 429's or 503's `Retry-After` is honoured.
+/// How a stock query's answer is judged when the config file says nothing
+/// (the shipped file says the same, as `resil.http.instances.inventory-query`
+/// keys): 200 is the answer, 409 a business "out of stock" the breaker
+/// ignores, any other status a dependency failure; a 429's or 503's
+/// `Retry-After` is honoured.
 pub fn classifier() -> HttpClassifier {
     HttpClassifier::builder()
         .success_status(StatusSet::parse("200").expect("a valid status set"))
@@ -141,8 +143,9 @@ pub struct InventoryClient {
 }
 
 impl InventoryClient {
-    /// A client of the downstream at `downstream`.
-    pub fn new(downstream: SocketAddr) -> io::Result<Self> {
+    /// A client of the downstream at `downstream`, judging its answers with
+    /// `classifier`.
+    pub fn new(downstream: SocketAddr, classifier: HttpClassifier) -> io::Result<Self> {
         // A port that was just free and is closed again: connecting to it is
         // refused at once.
         let unreachable = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
@@ -150,7 +153,7 @@ impl InventoryClient {
             http: reqwest::Client::new(),
             downstream,
             unreachable,
-            classifier: classifier(),
+            classifier,
             attempts: AtomicU64::new(0),
         })
     }

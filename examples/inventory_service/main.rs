@@ -70,18 +70,19 @@ async fn main() -> ExitCode {
         }
     };
     // The process-wide registry, which the service's instances come from.
-    match service::load_registry(&args.config) {
-        Ok(registry) => {
+    let classifier = match service::load_registry(&args.config) {
+        Ok((registry, classifier)) => {
             if resil::init(registry).is_err() {
                 eprintln!("the process-wide registry was used before it was configured");
                 return ExitCode::FAILURE;
             }
+            classifier
         }
         Err(e) => {
             eprintln!("cannot load {}: {e}", args.config.display());
             return ExitCode::FAILURE;
         }
-    }
+    };
     // The demo talks to itself: any free port will do, and it makes its own
     // management token.
     let port = if args.demo { 0 } else { args.port };
@@ -93,7 +94,7 @@ async fn main() -> ExitCode {
             .filter(|t| !t.is_empty())
     };
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let running = match Running::start(addr, token.as_deref()).await {
+    let running = match Running::start(addr, token.as_deref(), classifier).await {
         Ok(running) => running,
         Err(e) => {
             eprintln!("cannot listen on 127.0.0.1:{port}: {e} (try `--port 0`)");

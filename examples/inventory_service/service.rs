@@ -27,6 +27,7 @@ use axum::{Json, Router};
 use resil::config::FileConfig;
 use resil::Registry;
 use resil_web::actuator::{Actuator, BearerToken};
+use resil_web::http::HttpClassifier;
 use resil_web::tower::{RefusalResponses, ResilienceLayer};
 use serde::Deserialize;
 use serde_json::json;
@@ -45,10 +46,20 @@ pub const CONFIG: &str = concat!(
 pub const API: &str = "inventory-api";
 
 /// The registry from a config file, with the example's error classes and
-/// code settings.
-pub fn load_registry(path: &Path) -> Result<Registry, String> {
+/// code settings, and the downstream's HTTP classifier the same file gives.
+pub fn load_registry(path: &Path) -> Result<(Registry, HttpClassifier), String> {
     let file = FileConfig::from_file(path).map_err(|e| e.to_string())?;
-    configure(Registry::new(), file)
+    let classifier = classifier(&file)?;
+    Ok((configure(Registry::new(), file)?, classifier))
+}
+
+/// How the downstream's answers are judged: the file's
+/// `resil.http.instances.inventory-query` keys, else
+/// [`inventory::classifier`]'s (200 the answer, 409 ignored).
+pub fn classifier(file: &FileConfig) -> Result<HttpClassifier, String> {
+    Ok(HttpClassifier::from_file(file, inventory::INSTANCE)
+        .map_err(|e| e.to_string())?
+        .unwrap_or_else(inventory::classifier))
 }
 
 /// Configures `registry` (tests build theirs on a manual clock) from `file`:
@@ -140,10 +151,11 @@ impl Running {
     pub async fn start(
         service_addr: SocketAddr,
         admin_token: Option<&str>,
+        classifier: HttpClassifier,
     ) -> std::io::Result<Running> {
         let (downstream, downstream_server) =
             Downstream::start(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
-        let client = Arc::new(InventoryClient::new(downstream_server.addr())?);
+        let client = Arc::new(InventoryClient::new(downstream_server.addr(), classifier)?);
         let service = Server::start(service_addr, router(Arc::clone(&client), admin_token)).await?;
         Ok(Running {
             registry: resil::registry(),
