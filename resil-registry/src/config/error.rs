@@ -148,6 +148,7 @@ impl Problem {
     }
 
     /// The same problem, on `line`.
+    #[cfg_attr(not(feature = "properties"), allow(dead_code))]
     pub(crate) fn at(mut self, line: usize) -> Self {
         self.line = Some(line);
         self

@@ -35,6 +35,7 @@ impl Lines {
         }
     }
 
+    #[cfg_attr(not(feature = "properties"), allow(dead_code))]
     pub(crate) fn add(&mut self, path: String, line: usize) {
         self.0.entry(path).or_default().push(line);
     }
