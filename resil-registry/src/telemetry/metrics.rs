@@ -39,7 +39,19 @@ const STATES: [State; 6] = [
 /// Metrics that are monotonic counts (published as counters); every other
 /// value is a gauge.
 fn is_counter(name: &str) -> bool {
-    name.ends_with("_calls") && !name.contains("buffered") && !name.contains("concurrent")
+    (name.ends_with("_calls") && !name.contains("buffered") && !name.contains("concurrent"))
+        || name.ends_with("_injections")
+        || name.ends_with("_hedges")
+}
+
+/// The published name: Resilience4j's `resilience4j_` prefix, except for the
+/// kinds Resilience4j lacks, whose names already carry `resil_`.
+fn published_name(metric: &str) -> String {
+    if metric.starts_with("resil_") {
+        metric.to_owned()
+    } else {
+        format!("resilience4j_{metric}")
+    }
 }
 
 impl Registry {
@@ -99,14 +111,16 @@ impl Registry {
             if let Some(kind) = kind {
                 labels.push(Label::new("kind", kind));
             }
-            let key = format!("resilience4j_{metric}");
+            let key = published_name(metric);
             if is_counter(metric) {
                 metrics::counter!(key, labels).absolute(value as u64);
             } else {
                 metrics::gauge!(key, labels).set(value);
             }
         }
-        if let Some(state) = handle.state_label() {
+        // The state gauge is the breaker's (a chaos instance's state is its
+        // `resil_chaos_enabled` gauge).
+        if let Some(state) = handle.state_label().filter(|_| P::KIND == Kind::CircuitBreaker) {
             for s in STATES {
                 let mut labels = labels.clone();
                 labels.push(Label::new("state", s.as_str().to_ascii_lowercase()));
