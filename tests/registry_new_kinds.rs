@@ -255,7 +255,9 @@ fn management_switches_chaos_on_with_a_ttl_and_it_turns_off_at_expiry_on_the_man
     let i = snapshot.instance(Kind::Chaos, "inventory-query").unwrap();
     assert_eq!(i.state, Some("DISABLED"));
     assert!(
-        i.recent_events.iter().any(|e| e.description.contains("Expired")),
+        i.recent_events
+            .iter()
+            .any(|e| e.description.contains("Expired")),
         "{:?}",
         i.recent_events
     );

@@ -750,19 +750,18 @@ const HEDGING: &[OptionSpec] = &[
         Default::Is("1"),
     ),
     core("delay", Ty::Duration, "delay", Default::Is("2s")),
-    names("hedge-errors", "hedge-exceptions", "none: every error is hedged"),
+    names(
+        "hedge-errors",
+        "hedge-exceptions",
+        "none: every error is hedged",
+    ),
     HEALTH[0],
     HEALTH[1],
     EVENTS,
 ];
 
 const ADAPTIVE_BULKHEAD: &[OptionSpec] = &[
-    core(
-        "initial-limit",
-        Ty::U32,
-        "initial_limit",
-        Default::Is("20"),
-    ),
+    core("initial-limit", Ty::U32, "initial_limit", Default::Is("20")),
     core("min-limit", Ty::U32, "min_limit", Default::Is("1")),
     core("max-limit", Ty::U32, "max_limit", Default::Is("1000")),
     core("smoothing", Ty::F64, "smoothing", Default::Is("1")),
@@ -802,7 +801,12 @@ const ADAPTIVE_BULKHEAD: &[OptionSpec] = &[
 const CHAOS: &[OptionSpec] = &[
     core("enabled", Ty::Bool, "enabled", Default::Is("false")),
     core("latency-rate", Ty::F64, "latency_rate", Default::Is("0")),
-    core("latency", Ty::Duration, "inject_latency", Default::Is("0ms")),
+    core(
+        "latency",
+        Ty::Duration,
+        "inject_latency",
+        Default::Is("0ms"),
+    ),
     registry("error-rate", Ty::F64, Default::Is("0")),
     registry(
         "errors",

@@ -8,10 +8,10 @@ use resil_core::bulkhead::{
     AdaptiveBulkheadConfig, AdaptiveBulkheadConfigBuilder, BulkheadConfig, BulkheadConfigBuilder,
 };
 use resil_core::chaos::{ChaosConfig, ChaosConfigBuilder};
-use resil_core::hedging::{HedgingConfig, HedgingConfigBuilder};
 use resil_core::circuit_breaker::{
     CircuitBreakerConfig, CircuitBreakerConfigBuilder, SlidingWindowType, State,
 };
+use resil_core::hedging::{HedgingConfig, HedgingConfigBuilder};
 use resil_core::rate_limiter::{RateLimiterConfig, RateLimiterConfigBuilder};
 use resil_core::retry::{
     IntervalFunction, RetryConfig, RetryConfigBuilder, DEFAULT_MULTIPLIER,

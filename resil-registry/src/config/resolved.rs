@@ -9,8 +9,8 @@ use resil_core::bulkhead::{
     AdaptiveBulkheadConfig, AdaptiveBulkheadConfigBuilder, BulkheadConfig, BulkheadConfigBuilder,
 };
 use resil_core::chaos::{ChaosConfig, ChaosConfigBuilder};
-use resil_core::hedging::{HedgingConfig, HedgingConfigBuilder};
 use resil_core::circuit_breaker::{CircuitBreakerConfig, CircuitBreakerConfigBuilder};
+use resil_core::hedging::{HedgingConfig, HedgingConfigBuilder};
 use resil_core::rate_limiter::{RateLimiterConfig, RateLimiterConfigBuilder};
 use resil_core::retry::{RetryConfig, RetryConfigBuilder};
 use resil_core::thread_pool_bulkhead::{ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigBuilder};

@@ -120,7 +120,10 @@ impl Registry {
         }
         // The state gauge is the breaker's (a chaos instance's state is its
         // `resil_chaos_enabled` gauge).
-        if let Some(state) = handle.state_label().filter(|_| P::KIND == Kind::CircuitBreaker) {
+        if let Some(state) = handle
+            .state_label()
+            .filter(|_| P::KIND == Kind::CircuitBreaker)
+        {
             for s in STATES {
                 let mut labels = labels.clone();
                 labels.push(Label::new("state", s.as_str().to_ascii_lowercase()));
