@@ -104,6 +104,8 @@ pub(crate) struct Override {
 pub(crate) enum BulkheadKind {
     Semaphore,
     ThreadPool,
+    /// The registry's adaptive bulkhead (Vegas), `adaptive_bulkhead(name)`.
+    Adaptive,
 }
 
 /// The arguments of one resil attribute.
@@ -325,9 +327,12 @@ impl AspectArgs {
                     Some(Lit::Str(s)) if s.value() == "thread_pool" => {
                         set_once(&mut args.kind, BulkheadKind::ThreadPool, &key, errors)
                     }
+                    Some(Lit::Str(s)) if s.value() == "adaptive" => {
+                        set_once(&mut args.kind, BulkheadKind::Adaptive, &key, errors)
+                    }
                     _ => errors.push(syn::Error::new(
                         value.span(),
-                        "`kind` is `\"semaphore\"` (the default) or `\"thread_pool\"`",
+                        "`kind` is `\"semaphore\"` (the default), `\"thread_pool\"` or `\"adaptive\"`",
                     )),
                 },
                 other if override_keys(aspect).contains(&other) => {

@@ -422,6 +422,7 @@ fn primitive(layer: &Layer) -> (Ident, Ident) {
         Aspect::RateLimiter => ("SiteRateLimiter", "rate_limiter"),
         Aspect::TimeLimiter => ("TimeLimiter", "time_limiter"),
         Aspect::Bulkhead if layer.thread_pool => ("ThreadPoolBulkhead", "thread_pool_bulkhead"),
+        Aspect::Bulkhead if layer.adaptive => ("AdaptiveBulkhead", "adaptive_bulkhead"),
         Aspect::Bulkhead => ("Bulkhead", "bulkhead"),
     };
     (
@@ -472,6 +473,12 @@ fn outer_call(
         (Aspect::Retry, false) => quote!(#p::Retry::call_nested(#h, || { #rebind #inner })),
         (Aspect::CircuitBreaker, true) => quote!(#p::CircuitBreaker::call_async_nested(#h, #inner)),
         (Aspect::CircuitBreaker, false) => quote!(#p::CircuitBreaker::call_nested(#h, || #inner)),
+        (Aspect::Bulkhead, true) if layer.adaptive => {
+            quote!(#p::around_adaptive_bulkhead_async(#h, #inner))
+        }
+        (Aspect::Bulkhead, false) if layer.adaptive => {
+            quote!(#p::around_adaptive_bulkhead(#h, || #inner))
+        }
         (aspect, true) => {
             let f = format_ident!("around_{}_async", aspect.as_str());
             quote!(#p::#f(#h, #inner))

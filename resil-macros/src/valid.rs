@@ -29,6 +29,8 @@ pub(crate) struct Plan {
 pub(crate) struct Layer {
     pub(crate) aspect: Aspect,
     pub(crate) thread_pool: bool,
+    /// `kind = "adaptive"`: the registry's adaptive bulkhead.
+    pub(crate) adaptive: bool,
     /// The attribute, where checks of generated code about it point.
     pub(crate) span: Span,
     pub(crate) name: String,
@@ -171,6 +173,13 @@ fn check_override(
         let (needs, other) = match kind {
             BulkheadKind::Semaphore => ("thread_pool", "semaphore"),
             BulkheadKind::ThreadPool => ("semaphore", "thread_pool"),
+            BulkheadKind::Adaptive => {
+                errors.push(syn::Error::new(
+                    o.key.span(),
+                    format!("`{key}` sets a fixed bulkhead; an adaptive bulkhead's limit follows latency within the bounds of `resilience4j.adaptive-bulkhead.instances.<name>` (or `Registry::configure_adaptive_bulkhead`); remove `{key}`"),
+                ));
+                return None;
+            }
         };
         errors.push(syn::Error::new(
             o.key.span(),
@@ -655,6 +664,7 @@ fn check_aspect(
     Some(Layer {
         aspect: a.aspect,
         thread_pool: kind == BulkheadKind::ThreadPool,
+        adaptive: a.aspect == Aspect::Bulkhead && kind == BulkheadKind::Adaptive,
         span: a.kind.map_or(a.span, |k| k.1),
         name: name?,
         settings,

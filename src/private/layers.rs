@@ -8,7 +8,7 @@
 
 use std::future::Future;
 
-use resil_core::bulkhead::Bulkhead;
+use resil_core::bulkhead::{AdaptiveBulkhead, Bulkhead};
 use resil_core::time_limiter::TimeLimiter;
 use resil_core::Error;
 
@@ -27,6 +27,29 @@ pub fn around_bulkhead<T, E>(
 #[inline]
 pub fn around_bulkhead_async<'a, T, E, F>(
     bulkhead: &'a Bulkhead,
+    inner: F,
+) -> impl Future<Output = Result<T, Error<E>>> + 'a
+where
+    F: Future<Output = Result<T, Error<E>>> + 'a,
+    T: 'a,
+    E: 'a,
+{
+    bulkhead.call_async_nested(inner)
+}
+
+/// The adaptive bulkhead (`kind = "adaptive"`) around an inner stack.
+#[inline]
+pub fn around_adaptive_bulkhead<T, E>(
+    bulkhead: &AdaptiveBulkhead,
+    f: impl FnOnce() -> Result<T, Error<E>>,
+) -> Result<T, Error<E>> {
+    bulkhead.call(f).map_err(Error::flatten)
+}
+
+/// [`around_adaptive_bulkhead`] for a future.
+#[inline]
+pub fn around_adaptive_bulkhead_async<'a, T, E, F>(
+    bulkhead: &'a AdaptiveBulkhead,
     inner: F,
 ) -> impl Future<Output = Result<T, Error<E>>> + 'a
 where
