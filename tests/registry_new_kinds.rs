@@ -38,7 +38,7 @@ resilience4j:
   chaos:
     instances:
       inventory-query:
-        latency-rate: 0.25
+        latency-rate: 1.0
         latency: 2s
         error-rate: 1.0
         errors: [unavailable]
@@ -85,7 +85,7 @@ fn a_file_configures_each_new_kind_and_the_registry_builds_it_with_those_values(
 
     let chaos = registry.chaos("inventory-query");
     assert!(!chaos.config().enabled(), "off unless the file says so");
-    assert_eq!(chaos.config().latency_rate(), 0.25);
+    assert_eq!(chaos.config().latency_rate(), 1.0);
     assert_eq!(chaos.config().latency(), Duration::from_secs(2));
     // Off: the call reaches the downstream.
     assert_eq!(chaos.call(|| Ok::<u32, InventoryError>(7)).unwrap(), 7);
@@ -209,8 +209,9 @@ fn management_switches_chaos_on_with_a_ttl_and_it_turns_off_at_expiry_on_the_man
         other => panic!("{other:?}"),
     }
 
-    // On: every call fails with the registered error (error-rate 1.0),
-    // without reaching the downstream.
+    // On: every call waits the injected 2 s (on the manual clock, which
+    // the wait advances) and fails with the registered error (both rates
+    // 1.0), without reaching the downstream.
     let mut reached = 0;
     let out = chaos.call(|| {
         reached += 1;
@@ -221,13 +222,14 @@ fn management_switches_chaos_on_with_a_ttl_and_it_turns_off_at_expiry_on_the_man
         Some(InventoryError::Unavailable)
     );
     assert_eq!(reached, 0);
+    assert_eq!(chaos.metrics().latencies_injected(), 1);
 
     // A visible note in the health summary and the snapshot, never DOWN.
     let health = registry.health();
     assert_eq!(health.status, Status::Degraded);
     let reason = health.reason.unwrap();
     assert!(
-        reason.contains("chaos `inventory-query`: chaos injection ENABLED `drill 3: inventory down`, for 1m more"),
+        reason.contains("chaos `inventory-query`: chaos injection ENABLED `drill 3: inventory down`, for 58s more"),
         "{reason}"
     );
     let snapshot = registry.snapshot();
@@ -244,10 +246,10 @@ fn management_switches_chaos_on_with_a_ttl_and_it_turns_off_at_expiry_on_the_man
     assert_eq!(chaos.config().latency(), Duration::from_secs(3));
     let status = chaos.status();
     assert!(status.enabled());
-    assert_eq!(status.expires_in(), Some(Duration::from_secs(40)));
+    assert_eq!(status.expires_in(), Some(Duration::from_secs(38)));
 
     // At expiry it is off, on the manual clock alone.
-    clock.advance(Duration::from_secs(40));
+    clock.advance(Duration::from_secs(38));
     assert!(!registry.chaos_status("inventory-query").unwrap().enabled());
     assert_eq!(chaos.call(|| Ok::<u32, InventoryError>(7)).unwrap(), 7);
     assert_eq!(registry.health().status, Status::Up);
@@ -350,4 +352,56 @@ fn futures_lite_block_on<F: std::future::Future>(fut: F) -> F::Output {
         Poll::Ready(out) => out,
         Poll::Pending => panic!("the first attempt is ready"),
     }
+}
+
+/// The README's example file (*In the registry and in files*) loads as
+/// printed, once the program registered its error class and injection.
+#[test]
+fn the_readme_example_file_loads_as_printed() {
+    #[derive(Debug, resil::ErrorClass)]
+    enum InventoryError {
+        Unavailable,
+    }
+    let readme = include_str!("../README.md");
+    let section = readme
+        .split("**In the registry and in files.**")
+        .nth(1)
+        .expect("the README section");
+    let yaml = section
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("its yaml block");
+    let registry = Registry::new();
+    registry.register_error_class::<InventoryError>();
+    registry.register_chaos_error("unavailable", || InventoryError::Unavailable);
+    registry
+        .reload(FileConfig::from_yaml_str(yaml).unwrap())
+        .unwrap();
+    assert_eq!(
+        registry.hedging("inventory-query").config().delay(),
+        Duration::from_millis(150)
+    );
+    assert_eq!(
+        registry
+            .adaptive_bulkhead("inventory-query")
+            .config()
+            .max_limit(),
+        200
+    );
+    let chaos = registry.chaos("inventory-query");
+    assert!(!chaos.status().enabled());
+    assert_eq!(chaos.config().latency(), Duration::from_millis(800));
+    // The hedge-errors list became a predicate: an `unavailable` error
+    // starts the next hedge at once.
+    let hedging = registry.hedging("inventory-query");
+    let out = futures_lite_block_on(hedging.call_async(|attempt| async move {
+        if attempt == 0 {
+            Err(InventoryError::Unavailable)
+        } else {
+            Ok(attempt)
+        }
+    }));
+    assert_eq!(out.unwrap(), 1);
+    assert_eq!(hedging.metrics().won_by_hedge(), 1);
 }
