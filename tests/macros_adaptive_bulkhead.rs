@@ -5,7 +5,7 @@
 #![cfg(feature = "yaml")]
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, Once};
+use std::sync::Once;
 
 use resil::{registry, Registry, Rejection};
 
@@ -24,9 +24,8 @@ impl From<Rejection> for AppError {
     }
 }
 
+/// Each test uses its own instances of the process-wide registry.
 static INIT: Once = Once::new();
-/// The tests share the process-wide registry's instances: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
 
 fn configured_registry() {
     INIT.call_once(|| {
@@ -74,7 +73,6 @@ fn query_sync() -> Result<u32, AppError> {
 #[tokio::test]
 async fn the_attribute_uses_the_registry_s_adaptive_bulkhead() {
     configured_registry();
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let bulkhead = registry().adaptive_bulkhead("macros-adaptive");
     assert_eq!(bulkhead.config().max_limit(), 4, "the file's instance");
 
@@ -109,7 +107,6 @@ async fn flaky() -> Result<u32, AppError> {
 #[tokio::test]
 async fn under_a_retry_each_attempt_takes_and_returns_a_permit() {
     configured_registry();
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     assert_eq!(flaky().await, Ok(1));
     assert_eq!(RETRIED.load(Ordering::SeqCst), 3);
     let bulkhead = registry().adaptive_bulkhead("macros-adaptive-retried");
