@@ -160,6 +160,9 @@ pub(crate) fn override_keys(aspect: Aspect) -> &'static [&'static str] {
             "timeout_duration",
         ],
         Aspect::TimeLimiter => &["timeout_duration", "cancel_running_future"],
+        // Rates and faults come from the file or code; the switch from
+        // management.
+        Aspect::Chaos => &[],
     }
 }
 

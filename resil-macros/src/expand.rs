@@ -424,6 +424,7 @@ fn primitive(layer: &Layer) -> (Ident, Ident) {
         Aspect::Bulkhead if layer.thread_pool => ("ThreadPoolBulkhead", "thread_pool_bulkhead"),
         Aspect::Bulkhead if layer.adaptive => ("AdaptiveBulkhead", "adaptive_bulkhead"),
         Aspect::Bulkhead => ("Bulkhead", "bulkhead"),
+        Aspect::Chaos => ("Chaos", "chaos"),
     };
     (
         Ident::new(ty, Span::call_site()),

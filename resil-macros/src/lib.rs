@@ -359,6 +359,34 @@ pub fn time_limiter(args: TokenStream, item: TokenStream) -> TokenStream {
     entry::expand(Aspect::TimeLimiter, args.into(), item.into()).into()
 }
 
+/// Fault injection for drills: the registry's chaos instance `name`
+/// (`resilience4j.chaos.instances.<name>`) around the fn's body, innermost in
+/// the fixed order, `Bulkhead( Chaos( call ))`, so retries, breakers, time
+/// limiters and bulkheads see an injected latency, error or result exactly as
+/// they would see the downstream's. Off by default: nothing is injected until
+/// an operator calls `Registry::enable_chaos` (with a TTL and a reason) or
+/// the file's `enabled` is `true`; while off it costs one relaxed load.
+///
+/// ```
+/// # #[derive(Debug, PartialEq)]
+/// # pub enum E { Down, Refused }
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E::Refused } }
+/// #[resil::chaos(name = "doc-chaos")]
+/// fn stock(sku: u32) -> Result<u32, E> { Ok(sku) }
+///
+/// let registry = resil::registry();
+/// registry.configure_chaos("doc-chaos", |b| b.inject_error(1.0, || E::Down)).unwrap();
+/// assert_eq!(stock(7), Ok(7)); // off
+/// registry.enable_chaos("doc-chaos", None, "drill").unwrap();
+/// assert_eq!(stock(7), Err(E::Down));
+/// registry.disable_chaos("doc-chaos", "done").unwrap();
+/// assert_eq!(stock(7), Ok(7));
+/// ```
+#[proc_macro_attribute]
+pub fn chaos(args: TokenStream, item: TokenStream) -> TokenStream {
+    entry::expand(Aspect::Chaos, args.into(), item.into()).into()
+}
+
 /// Implements `resil::ErrorClass` for an enum: one stable name per variant,
 /// the variant's name in snake_case, or `#[error_class(name = "…")]`. Config
 /// files name these in `record-errors`, `ignore-errors` and `retry-errors`.

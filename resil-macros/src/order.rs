@@ -10,18 +10,22 @@ pub(crate) enum Aspect {
     RateLimiter,
     TimeLimiter,
     Bulkhead,
+    Chaos,
 }
 
-/// Outermost first: Retry( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( call ))))),
-/// Resilience4j's default Spring aspect order. Nothing else in the crate
+/// Outermost first: Retry( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( Chaos( call )))))),
+/// Resilience4j's default Spring aspect order, with chaos (not Resilience4j's)
+/// innermost: it stands for the downstream, so every other aspect sees an
+/// injected fault as it would see a real one. Nothing else in the crate
 /// encodes an order: the expansion sorts by the position in this table, or
 /// follows a validated per-fn `order = [...]`.
-pub(crate) const ORDER: [Aspect; 5] = [
+pub(crate) const ORDER: [Aspect; 6] = [
     Aspect::Retry,
     Aspect::CircuitBreaker,
     Aspect::RateLimiter,
     Aspect::TimeLimiter,
     Aspect::Bulkhead,
+    Aspect::Chaos,
 ];
 
 impl Aspect {
@@ -33,6 +37,7 @@ impl Aspect {
             Aspect::RateLimiter => "rate_limiter",
             Aspect::TimeLimiter => "time_limiter",
             Aspect::Bulkhead => "bulkhead",
+            Aspect::Chaos => "chaos",
         }
     }
 
@@ -69,7 +74,7 @@ mod tests {
     fn the_table_lists_every_aspect_once_outermost_first() {
         assert_eq!(
             default_order_text(),
-            "retry, circuit_breaker, rate_limiter, time_limiter, bulkhead"
+            "retry, circuit_breaker, rate_limiter, time_limiter, bulkhead, chaos"
         );
         for a in ORDER {
             assert_eq!(Aspect::from_name(a.as_str()), Some(a));

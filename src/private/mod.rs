@@ -15,6 +15,7 @@ pub use self::rate_limiter::*;
 pub use self::site::*;
 
 pub use resil_core::bulkhead::{AdaptiveBulkhead, Bulkhead};
+pub use resil_core::chaos::Chaos;
 pub use resil_core::circuit_breaker::CircuitBreaker;
 pub use resil_core::retry::Retry;
 pub use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;

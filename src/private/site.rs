@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use resil_core::bulkhead::{
     AdaptiveBulkhead, AdaptiveBulkheadConfigBuilder, Bulkhead, BulkheadConfigBuilder,
 };
+use resil_core::chaos::{Chaos, ChaosConfigBuilder};
 use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfigBuilder};
 use resil_core::retry::{Retry, RetryConfigBuilder};
 use resil_core::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder};
@@ -71,5 +72,6 @@ lookups! {
     bulkhead, bulkhead_with, Bulkhead, BulkheadConfigBuilder;
     thread_pool_bulkhead, thread_pool_bulkhead_with, ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder;
     adaptive_bulkhead, adaptive_bulkhead_with, AdaptiveBulkhead, AdaptiveBulkheadConfigBuilder;
+    chaos, chaos_with, Chaos, ChaosConfigBuilder;
     time_limiter, time_limiter_with, TimeLimiter, TimeLimiterConfigBuilder;
 }
