@@ -92,7 +92,7 @@ pub use file_advice::advise;
 // both the module above and the attribute here; the derive shares its name
 // with the `ErrorClass` trait, as serde's derives do.
 pub use resil_macros::{
-    bulkhead, chaos, circuit_breaker, rate_limiter, retry, time_limiter, ErrorClass,
+    bulkhead, chaos, circuit_breaker, hedge, rate_limiter, retry, time_limiter, ErrorClass,
 };
 
 pub mod fallback;

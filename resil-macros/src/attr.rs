@@ -163,6 +163,8 @@ pub(crate) fn override_keys(aspect: Aspect) -> &'static [&'static str] {
         // Rates and faults come from the file or code; the switch from
         // management.
         Aspect::Chaos => &[],
+        // `delay` and `max-hedged-attempts` come from the file or code.
+        Aspect::Hedge => &[],
     }
 }
 

@@ -582,6 +582,15 @@ impl Model {
                     ));
                 }
             }
+        } else if layers.iter().any(|l| l.aspect == Aspect::Hedge) {
+            for arg in &sig.inputs {
+                if let Some(span) = mut_reference_arg(arg) {
+                    errors.push(syn::Error::new(
+                        span,
+                        "`hedge` runs attempts side by side, so they cannot share an `&mut` argument; take it by shared reference (with interior mutability) or by value (`Clone`)",
+                    ));
+                }
+            }
         }
 
         let fallbacks = fallback.map(|f| f.0.clone()).unwrap_or_default();
@@ -625,6 +634,12 @@ fn check_aspect(
         }
         Some((n, _)) => Some(n.clone()),
     };
+    if a.aspect == Aspect::Hedge && !item.is_async() {
+        errors.push(syn::Error::new(
+            item.sig.fn_token.span,
+            "`hedge` runs attempts side by side and keeps the first good answer, which only futures can do; make the fn `async`",
+        ));
+    }
     if a.aspect == Aspect::TimeLimiter && !item.is_async() && !returns_future {
         errors.push(syn::Error::new(
             item.sig.fn_token.span,

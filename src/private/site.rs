@@ -10,6 +10,7 @@ use resil_core::bulkhead::{
 };
 use resil_core::chaos::{Chaos, ChaosConfigBuilder};
 use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfigBuilder};
+use resil_core::hedging::{Hedging, HedgingConfigBuilder};
 use resil_core::retry::{Retry, RetryConfigBuilder};
 use resil_core::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder};
 use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfigBuilder};
@@ -73,5 +74,6 @@ lookups! {
     thread_pool_bulkhead, thread_pool_bulkhead_with, ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder;
     adaptive_bulkhead, adaptive_bulkhead_with, AdaptiveBulkhead, AdaptiveBulkheadConfigBuilder;
     chaos, chaos_with, Chaos, ChaosConfigBuilder;
+    hedging, hedging_with, Hedging, HedgingConfigBuilder;
     time_limiter, time_limiter_with, TimeLimiter, TimeLimiterConfigBuilder;
 }
