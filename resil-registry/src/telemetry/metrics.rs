@@ -15,6 +15,15 @@
 //! `…_fallback_calls{kind=granted|refused}` (every failure-policy decision),
 //! `…_backend_failure_calls{kind=timeout|unavailable|error|cannot_block}` and
 //! `…_script_calls`.
+//!
+//! The kinds beyond Resilience4j: `resilience4j_bulkhead_adaptive_limit` (the
+//! adaptive bulkhead's current limit) and its `…_concurrent_calls`,
+//! `…_available_concurrent_calls`, `…_min_rtt_seconds` gauges and
+//! `resilience4j_bulkhead_adaptive_calls{kind=rejected|dropped|sampled}`;
+//! `resil_hedging_calls{kind=won_by_primary|won_by_hedge|all_failed|cancelled}`
+//! and `resil_hedging_hedges{kind=started|budget_refused}`;
+//! `resil_chaos_injections{kind=latency|error|result}`, `resil_chaos_calls`
+//! and the `resil_chaos_enabled` gauge.
 
 use metrics::Label;
 use resil_core::circuit_breaker::State;
