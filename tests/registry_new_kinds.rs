@@ -405,3 +405,39 @@ fn the_readme_example_file_loads_as_printed() {
     assert_eq!(out.unwrap(), 1);
     assert_eq!(hedging.metrics().won_by_hedge(), 1);
 }
+
+/// Environment overrides reach the new kinds as the others:
+/// `RESIL_<KIND>_INSTANCES_<NAME>_<KEY>`.
+#[test]
+fn environment_overrides_set_the_new_kinds_keys() {
+    let file = FileConfig::from_str_with_env(
+        "resilience4j.hedging.instances.inventory-query.delay: 1s\n",
+        resil::config::Format::Yaml,
+        [
+            ("RESIL_HEDGING_INSTANCES_INVENTORY_QUERY_DELAY", "75ms"),
+            (
+                "RESIL_ADAPTIVE_BULKHEAD_INSTANCES_INVENTORY_QUERY_MAX_LIMIT",
+                "32",
+            ),
+            ("RESIL_CHAOS_INSTANCES_INVENTORY_QUERY_LATENCY_RATE", "0.5"),
+        ],
+    )
+    .unwrap();
+    let registry = Registry::new();
+    registry.reload(file).unwrap();
+    assert_eq!(
+        registry.hedging("inventory-query").config().delay(),
+        Duration::from_millis(75)
+    );
+    assert_eq!(
+        registry
+            .adaptive_bulkhead("inventory-query")
+            .config()
+            .max_limit(),
+        32
+    );
+    assert_eq!(
+        registry.chaos("inventory-query").config().latency_rate(),
+        0.5
+    );
+}
