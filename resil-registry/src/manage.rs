@@ -491,6 +491,10 @@ impl Registry {
         ttl: Option<Duration>,
         reason: &str,
     ) -> Result<(), RegistryError> {
+        // Held while switching: a reload or a `configure_chaos` replaces the
+        // instance under this lock's write side, so the switch lands either
+        // on the old instance before it is carried over, or on the new one.
+        let _settings = self.store::<Chaos>().code.read();
         let chaos = self.existing::<Chaos>(name)?;
         match ttl {
             Some(ttl) => chaos.enable_for(ttl, reason),
@@ -504,6 +508,7 @@ impl Registry {
     /// Switches the chaos instance called `name` off (also one its file
     /// entry enabled), with the operator's `reason`.
     pub fn disable_chaos(&self, name: &str, reason: &str) -> Result<(), RegistryError> {
+        let _settings = self.store::<Chaos>().code.read();
         let chaos = self.existing::<Chaos>(name)?;
         chaos.disable(reason);
         tracing::info!(kind = "chaos", name, reason, "fault injection switched off");
