@@ -441,3 +441,46 @@ fn environment_overrides_set_the_new_kinds_keys() {
         0.5
     );
 }
+
+/// An operator's switch is never lost to a reload running at the same time:
+/// it lands on the old instance and is carried over, or on the new one.
+#[test]
+fn a_switch_is_never_lost_to_concurrent_reloads() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let registry = registry(&ManualClock::new());
+    registry.chaos("inventory-query");
+    let stop = AtomicBool::new(false);
+    let files = [
+        FileConfig::from_yaml_str(FILE).unwrap(),
+        FileConfig::from_yaml_str(&FILE.replace("latency: 2s", "latency: 3s")).unwrap(),
+    ];
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let (registry, stop, files) = (&registry, &stop, &files);
+            s.spawn(move || {
+                let mut i = t;
+                while !stop.load(Ordering::Relaxed) {
+                    registry.reload(files[i % 2].clone()).unwrap();
+                    i += 1;
+                }
+            });
+        }
+        for round in 0..300 {
+            registry
+                .enable_chaos("inventory-query", None, "drill")
+                .unwrap();
+            assert!(
+                registry.chaos_status("inventory-query").unwrap().enabled(),
+                "round {round}: on"
+            );
+            registry
+                .disable_chaos("inventory-query", "drill over")
+                .unwrap();
+            assert!(
+                !registry.chaos_status("inventory-query").unwrap().enabled(),
+                "round {round}: off"
+            );
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+}
