@@ -566,3 +566,257 @@ fn operators_change_a_distributed_limiters_limit_and_timeout_by_name() {
     assert_eq!(checkout.config().limit_for_period(), 100);
     assert_eq!(checkout.config().burst(), 30);
 }
+
+/// A wrong password is counted as `kind="auth"`, not as unavailable or
+/// timed out, in the instance's metrics and in what the registry publishes;
+/// the password shows nowhere.
+#[tokio::test]
+async fn a_wrong_password_is_counted_as_an_auth_failure() {
+    let server = RedisServer::start_with(&["--requirepass", "right-secret"]);
+    let text = format!(
+        "[resilience4j.ratelimiter.instances.vault]\nbackend = \"redis\"\n\
+         redis-url = \"redis://:wrong-secret@127.0.0.1:{port}/\"\n\
+         redis-timeout = \"2s\"\ntimeout-duration = \"0ms\"\nlimit-refresh-period = \"1s\"\n\
+         [resilience4j.ratelimiter.instances.bulk]\nbackend = \"redis\"\n\
+         redis-url = \"redis://:right-secret@127.0.0.1:{port}/\"\nlease-size = 5\n\
+         redis-timeout = \"2s\"\ntimeout-duration = \"0ms\"\nlimit-refresh-period = \"10s\"\n",
+        port = server.port()
+    );
+    let registry = Registry::from_toml_str(&text).unwrap();
+    let vault = registry.distributed_rate_limiter("vault").unwrap();
+    let refused = vault.acquire_async().await;
+    assert!(refused.is_err(), "fail-closed refuses without Redis");
+    let m = vault.metrics();
+    assert_eq!(
+        (
+            m.redis_auth_failures(),
+            m.redis_unavailable(),
+            m.redis_timeouts()
+        ),
+        (1, 0, 0),
+        "{m:?}"
+    );
+
+    let snapshot = registry.snapshot();
+    let i = snapshot.instance(Kind::RateLimiter, "vault").unwrap();
+    for (kind, n) in [("auth", 1.0), ("unavailable", 0.0), ("timeout", 0.0)] {
+        assert_eq!(
+            i.metric("ratelimiter_distributed_backend_failure_calls", Some(kind)),
+            Some(n),
+            "{kind}"
+        );
+    }
+    let recorder = recorder::Remember::default();
+    metrics::with_local_recorder(&recorder, || registry.publish_metrics());
+    assert_eq!(
+        recorder.get(
+            "resilience4j_ratelimiter_distributed_backend_failure_calls\
+             {backend=redis,kind=auth,name=vault}"
+        ),
+        Some(1.0)
+    );
+    let shown = format!("{snapshot:?} {:?}", registry.health());
+    assert!(!shown.contains("wrong-secret"), "{shown}");
+
+    // With the right password, a limiter with leases publishes them.
+    let bulk = registry.distributed_rate_limiter("bulk").unwrap();
+    bulk.acquire_async().await.unwrap();
+    bulk.acquire_async().await.unwrap();
+    let recorder = recorder::Remember::default();
+    metrics::with_local_recorder(&recorder, || registry.publish_metrics());
+    for (kind, n) in [("leased", 5.0), ("handed_out", 2.0), ("returned", 0.0)] {
+        assert_eq!(
+            recorder.get(&format!(
+                "resilience4j_ratelimiter_distributed_lease_permits\
+                 {{backend=redis,kind={kind},name=bulk}}"
+            )),
+            Some(n),
+            "{kind}"
+        );
+    }
+    assert_eq!(
+        recorder.get("resilience4j_ratelimiter_distributed_script_calls{backend=redis,name=bulk}"),
+        Some(1.0),
+        "one lease, one round trip"
+    );
+}
+
+/// The file form of `Topology::Cluster` and `Topology::Sentinel`: `topology`
+/// says what `redis-url` lists (a cluster's nodes or the sentinels,
+/// comma-separated), `sentinel-master-name` the primary the sentinels watch.
+#[test]
+fn a_file_selects_the_cluster_or_the_sentinel_backend() {
+    use resil::distributed_rate_limiter::Topology;
+    let registry = Registry::from_toml_str(
+        r#"
+[resilience4j.ratelimiter.configs.base]
+backend = "redis"
+limit-for-period = 10
+limit-refresh-period = "1s"
+
+[resilience4j.ratelimiter.instances.clustered]
+base-config = "base"
+topology = "cluster"
+redis-url = "redis://:node-secret@10.0.0.1:7000, redis://:node-secret@10.0.0.2:7001"
+
+[resilience4j.ratelimiter.instances.watched]
+base-config = "base"
+topology = "SENTINEL"
+sentinel-master-name = "orders"
+redis-url = "redis://:sentinel-secret@10.0.0.1:26379,redis://10.0.0.2:26379"
+
+[resilience4j.ratelimiter.instances.single]
+base-config = "base"
+redis-url = "redis://10.0.0.1:6379/"
+"#,
+    )
+    .unwrap();
+    let single = registry.distributed_rate_limiter("single").unwrap();
+    assert_eq!(single.config().topology(), Topology::Standalone);
+
+    let clustered = registry.distributed_rate_limiter("clustered");
+    #[cfg(feature = "redis-cluster")]
+    assert_eq!(clustered.unwrap().config().topology(), Topology::Cluster);
+    #[cfg(not(feature = "redis-cluster"))]
+    match clustered.unwrap_err() {
+        RegistryError::InvalidConfig { source, .. } => {
+            assert_eq!(
+                source.field(),
+                "resilience4j.ratelimiter.instances.clustered.topology"
+            );
+            assert!(source.to_string().contains("redis-cluster"), "{source}");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let watched = registry.distributed_rate_limiter("watched");
+    #[cfg(feature = "redis-sentinel")]
+    {
+        let watched = watched.unwrap();
+        assert_eq!(watched.config().topology(), Topology::Sentinel);
+        assert_eq!(watched.config().sentinel_master_name(), "orders");
+        let snapshot = registry.snapshot();
+        let i = snapshot.instance(Kind::RateLimiter, "watched").unwrap();
+        let value = |key: &str| {
+            let v = i.config_value(key).unwrap_or_else(|| panic!("no {key}"));
+            (v.value.clone(), v.source.clone())
+        };
+        assert_eq!(value("topology"), ("SENTINEL".into(), "instance".into()));
+        assert_eq!(
+            value("sentinel-master-name"),
+            ("orders".into(), "instance".into())
+        );
+        assert_eq!(
+            value("redis-url").0,
+            "redis://:***@10.0.0.1:26379,redis://10.0.0.2:26379"
+        );
+        let shown = format!("{snapshot:?} {:?}", watched.config());
+        assert!(!shown.contains("sentinel-secret"), "{shown}");
+    }
+    #[cfg(not(feature = "redis-sentinel"))]
+    assert!(watched.is_err());
+}
+
+#[test]
+fn bad_topology_values_name_the_key_and_the_allowed_form_without_the_password() {
+    // Ill-typed: refused with the file, naming the key and the allowed words.
+    let err = FileConfig::from_toml_str(
+        "[resilience4j.ratelimiter.instances.x]\nbackend = \"redis\"\ntopology = \"ring\"\n\
+         sentinel-master-name = \"\"\nlease-size = -1\nlease-ttl = \"soon\"\n",
+    )
+    .unwrap_err();
+    let mut found: Vec<(String, String)> = err
+        .problems()
+        .iter()
+        .map(|p| (p.path().unwrap_or("").to_owned(), p.to_string()))
+        .collect();
+    found.sort();
+    let at = |key: &str| format!("resilience4j.ratelimiter.instances.x.{key}");
+    let keys: Vec<&str> = found.iter().map(|(path, _)| path.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            at("lease-size"),
+            at("lease-ttl"),
+            at("sentinel-master-name"),
+            at("topology")
+        ]
+    );
+    assert!(
+        found[3]
+            .1
+            .contains("one of `STANDALONE`, `CLUSTER`, `SENTINEL`"),
+        "{}",
+        found[3].1
+    );
+    assert!(found[2].1.contains("a non-empty string"), "{}", found[2].1);
+
+    // Well-typed but not a form the limiter takes: refused when it is built,
+    // naming the key path, never showing the password.
+    let cases = [
+        (
+            "redis-url = \"redis://:hunter2@a:1,redis://:hunter2@b:2\"",
+            "redis-url",
+            "several, comma-separated, only with Topology::Cluster or Sentinel",
+        ),
+        (
+            "topology = \"cluster\"\nredis-url = \"redis://:hunter2@a:1,redis://:hunter2@b:x\"",
+            "redis-url",
+            "a redis:// URL",
+        ),
+        (
+            "redis-url = \"redis://:hunter2@a:1/\"\nlimit-for-period = 10\nlease-size = 11",
+            "lease-size",
+            "an integer in 0..=10 (0: no leases; at most limit_for_period",
+        ),
+        (
+            "redis-url = \"redis://:hunter2@a:1/\"\nlease-size = 5\nlease-ttl = \"2s\"",
+            "lease-ttl",
+            "a positive duration of at most limit_refresh_period (1s)",
+        ),
+    ];
+    for (entry, key, expected) in cases {
+        let text = format!(
+            "[resilience4j.ratelimiter.instances.x]\nbackend = \"redis\"\n\
+             limit-refresh-period = \"1s\"\n{entry}\n"
+        );
+        let registry = Registry::from_toml_str(&text).expect("well-typed");
+        let err = registry.distributed_rate_limiter("x").unwrap_err();
+        let shown = format!("{err} {err:?}");
+        assert!(!shown.contains("hunter2"), "{entry}: {shown}");
+        match err {
+            RegistryError::InvalidConfig { source, .. } => {
+                #[cfg(not(all(feature = "redis-cluster", feature = "redis-sentinel")))]
+                if source.field().ends_with(".topology") {
+                    continue; // the feature is off: that is the first problem
+                }
+                assert_eq!(
+                    source.field(),
+                    format!("resilience4j.ratelimiter.instances.x.{key}"),
+                    "{entry}"
+                );
+                assert!(source.expected().contains(expected), "{entry}: {source}");
+            }
+            other => panic!("{entry}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn lease_keys_reach_the_distributed_limiter_and_the_snapshot() {
+    let registry = Registry::from_toml_str(
+        "[resilience4j.ratelimiter.instances.bulk]\nbackend = \"redis\"\n\
+         redis-url = \"redis://127.0.0.1:1/\"\nlimit-for-period = 1000\n\
+         limit-refresh-period = \"1s\"\nlease-size = 20\nlease-ttl = \"250ms\"\n",
+    )
+    .unwrap();
+    let bulk = registry.distributed_rate_limiter("bulk").unwrap();
+    assert_eq!(bulk.config().lease_size(), 20);
+    assert_eq!(bulk.config().lease_ttl(), Duration::from_millis(250));
+    let snapshot = registry.snapshot();
+    let i = snapshot.instance(Kind::RateLimiter, "bulk").unwrap();
+    let value = |key: &str| i.config_value(key).map(|v| v.value.clone());
+    assert_eq!(value("lease-size").as_deref(), Some("20"));
+    assert_eq!(value("lease-ttl").as_deref(), Some("250ms"));
+    assert_eq!(value("topology").as_deref(), Some("STANDALONE"));
+}

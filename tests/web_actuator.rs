@@ -514,3 +514,45 @@ async fn the_event_stream_shows_an_operators_transition_live() {
     assert_eq!(now["instances"][0]["name"], "inventory");
     assert_eq!(now["instances"][0]["state"], "FORCED_OPEN");
 }
+
+#[tokio::test]
+async fn the_dashboard_page_is_one_static_page_offering_management_only_when_enabled() {
+    let registry = Arc::new(Registry::new());
+    registry.circuit_breaker("inventory");
+    for (builder, managed) in [
+        (Actuator::builder(registry.clone()), false),
+        (
+            Actuator::builder(registry.clone()).management(BearerToken::new(TOKEN)),
+            true,
+        ),
+    ] {
+        let url = serve(builder).await;
+        let r = reqwest::get(format!("{url}/actuator/dashboard"))
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert!(r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html"));
+        assert!(r.headers().contains_key("content-security-policy"));
+        let page = r.text().await.unwrap();
+        assert!(
+            page.contains(&format!("const MANAGED = {managed};")),
+            "{managed}"
+        );
+        assert!(!page.contains("__MANAGED__"));
+        assert!(!page.contains(TOKEN), "the page never carries the secret");
+        let (status, body) = get(&format!("{url}/actuator/dashboard/instances")).await;
+        assert_eq!(status, 200);
+        let breaker = body["instances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["kind"] == "circuit_breaker" && i["name"] == "inventory")
+            .cloned()
+            .unwrap_or_else(|| panic!("no inventory breaker in {body}"));
+        assert_eq!(breaker["state"], "CLOSED");
+        assert_eq!(breaker["details"]["notPermittedCalls"], 0.0);
+    }
+}

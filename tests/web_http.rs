@@ -236,3 +236,54 @@ async fn a_grpc_trailers_only_error_through_the_tower_layer_is_classified_by_its
         (1, 1, 2)
     );
 }
+
+#[test]
+fn a_config_files_status_keys_build_the_classifier_and_a_bad_one_names_its_key() {
+    use resil::config::FileConfig;
+
+    // Beside resil's own keys, which the loader still checks.
+    let file = FileConfig::from_yaml_str(
+        "resilience4j.circuitbreaker.instances.inventory.sliding-window-size: 10\n\
+         resil:\n  http:\n    instances:\n      inventory:\n        \
+         record-status: [500-599, 408]\n        ignore-status: [400-499]\n      \
+         prices:\n        success-status: \"200\"\n        ignore-status: [403]\n",
+    )
+    .unwrap();
+    let c = HttpClassifier::from_file(&file, "inventory")
+        .unwrap()
+        .unwrap();
+    let outcome = |c: &HttpClassifier, s: u16| c.outcome(http::StatusCode::from_u16(s).unwrap());
+    assert_eq!(outcome(&c, 503), Outcome::Failure);
+    assert_eq!(outcome(&c, 404), Outcome::Ignored);
+    // `ignore-status` is checked first: 408 is in 400-499.
+    assert_eq!(outcome(&c, 408), Outcome::Ignored);
+    assert_eq!(outcome(&c, 200), Outcome::Success);
+    let p = HttpClassifier::from_file(&file, "prices").unwrap().unwrap();
+    assert_eq!(outcome(&p, 200), Outcome::Success);
+    assert_eq!(outcome(&p, 403), Outcome::Ignored);
+    assert_eq!(outcome(&p, 404), Outcome::Failure);
+    assert!(HttpClassifier::from_file(&file, "nobody")
+        .unwrap()
+        .is_none());
+
+    let toml = FileConfig::from_toml_str(
+        "[resil.http.instances.inventory]\nrecord-status = [\"500-599\", 408]\n",
+    )
+    .unwrap();
+    let t = HttpClassifier::from_file(&toml, "inventory")
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome(&t, 408), Outcome::Failure);
+    assert_eq!(outcome(&t, 404), Outcome::Success);
+
+    let bad =
+        FileConfig::from_yaml_str("resil.http.instances.inventory.record-status: [500-599, 60x]\n")
+            .unwrap();
+    let e = HttpClassifier::from_file(&bad, "inventory").unwrap_err();
+    assert_eq!(e.key(), "resil.http.instances.inventory.record-status");
+    assert_eq!(
+        e.to_string(),
+        "invalid `resil.http.instances.inventory.record-status`: invalid status `60x` in \
+         `500-599, 60x`: expected a status code (100-999) or a range of them such as `500-599`"
+    );
+}

@@ -1,59 +1,76 @@
 //! `--demo`: a scripted scenario against the running service, each request
 //! and its answer printed.
 
-use std::io;
-use std::net::SocketAddr;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
 
-use crate::http::{self, Answer};
-use crate::routes::Running;
+use serde_json::Value;
 
-/// One line per request: what was asked, the status, the body (breaker
-/// snapshots shortened to state, override and counts).
-async fn step(addr: SocketAddr, method: &str, path: &str) -> io::Result<Answer> {
-    let answer = match method {
-        "POST" => http::post(addr, path).await?,
-        _ => http::get(addr, path).await?,
-    };
-    let shown = if path.starts_with("/actuator/circuitbreakers") && answer.status.is_success() {
-        summarize_breakers(&answer.json())
-    } else {
-        answer.body.clone()
-    };
-    println!(
-        "  {method:4} {path}\n       -> {} {shown}",
-        answer.status.as_u16()
+use crate::service::Running;
+
+/// A management token for this run alone (never printed).
+pub fn token() -> String {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
     );
-    Ok(answer)
+    format!("demo-{:016x}", h.finish())
 }
 
-/// `inventory-query: OPEN, failed 5 of 10 buffered, …` for each breaker.
-fn summarize_breakers(snapshot: &serde_json::Value) -> String {
-    let empty = Vec::new();
-    let instances = snapshot["instances"].as_array().unwrap_or(&empty);
-    let metric = |i: &serde_json::Value, name: &str, kind: Option<&str>| {
-        i["metrics"]
-            .as_array()
-            .and_then(|ms| {
-                ms.iter()
-                    .find(|m| m["name"] == name && m["kind"].as_str() == kind)
-            })
-            .and_then(|m| m["value"].as_f64())
-            .unwrap_or(f64::NAN)
+struct Demo {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Demo {
+    /// One request, printed with its status and body (breakers shortened).
+    async fn step(&self, method: &str, path: &str, body: Option<Value>) -> reqwest::Result<Value> {
+        let url = format!("{}{path}", self.base);
+        let request = match method {
+            "POST" => self
+                .http
+                .post(url)
+                .bearer_auth(&self.token)
+                .json(&body.unwrap_or_default()),
+            _ => self.http.get(url),
+        };
+        let response = request.send().await?;
+        let status = response.status().as_u16();
+        let json: Value = response.json().await.unwrap_or(Value::Null);
+        let shown = match path {
+            "/actuator/circuitbreakers" => summarize(&json),
+            _ => json.to_string(),
+        };
+        println!("  {method:4} {path}\n       -> {status} {shown}");
+        Ok(json)
+    }
+
+    async fn quiet(&self, path: &str) -> reqwest::Result<()> {
+        self.http.get(format!("{}{path}", self.base)).send().await?;
+        Ok(())
+    }
+}
+
+/// `inventory-query: OPEN (failure rate 100 %, buffered 10, not permitted 2)`.
+fn summarize(all: &Value) -> String {
+    let Some(breakers) = all["circuitBreakers"].as_object() else {
+        return all.to_string();
     };
-    instances
+    breakers
         .iter()
-        .map(|i| {
+        .map(|(name, b)| {
             let mut line = format!(
-                "{}: {}, buffered {}, failed {}, ignored {}, not permitted {}",
-                i["name"].as_str().unwrap_or("?"),
-                i["state"].as_str().unwrap_or("?"),
-                metric(i, "circuitbreaker_buffered_calls", Some("successful"))
-                    + metric(i, "circuitbreaker_buffered_calls", Some("failed")),
-                metric(i, "circuitbreaker_calls", Some("failed")),
-                metric(i, "circuitbreaker_calls", Some("ignored")),
-                metric(i, "circuitbreaker_calls", Some("not_permitted")),
+                "{name}: {} (failure rate {} %, buffered {}, failed {}, not permitted {})",
+                b["state"].as_str().unwrap_or("?"),
+                b["failureRate"],
+                b["bufferedCalls"],
+                b["failedCalls"],
+                b["notPermittedCalls"],
             );
-            if let Some(o) = i["manual_override"].as_object() {
+            if let Some(o) = b["manualOverride"].as_object() {
                 line.push_str(&format!(
                     "; override {} (reason: {}, back to {})",
                     o["mode"].as_str().unwrap_or("?"),
@@ -68,80 +85,90 @@ fn summarize_breakers(snapshot: &serde_json::Value) -> String {
 }
 
 /// Runs the scenario.
-pub async fn run(running: &Running) -> io::Result<()> {
+pub async fn run(running: &Running, token: &str) -> reqwest::Result<()> {
     let service = running.service.addr();
-    let downstream = running.downstream_server.addr();
-    println!("inventory service on http://{service}, downstream on http://{downstream}\n");
-
-    println!("1. A healthy downstream: the real stock level.");
-    step(service, "GET", "/inventory/SKU-1").await?;
-    step(service, "GET", "/actuator/health").await?;
-
-    println!("\n2. Out of stock is a business answer: 12 of them, and the breaker stays CLOSED.");
-    step(downstream, "POST", "/control/out-of-stock").await?;
-    for _ in 0..11 {
-        http::get(service, "/inventory/SKU-2").await?;
-    }
-    step(service, "GET", "/inventory/SKU-2").await?;
-    step(service, "GET", "/actuator/circuitbreakers").await?;
-
-    println!("\n3. The downstream fails: each request is tried twice (retry outside the breaker),");
-    println!("   so a few requests fill the window of 10 attempts and the breaker opens (the 5th");
-    println!("   request's second attempt is refused). Then it answers UNKNOWN without calling");
-    println!("   the downstream at all.");
-    step(downstream, "POST", "/control/fail").await?;
-    let before = running.downstream.stock_requests();
-    for _ in 0..6 {
-        step(service, "GET", "/inventory/SKU-3").await?;
-    }
+    let d = Demo {
+        http: reqwest::Client::new(),
+        base: format!("http://{service}"),
+        token: token.to_owned(),
+    };
     println!(
-        "       (the downstream saw {} stock requests for those 6)",
-        running.downstream.stock_requests() - before
+        "inventory service on http://{service}, downstream on http://{}\n",
+        running.downstream_server.addr()
     );
-    step(service, "GET", "/actuator/circuitbreakers").await?;
-    step(service, "GET", "/actuator/health").await?;
 
-    println!("\n4. An operator resets the breaker; the downstream is slow (1.5 s) and the time");
-    println!("   limiter gives up after 800 ms (twice: a timed-out read is retried).");
-    step(
-        service,
-        "POST",
-        "/actuator/circuitbreakers/inventory-query/reset",
-    )
-    .await?;
-    step(downstream, "POST", "/control/slow?ms=1500").await?;
-    step(service, "GET", "/inventory/SKU-4").await?;
+    println!("1. A healthy downstream: the real answer, confirmed.");
+    d.step("GET", "/inventory/SKU-1001?mode=success", None)
+        .await?;
+    d.step("GET", "/inventory/attempts", None).await?;
 
-    println!("\n5. A 429 with `Retry-After: 30` opens the breaker for exactly 30 s.");
-    step(downstream, "POST", "/control/throttle?retry_after=30").await?;
-    step(service, "GET", "/inventory/SKU-5").await?;
-    step(service, "GET", "/inventory/SKU-5").await?;
-    step(service, "GET", "/actuator/circuitbreakers/inventory-query").await?;
-
-    println!("\n6. Healthy again; an operator forces the breaker open for a drill, with a TTL and");
-    println!("   a reason, and closes it by hand before the TTL ends.");
-    step(
-        service,
-        "POST",
-        "/actuator/circuitbreakers/inventory-query/reset",
-    )
-    .await?;
-    step(downstream, "POST", "/control/healthy").await?;
-    step(service, "GET", "/inventory/SKU-6").await?;
-    let drill = format!(
-        "/actuator/circuitbreakers/inventory-query/forced-open?ttl=5m&reason={}",
-        http::encode("failover drill")
+    println!("\n2. A refused connection is retried once (max-attempts 2): two attempts.");
+    d.step("GET", "/inventory/SKU-1001?mode=connect", None)
+        .await?;
+    d.step("GET", "/inventory/attempts", None).await?;
+    println!(
+        "       (the downstream itself saw {} stock request: connecting failed twice)",
+        running.downstream.stock_requests()
     );
-    step(service, "POST", &drill).await?;
-    step(service, "GET", "/inventory/SKU-6").await?;
-    step(service, "GET", "/actuator/health").await?;
-    step(
-        service,
-        "POST",
-        "/actuator/circuitbreakers/inventory-query/closed",
+
+    println!("\n3. A 503 is a failure for the breaker but is not retried: one attempt.");
+    d.step("GET", "/inventory/SKU-1001?mode=fail", None).await?;
+    d.step("GET", "/inventory/attempts", None).await?;
+
+    println!("\n4. Slow (1.2 s): the time limiter gives up at 800 ms.");
+    d.step("GET", "/inventory/SKU-1001?mode=slow", None).await?;
+
+    println!("\n5. Out of stock is a business answer: never retried, never counted.");
+    d.step("GET", "/inventory/SKU-2?mode=out-of-stock", None)
+        .await?;
+
+    println!("\n6. More failures: the window of 10 attempts fills, the breaker opens, and");
+    println!("   the service answers UNKNOWN without calling the downstream at all.");
+    for _ in 0..6 {
+        d.quiet("/inventory/SKU-1001?mode=fail").await?;
+    }
+    let before = running.client.attempts();
+    d.step("GET", "/inventory/SKU-1001?mode=success", None)
+        .await?;
+    println!(
+        "       (attempts made for that request: {})",
+        running.client.attempts() - before
+    );
+    d.step("GET", "/actuator/circuitbreakers", None).await?;
+    d.step(
+        "GET",
+        "/actuator/metrics/resilience4j.circuitbreaker.calls?tag=name:inventory-query",
+        None,
     )
     .await?;
-    step(service, "GET", "/inventory/SKU-6").await?;
+    println!("   The dependency's outage is not this service's: liveness and readiness stay UP.");
+    d.step("GET", "/actuator/health/liveness", None).await?;
+    d.step("GET", "/actuator/health/readiness", None).await?;
+
+    println!("\n7. An operator resets the breaker, then forces it open for a drill with a TTL");
+    println!("   and a reason (management, with the bearer token), then closes it by hand.");
+    d.step(
+        "POST",
+        "/actuator/circuitbreakers/inventory-query",
+        Some(serde_json::json!({ "updateState": "RESET" })),
+    )
+    .await?;
+    d.step(
+        "POST",
+        "/actuator/circuitbreakers/inventory-query",
+        Some(serde_json::json!({
+            "updateState": "FORCE_OPEN", "ttl": "5m", "reason": "failover drill"
+        })),
+    )
+    .await?;
+    d.step("GET", "/inventory/SKU-6", None).await?;
+    d.step(
+        "POST",
+        "/actuator/circuitbreakers/inventory-query",
+        Some(serde_json::json!({ "updateState": "CLOSE" })),
+    )
+    .await?;
+    d.step("GET", "/inventory/SKU-6", None).await?;
 
     println!("\nDone. `cargo run --example inventory_service` serves until Ctrl-C.");
     Ok(())

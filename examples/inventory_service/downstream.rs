@@ -1,61 +1,88 @@
 //! The downstream inventory API the service depends on: a real HTTP server
-//! whose behaviour an operator (or the demo, or a test) switches through a
-//! control endpoint.
+//! (axum) whose behaviour a request's `mode`, or an operator through the
+//! control endpoint, switches.
 //!
 //! ```text
-//! GET  /stock/{sku}                  200 {"sku":"SKU-1","available":17}
-//! POST /control/healthy              back to normal
-//! POST /control/fail                 503 to every stock request
-//! POST /control/slow?ms=1500         answer after 1500 ms
-//! POST /control/throttle?retry_after=30   429 with `Retry-After: 30`
-//! POST /control/out-of-stock         409 {"error":"out_of_stock"} (a business answer)
-//! POST /control/hold                 hold every stock request until …
-//! POST /control/release              … this: the held ones answer 200, the mode is healthy
-//! GET  /control                      {"mode":…, "stock_requests":n}
+//! GET  /stock/{sku}[?mode=M]         200 {"sku":"SKU-1","available":17}, or as mode M says
+//! POST /control/{mode}               the mode for requests that name none:
+//!      success | fail | slow?ms=1200 | throttle?retry_after=30 | out-of-stock | hold | release
+//! GET  /control                      {"mode":…, "stock_requests":n, "held":n}
 //! ```
+//!
+//! | mode | answer |
+//! |---|---|
+//! | `success` | 200 with the stock level |
+//! | `fail` | 503 (the inventory database is down) |
+//! | `slow` | 200 after 1.2 s (`?ms=` on the control endpoint) |
+//! | `throttle` | 429 with `Retry-After` |
+//! | `out-of-stock` | 409, a business answer |
+//! | `hold` | no answer until `release` (tests fill a bulkhead with it) |
+//!
+//! (`connect` is the client's: it dials an address where nothing listens.)
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::body::Incoming;
-use hyper::header::{HeaderValue, RETRY_AFTER};
-use hyper::{Method, Request, StatusCode};
+use axum::extract::{Path, Query, State};
+use axum::http::header::RETRY_AFTER;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
 use parking_lot::Mutex;
+use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::watch;
 
-use crate::http::{self, Reply, Server};
+use crate::serve::Server;
 
-/// How the downstream answers stock requests.
+/// How the downstream answers a stock request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// 200 with the stock level.
-    Healthy,
+    Success,
     /// 503 Service Unavailable.
     Failing,
     /// 200, after this long.
     Slow(Duration),
     /// 429 Too Many Requests with `Retry-After` (whole seconds).
     Throttled(Duration),
-    /// 409 with `{"error":"out_of_stock"}`: the API works, the item is gone.
+    /// 409 `{"error":"out_of_stock"}`: the API works, the item is gone.
     OutOfStock,
-    /// No answer until released, then 200 (tests fill a bulkhead with it).
+    /// No answer until released, then 200.
     Holding,
 }
 
+/// How long `slow` takes unless told otherwise (the time limiter gives up
+/// at 800 ms).
+pub const SLOW: Duration = Duration::from_millis(1200);
+
 impl Mode {
-    /// The mode's name in the control endpoint.
+    /// The mode's name, as `?mode=` and the control endpoint write it.
     pub fn label(self) -> String {
         match self {
-            Mode::Healthy => "healthy".into(),
+            Mode::Success => "success".into(),
             Mode::Failing => "fail".into(),
             Mode::Slow(d) => format!("slow ({} ms)", d.as_millis()),
             Mode::Throttled(d) => format!("throttle (Retry-After: {})", d.as_secs()),
             Mode::OutOfStock => "out-of-stock".into(),
             Mode::Holding => "hold".into(),
         }
+    }
+
+    /// A mode by its name (`slow` takes 1.2 s, `throttle` asks for 30 s).
+    pub fn parse(name: &str) -> Option<Mode> {
+        Some(match name {
+            "success" => Mode::Success,
+            "fail" => Mode::Failing,
+            "slow" => Mode::Slow(SLOW),
+            "throttle" => Mode::Throttled(Duration::from_secs(30)),
+            "out-of-stock" => Mode::OutOfStock,
+            "hold" => Mode::Holding,
+            _ => return None,
+        })
     }
 }
 
@@ -73,13 +100,17 @@ impl Downstream {
     /// Starts the downstream on `addr` (port 0: any free port).
     pub async fn start(addr: SocketAddr) -> std::io::Result<(Arc<Downstream>, Server)> {
         let downstream = Arc::new(Downstream {
-            mode: Mutex::new(Mode::Healthy),
+            mode: Mutex::new(Mode::Success),
             stock_requests: AtomicU64::new(0),
             held: watch::Sender::new(0),
             releases: watch::Sender::new(0),
         });
-        let state = Arc::clone(&downstream);
-        let server = Server::start(addr, move |req| Arc::clone(&state).handle(req)).await?;
+        let app = Router::new()
+            .route("/stock/{sku}", get(stock))
+            .route("/control", get(status))
+            .route("/control/{mode}", post(control))
+            .with_state(Arc::clone(&downstream));
+        let server = Server::start(addr, app).await?;
         Ok((downstream, server))
     }
 
@@ -93,9 +124,9 @@ impl Downstream {
         *self.mode.lock() = mode;
     }
 
-    /// Answers every held request (200) and makes the mode healthy.
+    /// Answers every held request (200) and makes the mode `success`.
     pub fn release(&self) {
-        self.set_mode(Mode::Healthy);
+        self.set_mode(Mode::Success);
         self.releases.send_modify(|n| *n += 1);
     }
 
@@ -112,100 +143,116 @@ impl Downstream {
         self.stock_requests.load(Ordering::SeqCst)
     }
 
-    async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Reply {
-        let path = req.uri().path().to_owned();
-        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-        match (req.method(), segments.as_slice()) {
-            (&Method::GET, ["stock", sku]) => self.stock(sku).await,
-            (&Method::GET, ["control"]) => self.status(),
-            (&Method::POST, ["control", mode]) => {
-                let params = http::query(&req);
-                let number = |key: &str, default: u64| -> Result<u64, String> {
-                    match params.get(key) {
-                        None => Ok(default),
-                        Some(v) => v
-                            .parse()
-                            .map_err(|_| format!("`{key}` must be a whole number, got `{v}`")),
-                    }
-                };
-                let mode = match *mode {
-                    "healthy" => Mode::Healthy,
-                    "fail" => Mode::Failing,
-                    "slow" => match number("ms", 1500) {
-                        Ok(ms) => Mode::Slow(Duration::from_millis(ms)),
-                        Err(why) => return http::error(StatusCode::BAD_REQUEST, why),
-                    },
-                    "throttle" => match number("retry_after", 30) {
-                        Ok(s) => Mode::Throttled(Duration::from_secs(s)),
-                        Err(why) => return http::error(StatusCode::BAD_REQUEST, why),
-                    },
-                    "out-of-stock" => Mode::OutOfStock,
-                    "hold" => Mode::Holding,
-                    "release" => {
-                        self.release();
-                        return self.status();
-                    }
-                    other => {
-                        return http::error(
-                            StatusCode::NOT_FOUND,
-                            format!(
-                                "unknown mode `{other}`: use healthy, fail, slow?ms=N, \
-                                 throttle?retry_after=S, out-of-stock, hold or release"
-                            ),
-                        )
-                    }
-                };
-                self.set_mode(mode);
-                self.status()
-            }
-            _ => http::error(StatusCode::NOT_FOUND, format!("no route for {path}")),
-        }
+    fn status(&self) -> Response {
+        Json(json!({
+            "mode": self.mode().label(),
+            "stock_requests": self.stock_requests(),
+            "held": *self.held.borrow(),
+        }))
+        .into_response()
     }
+}
 
-    fn status(&self) -> Reply {
-        http::json(
-            StatusCode::OK,
-            &json!({
-                "mode": self.mode().label(),
-                "stock_requests": self.stock_requests(),
-                "held": *self.held.borrow(),
-            }),
+fn problem(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": message.into() }))).into_response()
+}
+
+#[derive(Deserialize)]
+struct StockQuery {
+    mode: Option<String>,
+}
+
+async fn stock(
+    State(d): State<Arc<Downstream>>,
+    Path(sku): Path<String>,
+    Query(q): Query<StockQuery>,
+) -> Response {
+    d.stock_requests.fetch_add(1, Ordering::SeqCst);
+    let mode = match q.mode.as_deref() {
+        None => d.mode(),
+        Some(name) => match Mode::parse(name) {
+            Some(mode) => mode,
+            None => return problem(StatusCode::BAD_REQUEST, format!("unknown mode `{name}`")),
+        },
+    };
+    let available = |sku: &str| Json(json!({ "sku": sku, "available": stock_level(sku) }));
+    match mode {
+        Mode::Success => available(&sku).into_response(),
+        Mode::Failing => problem(StatusCode::SERVICE_UNAVAILABLE, "inventory database down"),
+        Mode::Slow(delay) => {
+            tokio::time::sleep(delay).await;
+            available(&sku).into_response()
+        }
+        Mode::Throttled(after) => {
+            let mut r = problem(StatusCode::TOO_MANY_REQUESTS, "slow down");
+            r.headers_mut().insert(RETRY_AFTER, after.as_secs().into());
+            r
+        }
+        Mode::Holding => {
+            let mut releases = d.releases.subscribe();
+            releases.mark_unchanged();
+            // Counted only once subscribed: a release after this is seen.
+            let _held = Held::count(&d.held);
+            let _ = releases.changed().await;
+            available(&sku).into_response()
+        }
+        Mode::OutOfStock => (
+            StatusCode::CONFLICT,
+            Json(json!({ "error": "out_of_stock", "sku": sku })),
         )
+            .into_response(),
     }
+}
 
-    async fn stock(&self, sku: &str) -> Reply {
-        self.stock_requests.fetch_add(1, Ordering::SeqCst);
-        let available = || json!({ "sku": sku, "available": stock_level(sku) });
-        match self.mode() {
-            Mode::Healthy => http::json(StatusCode::OK, &available()),
-            Mode::Failing => {
-                http::error(StatusCode::SERVICE_UNAVAILABLE, "inventory database down")
-            }
-            Mode::Slow(delay) => {
-                tokio::time::sleep(delay).await;
-                http::json(StatusCode::OK, &available())
-            }
-            Mode::Throttled(after) => {
-                let mut reply = http::error(StatusCode::TOO_MANY_REQUESTS, "slow down");
-                reply
-                    .headers_mut()
-                    .insert(RETRY_AFTER, HeaderValue::from(after.as_secs()));
-                reply
-            }
-            Mode::Holding => {
-                let mut releases = self.releases.subscribe();
-                releases.mark_unchanged();
-                // Counted only once subscribed: a release after this is seen.
-                let _held = Held::count(&self.held);
-                let _ = releases.changed().await;
-                http::json(StatusCode::OK, &available())
-            }
-            Mode::OutOfStock => http::json(
-                StatusCode::CONFLICT,
-                &json!({ "error": "out_of_stock", "sku": sku }),
-            ),
+async fn status(State(d): State<Arc<Downstream>>) -> Response {
+    d.status()
+}
+
+#[derive(Deserialize)]
+struct ControlQuery {
+    ms: Option<String>,
+    retry_after: Option<String>,
+}
+
+async fn control(
+    State(d): State<Arc<Downstream>>,
+    Path(mode): Path<String>,
+    Query(q): Query<ControlQuery>,
+) -> Response {
+    let number = |key: &str, value: &Option<String>, default: u64| match value {
+        None => Ok(default),
+        Some(v) => v
+            .parse::<u64>()
+            .map_err(|_| format!("`{key}` must be a whole number, got `{v}`")),
+    };
+    let mode = match mode.as_str() {
+        "slow" => match number("ms", &q.ms, SLOW.as_millis() as u64) {
+            Ok(ms) => Mode::Slow(Duration::from_millis(ms)),
+            Err(why) => return problem(StatusCode::BAD_REQUEST, why),
+        },
+        "throttle" => match number("retry_after", &q.retry_after, 30) {
+            Ok(s) => Mode::Throttled(Duration::from_secs(s)),
+            Err(why) => return problem(StatusCode::BAD_REQUEST, why),
+        },
+        "release" => {
+            d.release();
+            return d.status();
         }
-    }
+        other => match Mode::parse(other) {
+            Some(mode) => mode,
+            None => {
+                return problem(
+                    StatusCode::NOT_FOUND,
+                    format!(
+                        "unknown mode `{other}`: use success, fail, slow?ms=N, \
+                         throttle?retry_after=S, out-of-stock, hold or release"
+                    ),
+                )
+            }
+        },
+    };
+    d.set_mode(mode);
+    d.status()
 }
 
 /// One held request, counted until it ends or is dropped (the client hung up).

@@ -1,30 +1,32 @@
-//! The inventory service: a real HTTP service whose stock query calls a
+//! The inventory service: an axum service whose stock query calls a
 //! downstream inventory API over HTTP, protected by resil's registry
 //! instances (circuit breaker, retry, time limiter, bulkhead, rate limiter in
-//! Resilience4j's order), with Actuator-style health and management
-//! endpoints.
+//! Resilience4j's order), its route behind a resil tower layer, and resil's
+//! actuator mounted beside it (health with liveness and readiness, metrics,
+//! Prometheus, the live dashboard, management behind a bearer token).
 //!
 //! ```text
 //! cargo run --example inventory_service               # serve on 127.0.0.1:8080 until Ctrl-C (or SIGTERM)
 //! cargo run --example inventory_service -- --demo     # a scripted scenario, printed, then exit
 //! cargo run --example inventory_service -- --port 0   # any free port
 //! cargo run --example inventory_service -- --config my.toml
+//! INVENTORY_ADMIN_TOKEN=s3cret cargo run --example inventory_service   # management enabled
 //! ```
 //!
-//! The downstream runs in the same program on its own port; switch its
-//! behaviour (fail, slow, 429, out of stock) through its control endpoint.
+//! The downstream runs in the same program on its own port; a request's
+//! `?mode=` (or the downstream's control endpoint) switches its behaviour.
 
 mod demo;
 mod downstream;
-mod http;
 mod inventory;
-mod routes;
+mod serve;
+mod service;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use routes::Running;
+use service::Running;
 
 const USAGE: &str = "usage: inventory_service [--demo] [--port N] [--config PATH]";
 
@@ -38,7 +40,7 @@ fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         demo: false,
         port: 8080,
-        config: PathBuf::from(routes::CONFIG),
+        config: PathBuf::from(service::CONFIG),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -68,21 +70,31 @@ async fn main() -> ExitCode {
         }
     };
     // The process-wide registry, which the service's instances come from.
-    match routes::load_registry(&args.config) {
-        Ok(registry) => {
+    let classifier = match service::load_registry(&args.config) {
+        Ok((registry, classifier)) => {
             if resil::init(registry).is_err() {
                 eprintln!("the process-wide registry was used before it was configured");
                 return ExitCode::FAILURE;
             }
+            classifier
         }
         Err(e) => {
             eprintln!("cannot load {}: {e}", args.config.display());
             return ExitCode::FAILURE;
         }
-    }
-    // The demo talks to itself: any free port will do.
+    };
+    // The demo talks to itself: any free port will do, and it makes its own
+    // management token.
     let port = if args.demo { 0 } else { args.port };
-    let running = match Running::start(SocketAddr::from(([127, 0, 0, 1], port))).await {
+    let token = if args.demo {
+        Some(demo::token())
+    } else {
+        std::env::var("INVENTORY_ADMIN_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty())
+    };
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let running = match Running::start(addr, token.as_deref(), classifier).await {
         Ok(running) => running,
         Err(e) => {
             eprintln!("cannot listen on 127.0.0.1:{port}: {e} (try `--port 0`)");
@@ -90,7 +102,7 @@ async fn main() -> ExitCode {
         }
     };
     if args.demo {
-        let outcome = demo::run(&running).await;
+        let outcome = demo::run(&running, token.as_deref().unwrap_or_default()).await;
         running.stop().await;
         return match outcome {
             Ok(()) => ExitCode::SUCCESS,
@@ -100,7 +112,7 @@ async fn main() -> ExitCode {
             }
         };
     }
-    print_banner(&running, &args.config);
+    print_banner(&running, &args.config, token.is_some());
     let signal = stop_signal().await;
     println!("\n{signal}: finishing requests in flight, then exiting");
     running.stop().await;
@@ -126,7 +138,7 @@ async fn stop_signal() -> &'static str {
     }
 }
 
-fn print_banner(running: &Running, config: &std::path::Path) {
+fn print_banner(running: &Running, config: &std::path::Path, managed: bool) {
     let service = running.service.addr();
     let downstream = running.downstream_server.addr();
     println!(
@@ -143,18 +155,22 @@ fn print_banner(running: &Running, config: &std::path::Path) {
         .collect();
     println!("protected by: {}", protection.join(", "));
     println!();
-    println!("  curl http://{service}/inventory/SKU-1");
+    for mode in ["success", "fail", "connect", "slow"] {
+        println!("  curl 'http://{service}/inventory/SKU-1001?mode={mode}'");
+    }
+    println!("  curl http://{service}/inventory/attempts");
+    println!("  curl http://{service}/actuator/metrics/resilience4j.circuitbreaker.calls");
     println!("  curl http://{service}/actuator/health");
-    println!("  curl http://{service}/actuator/circuitbreakers");
-    println!("  curl -X POST 'http://{service}/actuator/circuitbreakers/inventory-query/forced-open?ttl=30s&reason=drill'");
-    println!("  curl -X POST http://{service}/actuator/circuitbreakers/inventory-query/reset");
-    println!();
-    println!(
-        "  curl -X POST http://{downstream}/control/fail          # also: healthy, out-of-stock,"
-    );
-    println!(
-        "  curl -X POST 'http://{downstream}/control/slow?ms=1500' #   throttle?retry_after=30"
-    );
+    println!("  open http://{service}/actuator/dashboard");
+    if managed {
+        println!(
+            "  curl -X POST -H \"Authorization: Bearer $INVENTORY_ADMIN_TOKEN\" \\\n       \
+             -H 'content-type: application/json' -d '{{\"updateState\":\"FORCE_OPEN\",\"ttl\":\"30s\"}}' \\\n       \
+             http://{service}/actuator/circuitbreakers/inventory-query"
+        );
+    } else {
+        println!("  (management is off: set INVENTORY_ADMIN_TOKEN to enable it)");
+    }
     println!();
     println!("Ctrl-C to stop.");
 }

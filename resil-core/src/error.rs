@@ -231,6 +231,60 @@ impl<E: 'static> Error<E> {
     }
 }
 
+/// What [`look_inside`] finds: the call's own error, or a refusal's struct
+/// and its kind.
+pub(crate) type Inside<'a> = (&'a dyn std::any::Any, Option<ErrorKind>);
+
+/// [`look_inside`] for one type, as predicates store it.
+pub(crate) type Look = fn(&dyn std::any::Any) -> Option<Inside<'_>>;
+
+/// What a classifying predicate written for `X` is shown of `any` when
+/// `any` is a `resil::Error<X>` nested up to four levels deep (primitives
+/// composed by hand with their plain `call`, each adding one level): the
+/// call's own `X`, or the innermost refusal's struct with its kind. `None`
+/// for any other type.
+pub(crate) fn look_inside<X: 'static>(
+    any: &dyn std::any::Any,
+) -> Option<(&dyn std::any::Any, Option<ErrorKind>)> {
+    fn level<E: 'static>(e: &Error<E>) -> (&dyn std::any::Any, Option<ErrorKind>) {
+        match e.classified() {
+            (value, false) => (value, None),
+            (refusal, true) => (refusal, Some(e.kind())),
+        }
+    }
+    fn two<X: 'static>(e: &Error<Error<X>>) -> (&dyn std::any::Any, Option<ErrorKind>) {
+        match e {
+            Error::Call(inner) => level(inner),
+            refusal => level(refusal),
+        }
+    }
+    fn three<X: 'static>(e: &Error<Error<Error<X>>>) -> (&dyn std::any::Any, Option<ErrorKind>) {
+        match e {
+            Error::Call(inner) => two(inner),
+            refusal => level(refusal),
+        }
+    }
+    fn four<X: 'static>(
+        e: &Error<Error<Error<Error<X>>>>,
+    ) -> (&dyn std::any::Any, Option<ErrorKind>) {
+        match e {
+            Error::Call(inner) => three(inner),
+            refusal => level(refusal),
+        }
+    }
+    if let Some(e) = any.downcast_ref::<Error<X>>() {
+        return Some(level(e));
+    }
+    if let Some(e) = any.downcast_ref::<Error<Error<X>>>() {
+        return Some(two(e));
+    }
+    if let Some(e) = any.downcast_ref::<Error<Error<Error<X>>>>() {
+        return Some(three(e));
+    }
+    any.downcast_ref::<Error<Error<Error<Error<X>>>>>()
+        .map(four)
+}
+
 impl<E> Error<Error<E>> {
     /// Collapses a nested error (a protected call that itself returns a resil
     /// error) into one level: an inner refusal stays a refusal.
@@ -687,6 +741,33 @@ impl std::error::Error for ConfigError {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn look_inside_sees_the_call_error_and_the_refusal_four_levels_deep() {
+        type E1 = Error<u32>;
+        let call: Error<Error<Error<E1>>> = Error::Call(Error::Call(Error::Call(Error::Call(7))));
+        let (inner, refusal) = look_inside::<u32>(&call).unwrap();
+        assert_eq!((inner.downcast_ref::<u32>(), refusal), (Some(&7), None));
+
+        let full: Error<Error<E1>> =
+            Error::Call(Error::Call(Error::BulkheadFull(BulkheadFull::new("b"))));
+        let (inner, refusal) = look_inside::<u32>(&full).unwrap();
+        assert!(inner.downcast_ref::<BulkheadFull>().is_some());
+        assert_eq!(refusal, Some(ErrorKind::BulkheadFull));
+
+        // A refusal by an outer level, around the inner ones.
+        let outer: Error<E1> = Error::Timeout(Timeout::new("t", Duration::from_secs(1)));
+        assert_eq!(
+            look_inside::<u32>(&outer).unwrap().1,
+            Some(ErrorKind::Timeout)
+        );
+
+        assert!(look_inside::<u32>(&7u32).is_none(), "not a resil error");
+        assert!(
+            look_inside::<u64>(&call).is_none(),
+            "another call error type"
+        );
+    }
 
     #[derive(Debug, PartialEq)]
     struct Boom;

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use proc_macro2::{Span, TokenStream};
+use resil_options::Section;
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream, Parser};
 use syn::punctuated::Punctuated;
@@ -86,7 +87,7 @@ fn closest(aspect: Aspect, text: &str) -> Option<&'static str> {
     let lower = text.to_ascii_lowercase();
     COMMON
         .iter()
-        .chain(override_keys(aspect))
+        .chain(override_keys(aspect).iter())
         .map(|k| (edit_distance(&lower, k), *k))
         .filter(|&(d, k)| d <= 2 && d * 3 <= k.len())
         .min_by_key(|&(d, _)| d)
@@ -129,42 +130,37 @@ pub(crate) struct AspectArgs {
 /// Arguments every attribute accepts.
 const COMMON: [&str; 4] = ["name", "fallback", "order", "crate"];
 
-/// Literal overrides each aspect accepts, with what `valid.rs` checks.
-pub(crate) fn override_keys(aspect: Aspect) -> &'static [&'static str] {
+/// Literal overrides each aspect accepts: the option table's rows an
+/// attribute may set (`valid.rs` checks each literal against its row).
+pub(crate) fn override_keys(aspect: Aspect) -> Vec<&'static str> {
+    let mut keys = Vec::new();
+    if aspect == Aspect::Bulkhead {
+        keys.push("kind");
+    }
+    for section in sections(aspect) {
+        for o in section.options() {
+            // An attribute key is its option's setter (resil-options checks it).
+            if o.check.is_some() && !keys.contains(&o.setter) {
+                keys.push(o.setter);
+            }
+        }
+    }
+    keys
+}
+
+/// The parts of the option table an aspect's literals set: a bulkhead's are
+/// the semaphore's and the thread pool's (`kind` chooses).
+pub(crate) fn sections(aspect: Aspect) -> &'static [Section] {
     match aspect {
-        Aspect::CircuitBreaker => &[
-            "failure_rate_threshold",
-            "slow_call_rate_threshold",
-            "slow_call_duration_threshold",
-            "sliding_window_size",
-            "minimum_number_of_calls",
-            "wait_duration_in_open_state",
-            "automatic_transition_from_open_to_half_open_enabled",
-            "permitted_number_of_calls_in_half_open_state",
-            "max_wait_duration_in_half_open_state",
-        ],
-        Aspect::Retry => &["max_attempts", "wait_duration"],
-        Aspect::Bulkhead => &[
-            "kind",
-            "max_concurrent_calls",
-            "max_wait_duration",
-            "fair_call_handling_enabled",
-            "core_thread_pool_size",
-            "max_thread_pool_size",
-            "queue_capacity",
-            "keep_alive_duration",
-        ],
-        Aspect::RateLimiter => &[
-            "limit_for_period",
-            "limit_refresh_period",
-            "timeout_duration",
-        ],
-        Aspect::TimeLimiter => &["timeout_duration", "cancel_running_future"],
-        // Rates and faults come from the file or code; the switch from
-        // management.
-        Aspect::Chaos => &[],
-        // `delay` and `max-hedged-attempts` come from the file or code.
-        Aspect::Hedge => &[],
+        Aspect::CircuitBreaker => &[Section::CircuitBreaker],
+        Aspect::Retry => &[Section::Retry],
+        Aspect::Bulkhead => &[Section::Bulkhead, Section::ThreadPoolBulkhead],
+        Aspect::RateLimiter => &[Section::RateLimiter],
+        Aspect::TimeLimiter => &[Section::TimeLimiter],
+        // No row of these sets an attribute literal: `delay` and the rates
+        // come from the file or code, chaos's switch from management.
+        Aspect::Hedge => &[Section::Hedging],
+        Aspect::Chaos => &[Section::Chaos],
     }
 }
 

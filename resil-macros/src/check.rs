@@ -31,6 +31,36 @@ pub(crate) struct Protected<'a> {
     pub(crate) err_span: Span,
 }
 
+/// `tokens` with every token, identifiers included, at exactly `span`: an
+/// expression made of them is then reported at `span`, never widened to the
+/// whole attribute (tokens of two contexts join to the macro's call site).
+/// Only for tokens naming nothing local to the expansion.
+fn respan_all(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            if let proc_macro2::TokenTree::Group(g) = &t {
+                let mut group =
+                    proc_macro2::Group::new(g.delimiter(), respan_all(g.stream(), span));
+                group.set_span(span);
+                t = proc_macro2::TokenTree::Group(group);
+            } else {
+                t.set_span(span);
+            }
+            t
+        })
+        .collect()
+}
+
+/// The last segment of a fallback's path, as a type name for a message.
+fn name_of(path: &Path) -> Ident {
+    path.segments
+        .last()
+        .expect("a path has a segment")
+        .ident
+        .clone()
+}
+
 /// `match out { Ok(v) => Ok(v), Err(err) => most specific fallback or leftover }`.
 pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
     let Protected {
@@ -54,23 +84,68 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
     let cov = Ident::new("__resil_cov", Span::mixed_site());
     let site = Ident::new("__RESIL_FALLBACK", Span::mixed_site());
     let args_ty = quote!((#(#arg_types,)*));
+    // The protected fn's parameters as messages show them: an `impl Trait`
+    // parameter (`_` in `arg_types`) as `resil::checks::ImplTrait`.
+    let shown = arg_types.iter().map(|t| {
+        if t.to_string() == "_" {
+            quote!(#p::ImplTrait)
+        } else {
+            t.clone()
+        }
+    });
+    let shown_ty = quote!((#(#shown,)*));
     let e = quote!(<#ret as #p::ProtectedResult>::Err);
     let args_val = quote!((#(#args,)*));
 
+    // Each fallback is first checked part by part (see `checks::fit`): its
+    // parameters in order, its trailing error parameter, its return type.
+    // The first part that does not fit is the one error, at the user's
+    // token; what comes after sees an unknown type and reports nothing.
     let mut binds = TokenStream::new();
     let mut vars = Vec::new();
     for (i, (f, path)) in fallbacks.iter().zip(paths).enumerate() {
         let span = f.span();
         let var = format_ident!("__resil_fallback{}", i, span = span);
-        binds.extend(quote_spanned!(span=> let #var = &#path;));
+        let mut chain = quote!(#p::signature::<_, _, _>(&#path));
+        for (n, ty) in arg_types.iter().enumerate() {
+            let index = proc_macro2::Literal::usize_unsuffixed(n + 1);
+            chain = quote!(#p::param::<#index, #ty, #shown_ty, _, _, _>(#chain));
+        }
+        chain = quote!(#p::error_param::<#e, _, _, _, _>(#p::tail::<#shown_ty, _, _, _>(#chain)));
+        // An async fn's fallback's return type is checked where it is
+        // awaited (`invoke_async`): a check here too could not keep that
+        // call from reporting it again.
+        chain = if is_async {
+            quote!(#p::fitted(#chain))
+        } else {
+            quote!(#p::returns::<#ret, _, _, _>(#chain))
+        };
+        binds.extend(respan_all(quote!(let #var = #chain;), span));
         vars.push((var, span));
     }
 
     let mut checks = TokenStream::new();
     for (j, (b, span)) in vars.iter().enumerate() {
-        for (a, _) in &vars[..j] {
+        for (i, (a, _)) in vars[..j].iter().enumerate() {
+            // Types named after the two fallbacks, for the message.
+            let na = name_of(&fallbacks[i]);
+            let nb = name_of(&fallbacks[j]);
+            // The same fn listed twice is named twice.
+            let second = (nb != na).then(|| {
+                quote! {
+                    #[allow(non_camel_case_types, dead_code)]
+                    enum #nb {}
+                }
+            });
             checks.extend(respan(
-                quote!(#p::distinct::<_, _, _, _, #args_ty, #e>(#a, #b, &#err);),
+                quote!({
+                    #[allow(non_camel_case_types, dead_code)]
+                    enum #na {}
+                    #second
+                    #p::distinct::<_, _, _, _, #args_ty, #e, #na, #nb>(
+                        #a, #b, &#err, ::core::marker::PhantomData,
+                    );
+                }),
                 *span,
             ));
         }
@@ -91,10 +166,16 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
         // Every token of the call at the user's `fallback = path`: a failed
         // bound is then reported once, there, not also at the attribute.
         let call = if is_async {
-            respan(
-                quote!(#p::invoke_async::<#ret, _, #args_ty, #e, _>(#var, #args_val, #err).await),
-                *span,
-            )
+            // The arguments keep their own hygiene (a renamed pattern).
+            let f = respan_all(quote!(#p::invoke_async::<#ret, _, #args_ty, #e, _>), *span);
+            let args_val = respan(args_val.clone(), *span);
+            let mut inner = respan_all(quote!(#var,), *span);
+            inner.extend(args_val);
+            inner.extend(respan_all(quote!(, #err), *span));
+            let mut group = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, inner);
+            group.set_span(*span);
+            let wait = respan_all(quote!(.await), *span);
+            quote!(#f #group #wait)
         } else {
             // Here only the path is moved: the whole call at the token would
             // report an unfit fallback twice (`coverage`, then `invoke`).

@@ -24,6 +24,16 @@ pub(crate) fn expand(aspect: Aspect, args: TokenStream, input: TokenStream) -> T
                 .to_compile_error();
                 return quote::quote!({ #error #closure });
             }
+            if let Some(span) = let_statement(&input) {
+                // A statement (rustc reports the attribute there as unstable
+                // first): the error, then the statement as written.
+                let error = syn::Error::new(
+                    span,
+                    format!("a resil attribute protects a fn, a method or a fn in a trait impl, not a `let` statement or the closure it binds; move the closure's body into a fn and put `#[resil::{aspect}(…)]` on that fn"),
+                )
+                .to_compile_error();
+                return quote::quote!(#error #input);
+            }
             return fallback::with_error(input.clone(), not_a_fn(aspect, &input).unwrap_or(e));
         }
     };
@@ -34,6 +44,20 @@ pub(crate) fn expand(aspect: Aspect, args: TokenStream, input: TokenStream) -> T
         (Ok(()), Some(plan)) => codegen(plan),
         (Err(e), _) => fallback::with_error(input, e),
         (Ok(()), None) => unreachable!("validate returns no plan only after reporting an error"),
+    }
+}
+
+/// Where to report an attribute on a `let` statement: at its closure when
+/// it binds one, else at `let`.
+fn let_statement(input: &TokenStream) -> Option<proc_macro2::Span> {
+    use syn::parse::Parser;
+    let stmts = syn::Block::parse_within.parse2(input.clone()).ok()?;
+    let [syn::Stmt::Local(local)] = stmts.as_slice() else {
+        return None;
+    };
+    match local.init.as_ref().map(|init| &*init.expr) {
+        Some(syn::Expr::Closure(closure)) => Some(closure.or1_token.span),
+        _ => Some(local.let_token.span),
     }
 }
 

@@ -9,6 +9,8 @@ use syn::{
     FnArg, GenericArgument, Ident, Lit, Path, PathArguments, ReturnType, Type, TypeParamBound,
 };
 
+use resil_options::{Check, Section};
+
 use crate::attr::{AspectArgs, BulkheadKind, Override};
 use crate::diag::Errors;
 use crate::item::ItemFn;
@@ -51,6 +53,8 @@ enum Expect {
         min: u64,
         max: u64,
         ty: &'static str,
+        /// Appended to an out-of-range message.
+        note: &'static str,
     },
     /// A percentage in (0, 100].
     Percent,
@@ -63,103 +67,54 @@ enum Expect {
 }
 
 fn expect_for(aspect: Aspect, kind: BulkheadKind, key: &str) -> Option<Expect> {
-    use Expect::*;
-    const U32: u64 = u32::MAX as u64;
-    let any_duration = Duration {
-        min_nanos: 0,
-        min_text: "0ms",
+    let section = match (aspect, kind) {
+        (Aspect::Bulkhead, BulkheadKind::Semaphore) => Section::Bulkhead,
+        (Aspect::Bulkhead, BulkheadKind::ThreadPool) => Section::ThreadPoolBulkhead,
+        // No literal sets an adaptive bulkhead (its limit moves by itself).
+        (Aspect::Bulkhead, BulkheadKind::Adaptive) => Section::AdaptiveBulkhead,
+        _ => crate::attr::sections(aspect)[0],
     };
-    Some(match (aspect, key) {
-        (Aspect::CircuitBreaker, "failure_rate_threshold" | "slow_call_rate_threshold") => Percent,
-        (Aspect::CircuitBreaker, "slow_call_duration_threshold") => Duration {
-            min_nanos: 1,
-            min_text: "1ns",
+    Some(match resil_options::attribute(section, key)?.check? {
+        Check::Int { min, max, ty } => Expect::Int {
+            min,
+            max,
+            ty,
+            note: "",
         },
-        (Aspect::CircuitBreaker, "sliding_window_size") => Int {
+        // An attribute cannot see the window type a file sets: it takes
+        // what a count window takes, and the build checks a time window.
+        Check::WindowSize { count_max, .. } => Expect::Int {
             min: 1,
-            max: 16_777_216,
+            max: count_max,
             ty: "u32",
+            note: WINDOW_NOTE,
         },
-        (Aspect::CircuitBreaker, "minimum_number_of_calls") => Int {
-            min: 1,
-            max: U32,
-            ty: "u32",
+        Check::Percent => Expect::Percent,
+        Check::Duration {
+            min_nanos,
+            min_text,
+        } => Expect::Duration {
+            min_nanos: u128::from(min_nanos),
+            min_text,
         },
-        (Aspect::CircuitBreaker, "wait_duration_in_open_state") => Duration {
-            min_nanos: 1_000_000,
-            min_text: "1ms",
-        },
-        (Aspect::CircuitBreaker, "automatic_transition_from_open_to_half_open_enabled") => Bool,
-        (Aspect::CircuitBreaker, "permitted_number_of_calls_in_half_open_state") => Int {
-            min: 1,
-            max: 16_777_216,
-            ty: "u32",
-        },
-        (Aspect::CircuitBreaker, "max_wait_duration_in_half_open_state") => any_duration,
-        (Aspect::Retry, "max_attempts") => Int {
-            min: 1,
-            max: U32,
-            ty: "u32",
-        },
-        (Aspect::Retry, "wait_duration") => any_duration,
-        (Aspect::Bulkhead, "max_concurrent_calls") if kind == BulkheadKind::Semaphore => Int {
-            min: 1,
-            max: i32::MAX as u64,
-            ty: "u32",
-        },
-        (Aspect::Bulkhead, "max_wait_duration") if kind == BulkheadKind::Semaphore => any_duration,
-        (Aspect::Bulkhead, "fair_call_handling_enabled") if kind == BulkheadKind::Semaphore => Bool,
-        (Aspect::Bulkhead, "core_thread_pool_size" | "max_thread_pool_size")
-            if kind == BulkheadKind::ThreadPool =>
-        {
-            Int {
-                min: 1,
-                max: U32,
-                ty: "usize",
-            }
-        }
-        (Aspect::Bulkhead, "queue_capacity") if kind == BulkheadKind::ThreadPool => Int {
-            min: 0,
-            max: U32,
-            ty: "usize",
-        },
-        (Aspect::Bulkhead, "keep_alive_duration") if kind == BulkheadKind::ThreadPool => {
-            any_duration
-        }
-        (Aspect::RateLimiter, "limit_for_period") => Int {
-            min: 1,
-            max: U32,
-            ty: "u32",
-        },
-        (Aspect::RateLimiter, "limit_refresh_period") => Duration {
-            min_nanos: 1,
-            min_text: "1ns",
-        },
-        (Aspect::RateLimiter, "timeout_duration") => any_duration,
-        (Aspect::TimeLimiter, "timeout_duration") => Duration {
-            min_nanos: 1,
-            min_text: "1ns",
-        },
-        (Aspect::TimeLimiter, "cancel_running_future") => Bool,
-        _ => return None,
+        Check::Bool => Expect::Bool,
     })
 }
 
-/// `"500ms"` → nanoseconds. Units: `ns`, `us`, `ms`, `s`, `m`, `h`.
+/// What the out-of-range message adds for a window size.
+const WINDOW_NOTE: &str = " calls (a TIME_BASED window counts seconds and takes at most 604800)";
+
+/// `"500ms"` → nanoseconds, by the option table's one duration parser (the
+/// config files' own). An attribute must name the unit: a bare `"500"`, which
+/// a file reads as milliseconds, is refused here as ambiguous in code.
 pub(crate) fn parse_duration(text: &str) -> Option<u128> {
-    let split = text.find(|c: char| !c.is_ascii_digit())?;
-    let (digits, unit) = text.split_at(split);
-    let n: u128 = digits.parse().ok()?;
-    let scale: u128 = match unit {
-        "ns" => 1,
-        "us" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        "m" => 60_000_000_000,
-        "h" => 3_600_000_000_000,
-        _ => return None,
-    };
-    n.checked_mul(scale).filter(|&n| n <= u64::MAX as u128)
+    if text.is_empty() || text.ends_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    resil_options::duration::parse_duration(text)
+        .ok()
+        .map(|d| d.as_nanos())
+        .filter(|&n| n <= u64::MAX as u128)
 }
 
 fn check_override(
@@ -189,7 +144,7 @@ fn check_override(
     };
     let span = o.lit.span();
     let value = match (&expect, &o.lit) {
-        (Expect::Int { min, max, ty }, Lit::Int(i)) => match i.base10_parse::<u64>() {
+        (Expect::Int { min, max, ty, note }, Lit::Int(i)) => match i.base10_parse::<u64>() {
             Ok(n) if (*min..=*max).contains(&n) => {
                 let ty = Ident::new(ty, Span::call_site());
                 quote!(#n as #ty)
@@ -204,7 +159,7 @@ fn check_override(
             _ => {
                 errors.push(syn::Error::new(
                     span,
-                    format!("`{key}` is out of range; expected an integer in {min}..={max}"),
+                    format!("`{key}` is out of range; expected an integer in {min}..={max}{note}"),
                 ));
                 return None;
             }
@@ -700,5 +655,8 @@ mod tests {
         assert_eq!(parse_duration("ms"), None);
         assert_eq!(parse_duration("5 s"), None);
         assert_eq!(parse_duration("999999999999h"), None);
+        // The config files' parser: ISO-8601 and days too.
+        assert_eq!(parse_duration("PT0.5S"), Some(500_000_000));
+        assert_eq!(parse_duration("1d"), Some(86_400_000_000_000));
     }
 }

@@ -19,12 +19,8 @@
 //! assert_eq!(size.default.value(), Some("100"));
 //! ```
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
-#![no_std]
 
-extern crate alloc;
-
-use alloc::format;
-use alloc::string::String;
+pub mod duration;
 
 /// A part of the `resilience4j` tree: one kind of primitive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -357,6 +353,8 @@ pub const ALGORITHMS: &[&str] = &["SLIDING_WINDOW", "GCRA"];
 /// `failure-policy` (Redis-backed rate limiter): what an acquire does when
 /// Redis does not answer.
 pub const FAILURE_POLICIES: &[&str] = &["FAIL_CLOSED", "FAIL_OPEN", "LOCAL_FALLBACK"];
+/// `topology` (Redis-backed rate limiter): what `redis-url` points at.
+pub const TOPOLOGIES: &[&str] = &["STANDALONE", "CLUSTER", "SENTINEL"];
 /// Sliding window types as Resilience4j writes them.
 pub const SLIDING_WINDOW_TYPES: &[&str] = &["COUNT_BASED", "TIME_BASED"];
 /// Circuit-breaker states as Resilience4j writes them.
@@ -722,6 +720,26 @@ const RATE_LIMITER: &[OptionSpec] = &[
         Ty::U32,
         Default::Unset("for `LOCAL_FALLBACK`'s share"),
     ),
+    registry(
+        "topology",
+        Ty::Choice(TOPOLOGIES),
+        Default::Is("STANDALONE"),
+    ),
+    registry(
+        "sentinel-master-name",
+        Ty::Text,
+        Default::Unset("required with `topology: SENTINEL`"),
+    ),
+    registry(
+        "lease-size",
+        Ty::U32,
+        Default::Unset("no leases: one round trip per acquire"),
+    ),
+    registry(
+        "lease-ttl",
+        Ty::Duration,
+        Default::Unset("the refresh period (with `lease-size`)"),
+    ),
 ];
 
 const TIME_LIMITER: &[OptionSpec] = &[
@@ -895,10 +913,17 @@ pub fn markdown() -> String {
                 Target::Core => format!("builder `{}`", o.setter),
                 Target::Registry => String::from("registry"),
             };
+            // The docs describe every build: `redis` is a choice only with
+            // the `redis` feature, which the table's own type follows.
+            let ty = match o.ty {
+                Ty::Choice(_) if o.key == "backend" => {
+                    String::from("local \\| redis (feature `redis`)")
+                }
+                ty => ty.describe(),
+            };
             out.push_str(&format!(
-                "| `{}`{alias} | {attribute} | {} | {default} | {from} |\n",
-                o.key,
-                o.ty.describe()
+                "| `{}`{alias} | {attribute} | {ty} | {default} | {from} |\n",
+                o.key
             ));
         }
         out.push('\n');
@@ -950,7 +975,7 @@ mod tests {
                 }
             }
         }
-        let keys: alloc::vec::Vec<String> = attribute_keys(Section::Retry).collect();
+        let keys: Vec<String> = attribute_keys(Section::Retry).collect();
         assert_eq!(keys, ["max_attempts", "wait_duration"]);
         assert!(attribute(Section::CircuitBreaker, "sliding_window_type").is_none());
     }

@@ -193,3 +193,71 @@ fn health_is_the_worst_component_with_reasons_opt_out_and_not_allowed_to_fail() 
     let _permit = bh.try_acquire_permission().unwrap();
     assert_eq!(registry.health().status, Status::Degraded);
 }
+
+/// Each value carries the layer that changed it last: code that puts a
+/// file's value back to the default is code (not "default"), a code config
+/// names itself, and a limit an operator changes in place is shown as set at
+/// run time. A layer that writes the value already in force leaves it with
+/// the earlier layer: a code setting is a closure, seen only by what it
+/// changes.
+#[cfg(feature = "toml")]
+#[test]
+fn each_value_is_labelled_by_the_layer_that_set_it_not_by_comparing_values() {
+    use resil_core::rate_limiter::RateLimiter;
+    use resil_core::retry::Retry;
+    use resil_registry::FileConfig;
+
+    let registry = Registry::new();
+    registry
+        .reload(
+            FileConfig::from_toml_str(
+                "[resilience4j.retry.instances.payments]\nmax-attempts = 5\n",
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    registry
+        .add_config::<Retry>("backend", None, |b| b.wait_duration(Duration::from_secs(1)))
+        .unwrap();
+    registry.use_config::<Retry>("orders", "backend").unwrap();
+    // 3 is Resilience4j's default, but code wrote it over the file's 5.
+    registry
+        .configure_retry("payments", |b| b.max_attempts(3))
+        .unwrap();
+    let _ = registry.retry("payments");
+    let _ = registry.retry("orders");
+    let limiter = registry.rate_limiter("api");
+    limiter.change_limit_for_period(7).unwrap();
+
+    let snap = registry.snapshot();
+    let r = snap.instance(Kind::Retry, "payments").unwrap();
+    let of = |key: &str| {
+        let v = r.config_value(key).unwrap();
+        (v.value.clone(), v.source.clone(), v.location.clone())
+    };
+    assert_eq!(
+        of("max-attempts"),
+        ("3".into(), "code".into(), "code".into())
+    );
+    let o = snap.instance(Kind::Retry, "orders").unwrap();
+    let wait = o.config_value("wait-duration").unwrap();
+    assert_eq!(
+        (
+            wait.value.as_str(),
+            wait.source.as_str(),
+            wait.location.as_str()
+        ),
+        ("1s", "code", "code config `backend`")
+    );
+    assert_eq!(
+        of("fail-after-max-attempts"),
+        ("false".into(), "default".into(), "default".into())
+    );
+    let l = snap.instance(Kind::RateLimiter, "api").unwrap();
+    let limit = l.config_value("limit-for-period").unwrap();
+    assert_eq!(
+        (limit.value.as_str(), limit.location.as_str()),
+        ("7", "set at run time")
+    );
+    let _ = registry.find::<RateLimiter>("api").unwrap();
+}

@@ -116,6 +116,9 @@ pub trait Fallback<Args, E, M> {
     type Output;
     /// What [`DistinctFallbacks`] compares.
     type Id;
+    /// What [`DistinctFallbacks`] names: the trailing parameter's type
+    /// (`resil::Error<E>` for a fallback without one).
+    type Takes;
     /// Which errors, by kind, this fallback takes over.
     type Covers;
     /// `Some(rank)` if this fallback handles `err`.
@@ -132,6 +135,7 @@ macro_rules! fallback_arity {
         {
             type Output = R;
             type Id = IdEverything;
+            type Takes = Error<E>;
             type Covers = Covers<Yes, Yes>;
             #[inline]
             fn rank(_: &Error<E>) -> Option<u8> {
@@ -149,6 +153,7 @@ macro_rules! fallback_arity {
         {
             type Output = R;
             type Id = IdEverything;
+            type Takes = Error<E>;
             type Covers = Covers<Yes, Yes>;
             #[inline]
             fn rank(_: &Error<E>) -> Option<u8> {
@@ -166,6 +171,7 @@ macro_rules! fallback_arity {
         {
             type Output = R;
             type Id = IdCall;
+            type Takes = E;
             type Covers = Covers<Yes, No>;
             #[inline]
             fn rank(err: &Error<E>) -> Option<u8> {
@@ -187,6 +193,7 @@ macro_rules! fallback_arity {
         {
             type Output = R;
             type Id = X::Id;
+            type Takes = X;
             type Covers = Covers<No, X::All>;
             #[inline]
             fn rank(err: &Error<E>) -> Option<u8> {
@@ -320,18 +327,19 @@ pub fn pick(ranks: &[Option<u8>]) -> Option<usize> {
     best.map(|(i, _)| i)
 }
 
-/// Two fallbacks of one fn must not handle the same error type.
+/// Two fallbacks of one fn must not handle the same error type. `A` and
+/// `B` are named after the two fallbacks, `X` is what both take.
 #[diagnostic::on_unimplemented(
-    message = "two fallbacks take the same error: `{A}` and `{B}`",
-    label = "this fallback takes the same error as an earlier one in the list",
-    note = "each fallback's trailing parameter must be a different type (`resil::Error<E>` or none, `E`, `resil::Rejection`, or one refusal type); remove one of them"
+    message = "`{A}` and `{B}` both take `{X}`; a fn has one fallback per error type",
+    label = "this fallback takes `{X}`, as `{A}` does",
+    note = "remove one of them, or change one's last parameter to another error type (`E`, `resil::Error<E>`, `resil::Rejection` or one refusal type); no error parameter counts as `resil::Error<E>`"
 )]
-pub trait DistinctFallbacks<A, B> {}
+pub trait DistinctFallbacks<A, B, X> {}
 
 macro_rules! distinct {
     ($a:ident: $($b:ident),*) => {$(
         #[diagnostic::do_not_recommend]
-        impl<A, B> DistinctFallbacks<A, B> for ($a, $b) {}
+        impl<A, B, X> DistinctFallbacks<A, B, X> for ($a, $b) {}
     )*};
 }
 distinct!(IdEverything: IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
@@ -345,13 +353,14 @@ distinct!(IdRetryBudgetExhausted: IdEverything, IdCall, IdAnyRejection, IdCallNo
 distinct!(IdMaxRetriesExceeded: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdDeadlineExceeded);
 distinct!(IdDeadlineExceeded: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded);
 
-/// Compile-time check that fallbacks `a` and `b` handle different types.
+/// Compile-time check that fallbacks `a` and `b` handle different types
+/// (`NA` and `NB`: types named after them, for the message).
 #[inline(always)]
-pub fn distinct<A, MA, B, MB, Args, E>(_: &A, _: &B, _: &Error<E>)
+pub fn distinct<A, MA, B, MB, Args, E, NA, NB>(_: &A, _: &B, _: &Error<E>, _: PhantomData<(NA, NB)>)
 where
     A: Fallback<Args, E, MA>,
     B: Fallback<Args, E, MB>,
-    (A::Id, B::Id): DistinctFallbacks<A, B>,
+    (A::Id, B::Id): DistinctFallbacks<NA, NB, <A as Fallback<Args, E, MA>>::Takes>,
 {
 }
 

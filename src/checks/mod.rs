@@ -5,9 +5,11 @@
 //! rustc prints next to it, hence a descriptive one.
 
 mod fallback;
+mod fit;
 
 pub use self::fallback::*;
 pub(crate) use self::fallback::{KINDS, SITES};
+pub use self::fit::*;
 
 use resil_core::{Error, Rejection};
 

@@ -321,7 +321,10 @@ impl CircuitBreaker {
     /// the predicates written for `E`, an inner refusal by those written for
     /// that refusal (predicates written for `resil::Error<E>` itself answer
     /// first). The two differ only in the result: here `Error<Error<E>>`,
-    /// there one flat `Error<E>`.
+    /// there one flat `Error<E>`. Up to four levels (`Error<Error<Error<E>>>`
+    /// from a stack of plain calls) are looked through, for every `E` an
+    /// error predicate is written for: with predicates for refusal structs
+    /// only, use `call_nested`.
     #[inline]
     pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
     where

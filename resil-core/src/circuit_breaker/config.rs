@@ -75,7 +75,7 @@ struct Classifier {
 type Unwrap = fn(&dyn Any) -> Option<(&dyn Any, bool)>;
 
 fn unwrap_nested<E: 'static>(any: &dyn Any) -> Option<(&dyn Any, bool)> {
-    any.downcast_ref::<Error<E>>().map(Error::classified)
+    crate::error::look_inside::<E>(any).map(|(inner, refusal)| (inner, refusal.is_some()))
 }
 
 impl Classifier {

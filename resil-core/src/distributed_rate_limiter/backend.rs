@@ -13,7 +13,7 @@ use redis::{AsyncConnectionConfig, Client, ErrorKind, RedisError, ServerErrorKin
 #[cfg(any(feature = "redis-cluster", feature = "redis-sentinel"))]
 use super::config::Topology;
 use super::config::{mask_secret, url_error, DistributedRateLimiterConfig};
-use super::script::{Quota, Verdict};
+use super::script::{Ask, Quota, Verdict};
 use crate::error::ConfigError;
 
 /// Why Redis gave no verdict; the [failure policy](super::FailurePolicy)
@@ -190,19 +190,11 @@ impl Backend {
     }
 
     /// One script call, bounded by `redis_timeout` (connecting included).
-    pub(crate) async fn run(
-        &self,
-        quota: &Quota,
-        permits: u32,
-        max_wait: Duration,
-    ) -> Result<Verdict, Failure> {
-        let outcome =
-            match tokio::time::timeout(self.redis_timeout, self.call(quota, permits, max_wait))
-                .await
-            {
-                Ok(outcome) => outcome,
-                Err(_elapsed) => Err(self.timeout()),
-            };
+    pub(crate) async fn run(&self, quota: &Quota, ask: Ask) -> Result<Verdict, Failure> {
+        let outcome = match tokio::time::timeout(self.redis_timeout, self.call(quota, ask)).await {
+            Ok(outcome) => outcome,
+            Err(_elapsed) => Err(self.timeout()),
+        };
         match &outcome {
             Ok(_) => self.answered(),
             // An error reply is an answer too: the connection works.
@@ -222,16 +214,11 @@ impl Backend {
         }
     }
 
-    async fn call(
-        &self,
-        quota: &Quota,
-        permits: u32,
-        max_wait: Duration,
-    ) -> Result<Verdict, Failure> {
+    async fn call(&self, quota: &Quota, ask: Ask) -> Result<Verdict, Failure> {
         let outcome = match self.connection().await? {
-            Conn::Single(mut conn) => quota.invoke(&mut conn, permits, max_wait).await,
+            Conn::Single(mut conn) => quota.invoke(&mut conn, ask).await,
             #[cfg(feature = "redis-cluster")]
-            Conn::Cluster(mut conn) => quota.invoke(&mut conn, permits, max_wait).await,
+            Conn::Cluster(mut conn) => quota.invoke(&mut conn, ask).await,
         };
         match outcome {
             Ok(verdict) => Ok(verdict),

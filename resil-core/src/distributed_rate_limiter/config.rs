@@ -77,7 +77,7 @@ pub enum Topology {
 }
 
 impl Topology {
-    /// A short, stable label: `standalone`, `cluster`.
+    /// A short, stable label: `standalone`, `cluster`, `sentinel`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Topology::Standalone => "standalone",
@@ -173,6 +173,8 @@ pub struct DistributedRateLimiterConfig {
     burst: Option<u32>,
     redis_timeout: Duration,
     failure_policy: FailurePolicy,
+    lease_size: u32,
+    lease_ttl: Option<Duration>,
 }
 
 impl DistributedRateLimiterConfig {
@@ -265,6 +267,22 @@ impl DistributedRateLimiterConfig {
     /// [`FailurePolicy::FailClosed`]).
     pub fn failure_policy(&self) -> FailurePolicy {
         self.failure_policy
+    }
+
+    /// Local permit leases: how many permits one round trip may take for this
+    /// process to hand out without asking Redis again (default 0: off, every
+    /// acquire asks Redis). At most [`max_permits`](Self::max_permits). With
+    /// leases on, `P` processes together admit at most `limit_for_period + P ×
+    /// lease_size` in any window (see the [module docs](super#local-permit-leases)).
+    pub fn lease_size(&self) -> u32 {
+        self.lease_size
+    }
+
+    /// How long a lease's permits may be handed out after Redis granted them
+    /// (default `limit_refresh_period`, the longest allowed); what is left
+    /// then goes back to Redis with the next round trip.
+    pub fn lease_ttl(&self) -> Duration {
+        self.lease_ttl.unwrap_or(self.limit_refresh_period)
     }
 
     /// The most permits one acquire may ask for: the limit (sliding window) or
@@ -386,6 +404,42 @@ impl DistributedRateLimiterConfig {
                 "a positive duration, such as 100ms",
             ));
         }
+        if self.lease_size > self.max_permits() {
+            let (bound, why) = match self.algorithm {
+                Algorithm::SlidingWindow => {
+                    ("limit_for_period", "a lease is one grant of the quota")
+                }
+                Algorithm::Gcra => ("burst", "a lease is one grant, at most a burst"),
+            };
+            return Err(ConfigError::new(
+                "lease_size",
+                self.lease_size,
+                format!(
+                    "an integer in 0..={} (0: no leases; at most {bound}: {why})",
+                    self.max_permits()
+                ),
+            ));
+        }
+        if let Some(ttl) = self.lease_ttl {
+            if self.lease_size == 0 {
+                return Err(ConfigError::new(
+                    "lease_ttl",
+                    format!("{ttl:?}"),
+                    "no lease_ttl while lease_size is 0 (leases are off), or a lease_size of 1 or more",
+                ));
+            }
+            if ttl.is_zero() || ttl > self.limit_refresh_period {
+                return Err(ConfigError::new(
+                    "lease_ttl",
+                    format!("{ttl:?}"),
+                    format!(
+                        "a positive duration of at most limit_refresh_period ({:?}): a lease never \
+                         outlives the window its permits are counted in",
+                        self.limit_refresh_period
+                    ),
+                ));
+            }
+        }
         if let FailurePolicy::LocalFallback { expected_instances } = self.failure_policy {
             // Each instance's local share is `limit / instances` (rounded
             // down, so that all of them together stay within the quota): at
@@ -424,6 +478,8 @@ impl Default for DistributedRateLimiterConfig {
             burst: None,
             redis_timeout: Duration::from_millis(100),
             failure_policy: FailurePolicy::FailClosed,
+            lease_size: 0,
+            lease_ttl: None,
         }
     }
 }
@@ -444,6 +500,8 @@ impl fmt::Debug for DistributedRateLimiterConfig {
             .field("burst", &self.burst())
             .field("redis_timeout", &self.redis_timeout)
             .field("failure_policy", &self.failure_policy)
+            .field("lease_size", &self.lease_size)
+            .field("lease_ttl", &self.lease_ttl())
             .finish()
     }
 }
@@ -630,6 +688,22 @@ impl DistributedRateLimiterConfigBuilder {
         self
     }
 
+    /// Local permit leases: take up to `size` permits per round trip and hand
+    /// them out in this process (0, the default, turns leases off). Costs
+    /// precision: `P` processes admit up to `limit_for_period + P × size` in a
+    /// window (see the [module docs](super#local-permit-leases)).
+    pub fn lease_size(mut self, size: u32) -> Self {
+        self.config.lease_size = size;
+        self
+    }
+
+    /// How long a lease's permits may be handed out (positive, at most
+    /// `limit_refresh_period`, its default); needs a `lease_size`.
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.config.lease_ttl = Some(ttl);
+        self
+    }
+
     /// The configuration, or the first invalid value with its field name.
     pub fn build(self) -> Result<DistributedRateLimiterConfig, ConfigError> {
         self.config.validate()?;
@@ -718,6 +792,51 @@ mod tests {
             err.to_string(),
             "invalid `limit_for_period`: got 0, expected an integer in 1..=1000000 \
              (at most one permit per microsecond of `limit_refresh_period`)"
+        );
+    }
+
+    #[test]
+    fn leases_are_off_by_default_and_bounded_by_one_grant_and_the_window() {
+        let b = DistributedRateLimiterConfig::builder;
+        let c = b().build().unwrap();
+        assert_eq!((c.lease_size(), c.lease_ttl()), (0, Duration::from_secs(1)));
+        let c = b()
+            .lease_size(10)
+            .lease_ttl(Duration::from_millis(200))
+            .build()
+            .unwrap();
+        assert_eq!(
+            (c.lease_size(), c.lease_ttl()),
+            (10, Duration::from_millis(200))
+        );
+        let err = b().lease_size(51).build().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid `lease_size`: got 51, expected an integer in 0..=50 (0: no leases; at most \
+             limit_for_period: a lease is one grant of the quota)"
+        );
+        let gcra = || b().algorithm(Algorithm::Gcra).burst(5);
+        assert!(gcra().lease_size(5).build().is_ok());
+        assert_eq!(field_of(gcra().lease_size(6)), "lease_size");
+        let err = b()
+            .lease_size(5)
+            .lease_ttl(Duration::from_secs(2))
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid `lease_ttl`: got 2s, expected a positive duration of at most \
+             limit_refresh_period (1s): a lease never outlives the window its permits are \
+             counted in"
+        );
+        assert_eq!(
+            field_of(b().lease_size(5).lease_ttl(Duration::ZERO)),
+            "lease_ttl"
+        );
+        assert_eq!(
+            field_of(b().lease_ttl(Duration::from_millis(10))),
+            "lease_ttl",
+            "a ttl without leases does nothing: refused"
         );
     }
 

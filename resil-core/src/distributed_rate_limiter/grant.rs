@@ -14,6 +14,10 @@ pub enum DecidedBy {
     /// The [local fallback limiter](super::FailurePolicy::LocalFallback),
     /// because Redis gave no verdict.
     LocalFallback,
+    /// A local permit lease: permits Redis granted this process in one batch
+    /// (see [`lease_size`](super::DistributedRateLimiterConfig::lease_size)),
+    /// handed out without a round trip.
+    Lease,
 }
 
 /// Permits granted by [`acquire`](super::DistributedRateLimiter::acquire) and
@@ -32,9 +36,9 @@ impl Grant {
         self.decided_by
     }
 
-    /// Redis's clock when it granted (`TIME` inside the script), for audit
-    /// trails that must agree across hosts; `None` when the failure policy
-    /// granted.
+    /// Redis's clock when it granted (`TIME` inside the script; for a lease,
+    /// when it granted the lease), for audit trails that must agree across
+    /// hosts; `None` when the failure policy granted.
     pub fn server_time(&self) -> Option<SystemTime> {
         self.server_time_micros
             .map(|us| UNIX_EPOCH + Duration::from_micros(us))
@@ -46,7 +50,8 @@ impl Grant {
     }
 
     /// Permits the shared quota could still grant at once right after this
-    /// grant (as Redis saw it); `None` when the failure policy granted.
+    /// grant (as Redis saw it); `None` when the failure policy or a lease
+    /// granted.
     pub fn remaining(&self) -> Option<i64> {
         self.remaining
     }

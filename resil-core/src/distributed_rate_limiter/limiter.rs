@@ -11,9 +11,10 @@ use super::backend::{Backend, BackendFailure};
 use super::config::{Algorithm, DistributedRateLimiterConfig};
 use super::event::{DistributedRateLimiterEvent, DistributedRateLimiterEventKind};
 use super::grant::{DecidedBy, Grant};
+use super::lease::{HandOut, Leases};
 use super::metrics::{Counters, DistributedRateLimiterMetrics, Waiting};
 use super::policy::Policy;
-use super::script::{Quota, Verdict};
+use super::script::{Ask, Quota, Verdict};
 use crate::clock::{self, Clock, SharedClock, SystemClock};
 use crate::deadline;
 use crate::error::{ConfigError, DeadlineExceeded, Error, RequestNotPermitted, SharedName};
@@ -61,6 +62,8 @@ struct Inner {
     clock: SharedClock,
     counters: Counters,
     events: EventPublisher<DistributedRateLimiterEvent>,
+    /// Local permit leases, when `lease_size` > 0.
+    leases: Option<Arc<Leases>>,
     /// A runtime for blocking acquires made outside any runtime.
     blocking: OnceLock<Runtime>,
 }
@@ -99,6 +102,12 @@ impl DistributedRateLimiter {
                 clock,
                 counters: Counters::default(),
                 events: EventPublisher::default(),
+                leases: (config.lease_size() > 0).then(|| {
+                    Arc::new(Leases::new(
+                        config.lease_size(),
+                        clock::nanos(config.lease_ttl()),
+                    ))
+                }),
                 blocking: OnceLock::new(),
                 refusal_name: SharedName::new(Arc::clone(&name)),
                 name,
@@ -140,6 +149,25 @@ impl DistributedRateLimiter {
         self.inner.events.subscribe()
     }
 
+    /// Permits of this process's lease not handed out yet (0 with leases off).
+    pub fn leased_permits(&self) -> u32 {
+        self.inner.leases.as_ref().map_or(0, |l| l.left())
+    }
+
+    /// Gives the permits of this process's lease that were not handed out
+    /// back to Redis now, in one round trip (with leases on; a no-op
+    /// otherwise), and returns how many Redis took back. Without this call
+    /// they go back with the next refill, or, when no acquire comes, stay
+    /// counted until they leave the window; call it when a process stops
+    /// (a graceful shutdown) so that others can use them at once.
+    ///
+    /// GCRA takes a lease back only while nothing was granted after it (see
+    /// the [module docs](super#local-permit-leases)); its permits otherwise
+    /// stay spent.
+    pub async fn return_lease(&self) -> u32 {
+        self.inner.return_lease().await
+    }
+
     /// Awaits one permit: [`acquire_n_async(1)`](Self::acquire_n_async).
     pub async fn acquire_async(&self) -> Result<Grant, AcquireError> {
         self.acquire_n_async(1).await
@@ -149,7 +177,9 @@ impl DistributedRateLimiter {
     /// them to come back, up to `timeout_duration` and the task's
     /// [deadline](crate::deadline).
     ///
-    /// Always one script call. When the permits are not free, the script
+    /// Always one script call, or none when this process's
+    /// [lease](super#local-permit-leases) has the permits (leases on, and
+    /// `permits` at most `lease_size`). When the permits are not free, the script
     /// *reserves* them at the earliest time they can be granted (as
     /// Resilience4j's `AtomicRateLimiter` does), if that is within the wait
     /// allowed, and the acquire then sleeps once, on a timer, until then: it
@@ -226,7 +256,7 @@ impl DistributedRateLimiter {
 }
 
 impl Inner {
-    async fn acquire(&self, permits: u32) -> Result<Grant, AcquireError> {
+    async fn acquire(self: &Arc<Self>, permits: u32) -> Result<Grant, AcquireError> {
         let max = self.config.max_permits();
         if permits > max {
             self.publish(DistributedRateLimiterEventKind::FailedAcquire, permits);
@@ -247,7 +277,14 @@ impl Inner {
         // A wait that ends at the deadline leaves no time for the call.
         let budget = deadline::remaining().map(|left| left.saturating_sub(Duration::from_nanos(1)));
         let max_wait = budget.map_or(timeout, |b| b.min(timeout));
-        let verdict = match self.ask(permits, max_wait).await {
+        if let Some(leases) = &self.leases {
+            if permits <= leases.size {
+                return self
+                    .acquire_leased(leases, permits, start, budget, max_wait)
+                    .await;
+            }
+        }
+        let verdict = match self.ask(Ask::plain(permits, max_wait)).await {
             Ok(v) => v,
             Err(failure) => {
                 // Within the wait still allowed: the round trip used some.
@@ -257,6 +294,18 @@ impl Inner {
                     .await;
             }
         };
+        self.conclude(permits, verdict, budget).await
+    }
+
+    /// Redis's verdict on an acquire of `permits` that is not a lease: a
+    /// grant (after the reserved wait) or a refusal.
+    async fn conclude(
+        &self,
+        permits: u32,
+        verdict: Verdict,
+        budget: Option<Duration>,
+    ) -> Result<Grant, AcquireError> {
+        let timeout = self.config.timeout_duration();
         if !verdict.granted {
             if budget.is_some_and(|b| verdict.wait > b && verdict.wait <= timeout) {
                 let late = DeadlineExceeded::by_shared(&self.refusal_name);
@@ -272,12 +321,174 @@ impl Inner {
         Ok(self.granted(permits, verdict))
     }
 
+    /// With leases on: from the lease in hand, or one refill (giving back
+    /// what is left of the lease and taking a new one, or reserving when
+    /// nothing is free now), taking turns with this process's other acquires.
+    async fn acquire_leased(
+        self: &Arc<Self>,
+        leases: &Arc<Leases>,
+        permits: u32,
+        start: u64,
+        budget: Option<Duration>,
+        max_wait: Duration,
+    ) -> Result<Grant, AcquireError> {
+        // Bounded, so that a queue behind slow refills is still decided
+        // within `timeout_duration + redis_timeout`.
+        let turn_limit = max_wait.saturating_add(self.config.redis_timeout());
+        let Ok(turn) = tokio::time::timeout(turn_limit, leases.turn.lock()).await else {
+            return self.turn_timed_out(permits, turn_limit);
+        };
+        loop {
+            if let Some(out) = leases.take(self.clock.now_nanos(), permits, None) {
+                drop(turn);
+                return Ok(self.leased(permits, out));
+            }
+            if !leases.refilling() {
+                break;
+            }
+            // An acquire that started this refill was dropped; its lease
+            // lands here.
+            leases.refill_ended().await;
+        }
+        let now = self.clock.now_nanos();
+        let spent = clock::elapsed(start, now);
+        let max_wait = max_wait.saturating_sub(spent);
+        let closed = Duration::from_nanos(leases.closed_for(now));
+        if closed > max_wait {
+            // Redis refused the last refill and said when permits come
+            // back: an acquire that cannot wait that long is refused as
+            // Redis would refuse it, without asking.
+            drop(turn);
+            let timeout = self.config.timeout_duration();
+            if budget.is_some_and(|b| closed > b && closed <= timeout) {
+                let late = DeadlineExceeded::by_shared(&self.refusal_name);
+                return Err(self.refused(permits, AcquireError::DeadlineExceeded(late)));
+            }
+            return Err(self.not_permitted(permits));
+        }
+        let (back, refilling) = leases.start_refill();
+        let ask = Ask {
+            permits,
+            max_wait,
+            lease: leases.size,
+            back,
+        };
+        // In a task of its own: dropping this acquire does not cancel a
+        // round trip that may take permits, and the lease it brings is
+        // installed for the next in turn.
+        let this = Arc::clone(self);
+        let refill = async move {
+            let outcome = this.ask(ask).await;
+            let generation = match &outcome {
+                Ok(v) if v.granted && v.wait.is_zero() && v.taken > 0 => {
+                    this.counters.leased(v.taken);
+                    Some(refilling.landed(this.clock.now_nanos(), v))
+                }
+                _ => None,
+            };
+            drop(refilling);
+            (outcome, generation)
+        };
+        let (outcome, generation) = match Handle::try_current() {
+            Ok(handle) => match handle.spawn(refill).await {
+                Ok(done) => done,
+                // The runtime is shutting down (the task's guard cleared the
+                // refill): no verdict.
+                Err(_) => (Err(BackendFailure::Error), None),
+            },
+            Err(_) => refill.await,
+        };
+        match (outcome, generation) {
+            (Ok(_), Some(generation)) => {
+                let out = leases.take(self.clock.now_nanos(), permits, Some(generation));
+                drop(turn);
+                match out {
+                    Some(out) => Ok(self.leased(permits, out)),
+                    None => {
+                        debug_assert!(false, "a refill's lease holds its acquire's permits");
+                        Err(self.not_permitted(permits))
+                    }
+                }
+            }
+            (Ok(verdict), None) => {
+                // Until one permit comes back, no acquire can be granted
+                // (a refusal of more says less: fewer may come back sooner).
+                if !verdict.granted && permits <= 1 {
+                    leases.closed(self.clock.now_nanos(), clock::nanos(verdict.wait));
+                }
+                drop(turn);
+                self.conclude(permits, verdict, budget).await
+            }
+            (Err(failure), _) => {
+                // The lease was retired: served from until spent, its rest
+                // (if the give-back did not arrive) stays spent.
+                drop(turn);
+                let spent = clock::elapsed(start, self.clock.now_nanos());
+                self.fall_back(permits, failure, max_wait.saturating_sub(spent))
+                    .await
+            }
+        }
+    }
+
+    /// Waiting for this process's turn took longer than the acquire may:
+    /// the refills ahead got no timely answer, so the policy decides now.
+    #[cold]
+    fn turn_timed_out(&self, permits: u32, waited: Duration) -> Result<Grant, AcquireError> {
+        let failure = BackendFailure::Timeout;
+        self.counters.failure(failure);
+        let cause: Arc<str> = Arc::from(format!(
+            "no turn within {waited:?}: the lease refills ahead of it got no timely answer"
+        ));
+        self.events.publish_with(|| {
+            DistributedRateLimiterEvent::new(
+                &self.name,
+                DistributedRateLimiterEventKind::BackendFailure(failure),
+                permits,
+            )
+            .with_cause(&cause)
+        });
+        let decision = self.policy.decide_now(permits);
+        self.decided(permits, decision)
+    }
+
+    fn leased(&self, permits: u32, out: HandOut) -> Grant {
+        self.counters.acquired(true);
+        self.counters.lease_grant();
+        self.publish(DistributedRateLimiterEventKind::SuccessfulAcquire, permits);
+        Grant {
+            decided_by: DecidedBy::Lease,
+            server_time_micros: Some(out.server_time_micros),
+            remaining: None,
+        }
+    }
+
+    async fn return_lease(&self) -> u32 {
+        let Some(leases) = &self.leases else {
+            return 0;
+        };
+        let _turn = leases.turn.lock().await;
+        while leases.refilling() {
+            leases.refill_ended().await;
+        }
+        let back = leases.retire();
+        if back.permits == 0 {
+            return 0;
+        }
+        let ask = Ask {
+            back,
+            ..Ask::plain(0, Duration::ZERO)
+        };
+        self.ask(ask).await.map_or(0, |v| v.returned)
+    }
+
     /// One script call, counted; a failure is counted and published too.
-    async fn ask(&self, permits: u32, max_wait: Duration) -> Result<Verdict, BackendFailure> {
+    async fn ask(&self, ask: Ask) -> Result<Verdict, BackendFailure> {
         self.counters.script_call();
-        match self.backend.run(&self.quota, permits, max_wait).await {
+        let permits = ask.permits;
+        match self.backend.run(&self.quota, ask).await {
             Ok(verdict) => {
                 self.counters.verdict(verdict.remaining);
+                self.counters.returned(verdict.returned);
                 Ok(verdict)
             }
             Err(failure) => {
@@ -352,6 +563,14 @@ impl Inner {
 
     #[cold]
     fn cannot_block(&self, permits: u32) -> Result<Grant, AcquireError> {
+        // A lease in hand needs no round trip.
+        if let Some(leases) = self.leases.as_ref().filter(|l| permits <= l.size) {
+            if let Ok(_turn) = leases.turn.try_lock() {
+                if let Some(out) = leases.take(self.clock.now_nanos(), permits, None) {
+                    return Ok(self.leased(permits, out));
+                }
+            }
+        }
         let failure = BackendFailure::CannotBlock;
         self.counters.failure(failure);
         self.publish(

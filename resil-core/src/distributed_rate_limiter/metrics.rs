@@ -22,6 +22,10 @@ pub struct DistributedRateLimiterMetrics {
     pub(crate) redis_auth_failures: u64,
     pub(crate) cannot_block: u64,
     pub(crate) script_calls: u64,
+    pub(crate) leases: u64,
+    pub(crate) leased_permits: u64,
+    pub(crate) lease_grants: u64,
+    pub(crate) returned_permits: u64,
     pub(crate) number_of_waiting_tasks: u32,
     pub(crate) backend_failing: bool,
     pub(crate) last_remaining: Option<i64>,
@@ -111,9 +115,33 @@ impl DistributedRateLimiterMetrics {
     }
 
     /// Script calls sent to Redis: one per acquire (a waiting acquire reserves
-    /// its permit in that call and then only sleeps).
+    /// its permit in that call and then only sleeps), or, with leases, one
+    /// per lease (plus one per [`return_lease`](super::DistributedRateLimiter::return_lease)
+    /// that had permits to give back).
     pub fn script_calls(&self) -> u64 {
         self.script_calls
+    }
+
+    /// Leases Redis granted this process (one script call each).
+    pub fn leases(&self) -> u64 {
+        self.leases
+    }
+
+    /// Permits those leases took from the shared quota, in all.
+    pub fn leased_permits(&self) -> u64 {
+        self.leased_permits
+    }
+
+    /// Acquisitions served from a lease (counted in
+    /// [`successful_acquires`](Self::successful_acquires) too).
+    pub fn lease_grants(&self) -> u64 {
+        self.lease_grants
+    }
+
+    /// Permits of leases that Redis took back unused (given back with a
+    /// refill or by [`return_lease`](super::DistributedRateLimiter::return_lease)).
+    pub fn returned_permits(&self) -> u64 {
+        self.returned_permits
     }
 
     /// Acquires waiting right now for their reserved permits (or, under the
@@ -135,6 +163,10 @@ pub(crate) struct Counters {
     auth: AtomicU64,
     cannot_block: AtomicU64,
     script_calls: AtomicU64,
+    leases: AtomicU64,
+    leased_permits: AtomicU64,
+    lease_grants: AtomicU64,
+    returned_permits: AtomicU64,
     pub(crate) waiting: AtomicU32,
     failing: AtomicBool,
     /// `i64::MIN` until the first verdict.
@@ -154,6 +186,10 @@ impl Default for Counters {
             auth: AtomicU64::new(0),
             cannot_block: AtomicU64::new(0),
             script_calls: AtomicU64::new(0),
+            leases: AtomicU64::new(0),
+            leased_permits: AtomicU64::new(0),
+            lease_grants: AtomicU64::new(0),
+            returned_permits: AtomicU64::new(0),
             waiting: AtomicU32::new(0),
             failing: AtomicBool::new(false),
             remaining: AtomicI64::new(i64::MIN),
@@ -176,6 +212,23 @@ impl Counters {
 
     pub(crate) fn script_call(&self) {
         bump(&self.script_calls);
+    }
+
+    pub(crate) fn leased(&self, permits: u32) {
+        bump(&self.leases);
+        self.leased_permits
+            .fetch_add(u64::from(permits), Ordering::Relaxed);
+    }
+
+    pub(crate) fn lease_grant(&self) {
+        bump(&self.lease_grants);
+    }
+
+    pub(crate) fn returned(&self, permits: u32) {
+        if permits > 0 {
+            self.returned_permits
+                .fetch_add(u64::from(permits), Ordering::Relaxed);
+        }
     }
 
     /// Redis gave a verdict.
@@ -220,6 +273,10 @@ impl Counters {
             redis_auth_failures: load(&self.auth),
             cannot_block: load(&self.cannot_block),
             script_calls: load(&self.script_calls),
+            leases: load(&self.leases),
+            leased_permits: load(&self.leased_permits),
+            lease_grants: load(&self.lease_grants),
+            returned_permits: load(&self.returned_permits),
             number_of_waiting_tasks: self.waiting.load(Ordering::Relaxed),
             backend_failing: self.failing.load(Ordering::Relaxed),
             last_remaining: match self.remaining.load(Ordering::Relaxed) {

@@ -34,6 +34,20 @@ pub(crate) struct Verdict {
     /// Redis server time of the grant (a reservation's: in the future) or of
     /// the refusal, microseconds since the Unix epoch.
     pub(crate) server_time_micros: u64,
+    /// Permits taken: those asked for, or a lease's (up to its size).
+    pub(crate) taken: u32,
+    /// What a give-back of these permits names: the bucket end they count in
+    /// (sliding window) or the TAT they left (GCRA); 0 when none were taken.
+    pub(crate) token: u64,
+    /// Permits of an earlier lease that went back before this decision.
+    pub(crate) returned: u32,
+}
+
+/// A local lease's permits never handed out, given back with the next call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct GiveBack {
+    pub(crate) token: u64,
+    pub(crate) permits: u32,
 }
 
 impl Quota {
@@ -58,29 +72,65 @@ impl Quota {
     }
 
     /// Runs the script once for `permits`, which may be reserved up to
-    /// `max_wait` ahead: `EVALSHA`, plus `SCRIPT LOAD` and a second `EVALSHA`
-    /// only when Redis answers `NOSCRIPT`.
+    /// `max_wait` ahead, or, with `lease` > 0 and the permits free now, taken
+    /// as a lease of up to `lease`; `back` goes back first. `EVALSHA`, plus
+    /// `SCRIPT LOAD` and a second `EVALSHA` only when Redis answers
+    /// `NOSCRIPT`.
     pub(crate) async fn invoke<C: ConnectionLike>(
         &self,
         conn: &mut C,
-        permits: u32,
-        max_wait: Duration,
+        ask: Ask,
     ) -> RedisResult<Verdict> {
         let mut invocation = self.script.key(&self.key);
-        // Sliding: limit, interval, width, permits, max wait.
-        // GCRA: emission, tolerance, permits, max wait.
-        let max_wait = u64::try_from(max_wait.as_micros()).unwrap_or(u64::MAX);
+        // Sliding: limit, interval, width, permits, max wait, lease, back.
+        // GCRA: emission, tolerance, permits, max wait, lease, back.
+        let max_wait = u64::try_from(ask.max_wait.as_micros()).unwrap_or(u64::MAX);
         invocation
             .arg(&self.args[..])
-            .arg(permits)
-            .arg(max_wait.min(1 << 52));
-        let (granted, remaining, wait, now): (i64, i64, i64, i64) =
-            invocation.invoke_async(conn).await?;
+            .arg(ask.permits)
+            .arg(max_wait.min(1 << 52))
+            .arg(ask.lease)
+            .arg(ask.back.token)
+            .arg(ask.back.permits);
+        let (granted, remaining, wait, now, taken, token, returned): (
+            i64,
+            i64,
+            i64,
+            i64,
+            i64,
+            i64,
+            i64,
+        ) = invocation.invoke_async(conn).await?;
         Ok(Verdict {
             granted: granted == 1,
             remaining,
             wait: Duration::from_micros(u64::try_from(wait).unwrap_or(0)),
             server_time_micros: u64::try_from(now).unwrap_or(0),
+            taken: u32::try_from(taken).unwrap_or(0),
+            token: u64::try_from(token).unwrap_or(0),
+            returned: u32::try_from(returned).unwrap_or(0),
         })
+    }
+}
+
+/// What one script call asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ask {
+    pub(crate) permits: u32,
+    pub(crate) max_wait: Duration,
+    /// 0, or the lease size to take when the permits are free now.
+    pub(crate) lease: u32,
+    pub(crate) back: GiveBack,
+}
+
+impl Ask {
+    /// A plain acquire: `permits`, waiting at most `max_wait`.
+    pub(crate) fn plain(permits: u32, max_wait: Duration) -> Self {
+        Ask {
+            permits,
+            max_wait,
+            lease: 0,
+            back: GiveBack::default(),
+        }
     }
 }

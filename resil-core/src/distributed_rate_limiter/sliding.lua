@@ -14,6 +14,12 @@
 -- ARGV[4]  permits    asked for now (0 ..= limit, checked by the client; 0
 --                     asks whether one permit is free, and takes none)
 -- ARGV[5]  max_wait   microseconds the caller may wait for its grant
+-- ARGV[6]  lease      0, or a lease's size: when at least `permits` (and no
+--                     reservation) are free now, take up to `lease` at once
+--                     (a local permit lease; the client hands them out)
+-- ARGV[7]  back_end   the bucket end a previous lease was counted in (0: none)
+-- ARGV[8]  back       permits of that lease never handed out, given back first
+--                     (taken off that bucket while it still exists)
 --
 -- A grant at time g lands in the bucket [s, e) holding g and counts while
 -- e > t - interval for any later grant at t, so every earlier grant that
@@ -23,21 +29,41 @@
 -- grant is at or after the latest reservation), so a grant only ever needs
 -- to look back.
 --
+-- A permit given back leaves the count of the bucket it was taken in: every
+-- decision made while it counted was only stricter, and what is left counted
+-- is still at most `limit` in any window.
+--
 -- Returns {granted (1|0), permits left (after this grant, or before the
 -- refused one; negative while reservations queue), microseconds until the
 -- grant (0: now; a reservation: the caller sleeps that long) or, refused, until
 -- enough permits would come back, the server time of the grant (or of the
--- refusal) in microseconds}.
+-- refusal) in microseconds, permits taken (a lease: up to `lease`), the end of
+-- the bucket they count in (0: none), permits given back}.
 local limit = tonumber(ARGV[1])
 local interval = tonumber(ARGV[2])
 local width = tonumber(ARGV[3])
 local permits = tonumber(ARGV[4])
 local max_wait = tonumber(ARGV[5])
+local lease = tonumber(ARGV[6]) or 0
+local back_end = tonumber(ARGV[7]) or 0
+local back = tonumber(ARGV[8]) or 0
 local key = KEYS[1]
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local horizon = now - interval
+
+local returned = 0
+if back > 0 and back_end > 0 then
+  -- The field, if still there, is part of `n` (a recount drops both).
+  local field = string.format('%.0f', back_end)
+  local count = tonumber(redis.call('HGET', key, field))
+  if count and count > 0 then
+    returned = math.min(count, back)
+    redis.call('HINCRBY', key, field, -returned)
+    redis.call('HINCRBY', key, 'n', -returned)
+  end
+end
 
 -- The live buckets, {end, count}, oldest first, after dropping those that no
 -- longer count.
@@ -100,20 +126,28 @@ if from > now or used + need > limit then
     end
     if not at then
       -- More than the limit (lowered since?) counts ahead of this acquire.
-      return { 0, limit - used, interval + width, now }
+      return { 0, limit - used, interval + width, now, 0, 0, returned }
     end
   end
   if at - now > max_wait then
-    return { 0, limit - used, at - now, now }
+    return { 0, limit - used, at - now, now, 0, 0, returned }
   end
 end
 
-if permits > 0 then
-  local e = (math.floor(at / width) + 1) * width
+local take = permits
+if lease > 0 and at == now then
+  -- Free now, and nobody reserved ahead (at == now means latest <= now and
+  -- used + need <= limit): a lease takes what the window has left, up to
+  -- its size.
+  take = math.max(permits, math.min(lease, limit - used))
+end
+local e = 0
+if take > 0 then
+  e = (math.floor(at / width) + 1) * width
   local field = string.format('%.0f', e)
-  local count = redis.call('HINCRBY', key, field, permits)
-  redis.call('HINCRBY', key, 'n', permits)
-  if count == permits then
+  local count = redis.call('HINCRBY', key, field, take)
+  redis.call('HINCRBY', key, 'n', take)
+  if count == take then
     -- A new bucket. It counts until e + interval; after that the key holds
     -- nothing that counts, so it may go then (whole milliseconds, rounded
     -- up; extended only, in case the server's clock stepped back). Grants
@@ -130,4 +164,4 @@ end
 if at > now then
   redis.call('HSET', key, 'l', string.format('%.0f', at))
 end
-return { 1, limit - used - permits, at - now, at }
+return { 1, limit - used - take, at - now, at, take, e, returned }

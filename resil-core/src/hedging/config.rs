@@ -54,6 +54,9 @@ pub struct HedgingConfig {
 struct Predicate {
     test: Erased<bool>,
     written_for: &'static str,
+    /// Sees through `resil::Error<…>` levels around the type written for
+    /// (a plain `call_async` around other primitives).
+    look: crate::error::Look,
 }
 
 impl Default for HedgingConfig {
@@ -111,7 +114,15 @@ impl HedgingConfig {
     /// `BulkheadFull`, …) is a failure too unless a predicate written for that
     /// struct says otherwise: a refusal never beats an attempt still running.
     pub(crate) fn handles_error(&self, error: &dyn Any) -> bool {
-        answer(&self.handle_error, error).unwrap_or(true)
+        let inner = || {
+            // A plain `call_async` around other primitives hands over a
+            // `resil::Error<X>`: judged as `call_async_nested` judges it.
+            let (inner, _) = self.handle_error.iter().find_map(|p| (p.look)(error))?;
+            answer(&self.handle_error, inner)
+        };
+        answer(&self.handle_error, error)
+            .or_else(inner)
+            .unwrap_or(true)
     }
 
     /// Whether an `Ok` value is not good enough (only when a predicate written
@@ -188,7 +199,10 @@ impl HedgingConfigBuilder {
     /// `false` are accepted and end the call. `X` may be the call's own error
     /// or a rejection struct (`resil::error::Timeout`, …) from a primitive
     /// inside the attempt. Without predicates for a type, every error of it is
-    /// a failure.
+    /// a failure. Through a plain `call_async` whose attempts are protected by
+    /// other primitives, a `resil::Error<X>` (up to four levels deep) is judged
+    /// as `call_async_nested` judges it: the call's own `X`, or the inner
+    /// refusal's struct.
     pub fn handle_error<X: 'static>(
         mut self,
         predicate: impl Fn(&X) -> bool + Send + Sync + 'static,
@@ -196,6 +210,7 @@ impl HedgingConfigBuilder {
         self.config.handle_error.push(Predicate {
             test: erase(predicate),
             written_for: std::any::type_name::<X>(),
+            look: crate::error::look_inside::<X>,
         });
         self
     }
@@ -210,6 +225,7 @@ impl HedgingConfigBuilder {
         self.config.handle_result.push(Predicate {
             test: erase(predicate),
             written_for: std::any::type_name::<T>(),
+            look: crate::error::look_inside::<T>,
         });
         self
     }

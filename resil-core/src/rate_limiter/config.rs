@@ -176,7 +176,8 @@ impl RateLimiterConfigBuilder {
     /// Drains the current cycle's free permits after a call whose outcome
     /// `predicate` accepts (Resilience4j's `drainPermissionsOnResult`): `Ok(&v)`
     /// for a value, `Err(&e)` for the call's error (also inside a
-    /// `resil::Error<E>`). Typically a 429 or a quota error from the dependency:
+    /// `resil::Error<E>`, up to four levels deep, as plain calls around other
+    /// primitives nest it). Typically a 429 or a quota error from the dependency:
     /// nothing more is sent until the next cycle. Applies to
     /// [`call`](super::RateLimiter::call),
     /// [`call_async`](super::RateLimiter::call_async) and

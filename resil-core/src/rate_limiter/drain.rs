@@ -7,8 +7,6 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::error::Error;
-
 /// `None` for an outcome of other types than the predicate's.
 type Erased = Arc<dyn Fn(Outcome<'_>) -> Option<bool> + Send + Sync>;
 
@@ -25,7 +23,7 @@ enum Outcome<'a> {
 ///
 /// Written for one pair of types `(T, E)`; outcomes of other types never drain.
 /// It looks inside a `resil::Error<E>` (a rate limiter around other resil
-/// primitives): `Error::Call(e)` is shown as `e`.
+/// primitives), up to four levels deep: `Error::Call(e)` is shown as `e`.
 #[derive(Clone)]
 pub(crate) struct DrainOnResult {
     test: Erased,
@@ -42,10 +40,11 @@ impl DrainOnResult {
                 Outcome::Value(v) => v.downcast_ref::<T>().map(|v| f(Ok(v))),
                 Outcome::Error(e) => match e.downcast_ref::<E>() {
                     Some(e) => Some(f(Err(e))),
-                    None => match e.downcast_ref::<Error<E>>() {
-                        Some(Error::Call(e)) => Some(f(Err(e))),
+                    // Inside `resil::Error<E>`, however deep.
+                    None => match crate::error::look_inside::<E>(e) {
+                        Some((e, None)) => e.downcast_ref::<E>().map(|e| f(Err(e))),
                         // An inner refusal: the call's own types, not a match.
-                        Some(_) => Some(false),
+                        Some((_, Some(_))) => Some(false),
                         None => None,
                     },
                 },
@@ -133,6 +132,7 @@ impl fmt::Debug for DrainOnResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn it_answers_for_its_own_types_and_looks_inside_a_resil_error() {

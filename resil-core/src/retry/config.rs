@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::budget::RetryBudget;
 use crate::erased::{erase, Erased};
-use crate::error::{ConfigError, Error, ErrorKind};
+use crate::error::{look_inside, ConfigError, ErrorKind, Look};
 use crate::interval::IntervalFunction;
 
 /// A type-erased predicate over an error or a result (`None` for a value of
@@ -17,6 +17,9 @@ use crate::interval::IntervalFunction;
 struct Predicate {
     test: Erased<bool>,
     written_for: &'static str,
+    /// Sees through `resil::Error<…>` levels around the type written for
+    /// (a plain `call` around other primitives).
+    look: Look,
 }
 type KindPredicate = Arc<dyn Fn(ErrorKind) -> bool + Send + Sync>;
 /// `interval_bi_function`, erased: `None` when the outcome's type is not the
@@ -83,8 +86,12 @@ pub const DEFAULT_WAIT_DURATION: Duration = Duration::from_millis(500);
 /// written for `E` still classify `Error::Call(e)`, through
 /// [`call_nested`](super::Retry::call_nested) and also through plain
 /// [`call`](super::Retry::call) (a predicate for `E` looks inside an
-/// `Error<E>`); inner rejections reach rejection predicates through the
-/// `_nested` calls only. When an error arrives that no error predicate was
+/// `Error<E>`, up to four levels deep). Through a plain `call`, an inner
+/// rejection found inside the `Error<E>` of a type `E` some error predicate
+/// is written for is classified as the `_nested` calls classify it (its
+/// struct's predicates, else `retry_on_rejection`); without any predicate
+/// for `E`, the plain call cannot tell it from a call error: use the
+/// `_nested` calls. When an error arrives that no error predicate was
 /// written for, while some exist, the retry traces it once, at debug level
 /// (target `resil_core::retry`), naming both types.
 ///
@@ -255,6 +262,20 @@ impl RetryConfig {
         )
     }
 
+    /// A refusal inside `error` when `error` is a `resil::Error<X>` (however
+    /// deep) for a type `X` some error predicate is written for: what a plain
+    /// `call` around other primitives hands over, classified then as
+    /// `call_nested` classifies a refusal.
+    pub(crate) fn inner_refusal<'e>(&self, error: &'e dyn Any) -> Option<(ErrorKind, &'e dyn Any)> {
+        self.ignore_error
+            .iter()
+            .chain(&self.retry_on_error)
+            .find_map(|p| match (p.look)(error) {
+                Some((refusal, Some(kind))) => Some((kind, refusal)),
+                _ => None,
+            })
+    }
+
     /// The types the error predicates are written for: "`a`, `b`".
     #[cold]
     pub(crate) fn error_predicate_types(&self) -> String {
@@ -310,12 +331,15 @@ fn predicate<X: 'static>(f: impl Fn(&X) -> bool + Send + Sync + 'static) -> Pred
     Predicate {
         test: Arc::new(move |any: &dyn Any| match direct(any) {
             Some(answer) => Some(answer),
-            None => match any.downcast_ref::<Error<X>>() {
-                Some(Error::Call(x)) => direct(x),
+            // The call's own error inside `resil::Error<X>`, however deep; an
+            // inner refusal is classified as one (`inner_refusal`).
+            None => match look_inside::<X>(any) {
+                Some((x, None)) => direct(x),
                 _ => None,
             },
         }),
         written_for: std::any::type_name::<X>(),
+        look: look_inside::<X>,
     }
 }
 
@@ -454,8 +478,8 @@ impl RetryConfigBuilder {
             Attempted::Value(v) => v.downcast_ref::<T>().map(|v| f(attempt, Ok(v))),
             Attempted::Error(e) => match e.downcast_ref::<E>() {
                 Some(e) => Some(f(attempt, Err(e))),
-                None => match e.downcast_ref::<Error<E>>() {
-                    Some(Error::Call(e)) => Some(f(attempt, Err(e))),
+                None => match look_inside::<E>(e) {
+                    Some((e, None)) => e.downcast_ref::<E>().map(|e| f(attempt, Err(e))),
                     _ => None,
                 },
             },
@@ -503,8 +527,10 @@ impl RetryConfigBuilder {
     }
 
     /// Which refusals by resil primitives *inside* the retried call are retried
-    /// (only [`Retry::call_nested`](super::Retry::call_nested) and
-    /// [`Retry::call_async_nested`](super::Retry::call_async_nested) see them)
+    /// ([`Retry::call_nested`](super::Retry::call_nested) and
+    /// [`Retry::call_async_nested`](super::Retry::call_async_nested) see them;
+    /// plain calls too, inside the `resil::Error<E>` of a type `E` an error
+    /// predicate is written for)
     /// when no `retry_on_error` predicate is written for the rejection's struct.
     ///
     /// The default retries [`ErrorKind::Timeout`] only: an open circuit breaker
@@ -601,6 +627,7 @@ impl RetryConfigBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn the_defaults_are_resilience4js() {

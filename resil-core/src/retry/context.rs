@@ -158,6 +158,9 @@ impl<'a> Context<'a> {
             Class::Call(error, type_name) => {
                 let (class, foreign) = config.classify_error(error);
                 if foreign {
+                    if let Some((kind, refusal)) = config.inner_refusal(error) {
+                        return self.judge_error(Class::Rejection(kind, refusal));
+                    }
                     self.foreign_error(type_name);
                 }
                 match class {

@@ -3,7 +3,7 @@
 //! the Redis-only keys, every invalid value reported with its key path.
 
 use resil_core::distributed_rate_limiter::{
-    Algorithm, DistributedRateLimiterConfig, FailurePolicy,
+    Algorithm, DistributedRateLimiterConfig, FailurePolicy, Topology,
 };
 use resil_core::rate_limiter::RateLimiterConfig;
 use resil_core::ConfigError;
@@ -32,6 +32,24 @@ impl Resolved<RateLimiterConfig> {
             .timeout_duration(quota.timeout_duration());
         if let Some(Val::Text(url)) = self.value("redis-url") {
             b = b.redis_url(url.as_str());
+        }
+        // `redis-url` lists a cluster's nodes or the sentinels, comma-separated;
+        // `topology` says which, `sentinel-master-name` names the primary.
+        if let Some(Val::Choice(word)) = self.value("topology") {
+            b = b.topology(match *word {
+                "CLUSTER" => Topology::Cluster,
+                "SENTINEL" => Topology::Sentinel,
+                _ => Topology::Standalone,
+            });
+        }
+        if let Some(Val::Text(name)) = self.value("sentinel-master-name") {
+            b = b.sentinel_master_name(name.as_str());
+        }
+        if let Some(Val::U32(n)) = self.value("lease-size") {
+            b = b.lease_size(*n);
+        }
+        if let Some(Val::Duration(d)) = self.value("lease-ttl") {
+            b = b.lease_ttl(*d);
         }
         if let Some(Val::Text(prefix)) = self.value("key-prefix") {
             b = b.key_prefix(prefix.as_str());

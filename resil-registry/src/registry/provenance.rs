@@ -5,36 +5,24 @@ use std::collections::HashMap;
 use crate::kind::Primitive;
 
 use super::plan::plan;
+use super::resolve::Labelled;
 use super::Registry;
 
 impl Registry {
-    /// Where each configuration value of an instance came from, by key, when
-    /// a config file set it: `(value as the snapshot writes it, source)`.
-    pub(crate) fn provenance<P: Primitive>(
-        &self,
-        name: &str,
-    ) -> HashMap<&'static str, (String, String, String)> {
+    /// Which layer set each configuration value of instance `name`,
+    /// recorded while resolving it again (see [`Labelled`]).
+    pub(crate) fn labelled<P: Primitive>(&self, name: &str) -> Labelled<'static> {
+        let site = self
+            .inner
+            .sites
+            .lock()
+            .get(&(P::KIND, name.to_owned()))
+            .copied();
+        let mut labelled = Labelled::new::<P>(site);
         let code = self.store::<P>().code.read();
         let file = self.file();
-        let Ok(plan) = plan::<P>(&file, &code, name) else {
-            return HashMap::new();
-        };
-        let sources: HashMap<String, (String, String)> = plan
-            .entry
-            .provenance()
-            .into_iter()
-            .map(|p| {
-                let location = p.location.unwrap_or_else(|| "default".to_owned());
-                (p.key, (p.source.to_string(), location))
-            })
-            .collect();
-        crate::telemetry::describe::describe_config(plan.entry.config())
-            .into_iter()
-            .filter_map(|(key, value)| {
-                let (source, location) = sources.get(key)?;
-                Some((key, (value, source.clone(), location.clone())))
-            })
-            .collect()
+        let _ = self.resolve_layers::<P>(&file, &code, name, &mut labelled);
+        labelled
     }
 
     /// Where each key the file sets for instance `name` of kind `P` came

@@ -4,13 +4,15 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use crate::config::FileConfig;
+use std::collections::HashMap;
+
+use crate::config::{FileConfig, Resolved};
 use crate::error::RegistryError;
 use crate::kind::Primitive;
 use crate::store::{CodeFn, CodeSettings, Store};
 
 use super::plan::plan;
-use super::Registry;
+use super::{AttributeSite, Registry};
 
 impl Registry {
     /// The default configuration, when `name` is one nothing configures (no
@@ -85,6 +87,22 @@ impl Registry {
         code: &CodeSettings<P::Builder>,
         name: &str,
     ) -> Result<(P::Config, Option<usize>), RegistryError> {
+        self.resolve_layers::<P>(file, code, name, &mut ())
+    }
+
+    /// The one resolution: the file's entry (defaults, `default`, the
+    /// base-config chain, the named config, the instance, profile documents
+    /// and env, merged by the file loader with each value's source), its
+    /// error-name lists, then the code settings of each config in the chain
+    /// (root first) and the instance's own (attribute literals and
+    /// `configure_*`). `layers` sees the builder after each layer.
+    pub(crate) fn resolve_layers<P: Primitive>(
+        &self,
+        file: &FileConfig,
+        code: &CodeSettings<P::Builder>,
+        name: &str,
+        layers: &mut impl Layers<P>,
+    ) -> Result<(P::Config, Option<usize>), RegistryError> {
         let plan = plan::<P>(file, code, name)?;
         let ring_capacity = plan.entry.event_consumer_buffer_size();
         let mut builder = P::file_builder(plan.entry);
@@ -94,6 +112,7 @@ impl Registry {
             }
             builder = P::apply_error_list(&self.inner.classes, builder, list, names.names());
         }
+        layers.file(plan.entry, &builder);
         let applied = |b: P::Builder, f: &CodeFn<P::Builder>, at: &str| {
             catch_unwind(AssertUnwindSafe(|| f(b))).map_err(|_| RegistryError::SettingsPanicked {
                 kind: P::KIND,
@@ -105,10 +124,12 @@ impl Registry {
                 for f in &c.settings {
                     builder = applied(builder, f, config)?;
                 }
+                layers.code(&builder, Some(config));
             }
         }
         if let Some(f) = plan.settings {
             builder = applied(builder, f, name)?;
+            layers.code(&builder, None);
         }
         let config = P::build(builder).map_err(|source| RegistryError::InvalidConfig {
             kind: P::KIND,
@@ -116,5 +137,115 @@ impl Registry {
             source,
         })?;
         Ok((config, ring_capacity))
+    }
+}
+
+/// What a resolution tells about its layers. Creating an instance tells
+/// nothing (`()`, which compiles away); the snapshot asks which layer set
+/// each value ([`Labelled`]).
+pub(crate) trait Layers<P: Primitive> {
+    /// The builder after the config file's layer: `entry` holds each file
+    /// value with where it was written.
+    fn file(&mut self, _entry: &Resolved<P::Config>, _builder: &P::Builder) {}
+
+    /// The builder after a code layer: the code config `config`, or the
+    /// instance's own settings (`None`).
+    fn code(&mut self, _builder: &P::Builder, _config: Option<&str>) {}
+}
+
+impl<P: Primitive> Layers<P> for () {}
+
+/// Each value's layer, recorded while resolving: every value starts as
+/// `default`; the file's layer labels the keys it sets with their source
+/// and line; a code layer labels the keys whose value it changed.
+pub(crate) struct Labelled<'a> {
+    values: Vec<(&'static str, String)>,
+    labels: HashMap<&'static str, (String, String)>,
+    /// The attribute call site of the instance, if one set its literals.
+    site: Option<&'a AttributeSite>,
+}
+
+impl<'a> Labelled<'a> {
+    pub(crate) fn new<P: Primitive>(site: Option<&'a AttributeSite>) -> Labelled<'a> {
+        Labelled {
+            values: P::default_values(),
+            labels: HashMap::new(),
+            site,
+        }
+    }
+
+    /// `(source, location)` of the value in force for `key`.
+    pub(crate) fn label(&self, key: &str) -> (String, String) {
+        self.labels
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| ("default".to_owned(), "default".to_owned()))
+    }
+
+    /// The resolved value of `key`, as the snapshot writes it.
+    pub(crate) fn value(&self, key: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Renders `builder` and labels every key whose value changed with
+    /// `label`. A builder that does not build yet (a later layer completes
+    /// it) leaves the labels to that layer.
+    fn advance<P: Primitive>(
+        &mut self,
+        builder: &P::Builder,
+        mut label: impl FnMut(&'static str) -> (String, String),
+    ) {
+        let Ok(config) = P::build(builder.clone()) else {
+            return;
+        };
+        let now = crate::telemetry::describe::describe_config(&config);
+        for (key, value) in &now {
+            if self.value(key) != Some(value.as_str()) {
+                self.labels.insert(key, label(key));
+            }
+        }
+        self.values = now;
+    }
+}
+
+impl<P: Primitive> Layers<P> for Labelled<'_> {
+    fn file(&mut self, entry: &Resolved<P::Config>, builder: &P::Builder) {
+        let set: HashMap<String, (String, String)> = entry
+            .provenance()
+            .into_iter()
+            .filter(|p| p.path.is_some())
+            .map(|p| {
+                let location = p.location.unwrap_or_else(|| p.source.to_string());
+                (p.key, (p.source.to_string(), location))
+            })
+            .collect();
+        for (key, label) in &set {
+            if let Some((key, _)) = self.values.iter().find(|(k, _)| k == key) {
+                self.labels.insert(key, label.clone());
+            }
+        }
+        let at = entry.path().to_owned();
+        self.advance::<P>(builder, |key| {
+            set.get(key)
+                .cloned()
+                .unwrap_or_else(|| ("config file".to_owned(), at.clone()))
+        });
+    }
+
+    fn code(&mut self, builder: &P::Builder, config: Option<&str>) {
+        let site = self.site;
+        self.advance::<P>(builder, |key| {
+            let location = match config {
+                Some(config) => format!("code config `{config}`"),
+                None => site
+                    .filter(|s| s.literals.iter().any(|(k, _)| k.replace('_', "-") == key))
+                    .map(|s| format!("attribute at {}", s.location))
+                    .unwrap_or_else(|| "code".to_owned()),
+            };
+            ("code".to_owned(), location)
+        });
     }
 }

@@ -41,17 +41,6 @@ impl AttributeSite {
 }
 
 impl Registry {
-    /// Where a code setting of instance `name` was written, when a resil
-    /// attribute set it (`attribute at src/inventory.rs:12`).
-    pub(crate) fn code_location<P: Primitive>(&self, name: &str, key: &str) -> Option<String> {
-        let sites = self.inner.sites.lock();
-        let site = sites.get(&(P::KIND, name.to_owned()))?;
-        site.literals
-            .iter()
-            .any(|(k, _)| k.replace('_', "-") == key)
-            .then(|| format!("attribute at {}", site.location))
-    }
-
     /// [`configure`](Self::configure) for the literal settings a resil
     /// attribute writes (`#[resil::retry(name = "x", max_attempts = 2)]`):
     /// the first site to run sets them; a later site naming the same

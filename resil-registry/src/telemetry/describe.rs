@@ -665,6 +665,14 @@ fn distributed_config(
     if let FailurePolicy::LocalFallback { expected_instances } = c.failure_policy() {
         values.push(("expected-instances", expected_instances.to_string()));
     }
+    values.push(("topology", c.topology().as_str().to_ascii_uppercase()));
+    if c.topology() == resil_core::distributed_rate_limiter::Topology::Sentinel {
+        values.push(("sentinel-master-name", c.sentinel_master_name().to_owned()));
+    }
+    values.push(("lease-size", c.lease_size().to_string()));
+    if c.lease_size() > 0 {
+        values.push(("lease-ttl", d(c.lease_ttl())));
+    }
     values
 }
 
@@ -730,6 +738,11 @@ impl Describe for resil_core::distributed_rate_limiter::DistributedRateLimiter {
             ),
             (
                 "ratelimiter_distributed_backend_failure_calls",
+                Some("auth"),
+                m.redis_auth_failures() as f64,
+            ),
+            (
+                "ratelimiter_distributed_backend_failure_calls",
                 Some("cannot_block"),
                 m.cannot_block() as f64,
             ),
@@ -737,6 +750,21 @@ impl Describe for resil_core::distributed_rate_limiter::DistributedRateLimiter {
                 "ratelimiter_distributed_script_calls",
                 None,
                 m.script_calls() as f64,
+            ),
+            (
+                "ratelimiter_distributed_lease_permits",
+                Some("leased"),
+                m.leased_permits() as f64,
+            ),
+            (
+                "ratelimiter_distributed_lease_permits",
+                Some("handed_out"),
+                m.lease_grants() as f64,
+            ),
+            (
+                "ratelimiter_distributed_lease_permits",
+                Some("returned"),
+                m.returned_permits() as f64,
             ),
         ];
         if let Some(left) = m.last_remaining() {

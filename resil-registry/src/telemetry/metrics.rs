@@ -13,8 +13,9 @@
 //! verdict this process saw), and resil's own counters
 //! `resilience4j_ratelimiter_distributed_acquire_calls{kind=successful|failed}`,
 //! `…_fallback_calls{kind=granted|refused}` (every failure-policy decision),
-//! `…_backend_failure_calls{kind=timeout|unavailable|error|cannot_block}` and
-//! `…_script_calls`.
+//! `…_backend_failure_calls{kind=timeout|unavailable|auth|error|cannot_block}`,
+//! `…_script_calls` and, with local permit leases,
+//! `…_lease_permits{kind=leased|handed_out|returned}`.
 //!
 //! The kinds beyond Resilience4j: `resilience4j_bulkhead_adaptive_limit` (the
 //! adaptive bulkhead's current limit) and its `…_concurrent_calls`,

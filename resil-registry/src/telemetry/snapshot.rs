@@ -164,28 +164,33 @@ impl Registry {
         use super::describe::Describe;
         use resil_core::distributed_rate_limiter::DistributedRateLimiter;
 
-        let defaults = DistributedRateLimiter::default_values();
         for name in self.distributed_rate_limiter_names() {
             let Some(handle) = self.find_distributed(&name) else {
                 continue;
             };
             let instance: &DistributedRateLimiter = &handle;
-            let quota = self.provenance::<RateLimiter>(&name);
+            // The quota's keys resolve as the local limiter's; the Redis
+            // keys come from the file alone.
+            let quota = self.labelled::<RateLimiter>(&name);
             let file = self.file_sources::<RateLimiter>(&name);
-            // The quota's keys as the local limiter's; the Redis keys come
-            // from the file alone.
-            let config = sourced(
-                instance.config_values(),
-                &defaults,
-                |key, value| match (quota.get(key), file.get(key)) {
-                    (Some((file_value, source, location)), _) if file_value == value => {
-                        Some((source.clone(), location.clone()))
+            let config = instance
+                .config_values()
+                .into_iter()
+                .map(|(key, value)| {
+                    let (source, location) = match (quota.value(key), file.get(key)) {
+                        (Some(v), _) if v == value => quota.label(key),
+                        (Some(_), _) => ("code".to_owned(), "set at run time".to_owned()),
+                        (None, Some(source)) => (source.clone(), source.clone()),
+                        (None, None) => ("default".to_owned(), "default".to_owned()),
+                    };
+                    ConfigValue {
+                        key,
+                        value,
+                        source,
+                        location,
                     }
-                    (None, Some(source)) => Some((source.clone(), source.clone())),
-                    _ => None,
-                },
-                |key| self.code_location::<RateLimiter>(&name, key),
-            );
+                })
+                .collect();
             let (health, health_reason) = instance.health();
             out.push(InstanceSnapshot {
                 kind: Kind::RateLimiter.as_str(),
@@ -203,7 +208,6 @@ impl Registry {
     }
 
     fn snapshot_kind<P: Primitive>(&self, out: &mut Vec<InstanceSnapshot>) {
-        let defaults = P::default_values();
         for name in self.names::<P>() {
             // Take what the entry holds and let its shard go before reading
             // settings: locks are always taken settings first, then shard.
@@ -218,18 +222,26 @@ impl Registry {
                 )
             };
             let instance: &P = &handle;
-            let provenance = self.provenance::<P>(&name);
-            let config = sourced(
-                instance.config_values(),
-                &defaults,
-                |key, value| match provenance.get(key) {
-                    Some((file_value, source, location)) if file_value == value => {
-                        Some((source.clone(), location.clone()))
+            let labels = self.labelled::<P>(&name);
+            let config = instance
+                .config_values()
+                .into_iter()
+                .map(|(key, value)| {
+                    // The resolved value is the running one unless an
+                    // operator changed it in place (a limit, a timeout).
+                    let (source, location) = if labels.value(key) == Some(value.as_str()) {
+                        labels.label(key)
+                    } else {
+                        ("code".to_owned(), "set at run time".to_owned())
+                    };
+                    ConfigValue {
+                        key,
+                        value,
+                        source,
+                        location,
                     }
-                    _ => None,
-                },
-                |key| self.code_location::<P>(&name, key),
-            );
+                })
+                .collect();
             let (health, health_reason) = instance.health();
             let manual_override = match P::KIND {
                 Kind::CircuitBreaker => self.inner.overrides.get(&name).map(|o| OverrideSnapshot {
@@ -335,36 +347,6 @@ impl Registry {
             });
         }
     }
-}
-
-/// Each effective value with its source: what `from_file` says (the file's
-/// provenance, when it still holds), else `default` when it is the default,
-/// else `code`.
-fn sourced(
-    values: Vec<(&'static str, String)>,
-    defaults: &[(&'static str, String)],
-    from_file: impl Fn(&str, &String) -> Option<(String, String)>,
-    code_location: impl Fn(&str) -> Option<String>,
-) -> Vec<ConfigValue> {
-    values
-        .into_iter()
-        .map(|(key, value)| {
-            let (source, location) = from_file(key, &value).unwrap_or_else(|| {
-                if defaults.iter().any(|(k, v)| *k == key && *v == value) {
-                    ("default".to_owned(), "default".to_owned())
-                } else {
-                    let at = code_location(key).unwrap_or_else(|| "code".to_owned());
-                    ("code".to_owned(), at)
-                }
-            });
-            ConfigValue {
-                key,
-                value,
-                source,
-                location,
-            }
-        })
-        .collect()
 }
 
 /// An instance's metrics as the snapshot shows them.

@@ -26,6 +26,25 @@ fn statistic(name: &str) -> &'static str {
     }
 }
 
+/// What a metric measures, for the `description` Actuator shows (the
+/// registry's own metrics; `null` for any other).
+fn description(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "circuitbreaker_calls" => "The number of calls through the circuit breaker, by outcome (kind)",
+        "circuitbreaker_buffered_calls" => "The number of calls in the sliding window, by outcome (kind)",
+        "circuitbreaker_slow_calls" => "The number of slow calls in the sliding window, by outcome (kind)",
+        "circuitbreaker_failure_rate" => "The failure rate of the sliding window, in percent (-1 until the minimum number of calls)",
+        "circuitbreaker_slow_call_rate" => "The slow call rate of the sliding window, in percent (-1 until the minimum number of calls)",
+        "retry_calls" => "The number of retried and not retried calls, by outcome (kind)",
+        "bulkhead_available_concurrent_calls" => "The number of calls the bulkhead can still let in",
+        "bulkhead_max_allowed_concurrent_calls" => "The bulkhead's maximum number of concurrent calls",
+        "ratelimiter_available_permissions" => "The number of permissions left in the current period",
+        "ratelimiter_waiting_threads" => "The number of callers waiting for a permission",
+        "timelimiter_calls" => "The number of calls through the time limiter, by outcome (kind)",
+        _ => return None,
+    })
+}
+
 pub(crate) async fn names(State(ctx): Shared) -> Response {
     let snapshot = ctx.registry.snapshot();
     let names: BTreeSet<String> = snapshot
@@ -74,10 +93,12 @@ pub(crate) async fn metric(
     let mut found = false;
     let mut available: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut stat = "VALUE";
+    let mut described = None;
     for i in &snapshot.instances {
         for m in i.metrics.iter().filter(|m| dotted(m.name) == name) {
             found = true;
             stat = statistic(m.name);
+            described = description(m.name);
             let mut labels: Vec<(String, String)> = vec![("name".into(), i.name.clone())];
             if let Some(kind) = m.kind {
                 labels.push(("kind".into(), kind.to_owned()));
@@ -107,7 +128,9 @@ pub(crate) async fn metric(
         .collect();
     Json(json!({
         "name": name,
-        "description": null,
+        "description": described,
+        // Counts and rates have no unit; Resilience4j's call timers also
+        // have a `seconds` total, which the registry does not keep.
         "baseUnit": null,
         "measurements": [{ "statistic": stat, "value": total }],
         "availableTags": available,

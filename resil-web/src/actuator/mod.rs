@@ -26,6 +26,8 @@
 //! | `GET /actuator/circuitbreakerevents` (also `/{name}` and `/{name}/{eventType}`), `ratelimiterevents`, `retryevents`, `bulkheadevents`, `timelimiterevents` | `{"circuitBreakerEvents": [{"circuitBreakerName", "type", "creationTime", "description"}]}`, … |
 //! | `GET /actuator/metrics`, `/actuator/metrics/{name}` | Actuator's metrics endpoint: `{"names"}`, and `{"name", "measurements", "availableTags"}` with `?tag=kind:failed` filters |
 //! | `GET /actuator/stream/events` | server-sent events: `registry` events as they happen, `instances` (every instance's state and metrics) on connection and when they change |
+//! | `GET /actuator/dashboard` | a live page of every instance (state, failure and slow rates, buffered and not-permitted calls, bulkhead and limiter headroom), updated from the event stream, with the management actions when they are enabled |
+//! | `GET /actuator/dashboard/instances` | `{"instances": […]}`, the page's snapshot: what the stream's `instances` event carries |
 //! | `GET /actuator/prometheus` (feature `prometheus`) | the Prometheus text format with Resilience4j's names, counters ending in `_total` |
 //! | `POST /actuator/circuitbreakers/{name}`, `/actuator/ratelimiters/{name}`, `/actuator/bulkheads/{name}` | management, only when [`ActuatorBuilder::management`] enabled it |
 //!
@@ -52,6 +54,7 @@
 //! name lists, as in Resilience4j 1.x.
 
 mod auth;
+mod dashboard;
 mod endpoints;
 mod health;
 mod manage;
@@ -184,6 +187,8 @@ impl ActuatorBuilder {
             .route("/actuator/bulkheads", get(endpoints::bulkheads))
             .route("/actuator/timelimiters", get(endpoints::time_limiters))
             .route("/actuator/stream/events", get(stream::events))
+            .route("/actuator/dashboard", get(dashboard::page))
+            .route("/actuator/dashboard/instances", get(dashboard::snapshot))
             .route("/actuator/metrics", get(metrics::names))
             .route("/actuator/metrics/{name}", get(metrics::metric));
         for (path, kind) in endpoints::EVENT_PATHS {

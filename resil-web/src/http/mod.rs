@@ -31,6 +31,13 @@
 //! a 400 is the caller's and leaves the breaker alone. A transport error
 //! (connect, reset, timeout; [`HttpError::Transport`]) is always a failure.
 //!
+//! # In a config file
+//!
+//! The same sets as file keys, under `resil.http.instances.<name>` (outside
+//! `resilience4j`, whose keys are Resilience4j's), read by
+//! [`HttpClassifier::from_file`]: `record-status: [500-599, 408]`,
+//! `ignore-status: [400-499]`, `success-status`, `retry-after-status`.
+//!
 //! # `Retry-After`
 //!
 //! A 429 or 503 response carrying `Retry-After` (either form: delay seconds
@@ -62,6 +69,7 @@
 
 mod classifier;
 mod error;
+mod file;
 mod retry_after;
 mod status_set;
 
@@ -69,6 +77,7 @@ pub use self::classifier::{
     HttpClassifier, HttpClassifierBuilder, StatusLike, DEFAULT_RECORD_STATUS,
 };
 pub use self::error::HttpError;
+pub use self::file::{HttpConfigError, FILE_KEYS, FILE_PREFIX};
 pub use self::retry_after::{parse_retry_after, retry_after, retry_after_header_value};
 pub use self::status_set::{StatusSet, StatusSetError};
 
