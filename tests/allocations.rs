@@ -529,3 +529,47 @@ fn every_primitive_fits_in_a_kilobyte_plus_its_window_until_someone_subscribes()
     );
     drop(events);
 }
+
+/// The registry's instances of the new kinds, held through their handles as
+/// the attribute's call site holds them: the handle's one atomic load adds no
+/// allocation to the primitive's own 0.
+#[cfg(feature = "yaml")]
+#[test]
+fn the_registry_s_hedging_adaptive_bulkhead_and_chaos_allocate_nothing_per_call() {
+    let registry = resil::Registry::from_yaml_str(
+        "
+resilience4j:
+  hedging.instances.inventory-query.delay: 150ms
+  adaptive-bulkhead.instances.inventory-query.max-limit: 64
+  chaos.instances.inventory-query:
+    latency-rate: 1.0
+    latency: 2s
+",
+    )
+    .unwrap();
+    let hedging = registry.hedging("inventory-query");
+    let bulkhead = registry.adaptive_bulkhead("inventory-query");
+    let chaos = registry.chaos("inventory-query");
+    assert_eq!(
+        allocations_in(|i| {
+            let _ =
+                ready(resil::Handle::get(&hedging).call_async(|_| async move { Ok::<_, u32>(i) }));
+        }),
+        0,
+        "hedging through the registry, first attempt ready"
+    );
+    assert_eq!(
+        allocations_in(|i| {
+            let _ = ready(resil::Handle::get(&bulkhead).call_async(async move { mixed(i) }));
+        }),
+        0,
+        "adaptive bulkhead through the registry"
+    );
+    assert_eq!(
+        allocations_in(|i| {
+            let _ = ready(resil::Handle::get(&chaos).call_async(async move { mixed(i) }));
+        }),
+        0,
+        "chaos through the registry, off (the default)"
+    );
+}

@@ -21,14 +21,7 @@ fn rendered(registry: &Registry, kind: Kind) -> Vec<(String, String)> {
 
 /// The values written as a YAML file for instance `x`, loaded, rendered.
 fn reloaded(kind: Kind, values: &[(String, String)]) -> Vec<(String, String)> {
-    let section = match kind {
-        Kind::CircuitBreaker => "circuitbreaker",
-        Kind::Retry => "retry",
-        Kind::Bulkhead => "bulkhead",
-        Kind::ThreadPoolBulkhead => "thread-pool-bulkhead",
-        Kind::RateLimiter => "ratelimiter",
-        Kind::TimeLimiter => "timelimiter",
-    };
+    let section = kind.config_key();
     let mut text = format!("resilience4j.{section}.instances.x:\n");
     for (key, value) in values {
         text.push_str(&format!("  {key}: {value}\n"));
@@ -48,6 +41,9 @@ fn touch(registry: &Registry, kind: Kind) {
         Kind::ThreadPoolBulkhead => drop(registry.thread_pool_bulkhead("x")),
         Kind::RateLimiter => drop(registry.rate_limiter("x")),
         Kind::TimeLimiter => drop(registry.time_limiter("x")),
+        Kind::Hedging => drop(registry.hedging("x")),
+        Kind::AdaptiveBulkhead => drop(registry.adaptive_bulkhead("x")),
+        Kind::Chaos => drop(registry.chaos("x")),
     }
 }
 
@@ -189,6 +185,50 @@ proptest! {
                 .cancel_running_future(cancel))
             .is_ok());
         roundtrip(&registry, Kind::TimeLimiter)?;
+    }
+
+    #[test]
+    fn every_hedging_adaptive_bulkhead_and_chaos_value_renders_as_it_loads(
+        attempts in 1u32..=10,
+        delay in duration(),
+        min in 1u32..100,
+        span in 0u32..1000,
+        initial in 0u32..1000,
+        smoothing in 0.001f64..=1.0,
+        probe in 1u32..=1000,
+        window in 1u64..60_000,
+        window_extra in 0u64..60_000,
+        calls in 1u32..100_000,
+        rtt in 0u64..1_000_000,
+        enabled in any::<bool>(),
+        rate in 0.0f64..=1.0,
+        latency in duration(),
+    ) {
+        let registry = Registry::new();
+        prop_assume!(registry
+            .configure_hedging("x", move |b| b.max_hedged_attempts(attempts).delay(delay))
+            .is_ok());
+        roundtrip(&registry, Kind::Hedging)?;
+        let max = min + span;
+        let min_window = Duration::from_millis(window);
+        let max_window = Duration::from_millis((window + window_extra).min(60_000));
+        prop_assume!(registry
+            .configure_adaptive_bulkhead("x", move |b| b
+                .min_limit(min)
+                .max_limit(max)
+                .initial_limit(min + initial.min(span))
+                .smoothing(smoothing)
+                .probe_multiplier(probe)
+                .min_window_time(min_window)
+                .max_window_time(max_window)
+                .window_size(calls)
+                .min_rtt_threshold(Duration::from_micros(rtt)))
+            .is_ok());
+        roundtrip(&registry, Kind::AdaptiveBulkhead)?;
+        prop_assume!(registry
+            .configure_chaos("x", move |b| b.enabled(enabled).inject_latency(rate, latency))
+            .is_ok());
+        roundtrip(&registry, Kind::Chaos)?;
     }
 }
 

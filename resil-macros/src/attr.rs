@@ -105,6 +105,8 @@ pub(crate) struct Override {
 pub(crate) enum BulkheadKind {
     Semaphore,
     ThreadPool,
+    /// The registry's adaptive bulkhead (Vegas), `adaptive_bulkhead(name)`.
+    Adaptive,
 }
 
 /// The arguments of one resil attribute.
@@ -155,6 +157,10 @@ pub(crate) fn sections(aspect: Aspect) -> &'static [Section] {
         Aspect::Bulkhead => &[Section::Bulkhead, Section::ThreadPoolBulkhead],
         Aspect::RateLimiter => &[Section::RateLimiter],
         Aspect::TimeLimiter => &[Section::TimeLimiter],
+        // No row of these sets an attribute literal: `delay` and the rates
+        // come from the file or code, chaos's switch from management.
+        Aspect::Hedge => &[Section::Hedging],
+        Aspect::Chaos => &[Section::Chaos],
     }
 }
 
@@ -322,9 +328,12 @@ impl AspectArgs {
                     Some(Lit::Str(s)) if s.value() == "thread_pool" => {
                         set_once(&mut args.kind, BulkheadKind::ThreadPool, &key, errors)
                     }
+                    Some(Lit::Str(s)) if s.value() == "adaptive" => {
+                        set_once(&mut args.kind, BulkheadKind::Adaptive, &key, errors)
+                    }
                     _ => errors.push(syn::Error::new(
                         value.span(),
-                        "`kind` is `\"semaphore\"` (the default) or `\"thread_pool\"`",
+                        "`kind` is `\"semaphore\"` (the default), `\"thread_pool\"` or `\"adaptive\"`",
                     )),
                 },
                 other if override_keys(aspect).contains(&other) => {

@@ -77,7 +77,12 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
     let p = private(&krate);
     let c = checks(&krate);
     let is_async = plan.item.is_async();
-    let has_retry = plan.layers.iter().any(|l| l.aspect == Aspect::Retry);
+    // A retry or a hedge runs the body more than once: each run re-binds
+    // the arguments.
+    let has_retry = plan
+        .layers
+        .iter()
+        .any(|l| matches!(l.aspect, Aspect::Retry | Aspect::Hedge));
     let reuse = has_retry || !plan.fallbacks.is_empty();
     let ret: Type = plan
         .item
@@ -422,7 +427,10 @@ fn primitive(layer: &Layer) -> (Ident, Ident) {
         Aspect::RateLimiter => ("SiteRateLimiter", "rate_limiter"),
         Aspect::TimeLimiter => ("TimeLimiter", "time_limiter"),
         Aspect::Bulkhead if layer.thread_pool => ("ThreadPoolBulkhead", "thread_pool_bulkhead"),
+        Aspect::Bulkhead if layer.adaptive => ("AdaptiveBulkhead", "adaptive_bulkhead"),
         Aspect::Bulkhead => ("Bulkhead", "bulkhead"),
+        Aspect::Chaos => ("Chaos", "chaos"),
+        Aspect::Hedge => ("Hedging", "hedging"),
     };
     (
         Ident::new(ty, Span::call_site()),
@@ -447,6 +455,11 @@ fn innermost_call(
             quote!(#p::Retry::call_async(#h, || { #rebind async move { #body } }))
         }
         (Aspect::Retry, false) => quote!(#p::Retry::call(#h, || { #rebind #body })),
+        (Aspect::Hedge, true) => {
+            quote!(#p::Hedging::call_async(#h, |_| { #rebind async move { #body } }))
+        }
+        // valid.rs refuses a hedge on a sync fn.
+        (Aspect::Hedge, false) => quote!(::core::compile_error!("`hedge` needs an async fn")),
         (Aspect::Bulkhead, true) if layer.thread_pool => {
             let span = layer.span;
             let work = quote_spanned!(span=> #c::pool_work(move || #body));
@@ -470,8 +483,16 @@ fn outer_call(
     match (layer.aspect, is_async) {
         (Aspect::Retry, true) => quote!(#p::Retry::call_async_nested(#h, || { #rebind #inner })),
         (Aspect::Retry, false) => quote!(#p::Retry::call_nested(#h, || { #rebind #inner })),
+        (Aspect::Hedge, true) => quote!(#p::Hedging::call_async_nested(#h, |_| { #rebind #inner })),
+        (Aspect::Hedge, false) => quote!(::core::compile_error!("`hedge` needs an async fn")),
         (Aspect::CircuitBreaker, true) => quote!(#p::CircuitBreaker::call_async_nested(#h, #inner)),
         (Aspect::CircuitBreaker, false) => quote!(#p::CircuitBreaker::call_nested(#h, || #inner)),
+        (Aspect::Bulkhead, true) if layer.adaptive => {
+            quote!(#p::around_adaptive_bulkhead_async(#h, #inner))
+        }
+        (Aspect::Bulkhead, false) if layer.adaptive => {
+            quote!(#p::around_adaptive_bulkhead(#h, || #inner))
+        }
         (aspect, true) => {
             let f = format_ident!("around_{}_async", aspect.as_str());
             quote!(#p::#f(#h, #inner))

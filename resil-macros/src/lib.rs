@@ -359,6 +359,72 @@ pub fn time_limiter(args: TokenStream, item: TokenStream) -> TokenStream {
     entry::expand(Aspect::TimeLimiter, args.into(), item.into()).into()
 }
 
+/// Hedging (Polly v8's strategy): the registry's hedging instance `name`
+/// (`resilience4j.hedging.instances.<name>`: `delay`, `max-hedged-attempts`,
+/// `hedge-errors`). The body runs once; if it has not answered after `delay`,
+/// or failed with an error the instance hedges on, it runs again beside it,
+/// up to `max-hedged-attempts` more times, and the first good answer wins
+/// (the others are dropped, giving back what they held). Async fns only. In
+/// the fixed order it sits just inside `retry`:
+/// `Retry( Hedge( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( Chaos( call )))))))`,
+/// so every hedged attempt takes its own breaker permit, rate-limiter
+/// permission, timeout and bulkhead slot, and the retry sees one outcome per
+/// hedged group. The body must be safe to run more than once at a time (a
+/// read, an idempotent write).
+///
+/// ```
+/// # #[derive(Debug, PartialEq)]
+/// # pub enum E { Down, Refused }
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E::Refused } }
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// static RUNS: AtomicU32 = AtomicU32::new(0);
+///
+/// #[resil::hedge(name = "doc-hedge")]
+/// async fn quote(sku: u32) -> Result<u32, E> {
+///     // The first run fails at once: a hedge starts without waiting.
+///     if RUNS.fetch_add(1, Ordering::SeqCst) == 0 { Err(E::Down) } else { Ok(sku) }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// assert_eq!(quote(7).await, Ok(7));
+/// assert_eq!(RUNS.load(Ordering::SeqCst), 2);
+/// assert_eq!(resil::registry().hedging("doc-hedge").metrics().won_by_hedge(), 1);
+/// # }
+/// ```
+#[proc_macro_attribute]
+pub fn hedge(args: TokenStream, item: TokenStream) -> TokenStream {
+    entry::expand(Aspect::Hedge, args.into(), item.into()).into()
+}
+
+/// Fault injection for drills: the registry's chaos instance `name`
+/// (`resilience4j.chaos.instances.<name>`) around the fn's body, innermost in
+/// the fixed order, `Bulkhead( Chaos( call ))`, so retries, breakers, time
+/// limiters and bulkheads see an injected latency, error or result exactly as
+/// they would see the downstream's. Off by default: nothing is injected until
+/// an operator calls `Registry::enable_chaos` (with a TTL and a reason) or
+/// the file's `enabled` is `true`; while off it costs one relaxed load.
+///
+/// ```
+/// # #[derive(Debug, PartialEq)]
+/// # pub enum E { Down, Refused }
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E::Refused } }
+/// #[resil::chaos(name = "doc-chaos")]
+/// fn stock(sku: u32) -> Result<u32, E> { Ok(sku) }
+///
+/// let registry = resil::registry();
+/// registry.configure_chaos("doc-chaos", |b| b.inject_error(1.0, || E::Down)).unwrap();
+/// assert_eq!(stock(7), Ok(7)); // off
+/// registry.enable_chaos("doc-chaos", None, "drill").unwrap();
+/// assert_eq!(stock(7), Err(E::Down));
+/// registry.disable_chaos("doc-chaos", "done").unwrap();
+/// assert_eq!(stock(7), Ok(7));
+/// ```
+#[proc_macro_attribute]
+pub fn chaos(args: TokenStream, item: TokenStream) -> TokenStream {
+    entry::expand(Aspect::Chaos, args.into(), item.into()).into()
+}
+
 /// Implements `resil::ErrorClass` for an enum: one stable name per variant,
 /// the variant's name in snake_case, or `#[error_class(name = "…")]`. Config
 /// files name these in `record-errors`, `ignore-errors` and `retry-errors`.

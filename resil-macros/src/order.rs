@@ -6,22 +6,31 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Aspect {
     Retry,
+    Hedge,
     CircuitBreaker,
     RateLimiter,
     TimeLimiter,
     Bulkhead,
+    Chaos,
 }
 
-/// Outermost first: Retry( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( call ))))),
-/// Resilience4j's default Spring aspect order. Nothing else in the crate
+/// Outermost first:
+/// Retry( Hedge( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( Chaos( call ))))))),
+/// Resilience4j's default Spring aspect order with the two aspects it lacks:
+/// hedging just inside the retry (each hedged attempt takes its own breaker
+/// permit, rate-limiter permission, timeout and bulkhead slot; the retry sees
+/// one outcome per hedged group), chaos innermost (it stands for the
+/// downstream, so every other aspect sees an injected fault as a real one). Nothing else in the crate
 /// encodes an order: the expansion sorts by the position in this table, or
 /// follows a validated per-fn `order = [...]`.
-pub(crate) const ORDER: [Aspect; 5] = [
+pub(crate) const ORDER: [Aspect; 7] = [
     Aspect::Retry,
+    Aspect::Hedge,
     Aspect::CircuitBreaker,
     Aspect::RateLimiter,
     Aspect::TimeLimiter,
     Aspect::Bulkhead,
+    Aspect::Chaos,
 ];
 
 impl Aspect {
@@ -29,10 +38,12 @@ impl Aspect {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Aspect::Retry => "retry",
+            Aspect::Hedge => "hedge",
             Aspect::CircuitBreaker => "circuit_breaker",
             Aspect::RateLimiter => "rate_limiter",
             Aspect::TimeLimiter => "time_limiter",
             Aspect::Bulkhead => "bulkhead",
+            Aspect::Chaos => "chaos",
         }
     }
 
@@ -69,7 +80,7 @@ mod tests {
     fn the_table_lists_every_aspect_once_outermost_first() {
         assert_eq!(
             default_order_text(),
-            "retry, circuit_breaker, rate_limiter, time_limiter, bulkhead"
+            "retry, hedge, circuit_breaker, rate_limiter, time_limiter, bulkhead, chaos"
         );
         for a in ORDER {
             assert_eq!(Aspect::from_name(a.as_str()), Some(a));

@@ -31,6 +31,8 @@ pub(crate) struct Plan {
 pub(crate) struct Layer {
     pub(crate) aspect: Aspect,
     pub(crate) thread_pool: bool,
+    /// `kind = "adaptive"`: the registry's adaptive bulkhead.
+    pub(crate) adaptive: bool,
     /// The attribute, where checks of generated code about it point.
     pub(crate) span: Span,
     pub(crate) name: String,
@@ -68,6 +70,8 @@ fn expect_for(aspect: Aspect, kind: BulkheadKind, key: &str) -> Option<Expect> {
     let section = match (aspect, kind) {
         (Aspect::Bulkhead, BulkheadKind::Semaphore) => Section::Bulkhead,
         (Aspect::Bulkhead, BulkheadKind::ThreadPool) => Section::ThreadPoolBulkhead,
+        // No literal sets an adaptive bulkhead (its limit moves by itself).
+        (Aspect::Bulkhead, BulkheadKind::Adaptive) => Section::AdaptiveBulkhead,
         _ => crate::attr::sections(aspect)[0],
     };
     Some(match resil_options::attribute(section, key)?.check? {
@@ -124,6 +128,13 @@ fn check_override(
         let (needs, other) = match kind {
             BulkheadKind::Semaphore => ("thread_pool", "semaphore"),
             BulkheadKind::ThreadPool => ("semaphore", "thread_pool"),
+            BulkheadKind::Adaptive => {
+                errors.push(syn::Error::new(
+                    o.key.span(),
+                    format!("`{key}` sets a fixed bulkhead; an adaptive bulkhead's limit follows latency within the bounds of `resilience4j.adaptive-bulkhead.instances.<name>` (or `Registry::configure_adaptive_bulkhead`); remove `{key}`"),
+                ));
+                return None;
+            }
         };
         errors.push(syn::Error::new(
             o.key.span(),
@@ -526,6 +537,15 @@ impl Model {
                     ));
                 }
             }
+        } else if layers.iter().any(|l| l.aspect == Aspect::Hedge) {
+            for arg in &sig.inputs {
+                if let Some(span) = mut_reference_arg(arg) {
+                    errors.push(syn::Error::new(
+                        span,
+                        "`hedge` runs attempts side by side, so they cannot share an `&mut` argument; take it by shared reference (with interior mutability) or by value (`Clone`)",
+                    ));
+                }
+            }
         }
 
         let fallbacks = fallback.map(|f| f.0.clone()).unwrap_or_default();
@@ -569,6 +589,12 @@ fn check_aspect(
         }
         Some((n, _)) => Some(n.clone()),
     };
+    if a.aspect == Aspect::Hedge && !item.is_async() {
+        errors.push(syn::Error::new(
+            item.sig.fn_token.span,
+            "`hedge` runs attempts side by side and keeps the first good answer, which only futures can do; make the fn `async`",
+        ));
+    }
     if a.aspect == Aspect::TimeLimiter && !item.is_async() && !returns_future {
         errors.push(syn::Error::new(
             item.sig.fn_token.span,
@@ -608,6 +634,7 @@ fn check_aspect(
     Some(Layer {
         aspect: a.aspect,
         thread_pool: kind == BulkheadKind::ThreadPool,
+        adaptive: a.aspect == Aspect::Bulkhead && kind == BulkheadKind::Adaptive,
         span: a.kind.map_or(a.span, |k| k.1),
         name: name?,
         settings,

@@ -37,17 +37,26 @@ pub enum Section {
     RateLimiter,
     /// `timelimiter`.
     TimeLimiter,
+    /// `hedging` (Polly's hedging strategy; not in Resilience4j).
+    Hedging,
+    /// `adaptive-bulkhead` (a bulkhead whose limit follows latency, Vegas).
+    AdaptiveBulkhead,
+    /// `chaos` (fault injection for drills; off by default).
+    Chaos,
 }
 
 impl Section {
     /// Every section, in the registry's fixed order.
-    pub const ALL: [Section; 6] = [
+    pub const ALL: [Section; 9] = [
         Section::CircuitBreaker,
         Section::Retry,
         Section::Bulkhead,
         Section::ThreadPoolBulkhead,
         Section::RateLimiter,
         Section::TimeLimiter,
+        Section::Hedging,
+        Section::AdaptiveBulkhead,
+        Section::Chaos,
     ];
 
     /// The options of this section, in the table's order (the order the
@@ -60,6 +69,9 @@ impl Section {
             Section::ThreadPoolBulkhead => THREAD_POOL_BULKHEAD,
             Section::RateLimiter => RATE_LIMITER,
             Section::TimeLimiter => TIME_LIMITER,
+            Section::Hedging => HEDGING,
+            Section::AdaptiveBulkhead => ADAPTIVE_BULKHEAD,
+            Section::Chaos => CHAOS,
         }
     }
 }
@@ -748,6 +760,88 @@ const TIME_LIMITER: &[OptionSpec] = &[
     EVENTS,
 ];
 
+const HEDGING: &[OptionSpec] = &[
+    core(
+        "max-hedged-attempts",
+        Ty::U32,
+        "max_hedged_attempts",
+        Default::Is("1"),
+    ),
+    core("delay", Ty::Duration, "delay", Default::Is("2s")),
+    names(
+        "hedge-errors",
+        "hedge-exceptions",
+        "none: every error is hedged",
+    ),
+    HEALTH[0],
+    HEALTH[1],
+    EVENTS,
+];
+
+const ADAPTIVE_BULKHEAD: &[OptionSpec] = &[
+    core("initial-limit", Ty::U32, "initial_limit", Default::Is("20")),
+    core("min-limit", Ty::U32, "min_limit", Default::Is("1")),
+    core("max-limit", Ty::U32, "max_limit", Default::Is("1000")),
+    core("smoothing", Ty::F64, "smoothing", Default::Is("1")),
+    core(
+        "probe-multiplier",
+        Ty::U32,
+        "probe_multiplier",
+        Default::Is("30"),
+    ),
+    core(
+        "min-window-time",
+        Ty::Duration,
+        "min_window_time",
+        Default::Is("1s"),
+    ),
+    core(
+        "max-window-time",
+        Ty::Duration,
+        "max_window_time",
+        Default::Is("1s"),
+    ),
+    core("window-size", Ty::U32, "window_size", Default::Is("10")),
+    core(
+        "min-rtt-threshold",
+        Ty::Duration,
+        "min_rtt_threshold",
+        Default::Is("100us"),
+    ),
+    HEALTH[0],
+    HEALTH[1],
+    EVENTS,
+];
+
+/// A chaos instance's rows. `errors` and `results` name injections the
+/// program registered in code (a file cannot build a Rust value); every rate
+/// is a probability in `[0, 1]`.
+const CHAOS: &[OptionSpec] = &[
+    core("enabled", Ty::Bool, "enabled", Default::Is("false")),
+    core("latency-rate", Ty::F64, "latency_rate", Default::Is("0")),
+    core(
+        "latency",
+        Ty::Duration,
+        "inject_latency",
+        Default::Is("0ms"),
+    ),
+    registry("error-rate", Ty::F64, Default::Is("0")),
+    registry(
+        "errors",
+        Ty::Names,
+        Default::Unset("none (names given to `Registry::register_chaos_error`)"),
+    ),
+    registry("result-rate", Ty::F64, Default::Is("0")),
+    registry(
+        "results",
+        Ty::Names,
+        Default::Unset("none (names given to `Registry::register_chaos_result`)"),
+    ),
+    HEALTH[0],
+    HEALTH[1],
+    EVENTS,
+];
+
 impl Ty {
     /// The type as the docs write it.
     pub fn describe(self) -> String {
@@ -785,6 +879,9 @@ impl Section {
             Section::ThreadPoolBulkhead => "thread-pool-bulkhead",
             Section::RateLimiter => "ratelimiter",
             Section::TimeLimiter => "timelimiter",
+            Section::Hedging => "hedging",
+            Section::AdaptiveBulkhead => "adaptive-bulkhead",
+            Section::Chaos => "chaos",
         }
     }
 }

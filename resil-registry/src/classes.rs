@@ -13,7 +13,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
+use resil_core::chaos::ChaosConfigBuilder;
 use resil_core::circuit_breaker::CircuitBreakerConfigBuilder;
+use resil_core::hedging::HedgingConfigBuilder;
 use resil_core::retry::RetryConfigBuilder;
 use resil_core::ErrorKind;
 
@@ -184,6 +186,7 @@ struct Class {
     breaker_ignore: fn(CircuitBreakerConfigBuilder, Names) -> CircuitBreakerConfigBuilder,
     retry_on: fn(RetryConfigBuilder, Names) -> RetryConfigBuilder,
     retry_ignore: fn(RetryConfigBuilder, Names) -> RetryConfigBuilder,
+    hedge_on: fn(HedgingConfigBuilder, Names) -> HedgingConfigBuilder,
 }
 
 fn matches<E: ErrorClass>(e: &E, names: &[String]) -> bool {
@@ -201,6 +204,7 @@ impl Class {
             breaker_ignore: |b, names| b.ignore_error(move |e: &E| matches(e, &names)),
             retry_on: |b, names| b.retry_on_error(move |e: &E| matches(e, &names)),
             retry_ignore: |b, names| b.ignore_error(move |e: &E| matches(e, &names)),
+            hedge_on: |b, names| b.handle_error(move |e: &E| matches(e, &names)),
         }
     }
 }
@@ -226,6 +230,17 @@ pub enum ErrorList {
     RetryOnPredicate,
     /// A retry's `result-predicate` (on successful values).
     RetryResultPredicate,
+    /// A hedging's `hedge-errors`: the error classes that start a hedge at
+    /// once (others end the call).
+    HedgeOn,
+    /// A chaos instance's `errors`: injections registered with
+    /// [`Registry::register_chaos_error`](crate::Registry::register_chaos_error),
+    /// at the entry's `error-rate` (the `f64`'s bits, so the list stays `Eq`).
+    ChaosErrors(u64),
+    /// A chaos instance's `results`, registered with
+    /// [`Registry::register_chaos_result`](crate::Registry::register_chaos_result),
+    /// at the entry's `result-rate` (the `f64`'s bits).
+    ChaosResults(u64),
 }
 
 impl ErrorList {
@@ -240,8 +255,29 @@ impl ErrorList {
                 | ErrorList::BreakerResultPredicate
                 | ErrorList::RetryOnPredicate
                 | ErrorList::RetryResultPredicate
+                | ErrorList::ChaosErrors(_)
+                | ErrorList::ChaosResults(_)
         )
     }
+
+    /// Whether the list names chaos injections (a subset of
+    /// [`is_predicate`](Self::is_predicate)).
+    pub fn is_chaos(self) -> bool {
+        matches!(self, ErrorList::ChaosErrors(_) | ErrorList::ChaosResults(_))
+    }
+}
+
+/// Adds one registered injection to a chaos builder, at a rate.
+type ApplyChaos = Arc<dyn Fn(ChaosConfigBuilder, f64) -> ChaosConfigBuilder + Send + Sync>;
+
+/// An error or a result a chaos instance may inject, registered in code under
+/// a name a file can use (a file cannot build a Rust value).
+#[derive(Clone)]
+struct Injection {
+    name: String,
+    /// A result (`results`), else an error (`errors`).
+    result: bool,
+    apply: ApplyChaos,
 }
 
 type ApplyBreaker = Arc<
@@ -270,6 +306,7 @@ fn simple(name: &str) -> &str {
 pub struct ErrorClasses {
     classes: RwLock<Vec<Class>>,
     predicates: RwLock<Vec<NamedPredicate>>,
+    injections: RwLock<Vec<Injection>>,
 }
 
 impl ErrorClasses {
@@ -335,7 +372,9 @@ impl ErrorClasses {
 
     /// Whether `name` is known for a list of kind `list`.
     pub(crate) fn knows(&self, list: ErrorList, name: &str) -> bool {
-        if list.is_predicate() {
+        if list.is_chaos() {
+            self.injection(list, name).is_some()
+        } else if list.is_predicate() {
             self.predicate(name).is_some()
         } else {
             self.resolve(name).is_some()
@@ -460,6 +499,82 @@ impl ErrorClasses {
             // say) is not retried either.
             if !names.is_empty() {
                 b = b.retry_on_rejection(move |k| kinds.contains(&k));
+            }
+        }
+        b
+    }
+
+    /// Registers an injection a chaos instance's `errors` (or, with
+    /// `result`, `results`) list may name; a later one of the same name and
+    /// list replaces it.
+    pub(crate) fn register_injection(&self, name: &str, result: bool, apply: ApplyChaos) {
+        let mut all = self.injections.write();
+        all.retain(|i| i.name != name || i.result != result);
+        all.push(Injection {
+            name: name.to_owned(),
+            result,
+            apply,
+        });
+    }
+
+    fn injection(&self, list: ErrorList, name: &str) -> Option<Injection> {
+        let result = matches!(list, ErrorList::ChaosResults(_));
+        self.injections
+            .read()
+            .iter()
+            .find(|i| i.name == name && i.result == result)
+            .cloned()
+    }
+
+    /// The names registered for a chaos list, sorted.
+    pub(crate) fn injection_names(&self, list: ErrorList) -> Vec<String> {
+        let result = matches!(list, ErrorList::ChaosResults(_));
+        let mut names: Vec<String> = self
+            .injections
+            .read()
+            .iter()
+            .filter(|i| i.result == result)
+            .map(|i| i.name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Adds the registered injections `names` stand for to a chaos builder,
+    /// at the list's rate. An unknown name adds nothing (loading the file
+    /// reported it).
+    pub(crate) fn apply_chaos(
+        &self,
+        b: ChaosConfigBuilder,
+        list: ErrorList,
+        names: &[String],
+    ) -> ChaosConfigBuilder {
+        let rate = match list {
+            ErrorList::ChaosErrors(bits) | ErrorList::ChaosResults(bits) => f64::from_bits(bits),
+            _ => return b,
+        };
+        names
+            .iter()
+            .filter_map(|n| self.injection(list, n))
+            .fold(b, |b, i| (i.apply)(b, rate))
+    }
+
+    /// Adds the predicates of the error classes `names` stand for to a
+    /// hedging builder: an error of a listed class starts the next hedge at
+    /// once; one of a registered type's other classes ends the call.
+    pub(crate) fn apply_hedging(
+        &self,
+        mut b: HedgingConfigBuilder,
+        list: ErrorList,
+        names: &[String],
+    ) -> HedgingConfigBuilder {
+        if list != ErrorList::HedgeOn {
+            return b;
+        }
+        let names = self.resolve_all(names);
+        for class in self.classes.read().iter() {
+            if class.names.iter().any(|n| names.iter().any(|m| m == n)) {
+                b = (class.hedge_on)(b, names.clone());
             }
         }
         b

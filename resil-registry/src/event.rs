@@ -72,6 +72,18 @@ pub enum RegistryEventKind {
         /// The reason the override was set with.
         reason: Arc<str>,
     },
+    /// An operator switched a chaos instance's fault injection on or off
+    /// ([`Registry::enable_chaos`](crate::Registry::enable_chaos),
+    /// [`Registry::disable_chaos`](crate::Registry::disable_chaos)). Its
+    /// expiry is the instance's own `Expired` event, in its recent events.
+    ChaosSwitched {
+        /// On or off.
+        enabled: bool,
+        /// Why, as the operator said.
+        reason: Arc<str>,
+        /// How long it stays on (`None`: until switched off).
+        ttl: Option<Duration>,
+    },
 }
 
 /// The line an event leaves in an instance's ring.
@@ -102,6 +114,15 @@ pub(crate) fn describe_event(what: &RegistryEventKind) -> String {
         RegistryEventKind::OverrideExpired { to, reason } => {
             format!("manual override ({reason}) expired: back to {to}")
         }
+        RegistryEventKind::ChaosSwitched {
+            enabled,
+            reason,
+            ttl,
+        } => format!(
+            "chaos injection switched {}, reason: {reason}{}",
+            if *enabled { "on" } else { "off" },
+            ttl.map(|t| format!(", ttl: {t:?}")).unwrap_or_default()
+        ),
         RegistryEventKind::AttributeConflict {
             first,
             second,

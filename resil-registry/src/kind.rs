@@ -1,13 +1,18 @@
-//! The six kinds of primitive a registry holds, and what it needs of each.
+//! The nine kinds of primitive a registry holds, and what it needs of each.
 
 use std::fmt;
 use std::sync::Arc;
 
-use resil_core::bulkhead::{Bulkhead, BulkheadConfig, BulkheadConfigBuilder};
+use resil_core::bulkhead::{
+    AdaptiveBulkhead, AdaptiveBulkheadConfig, AdaptiveBulkheadConfigBuilder, Bulkhead,
+    BulkheadConfig, BulkheadConfigBuilder,
+};
+use resil_core::chaos::{Chaos, ChaosConfig, ChaosConfigBuilder};
 use resil_core::circuit_breaker::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder, State,
 };
 use resil_core::clock::SharedClock;
+use resil_core::hedging::{Hedging, HedgingConfig, HedgingConfigBuilder};
 use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig, RateLimiterConfigBuilder};
 use resil_core::retry::{Retry, RetryConfig, RetryConfigBuilder};
 use resil_core::thread_pool_bulkhead::{
@@ -37,17 +42,26 @@ pub enum Kind {
     RateLimiter,
     /// [`TimeLimiter`].
     TimeLimiter,
+    /// [`Hedging`].
+    Hedging,
+    /// [`AdaptiveBulkhead`]: a bulkhead whose limit follows latency (Vegas).
+    AdaptiveBulkhead,
+    /// [`Chaos`]: fault injection for drills, off by default.
+    Chaos,
 }
 
 impl Kind {
     /// Every kind, in a fixed order.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 9] = [
         Kind::CircuitBreaker,
         Kind::Retry,
         Kind::Bulkhead,
         Kind::ThreadPoolBulkhead,
         Kind::RateLimiter,
         Kind::TimeLimiter,
+        Kind::Hedging,
+        Kind::AdaptiveBulkhead,
+        Kind::Chaos,
     ];
 
     /// The stable snake_case label (`"circuit_breaker"`, `"thread_pool_bulkhead"`, …)
@@ -60,6 +74,9 @@ impl Kind {
             Kind::ThreadPoolBulkhead => "thread_pool_bulkhead",
             Kind::RateLimiter => "rate_limiter",
             Kind::TimeLimiter => "time_limiter",
+            Kind::Hedging => "hedging",
+            Kind::AdaptiveBulkhead => "adaptive_bulkhead",
+            Kind::Chaos => "chaos",
         }
     }
 
@@ -72,6 +89,11 @@ impl Kind {
             Kind::ThreadPoolBulkhead => "thread_pool_bulkhead",
             Kind::RateLimiter => "ratelimiter",
             Kind::TimeLimiter => "timelimiter",
+            // Not Resilience4j's: these publish under `resil_` names, the
+            // adaptive bulkhead beside the bulkhead's (`bulkhead_adaptive_…`).
+            Kind::Hedging => "hedging",
+            Kind::AdaptiveBulkhead => "bulkhead_adaptive",
+            Kind::Chaos => "chaos",
         }
     }
 }
@@ -168,7 +190,7 @@ mod sealed {
     }
 }
 
-/// A primitive the registry can hold: one of the six resil-core types.
+/// A primitive the registry can hold: one of the nine resil-core types.
 ///
 /// Sealed; it lets the generic methods ([`Registry::get`](crate::Registry::get),
 /// [`Registry::configure`](crate::Registry::configure), …) serve every kind
@@ -443,6 +465,86 @@ primitive!(
     |c| TimeLimiterConfig::builder()
         .timeout_duration(c.timeout_duration())
         .cancel_running_future(c.cancel_running_future())
+);
+
+primitive!(
+    Hedging,
+    HedgingConfig,
+    HedgingConfigBuilder,
+    Kind::Hedging,
+    hedging,
+    |c| c.to_builder(),
+    fn error_lists(entry: &Resolved<HedgingConfig>) -> Vec<(ErrorNames<'_>, ErrorList)> {
+        entry
+            .names_of("hedge-errors")
+            .map(|names| (names, ErrorList::HedgeOn))
+            .into_iter()
+            .collect()
+    },
+    fn apply_error_list(
+        classes: &ErrorClasses,
+        builder: HedgingConfigBuilder,
+        list: ErrorList,
+        names: &[String],
+    ) -> HedgingConfigBuilder {
+        classes.apply_hedging(builder, list, names)
+    }
+);
+primitive!(
+    AdaptiveBulkhead,
+    AdaptiveBulkheadConfig,
+    AdaptiveBulkheadConfigBuilder,
+    Kind::AdaptiveBulkhead,
+    adaptive_bulkhead,
+    |c| c.to_builder()
+);
+primitive!(
+    Chaos,
+    ChaosConfig,
+    ChaosConfigBuilder,
+    Kind::Chaos,
+    chaos,
+    |c| c.to_builder(),
+    fn error_lists(entry: &Resolved<ChaosConfig>) -> Vec<(ErrorNames<'_>, ErrorList)> {
+        let mut lists = Vec::new();
+        for (key, rate_key, list) in [
+            ("errors", "error-rate", ErrorList::ChaosErrors as fn(u64) -> ErrorList),
+            ("results", "result-rate", ErrorList::ChaosResults),
+        ] {
+            if let Some(names) = entry.names_of(key) {
+                lists.push((names, list(entry.f64_of(rate_key).unwrap_or(0.0).to_bits())));
+            }
+        }
+        lists
+    },
+    fn apply_error_list(
+        classes: &ErrorClasses,
+        builder: ChaosConfigBuilder,
+        list: ErrorList,
+        names: &[String],
+    ) -> ChaosConfigBuilder {
+        classes.apply_chaos(builder, list, names)
+    };
+    sealed:
+    /// An operator's switch (on, with its TTL and reason) survives a
+    /// reload or a `configure_chaos`: a drill is not ended by a config
+    /// change, and its TTL still ends it.
+    fn before_install(
+        _registry: &Registry,
+        _name: &str,
+        previous: &Self,
+        next: &Self,
+        _carried: bool,
+    ) {
+        let status = previous.status();
+        let (true, Some(reason)) = (status.enabled(), status.reason()) else {
+            return;
+        };
+        match status.expires_in() {
+            Some(ttl) => next.enable_for(ttl, reason),
+            None => next.enable(reason),
+        }
+    }
 );
 
 impl sealed::Sealed for ThreadPoolBulkhead {

@@ -1,5 +1,6 @@
 //! Management by name: breaker transitions (with a TTL and a reason for the
-//! manual modes), a rate limiter's limit and a bulkhead's size.
+//! manual modes), a rate limiter's limit, a bulkhead's size and a chaos
+//! instance's fault injection (on with a TTL and a reason, off by default).
 //!
 //! Forgotten manual switches cause long outages (a breaker forced open during
 //! an incident and never closed again): so `force_open` and `disable` take an
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 use resil_core::bulkhead::Bulkhead;
+use resil_core::chaos::{Chaos, ChaosStatus};
 use resil_core::circuit_breaker::{CircuitBreaker, State};
 use resil_core::clock::Clock;
 use resil_core::rate_limiter::RateLimiter;
@@ -469,6 +471,69 @@ impl Registry {
             "size changed"
         );
         Ok(())
+    }
+}
+
+impl Registry {
+    /// Switches the chaos instance called `name` on: while on, its calls get
+    /// the configured latency, errors and results at their rates. With a
+    /// `ttl` it switches itself off once `ttl` has passed on the registry's
+    /// clock (checked on every call through it and every snapshot, so a
+    /// [`ManualClock`](resil_core::clock::ManualClock) test sees it at
+    /// once); without one it stays on until [`disable_chaos`](Self::disable_chaos).
+    /// `reason` shows in the events, the logs, the snapshot and the health
+    /// summary (DEGRADED while on, never DOWN). The switch survives a reload
+    /// of the instance's settings. Management acts only on instances that
+    /// exist: `NotFound` otherwise.
+    pub fn enable_chaos(
+        &self,
+        name: &str,
+        ttl: Option<Duration>,
+        reason: &str,
+    ) -> Result<(), RegistryError> {
+        // Held while switching: a reload or a `configure_chaos` replaces the
+        // instance under this lock's write side, so the switch lands either
+        // on the old instance before it is carried over, or on the new one.
+        let _settings = self.store::<Chaos>().code.read();
+        let chaos = self.existing::<Chaos>(name)?;
+        match ttl {
+            Some(ttl) => chaos.enable_for(ttl, reason),
+            None => chaos.enable(reason),
+        }
+        tracing::warn!(kind = "chaos", name, reason, ttl = ?ttl, "fault injection switched on");
+        self.publish_chaos(name, true, reason, ttl);
+        Ok(())
+    }
+
+    /// Switches the chaos instance called `name` off (also one its file
+    /// entry enabled), with the operator's `reason`.
+    pub fn disable_chaos(&self, name: &str, reason: &str) -> Result<(), RegistryError> {
+        let _settings = self.store::<Chaos>().code.read();
+        let chaos = self.existing::<Chaos>(name)?;
+        chaos.disable(reason);
+        tracing::info!(kind = "chaos", name, reason, "fault injection switched off");
+        self.publish_chaos(name, false, reason, None);
+        Ok(())
+    }
+
+    /// Whether the chaos instance called `name` is injecting, why, and for
+    /// how long more; `None` when no such instance exists.
+    pub fn chaos_status(&self, name: &str) -> Option<ChaosStatus> {
+        self.find::<Chaos>(name).map(|c| c.status())
+    }
+
+    fn publish_chaos(&self, name: &str, enabled: bool, reason: &str, ttl: Option<Duration>) {
+        let entry = self.store::<Chaos>().entries.get(name);
+        self.publish(
+            Kind::Chaos,
+            name.into(),
+            RegistryEventKind::ChaosSwitched {
+                enabled,
+                reason: reason.into(),
+                ttl,
+            },
+            entry.as_ref().map(|e| &e.ring),
+        );
     }
 }
 

@@ -275,7 +275,13 @@ impl Registry {
             for (names, list) in P::error_lists(entry) {
                 for (index, name) in names.names().iter().enumerate() {
                     if !self.inner.classes.knows(list, name) {
-                        let p = if list.is_predicate() {
+                        let p = if list.is_chaos() {
+                            Problem::unknown_chaos_injection(
+                                names.path(),
+                                name,
+                                &self.inner.classes.injection_names(list),
+                            )
+                        } else if list.is_predicate() {
                             Problem::unknown_predicate(
                                 names.path(),
                                 name,

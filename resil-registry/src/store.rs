@@ -10,9 +10,11 @@ use std::sync::Arc;
 
 use dashmap::DashMap;
 use parking_lot::{Mutex, RwLock};
-use resil_core::bulkhead::Bulkhead;
+use resil_core::bulkhead::{AdaptiveBulkhead, Bulkhead};
+use resil_core::chaos::Chaos;
 use resil_core::circuit_breaker::CircuitBreaker;
 use resil_core::event::EventStream;
+use resil_core::hedging::Hedging;
 use resil_core::rate_limiter::RateLimiter;
 use resil_core::retry::Retry;
 use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
@@ -174,6 +176,9 @@ pub struct Stores {
     pub(crate) thread_pool_bulkhead: Store<ThreadPoolBulkhead>,
     pub(crate) rate_limiter: Store<RateLimiter>,
     pub(crate) time_limiter: Store<TimeLimiter>,
+    pub(crate) hedging: Store<Hedging>,
+    pub(crate) adaptive_bulkhead: Store<AdaptiveBulkhead>,
+    pub(crate) chaos: Store<Chaos>,
 }
 
 impl Stores {
@@ -225,4 +230,7 @@ pub(crate) fn for_each_kind(visitor: &mut impl KindVisitor) {
     #[cfg(feature = "redis")]
     visitor.visit_distributed();
     visitor.visit::<TimeLimiter>();
+    visitor.visit::<Hedging>();
+    visitor.visit::<AdaptiveBulkhead>();
+    visitor.visit::<Chaos>();
 }

@@ -54,6 +54,12 @@ fn every_kind_has_an_accessor_built_from_the_defaults() {
         registry.time_limiter("x").config().timeout_duration(),
         std::time::Duration::from_secs(1)
     );
+    assert_eq!(
+        registry.hedging("x").config().delay(),
+        std::time::Duration::from_secs(2)
+    );
+    assert_eq!(registry.adaptive_bulkhead("x").config().max_limit(), 1000);
+    assert!(!registry.chaos("x").config().enabled());
     for kind in Kind::ALL {
         assert_eq!(registry.len(kind), 1, "{kind}");
     }

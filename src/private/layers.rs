@@ -8,7 +8,8 @@
 
 use std::future::Future;
 
-use resil_core::bulkhead::Bulkhead;
+use resil_core::bulkhead::{AdaptiveBulkhead, Bulkhead};
+use resil_core::chaos::Chaos;
 use resil_core::time_limiter::TimeLimiter;
 use resil_core::Error;
 
@@ -35,6 +36,53 @@ where
     E: 'a,
 {
     bulkhead.call_async_nested(inner)
+}
+
+/// The adaptive bulkhead (`kind = "adaptive"`) around an inner stack.
+#[inline]
+pub fn around_adaptive_bulkhead<T, E>(
+    bulkhead: &AdaptiveBulkhead,
+    f: impl FnOnce() -> Result<T, Error<E>>,
+) -> Result<T, Error<E>> {
+    bulkhead.call(f).map_err(Error::flatten)
+}
+
+/// [`around_adaptive_bulkhead`] for a future.
+#[inline]
+pub fn around_adaptive_bulkhead_async<'a, T, E, F>(
+    bulkhead: &'a AdaptiveBulkhead,
+    inner: F,
+) -> impl Future<Output = Result<T, Error<E>>> + 'a
+where
+    F: Future<Output = Result<T, Error<E>>> + 'a,
+    T: 'a,
+    E: 'a,
+{
+    bulkhead.call_async_nested(inner)
+}
+
+/// Chaos around an inner stack (an `order = [...]` that does not put it
+/// innermost). Sync, the inner error type is `Error<E>`, so of the faults
+/// only latency and results for `T` apply; the async form injects errors
+/// for `E` too.
+#[inline]
+pub fn around_chaos<T: 'static, E: 'static>(
+    chaos: &Chaos,
+    f: impl FnOnce() -> Result<T, Error<E>>,
+) -> Result<T, Error<E>> {
+    chaos.call(f).map_err(Error::flatten)
+}
+
+/// [`around_chaos`] for a future.
+#[inline]
+pub fn around_chaos_async<'a, T: 'static, E: 'static, F>(
+    chaos: &'a Chaos,
+    inner: F,
+) -> impl Future<Output = Result<T, Error<E>>> + 'a
+where
+    F: Future<Output = Result<T, Error<E>>> + 'a,
+{
+    chaos.call_async_nested(inner)
 }
 
 /// The rate limiter around an inner stack.

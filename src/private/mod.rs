@@ -14,8 +14,10 @@ pub use self::layers::*;
 pub use self::rate_limiter::*;
 pub use self::site::*;
 
-pub use resil_core::bulkhead::Bulkhead;
+pub use resil_core::bulkhead::{AdaptiveBulkhead, Bulkhead};
+pub use resil_core::chaos::Chaos;
 pub use resil_core::circuit_breaker::CircuitBreaker;
+pub use resil_core::hedging::Hedging;
 pub use resil_core::retry::Retry;
 pub use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
 pub use resil_core::time_limiter::TimeLimiter;

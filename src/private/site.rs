@@ -5,8 +5,12 @@
 
 use std::sync::OnceLock;
 
-use resil_core::bulkhead::{Bulkhead, BulkheadConfigBuilder};
+use resil_core::bulkhead::{
+    AdaptiveBulkhead, AdaptiveBulkheadConfigBuilder, Bulkhead, BulkheadConfigBuilder,
+};
+use resil_core::chaos::{Chaos, ChaosConfigBuilder};
 use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfigBuilder};
+use resil_core::hedging::{Hedging, HedgingConfigBuilder};
 use resil_core::retry::{Retry, RetryConfigBuilder};
 use resil_core::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder};
 use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfigBuilder};
@@ -68,5 +72,8 @@ lookups! {
     retry, retry_with, Retry, RetryConfigBuilder;
     bulkhead, bulkhead_with, Bulkhead, BulkheadConfigBuilder;
     thread_pool_bulkhead, thread_pool_bulkhead_with, ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder;
+    adaptive_bulkhead, adaptive_bulkhead_with, AdaptiveBulkhead, AdaptiveBulkheadConfigBuilder;
+    chaos, chaos_with, Chaos, ChaosConfigBuilder;
+    hedging, hedging_with, Hedging, HedgingConfigBuilder;
     time_limiter, time_limiter_with, TimeLimiter, TimeLimiterConfigBuilder;
 }

@@ -4,10 +4,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use resil_core::bulkhead::{BulkheadConfig, BulkheadConfigBuilder};
+use resil_core::bulkhead::{
+    AdaptiveBulkheadConfig, AdaptiveBulkheadConfigBuilder, BulkheadConfig, BulkheadConfigBuilder,
+};
+use resil_core::chaos::{ChaosConfig, ChaosConfigBuilder};
 use resil_core::circuit_breaker::{
     CircuitBreakerConfig, CircuitBreakerConfigBuilder, SlidingWindowType, State,
 };
+use resil_core::hedging::{HedgingConfig, HedgingConfigBuilder};
 use resil_core::rate_limiter::{RateLimiterConfig, RateLimiterConfigBuilder};
 use resil_core::retry::{
     IntervalFunction, RetryConfig, RetryConfigBuilder, DEFAULT_MULTIPLIER,
@@ -301,6 +305,91 @@ impl Apply for TimeLimiterConfig {
     }
 }
 
+impl Apply for HedgingConfig {
+    type Builder = HedgingConfigBuilder;
+    const KIND: Kind = Kind::Hedging;
+
+    fn builder_with(v: &Values) -> HedgingConfigBuilder {
+        let mut b = HedgingConfig::builder();
+        if let Some(x) = u32_of(v, "max-hedged-attempts") {
+            b = b.max_hedged_attempts(x);
+        }
+        if let Some(x) = duration(v, "delay") {
+            b = b.delay(x);
+        }
+        b
+    }
+
+    fn build(builder: HedgingConfigBuilder) -> Result<Self, ConfigError> {
+        builder.build()
+    }
+}
+
+impl Apply for AdaptiveBulkheadConfig {
+    type Builder = AdaptiveBulkheadConfigBuilder;
+    const KIND: Kind = Kind::AdaptiveBulkhead;
+
+    fn builder_with(v: &Values) -> AdaptiveBulkheadConfigBuilder {
+        let mut b = AdaptiveBulkheadConfig::builder();
+        if let Some(x) = u32_of(v, "initial-limit") {
+            b = b.initial_limit(x);
+        }
+        if let Some(x) = u32_of(v, "min-limit") {
+            b = b.min_limit(x);
+        }
+        if let Some(x) = u32_of(v, "max-limit") {
+            b = b.max_limit(x);
+        }
+        if let Some(x) = f64_of(v, "smoothing") {
+            b = b.smoothing(x);
+        }
+        if let Some(x) = u32_of(v, "probe-multiplier") {
+            b = b.probe_multiplier(x);
+        }
+        if let Some(x) = duration(v, "min-window-time") {
+            b = b.min_window_time(x);
+        }
+        if let Some(x) = duration(v, "max-window-time") {
+            b = b.max_window_time(x);
+        }
+        if let Some(x) = u32_of(v, "window-size") {
+            b = b.window_size(x);
+        }
+        if let Some(x) = duration(v, "min-rtt-threshold") {
+            b = b.min_rtt_threshold(x);
+        }
+        b
+    }
+
+    fn build(builder: AdaptiveBulkheadConfigBuilder) -> Result<Self, ConfigError> {
+        builder.build()
+    }
+}
+
+impl Apply for ChaosConfig {
+    type Builder = ChaosConfigBuilder;
+    const KIND: Kind = Kind::Chaos;
+
+    /// `errors` and `results` (with their rates) are added by the registry,
+    /// which holds the registered injections.
+    fn builder_with(v: &Values) -> ChaosConfigBuilder {
+        let mut b = ChaosConfig::builder();
+        if let Some(x) = flag(v, "enabled") {
+            b = b.enabled(x);
+        }
+        let rate = f64_of(v, "latency-rate");
+        let latency = duration(v, "latency");
+        if rate.is_some() || latency.is_some() {
+            b = b.inject_latency(rate.unwrap_or(0.0), latency.unwrap_or(Duration::ZERO));
+        }
+        b
+    }
+
+    fn build(builder: ChaosConfigBuilder) -> Result<Self, ConfigError> {
+        builder.build()
+    }
+}
+
 /// Resilience4j's default for option `key` of `kind`, as a file writes it
 /// (the one renderer's, `render.rs`); `None` for an option without one.
 pub(crate) fn default_value(kind: Kind, key: &str) -> Option<String> {
@@ -311,6 +400,9 @@ pub(crate) fn default_value(kind: Kind, key: &str) -> Option<String> {
         Kind::ThreadPoolBulkhead => super::render::values(&ThreadPoolBulkheadConfig::default()),
         Kind::RateLimiter => super::render::values(&RateLimiterConfig::default()),
         Kind::TimeLimiter => super::render::values(&TimeLimiterConfig::default()),
+        Kind::Hedging => super::render::values(&HedgingConfig::default()),
+        Kind::AdaptiveBulkhead => super::render::values(&AdaptiveBulkheadConfig::default()),
+        Kind::Chaos => super::render::values(&ChaosConfig::default()),
     };
     values
         .into_iter()

@@ -3,7 +3,7 @@
 //!
 //! - `<KIND>`: `CIRCUITBREAKER` (or `CIRCUIT_BREAKER`), `RETRY`, `BULKHEAD`,
 //!   `THREAD_POOL_BULKHEAD`, `RATELIMITER` (or `RATE_LIMITER`), `TIMELIMITER`
-//!   (or `TIME_LIMITER`).
+//!   (or `TIME_LIMITER`), `HEDGING`, `ADAPTIVE_BULKHEAD`, `CHAOS`.
 //! - `<KEY>`: the key in upper snake case (`FAILURE_RATE_THRESHOLD`,
 //!   `BASE_CONFIG`, `RECORD_ERRORS`); lists are comma-separated.
 //! - `<NAME>`: the name in upper case with every character other than a letter

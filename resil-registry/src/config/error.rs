@@ -243,6 +243,34 @@ impl Problem {
         )
     }
 
+    /// The problem a registry reports for a chaos `errors` or `results` name
+    /// nothing was registered under (`Registry::register_chaos_error`,
+    /// `Registry::register_chaos_result`): `path` is the list's key path.
+    pub fn unknown_chaos_injection(path: &str, name: &str, registered: &[String]) -> Self {
+        let results = path.ends_with("results");
+        let register = if results {
+            "register_chaos_result"
+        } else {
+            "register_chaos_error"
+        };
+        let mut message = format!("unknown chaos injection `{name}` at `{path}`");
+        if registered.is_empty() {
+            message.push_str(&format!(
+                "; nothing is registered: call `Registry::{register}(\"{name}\", || …)` before loading the file"
+            ));
+        } else {
+            message.push_str(&format!(
+                " (registered: {})",
+                quoted_list(registered.iter())
+            ));
+        }
+        Problem::new(
+            ProblemKind::UnknownErrorClass,
+            Some(path.to_owned()),
+            message,
+        )
+    }
+
     /// The problem a registry reports for an error-class name no registered
     /// type has: `path` is the list's key path, `index` the name's position.
     /// Suggests a close registered name, and lists them all.

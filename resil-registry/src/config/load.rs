@@ -83,7 +83,7 @@ impl KindDoc {
 /// The whole file, per kind (indexed by `Kind::index`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Document {
-    pub kinds: [KindDoc; 6],
+    pub kinds: [KindDoc; Kind::ALL.len()],
 }
 
 impl Document {
@@ -475,6 +475,15 @@ pub(crate) fn read_option(
                 .with_max(*max)
                 .validate("max")
                 .map_err(invalid)?;
+        }
+        ("latency-rate" | "error-rate" | "result-rate", Val::F64(rate))
+            if !(0.0..=1.0).contains(rate) =>
+        {
+            return Err(invalid(ConfigError::new(
+                path.to_owned(),
+                rate,
+                "a probability in [0, 1]",
+            )));
         }
         (EVENT_CONSUMER_BUFFER_SIZE, Val::Usize(0)) => {
             return Err(invalid(ConfigError::new(

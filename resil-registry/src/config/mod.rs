@@ -76,8 +76,10 @@ mod value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use resil_core::bulkhead::BulkheadConfig;
+use resil_core::bulkhead::{AdaptiveBulkheadConfig, BulkheadConfig};
+use resil_core::chaos::ChaosConfig;
 use resil_core::circuit_breaker::CircuitBreakerConfig;
+use resil_core::hedging::HedgingConfig;
 use resil_core::rate_limiter::RateLimiterConfig;
 use resil_core::retry::RetryConfig;
 use resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig;
@@ -212,6 +214,9 @@ pub struct FileConfig {
     thread_pool_bulkhead: Section<ThreadPoolBulkheadConfig>,
     rate_limiter: Section<RateLimiterConfig>,
     time_limiter: Section<TimeLimiterConfig>,
+    hedging: Section<HedgingConfig>,
+    adaptive_bulkhead: Section<AdaptiveBulkheadConfig>,
+    chaos: Section<ChaosConfig>,
 }
 
 impl Default for FileConfig {
@@ -553,6 +558,9 @@ impl FileConfig {
             thread_pool_bulkhead: resolve::section(section(Kind::ThreadPoolBulkhead), problems),
             rate_limiter: resolve::section(section(Kind::RateLimiter), problems),
             time_limiter: resolve::section(section(Kind::TimeLimiter), problems),
+            hedging: resolve::section(section(Kind::Hedging), problems),
+            adaptive_bulkhead: resolve::section(section(Kind::AdaptiveBulkhead), problems),
+            chaos: resolve::section(section(Kind::Chaos), problems),
         }
     }
 
@@ -633,6 +641,21 @@ impl FileConfig {
     /// `resilience4j.timelimiter`.
     pub fn time_limiter(&self) -> &Section<TimeLimiterConfig> {
         &self.time_limiter
+    }
+
+    /// `resilience4j.hedging`.
+    pub fn hedging(&self) -> &Section<HedgingConfig> {
+        &self.hedging
+    }
+
+    /// `resilience4j.adaptive-bulkhead`.
+    pub fn adaptive_bulkhead(&self) -> &Section<AdaptiveBulkheadConfig> {
+        &self.adaptive_bulkhead
+    }
+
+    /// `resilience4j.chaos`.
+    pub fn chaos(&self) -> &Section<ChaosConfig> {
+        &self.chaos
     }
 }
 

@@ -6,8 +6,10 @@
 use std::any::Any;
 use std::time::Duration;
 
-use resil_core::bulkhead::BulkheadConfig;
+use resil_core::bulkhead::{AdaptiveBulkheadConfig, BulkheadConfig};
+use resil_core::chaos::ChaosConfig;
 use resil_core::circuit_breaker::{CircuitBreakerConfig, SlidingWindowType};
+use resil_core::hedging::HedgingConfig;
 use resil_core::rate_limiter::RateLimiterConfig;
 use resil_core::retry::{
     IntervalFunction, RetryConfig, DEFAULT_MULTIPLIER, DEFAULT_RANDOMIZATION_FACTOR,
@@ -90,6 +92,28 @@ pub(crate) fn values(config: &dyn Any) -> Vec<(&'static str, Val)> {
                         "cancel-running-future",
                         Some(Val::Bool(c.cancel_running_future())),
                     ),
+                ],
+            )
+        } else if let Some(c) = config.downcast_ref::<HedgingConfig>() {
+            (
+                Kind::Hedging,
+                vec![
+                    (
+                        "max-hedged-attempts",
+                        Some(Val::U32(c.max_hedged_attempts())),
+                    ),
+                    ("delay", Some(Val::Duration(c.delay()))),
+                ],
+            )
+        } else if let Some(c) = config.downcast_ref::<AdaptiveBulkheadConfig>() {
+            (Kind::AdaptiveBulkhead, adaptive(c))
+        } else if let Some(c) = config.downcast_ref::<ChaosConfig>() {
+            (
+                Kind::Chaos,
+                vec![
+                    ("enabled", Some(Val::Bool(c.enabled()))),
+                    ("latency-rate", Some(Val::F64(c.latency_rate()))),
+                    ("latency", Some(Val::Duration(c.latency()))),
                 ],
             )
         } else {
@@ -216,6 +240,23 @@ fn breaker(c: &CircuitBreakerConfig) -> Vec<(&'static str, Option<Val>)> {
     out
 }
 
+fn adaptive(c: &AdaptiveBulkheadConfig) -> Vec<(&'static str, Option<Val>)> {
+    vec![
+        ("initial-limit", Some(Val::U32(c.initial_limit()))),
+        ("min-limit", Some(Val::U32(c.min_limit()))),
+        ("max-limit", Some(Val::U32(c.max_limit()))),
+        ("smoothing", Some(Val::F64(c.smoothing()))),
+        ("probe-multiplier", Some(Val::U32(c.probe_multiplier()))),
+        ("min-window-time", Some(Val::Duration(c.min_window_time()))),
+        ("max-window-time", Some(Val::Duration(c.max_window_time()))),
+        ("window-size", Some(Val::U32(c.window_size()))),
+        (
+            "min-rtt-threshold",
+            Some(Val::Duration(c.min_rtt_threshold())),
+        ),
+    ]
+}
+
 fn retry(c: &RetryConfig) -> Vec<(&'static str, Option<Val>)> {
     let f = c.interval_function();
     let wait = f.initial().unwrap_or(c.wait_duration());
@@ -235,8 +276,10 @@ fn retry(c: &RetryConfig) -> Vec<(&'static str, Option<Val>)> {
 mod tests {
     use std::any::Any;
 
-    use resil_core::bulkhead::BulkheadConfig;
+    use resil_core::bulkhead::{AdaptiveBulkheadConfig, BulkheadConfig};
+    use resil_core::chaos::ChaosConfig;
     use resil_core::circuit_breaker::CircuitBreakerConfig;
+    use resil_core::hedging::HedgingConfig;
     use resil_core::rate_limiter::RateLimiterConfig;
     use resil_core::retry::RetryConfig;
     use resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig;
@@ -250,7 +293,7 @@ mod tests {
     /// them; every core option with a fixed default is rendered.
     #[test]
     fn the_option_tables_defaults_are_the_configs_defaults() {
-        let defaults: [(Kind, &dyn Any); 6] = [
+        let defaults: [(Kind, &dyn Any); 9] = [
             (Kind::CircuitBreaker, &CircuitBreakerConfig::default()),
             (Kind::Retry, &RetryConfig::default()),
             (Kind::Bulkhead, &BulkheadConfig::default()),
@@ -260,6 +303,9 @@ mod tests {
             ),
             (Kind::RateLimiter, &RateLimiterConfig::default()),
             (Kind::TimeLimiter, &TimeLimiterConfig::default()),
+            (Kind::Hedging, &HedgingConfig::default()),
+            (Kind::AdaptiveBulkhead, &AdaptiveBulkheadConfig::default()),
+            (Kind::Chaos, &ChaosConfig::default()),
         ];
         for (kind, config) in defaults {
             let values = rendered(config);

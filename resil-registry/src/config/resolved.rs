@@ -5,8 +5,12 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use resil_core::bulkhead::{BulkheadConfig, BulkheadConfigBuilder};
+use resil_core::bulkhead::{
+    AdaptiveBulkheadConfig, AdaptiveBulkheadConfigBuilder, BulkheadConfig, BulkheadConfigBuilder,
+};
+use resil_core::chaos::{ChaosConfig, ChaosConfigBuilder};
 use resil_core::circuit_breaker::{CircuitBreakerConfig, CircuitBreakerConfigBuilder};
+use resil_core::hedging::{HedgingConfig, HedgingConfigBuilder};
 use resil_core::rate_limiter::{RateLimiterConfig, RateLimiterConfigBuilder};
 use resil_core::retry::{RetryConfig, RetryConfigBuilder};
 use resil_core::thread_pool_bulkhead::{ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigBuilder};
@@ -235,6 +239,20 @@ impl<C> Resolved<C> {
         self.names(key)
     }
 
+    /// A names-valued key of the new kinds (`hedge-errors`, chaos `errors`
+    /// and `results`).
+    pub(crate) fn names_of(&self, key: &'static str) -> Option<ErrorNames<'_>> {
+        self.names(key)
+    }
+
+    /// A number-valued key (a chaos entry's `error-rate`), when set.
+    pub(crate) fn f64_of(&self, key: &str) -> Option<f64> {
+        match self.values.get(key)?.val {
+            Val::F64(v) => Some(v),
+            _ => None,
+        }
+    }
+
     fn names(&self, key: &'static str) -> Option<ErrorNames<'_>> {
         let setting = self.values.get(key)?;
         match &setting.val {
@@ -355,6 +373,9 @@ builders! {
     ThreadPoolBulkheadConfig => ThreadPoolBulkheadConfigBuilder,
     RateLimiterConfig => RateLimiterConfigBuilder,
     TimeLimiterConfig => TimeLimiterConfigBuilder,
+    HedgingConfig => HedgingConfigBuilder,
+    AdaptiveBulkheadConfig => AdaptiveBulkheadConfigBuilder,
+    ChaosConfig => ChaosConfigBuilder,
 }
 
 /// One kind's part of the file: the default config, the named configs and the

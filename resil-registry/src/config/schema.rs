@@ -23,6 +23,9 @@ impl Kind {
             Kind::ThreadPoolBulkhead => "thread-pool-bulkhead",
             Kind::RateLimiter => "ratelimiter",
             Kind::TimeLimiter => "timelimiter",
+            Kind::Hedging => "hedging",
+            Kind::AdaptiveBulkhead => "adaptive-bulkhead",
+            Kind::Chaos => "chaos",
         }
     }
 
@@ -35,6 +38,9 @@ impl Kind {
             Kind::ThreadPoolBulkhead => "thread-pool bulkhead",
             Kind::RateLimiter => "rate limiter",
             Kind::TimeLimiter => "time limiter",
+            Kind::Hedging => "hedging",
+            Kind::AdaptiveBulkhead => "adaptive bulkhead",
+            Kind::Chaos => "chaos",
         }
     }
 
@@ -59,6 +65,9 @@ impl Kind {
             Kind::ThreadPoolBulkhead => resil_options::Section::ThreadPoolBulkhead,
             Kind::RateLimiter => resil_options::Section::RateLimiter,
             Kind::TimeLimiter => resil_options::Section::TimeLimiter,
+            Kind::Hedging => resil_options::Section::Hedging,
+            Kind::AdaptiveBulkhead => resil_options::Section::AdaptiveBulkhead,
+            Kind::Chaos => resil_options::Section::Chaos,
         }
     }
 

@@ -1,6 +1,7 @@
 //! Error classes and named predicates: the names config files use for
 //! errors and predicates written in code.
 
+use resil_core::chaos::ChaosConfigBuilder;
 use resil_core::circuit_breaker::CircuitBreakerConfigBuilder;
 use resil_core::retry::RetryConfigBuilder;
 
@@ -51,6 +52,72 @@ impl Registry {
         predicate: impl Fn(&T) -> bool + Send + Sync + 'static,
     ) {
         self.inner.classes.register_predicate(name, predicate);
+    }
+
+    /// Registers an error a chaos instance may inject, under `name`, for
+    /// config files to list in `resilience4j.chaos.instances.<x>.errors`
+    /// (a file cannot build a Rust value). While the instance is enabled,
+    /// a call whose error type is `E` fails with `make()` at the entry's
+    /// `error-rate`, without reaching the downstream. One injection per
+    /// error type takes part in an instance: list one name per type.
+    /// Register before loading the file; a name registered twice keeps the
+    /// later factory.
+    ///
+    /// ```
+    /// # #[cfg(feature = "yaml")] {
+    /// use resil_registry::{FileConfig, Registry};
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// enum InventoryError { Unavailable }
+    ///
+    /// let registry = Registry::new();
+    /// registry.register_chaos_error("unavailable", || InventoryError::Unavailable);
+    /// registry.reload(FileConfig::from_yaml_str("
+    /// resilience4j.chaos.instances.inventory-query:
+    ///   enabled: true
+    ///   error-rate: 1.0
+    ///   errors: [unavailable]
+    /// ").unwrap()).unwrap();
+    /// let chaos = registry.chaos("inventory-query");
+    /// let out = chaos.call(|| Ok::<u32, InventoryError>(7));
+    /// assert_eq!(out.unwrap_err().into_call(), Some(InventoryError::Unavailable));
+    /// # }
+    /// ```
+    pub fn register_chaos_error<E: 'static>(
+        &self,
+        name: &str,
+        make: impl Fn() -> E + Send + Sync + 'static,
+    ) {
+        let make = std::sync::Arc::new(make);
+        self.inner.classes.register_injection(
+            name,
+            false,
+            std::sync::Arc::new(move |b: ChaosConfigBuilder, rate| {
+                let make = std::sync::Arc::clone(&make);
+                b.inject_error(rate, move || make())
+            }),
+        );
+    }
+
+    /// Registers a result a chaos instance may return instead of calling the
+    /// downstream, under `name`, for `resilience4j.chaos.instances.<x>.results`
+    /// (at the entry's `result-rate`); as
+    /// [`register_chaos_error`](Self::register_chaos_error), for successful
+    /// values of type `T`.
+    pub fn register_chaos_result<T: 'static>(
+        &self,
+        name: &str,
+        make: impl Fn() -> T + Send + Sync + 'static,
+    ) {
+        let make = std::sync::Arc::new(make);
+        self.inner.classes.register_injection(
+            name,
+            true,
+            std::sync::Arc::new(move |b: ChaosConfigBuilder, rate| {
+                let make = std::sync::Arc::clone(&make);
+                b.inject_result(rate, move || make())
+            }),
+        );
     }
 
     /// Every name error lists may use: the registered error classes' names and

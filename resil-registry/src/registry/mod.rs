@@ -1,4 +1,4 @@
-//! The registry: six maps of named instances, get-or-create, code settings and
+//! The registry: nine maps of named instances, get-or-create, code settings and
 //! the events that announce changes.
 
 use std::collections::{BTreeMap, HashMap};
@@ -12,10 +12,14 @@ use dashmap::mapref::entry::Entry as MapEntry;
 #[cfg(feature = "redis")]
 use dashmap::DashMap;
 use parking_lot::{Mutex, RwLock};
-use resil_core::bulkhead::{Bulkhead, BulkheadConfigBuilder};
+use resil_core::bulkhead::{
+    AdaptiveBulkhead, AdaptiveBulkheadConfigBuilder, Bulkhead, BulkheadConfigBuilder,
+};
+use resil_core::chaos::{Chaos, ChaosConfigBuilder};
 use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfigBuilder};
 use resil_core::clock::SharedClock;
 use resil_core::event::EventPublisher;
+use resil_core::hedging::{Hedging, HedgingConfigBuilder};
 use resil_core::rate_limiter::{RateLimiter, RateLimiterConfigBuilder};
 use resil_core::retry::{Retry, RetryConfigBuilder};
 use resil_core::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder};
@@ -86,7 +90,7 @@ pub(crate) struct Inner {
     pub(crate) sites: Mutex<HashMap<(Kind, String), &'static AttributeSite>>,
 }
 
-/// Named, shared instances of the six primitives and their configuration.
+/// Named, shared instances of the nine primitives and their configuration.
 ///
 /// Look-ups are get-or-create: the first look-up of a name builds the
 /// instance from its settings (the `default` config when nothing names it),
@@ -177,6 +181,18 @@ impl Registry {
         rate_limiter, try_rate_limiter, configure_rate_limiter, RateLimiter, RateLimiterConfigBuilder;
         /// The time limiter called `name`, created on first use.
         time_limiter, try_time_limiter, configure_time_limiter, TimeLimiter, TimeLimiterConfigBuilder;
+        /// The hedging called `name` (`resilience4j.hedging.instances.<name>`),
+        /// created on first use.
+        hedging, try_hedging, configure_hedging, Hedging, HedgingConfigBuilder;
+        /// The adaptive bulkhead called `name`
+        /// (`resilience4j.adaptive-bulkhead.instances.<name>`; the attribute's
+        /// `#[resil::bulkhead(kind = "adaptive")]`), created on first use.
+        adaptive_bulkhead, try_adaptive_bulkhead, configure_adaptive_bulkhead, AdaptiveBulkhead, AdaptiveBulkheadConfigBuilder;
+        /// The chaos instance called `name`
+        /// (`resilience4j.chaos.instances.<name>`), created on first use:
+        /// off unless its `enabled` says otherwise or an operator switches it
+        /// on ([`enable_chaos`](Self::enable_chaos)).
+        chaos, try_chaos, configure_chaos, Chaos, ChaosConfigBuilder;
     }
 
     pub(crate) fn store<P: Primitive>(&self) -> &Store<P> {

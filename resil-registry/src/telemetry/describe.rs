@@ -1,8 +1,10 @@
 //! What telemetry reads from each kind: its state, its metrics, its effective
 //! configuration as key/value pairs, and its health.
 
-use resil_core::bulkhead::Bulkhead;
+use resil_core::bulkhead::{AdaptiveBulkhead, Bulkhead};
+use resil_core::chaos::Chaos;
 use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig, State};
+use resil_core::hedging::Hedging;
 use resil_core::rate_limiter::RateLimiter;
 use resil_core::retry::Retry;
 use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
@@ -395,6 +397,224 @@ impl Describe for TimeLimiter {
 
     fn health(&self) -> (Status, Option<String>) {
         (Status::Up, None)
+    }
+}
+
+/// Hedging is not Resilience4j's: its metrics carry resil's own prefix,
+/// `resil_hedging_calls{kind=won_by_primary|won_by_hedge|all_failed|cancelled}`
+/// (every call ends in exactly one) and
+/// `resil_hedging_hedges{kind=started|budget_refused}`.
+impl Describe for Hedging {
+    type Event = resil_core::hedging::HedgingEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn state_label(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn metric_values(&self) -> Vec<MetricValue> {
+        let m = self.metrics();
+        vec![
+            (
+                "resil_hedging_calls",
+                Some("won_by_primary"),
+                m.won_by_primary() as f64,
+            ),
+            (
+                "resil_hedging_calls",
+                Some("won_by_hedge"),
+                m.won_by_hedge() as f64,
+            ),
+            (
+                "resil_hedging_calls",
+                Some("all_failed"),
+                m.all_failed() as f64,
+            ),
+            (
+                "resil_hedging_calls",
+                Some("cancelled"),
+                m.cancelled() as f64,
+            ),
+            (
+                "resil_hedging_hedges",
+                Some("started"),
+                m.hedges_started() as f64,
+            ),
+            (
+                "resil_hedging_hedges",
+                Some("budget_refused"),
+                m.budget_refused() as f64,
+            ),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        describe_config(self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&resil_core::hedging::HedgingConfig::default())
+    }
+
+    fn health(&self) -> (Status, Option<String>) {
+        (Status::Up, None)
+    }
+}
+
+/// The adaptive bulkhead publishes beside the bulkhead's names:
+/// `resilience4j_bulkhead_adaptive_limit` (the current limit, a gauge),
+/// `…_concurrent_calls`, `…_available_concurrent_calls`, `…_min_rtt_seconds`
+/// and `resilience4j_bulkhead_adaptive_calls{kind=rejected|dropped|sampled}`.
+impl Describe for AdaptiveBulkhead {
+    type Event = resil_core::bulkhead::AdaptiveBulkheadEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn state_label(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn metric_values(&self) -> Vec<MetricValue> {
+        let m = self.metrics();
+        vec![
+            ("bulkhead_adaptive_limit", None, f64::from(m.limit())),
+            (
+                "bulkhead_adaptive_concurrent_calls",
+                None,
+                f64::from(m.concurrent_calls()),
+            ),
+            (
+                "bulkhead_adaptive_available_concurrent_calls",
+                None,
+                f64::from(m.available_concurrent_calls()),
+            ),
+            (
+                "bulkhead_adaptive_min_rtt_seconds",
+                None,
+                m.min_rtt().as_secs_f64(),
+            ),
+            (
+                "bulkhead_adaptive_calls",
+                Some("rejected"),
+                m.rejected_calls() as f64,
+            ),
+            (
+                "bulkhead_adaptive_calls",
+                Some("dropped"),
+                m.dropped_calls() as f64,
+            ),
+            (
+                "bulkhead_adaptive_calls",
+                Some("sampled"),
+                m.samples() as f64,
+            ),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        describe_config(&self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&resil_core::bulkhead::AdaptiveBulkheadConfig::default())
+    }
+
+    fn health(&self) -> (Status, Option<String>) {
+        let m = self.metrics();
+        if m.available_concurrent_calls() == 0 {
+            (
+                Status::Degraded,
+                Some(format!(
+                    "every slot under the adaptive limit ({}) is taken",
+                    m.limit()
+                )),
+            )
+        } else {
+            (Status::Up, None)
+        }
+    }
+}
+
+/// Chaos is not Resilience4j's: `resil_chaos_injections{kind=latency|error|result}`,
+/// `resil_chaos_calls` (calls made while enabled) and `resil_chaos_enabled`
+/// (1 while injecting). Its state is `ENABLED` or `DISABLED`; enabled, it is
+/// DEGRADED with a reason (never DOWN), so a drill left on is visible in
+/// every health check without taking the service out of rotation.
+impl Describe for Chaos {
+    type Event = resil_core::chaos::ChaosEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn state_label(&self) -> Option<&'static str> {
+        Some(if self.status().enabled() {
+            "ENABLED"
+        } else {
+            "DISABLED"
+        })
+    }
+
+    fn metric_values(&self) -> Vec<MetricValue> {
+        let m = self.metrics();
+        let enabled = self.status().enabled();
+        vec![
+            (
+                "resil_chaos_injections",
+                Some("latency"),
+                m.latencies_injected() as f64,
+            ),
+            (
+                "resil_chaos_injections",
+                Some("error"),
+                m.errors_injected() as f64,
+            ),
+            (
+                "resil_chaos_injections",
+                Some("result"),
+                m.results_injected() as f64,
+            ),
+            ("resil_chaos_calls", None, m.calls_while_enabled() as f64),
+            ("resil_chaos_enabled", None, if enabled { 1.0 } else { 0.0 }),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        describe_config(self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&resil_core::chaos::ChaosConfig::default())
+    }
+
+    fn health(&self) -> (Status, Option<String>) {
+        let status = self.status();
+        if !status.enabled() {
+            return (Status::Up, None);
+        }
+        let why = status
+            .reason()
+            .map_or_else(|| "by the config file".to_owned(), |r| format!("`{r}`"));
+        let until = status.expires_in().map_or_else(
+            || "until switched off".to_owned(),
+            |left| {
+                format!(
+                    "for {} more",
+                    crate::config::format_duration(std::time::Duration::from_millis(
+                        left.as_millis() as u64
+                    ))
+                )
+            },
+        );
+        (
+            Status::Degraded,
+            Some(format!("chaos injection ENABLED {why}, {until}")),
+        )
     }
 }
 

@@ -16,6 +16,15 @@
 //! `…_backend_failure_calls{kind=timeout|unavailable|auth|error|cannot_block}`,
 //! `…_script_calls` and, with local permit leases,
 //! `…_lease_permits{kind=leased|handed_out|returned}`.
+//!
+//! The kinds beyond Resilience4j: `resilience4j_bulkhead_adaptive_limit` (the
+//! adaptive bulkhead's current limit) and its `…_concurrent_calls`,
+//! `…_available_concurrent_calls`, `…_min_rtt_seconds` gauges and
+//! `resilience4j_bulkhead_adaptive_calls{kind=rejected|dropped|sampled}`;
+//! `resil_hedging_calls{kind=won_by_primary|won_by_hedge|all_failed|cancelled}`
+//! and `resil_hedging_hedges{kind=started|budget_refused}`;
+//! `resil_chaos_injections{kind=latency|error|result}`, `resil_chaos_calls`
+//! and the `resil_chaos_enabled` gauge.
 
 use metrics::Label;
 use resil_core::circuit_breaker::State;
@@ -40,7 +49,19 @@ const STATES: [State; 6] = [
 /// Metrics that are monotonic counts (published as counters); every other
 /// value is a gauge.
 fn is_counter(name: &str) -> bool {
-    name.ends_with("_calls") && !name.contains("buffered") && !name.contains("concurrent")
+    (name.ends_with("_calls") && !name.contains("buffered") && !name.contains("concurrent"))
+        || name.ends_with("_injections")
+        || name.ends_with("_hedges")
+}
+
+/// The published name: Resilience4j's `resilience4j_` prefix, except for the
+/// kinds Resilience4j lacks, whose names already carry `resil_`.
+fn published_name(metric: &str) -> String {
+    if metric.starts_with("resil_") {
+        metric.to_owned()
+    } else {
+        format!("resilience4j_{metric}")
+    }
 }
 
 impl Registry {
@@ -100,14 +121,19 @@ impl Registry {
             if let Some(kind) = kind {
                 labels.push(Label::new("kind", kind));
             }
-            let key = format!("resilience4j_{metric}");
+            let key = published_name(metric);
             if is_counter(metric) {
                 metrics::counter!(key, labels).absolute(value as u64);
             } else {
                 metrics::gauge!(key, labels).set(value);
             }
         }
-        if let Some(state) = handle.state_label() {
+        // The state gauge is the breaker's (a chaos instance's state is its
+        // `resil_chaos_enabled` gauge).
+        if let Some(state) = handle
+            .state_label()
+            .filter(|_| P::KIND == Kind::CircuitBreaker)
+        {
             for s in STATES {
                 let mut labels = labels.clone();
                 labels.push(Label::new("state", s.as_str().to_ascii_lowercase()));

@@ -37,11 +37,14 @@ impl Snapshot {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct InstanceSnapshot {
     /// `circuit_breaker`, `retry`, `bulkhead`, `thread_pool_bulkhead`,
-    /// `rate_limiter` or `time_limiter`.
+    /// `rate_limiter`, `time_limiter`, `hedging`, `adaptive_bulkhead` or
+    /// `chaos` ([`Kind::as_str`]).
     pub kind: &'static str,
     /// The instance name.
     pub name: String,
-    /// Resilience4j's state name (breakers only).
+    /// Resilience4j's state name for a breaker; `ENABLED` or `DISABLED` for
+    /// a chaos instance (its operator's reason and time left are in
+    /// `health_reason`); `None` for the other kinds.
     pub state: Option<&'static str>,
     /// Its metrics, under Resilience4j's names.
     pub metrics: Vec<MetricSnapshot>,
@@ -78,7 +81,8 @@ impl InstanceSnapshot {
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct MetricSnapshot {
-    /// Resilience4j's name, without the `resilience4j_` prefix.
+    /// Resilience4j's name, without the `resilience4j_` prefix; the kinds
+    /// Resilience4j lacks (hedging, chaos) give their whole `resil_…` name.
     pub name: &'static str,
     /// The `kind` label, for metrics that have one.
     pub kind: Option<&'static str>,

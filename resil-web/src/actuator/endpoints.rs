@@ -88,7 +88,11 @@ pub(crate) async fn retries(State(ctx): Shared) -> Response {
 pub(crate) async fn bulkheads(State(ctx): Shared) -> Response {
     names(
         &ctx,
-        &[Kind::Bulkhead, Kind::ThreadPoolBulkhead],
+        &[
+            Kind::Bulkhead,
+            Kind::ThreadPoolBulkhead,
+            Kind::AdaptiveBulkhead,
+        ],
         "bulkheads",
     )
 }

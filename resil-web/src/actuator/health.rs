@@ -17,6 +17,9 @@ pub(crate) fn group(kind: &str) -> &'static str {
         "bulkhead" => "bulkheads",
         "thread_pool_bulkhead" => "threadPoolBulkheads",
         "time_limiter" => "timeLimiters",
+        "hedging" => "hedgings",
+        "adaptive_bulkhead" => "adaptiveBulkheads",
+        "chaos" => "chaos",
         _ => "other",
     }
 }
