@@ -8,6 +8,8 @@
 //! counts, orders and who decided, never durations.
 #![cfg(feature = "redis")]
 
+#[path = "support/limiter.rs"]
+mod limiter_support;
 #[path = "support/redis_server.rs"]
 mod redis_server;
 
@@ -15,6 +17,7 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
+use limiter_support::{limiter, run};
 use redis_server::RedisServer;
 use resil::clock::ManualClock;
 use resil::distributed_rate_limiter::{
@@ -31,23 +34,6 @@ fn config(url: &str) -> DistributedRateLimiterConfigBuilder {
         .key_prefix("attack:")
         .timeout_duration(Duration::ZERO)
         .redis_timeout(Duration::from_secs(2))
-}
-
-fn limiter(name: &str, config: DistributedRateLimiterConfigBuilder) -> DistributedRateLimiter {
-    DistributedRateLimiter::new(name, config.build().unwrap()).unwrap()
-}
-
-fn run<F: std::future::Future<Output = ()>>(f: F) {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            tokio::time::timeout(Duration::from_secs(60), f)
-                .await
-                .expect("the test hung for 60 s");
-        });
 }
 
 /// A port nothing listens on.

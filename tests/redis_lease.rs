@@ -10,6 +10,8 @@
 //! never durations); the local lease expiry runs on a manual clock.
 #![cfg(feature = "redis")]
 
+#[path = "support/limiter.rs"]
+mod limiter_support;
 #[path = "support/redis_server.rs"]
 mod redis_server;
 #[path = "support/windows.rs"]
@@ -19,6 +21,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+use limiter_support::{limiter, run};
 use redis_server::{command_calls, info_field, RedisServer};
 use resil::clock::ManualClock;
 use resil::distributed_rate_limiter::{
@@ -48,23 +51,6 @@ fn config(url: &str) -> DistributedRateLimiterConfigBuilder {
         .key_prefix("lease:")
         .timeout_duration(Duration::ZERO)
         .redis_timeout(Duration::from_secs(2))
-}
-
-fn limiter(name: &str, config: DistributedRateLimiterConfigBuilder) -> DistributedRateLimiter {
-    DistributedRateLimiter::new(name, config.build().unwrap()).unwrap()
-}
-
-fn run<F: std::future::Future<Output = ()>>(f: F) {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            tokio::time::timeout(Duration::from_secs(60), f)
-                .await
-                .expect("the test hung for 60 s");
-        });
 }
 
 // ---------------------------------------------------------------------------

@@ -6,6 +6,8 @@
 //! invariants (checked against the server's own timestamps), never durations.
 #![cfg(feature = "redis")]
 
+#[path = "support/limiter.rs"]
+mod limiter_support;
 #[path = "support/redis_server.rs"]
 mod redis_server;
 #[path = "support/windows.rs"]
@@ -18,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use limiter_support::{limiter, run};
 use redis_server::{command_calls, RedisServer};
 use resil::clock::{Clock, SystemClock};
 use resil::distributed_rate_limiter::{
@@ -50,25 +53,6 @@ async fn from_redis(limiter: &DistributedRateLimiter) -> Grant {
         limiter.name(),
         limiter.metrics()
     )
-}
-
-fn limiter(name: &str, config: DistributedRateLimiterConfigBuilder) -> DistributedRateLimiter {
-    DistributedRateLimiter::new(name, config.build().unwrap()).unwrap()
-}
-
-/// Runs `f` on a multi-thread runtime with a guard that turns a hang into a
-/// failure.
-fn run<F: std::future::Future<Output = ()>>(f: F) {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            tokio::time::timeout(Duration::from_secs(60), f)
-                .await
-                .expect("the test hung for 60 s");
-        });
 }
 
 // ---------------------------------------------------------------------------
