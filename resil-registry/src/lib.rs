@@ -1,8 +1,8 @@
 //! Named resil instances, their configuration and the process-wide registry.
 //!
 //! Resilience4j users name an instance (`inventory`), configure it once and get
-//! the same shared instance everywhere. [`Registry`] does that for the six
-//! resil-core primitives: look-ups by name are get-or-create, and return a
+//! the same shared instance everywhere. [`Registry`] does that for every
+//! resil-core primitive: look-ups by name are get-or-create, and return a
 //! [`Handle`] that follows the instance through reloads and replacements at
 //! the cost of one atomic load per use.
 //!

@@ -41,7 +41,7 @@ impl RegistryBuilder {
     /// The cap on instances per kind (default
     /// [`DEFAULT_MAX_INSTANCES_PER_KIND`]). Names used as business ids
     /// (one breaker per customer) grow without bound; the cap turns that
-    /// into an error ([`RegistryError::CardinalityExceeded`]) and a counted
+    /// into an error ([`RegistryError::CardinalityExceeded`](crate::RegistryError::CardinalityExceeded)) and a counted
     /// refusal instead of a slow memory leak.
     pub fn max_instances_per_kind(mut self, max: usize) -> Self {
         self.max_per_kind = Some(max);

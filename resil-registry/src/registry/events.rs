@@ -43,7 +43,7 @@ impl Registry {
     }
 
     /// Collects every instance's own events into its ring now (see
-    /// [`RegistryBuilder::record_instance_events`]).
+    /// [`RegistryBuilder::record_instance_events`](crate::RegistryBuilder::record_instance_events)).
     pub fn collect_instance_events(&self) {
         struct Collect<'a>(&'a Registry);
         impl KindVisitor for Collect<'_> {
