@@ -120,6 +120,11 @@ mod sealed {
         where
             Self: super::Primitive;
 
+        /// Every file-settable option of `config` as a file writes it.
+        fn render(config: &<Self as super::Primitive>::Config) -> Vec<(&'static str, String)>
+        where
+            Self: super::Primitive;
+
         /// Applies `config` through the instance's run-time setters, when
         /// every difference is one a setter covers; whether it did (the
         /// instance is then kept, nothing it counts is lost).
@@ -244,6 +249,10 @@ macro_rules! primitive {
         impl sealed::Sealed for $ty {
             fn store(stores: &Stores) -> &Store<Self> {
                 &stores.$section
+            }
+
+            fn render(config: &$config) -> Vec<(&'static str, String)> {
+                crate::config::rendered(config)
             }
             $($($sealed)*)?
         }
@@ -550,6 +559,10 @@ primitive!(
 impl sealed::Sealed for ThreadPoolBulkhead {
     fn store(stores: &Stores) -> &Store<Self> {
         &stores.thread_pool_bulkhead
+    }
+
+    fn render(config: &ThreadPoolBulkheadConfig) -> Vec<(&'static str, String)> {
+        crate::config::rendered(config)
     }
 }
 

@@ -87,7 +87,7 @@ use resil_core::time_limiter::TimeLimiterConfig;
 
 pub use self::duration::{format_duration, parse_duration, ParseDurationError};
 pub use self::error::{ConfigFileError, Problem, ProblemKind};
-pub(crate) use self::render::rendered;
+pub(crate) use self::render::{rendered, Render};
 pub use self::resolved::{ErrorNames, Provenance, Resolved, Section, Source};
 pub use self::schema::Kind;
 pub use self::spring::PROFILES_VAR;

@@ -3,7 +3,6 @@
 //! snapshot, the provenance's defaults and the docs write each value the way
 //! the loader parses it back (`1500ms`, never `1.5s`).
 
-use std::any::Any;
 use std::time::Duration;
 
 use resil_core::bulkhead::{AdaptiveBulkheadConfig, BulkheadConfig};
@@ -19,109 +18,25 @@ use resil_core::time_limiter::TimeLimiterConfig;
 
 use super::schema::{Kind, Target, Val, SLIDING_WINDOW_TYPES, STATES};
 
+/// A resil-core config the renderer writes: its kind and every file-settable
+/// option it can tell, one impl per config below.
+pub(crate) trait Render {
+    /// The kind whose rows of the option table it renders.
+    const KIND: Kind;
+    /// `(file key, value)` for the options the config can tell (`None`: an
+    /// unset cap).
+    fn found(&self) -> Vec<(&'static str, Option<Val>)>;
+}
+
 /// Every file-settable option of `config`'s kind with its effective value,
 /// in the kind's table order; options a config cannot tell (error lists,
 /// registry settings, an unset cap) are left out.
-pub(crate) fn values(config: &dyn Any) -> Vec<(&'static str, Val)> {
-    let (kind, found): (Kind, Vec<(&'static str, Option<Val>)>) =
-        if let Some(c) = config.downcast_ref::<CircuitBreakerConfig>() {
-            (Kind::CircuitBreaker, breaker(c))
-        } else if let Some(c) = config.downcast_ref::<RetryConfig>() {
-            (Kind::Retry, retry(c))
-        } else if let Some(c) = config.downcast_ref::<BulkheadConfig>() {
-            (
-                Kind::Bulkhead,
-                vec![
-                    (
-                        "max-concurrent-calls",
-                        Some(Val::U32(c.max_concurrent_calls())),
-                    ),
-                    (
-                        "max-wait-duration",
-                        Some(Val::Duration(c.max_wait_duration())),
-                    ),
-                    (
-                        "fair-call-handling-enabled",
-                        Some(Val::Bool(c.fair_call_handling_enabled())),
-                    ),
-                ],
-            )
-        } else if let Some(c) = config.downcast_ref::<ThreadPoolBulkheadConfig>() {
-            (
-                Kind::ThreadPoolBulkhead,
-                vec![
-                    (
-                        "core-thread-pool-size",
-                        Some(Val::Usize(c.core_thread_pool_size())),
-                    ),
-                    (
-                        "max-thread-pool-size",
-                        Some(Val::Usize(c.max_thread_pool_size())),
-                    ),
-                    ("queue-capacity", Some(Val::Usize(c.queue_capacity()))),
-                    (
-                        "keep-alive-duration",
-                        Some(Val::Duration(c.keep_alive_duration())),
-                    ),
-                ],
-            )
-        } else if let Some(c) = config.downcast_ref::<RateLimiterConfig>() {
-            (
-                Kind::RateLimiter,
-                vec![
-                    ("limit-for-period", Some(Val::U32(c.limit_for_period()))),
-                    (
-                        "limit-refresh-period",
-                        Some(Val::Duration(c.limit_refresh_period())),
-                    ),
-                    (
-                        "timeout-duration",
-                        Some(Val::Duration(c.timeout_duration())),
-                    ),
-                ],
-            )
-        } else if let Some(c) = config.downcast_ref::<TimeLimiterConfig>() {
-            (
-                Kind::TimeLimiter,
-                vec![
-                    (
-                        "timeout-duration",
-                        Some(Val::Duration(c.timeout_duration())),
-                    ),
-                    (
-                        "cancel-running-future",
-                        Some(Val::Bool(c.cancel_running_future())),
-                    ),
-                ],
-            )
-        } else if let Some(c) = config.downcast_ref::<HedgingConfig>() {
-            (
-                Kind::Hedging,
-                vec![
-                    (
-                        "max-hedged-attempts",
-                        Some(Val::U32(c.max_hedged_attempts())),
-                    ),
-                    ("delay", Some(Val::Duration(c.delay()))),
-                ],
-            )
-        } else if let Some(c) = config.downcast_ref::<AdaptiveBulkheadConfig>() {
-            (Kind::AdaptiveBulkhead, adaptive(c))
-        } else if let Some(c) = config.downcast_ref::<ChaosConfig>() {
-            (
-                Kind::Chaos,
-                vec![
-                    ("enabled", Some(Val::Bool(c.enabled()))),
-                    ("latency-rate", Some(Val::F64(c.latency_rate()))),
-                    ("latency", Some(Val::Duration(c.latency()))),
-                ],
-            )
-        } else {
-            return Vec::new();
-        };
+pub(crate) fn values<C: Render>(config: &C) -> Vec<(&'static str, Val)> {
+    let found = config.found();
     // The table's order, and only its core options: a key rendered here that
     // the table lacks would be a value the loader refuses.
-    kind.options()
+    C::KIND
+        .options()
         .iter()
         .filter(|o| o.target == Target::Core)
         .filter_map(|o| {
@@ -132,11 +47,148 @@ pub(crate) fn values(config: &dyn Any) -> Vec<(&'static str, Val)> {
 }
 
 /// `values`, each as a config file writes it.
-pub(crate) fn rendered(config: &dyn Any) -> Vec<(&'static str, String)> {
+pub(crate) fn rendered<C: Render>(config: &C) -> Vec<(&'static str, String)> {
     values(config)
         .into_iter()
         .map(|(k, v)| (k, v.to_string()))
         .collect()
+}
+
+impl Render for CircuitBreakerConfig {
+    const KIND: Kind = Kind::CircuitBreaker;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        let c = self;
+        breaker(c)
+    }
+}
+
+impl Render for RetryConfig {
+    const KIND: Kind = Kind::Retry;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        let c = self;
+        retry(c)
+    }
+}
+
+impl Render for BulkheadConfig {
+    const KIND: Kind = Kind::Bulkhead;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        let c = self;
+        vec![
+            (
+                "max-concurrent-calls",
+                Some(Val::U32(c.max_concurrent_calls())),
+            ),
+            (
+                "max-wait-duration",
+                Some(Val::Duration(c.max_wait_duration())),
+            ),
+            (
+                "fair-call-handling-enabled",
+                Some(Val::Bool(c.fair_call_handling_enabled())),
+            ),
+        ]
+    }
+}
+
+impl Render for ThreadPoolBulkheadConfig {
+    const KIND: Kind = Kind::ThreadPoolBulkhead;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        let c = self;
+        vec![
+            (
+                "core-thread-pool-size",
+                Some(Val::Usize(c.core_thread_pool_size())),
+            ),
+            (
+                "max-thread-pool-size",
+                Some(Val::Usize(c.max_thread_pool_size())),
+            ),
+            ("queue-capacity", Some(Val::Usize(c.queue_capacity()))),
+            (
+                "keep-alive-duration",
+                Some(Val::Duration(c.keep_alive_duration())),
+            ),
+        ]
+    }
+}
+
+impl Render for RateLimiterConfig {
+    const KIND: Kind = Kind::RateLimiter;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        let c = self;
+        vec![
+            ("limit-for-period", Some(Val::U32(c.limit_for_period()))),
+            (
+                "limit-refresh-period",
+                Some(Val::Duration(c.limit_refresh_period())),
+            ),
+            (
+                "timeout-duration",
+                Some(Val::Duration(c.timeout_duration())),
+            ),
+        ]
+    }
+}
+
+impl Render for TimeLimiterConfig {
+    const KIND: Kind = Kind::TimeLimiter;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        let c = self;
+        vec![
+            (
+                "timeout-duration",
+                Some(Val::Duration(c.timeout_duration())),
+            ),
+            (
+                "cancel-running-future",
+                Some(Val::Bool(c.cancel_running_future())),
+            ),
+        ]
+    }
+}
+
+impl Render for HedgingConfig {
+    const KIND: Kind = Kind::Hedging;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        let c = self;
+        vec![
+            (
+                "max-hedged-attempts",
+                Some(Val::U32(c.max_hedged_attempts())),
+            ),
+            ("delay", Some(Val::Duration(c.delay()))),
+        ]
+    }
+}
+
+impl Render for AdaptiveBulkheadConfig {
+    const KIND: Kind = Kind::AdaptiveBulkhead;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        let c = self;
+        adaptive(c)
+    }
+}
+
+impl Render for ChaosConfig {
+    const KIND: Kind = Kind::Chaos;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        let c = self;
+        vec![
+            ("enabled", Some(Val::Bool(c.enabled()))),
+            ("latency-rate", Some(Val::F64(c.latency_rate()))),
+            ("latency", Some(Val::Duration(c.latency()))),
+        ]
+    }
 }
 
 fn word(words: &'static [&'static str], w: &str) -> Val {
@@ -274,7 +326,6 @@ fn retry(c: &RetryConfig) -> Vec<(&'static str, Option<Val>)> {
 
 #[cfg(test)]
 mod tests {
-    use std::any::Any;
 
     use resil_core::bulkhead::{AdaptiveBulkheadConfig, BulkheadConfig};
     use resil_core::chaos::ChaosConfig;
@@ -284,7 +335,7 @@ mod tests {
     use resil_core::retry::RetryConfig;
     use resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig;
     use resil_core::time_limiter::TimeLimiterConfig;
-    use resil_options::Default;
+    use resil_options::Default as Defaulted;
 
     use super::super::schema::{Kind, Target};
     use super::rendered;
@@ -293,28 +344,28 @@ mod tests {
     /// them; every core option with a fixed default is rendered.
     #[test]
     fn the_option_tables_defaults_are_the_configs_defaults() {
-        let defaults: [(Kind, &dyn Any); 9] = [
-            (Kind::CircuitBreaker, &CircuitBreakerConfig::default()),
-            (Kind::Retry, &RetryConfig::default()),
-            (Kind::Bulkhead, &BulkheadConfig::default()),
-            (
-                Kind::ThreadPoolBulkhead,
-                &ThreadPoolBulkheadConfig::default(),
-            ),
-            (Kind::RateLimiter, &RateLimiterConfig::default()),
-            (Kind::TimeLimiter, &TimeLimiterConfig::default()),
-            (Kind::Hedging, &HedgingConfig::default()),
-            (Kind::AdaptiveBulkhead, &AdaptiveBulkheadConfig::default()),
-            (Kind::Chaos, &ChaosConfig::default()),
+        fn of<C: super::Render + Default>() -> (Kind, Vec<(&'static str, String)>) {
+            (C::KIND, rendered(&C::default()))
+        }
+        let defaults = [
+            of::<CircuitBreakerConfig>(),
+            of::<RetryConfig>(),
+            of::<BulkheadConfig>(),
+            of::<ThreadPoolBulkheadConfig>(),
+            of::<RateLimiterConfig>(),
+            of::<TimeLimiterConfig>(),
+            of::<HedgingConfig>(),
+            of::<AdaptiveBulkheadConfig>(),
+            of::<ChaosConfig>(),
         ];
-        for (kind, config) in defaults {
-            let values = rendered(config);
+        assert_eq!(defaults.len(), Kind::ALL.len(), "every kind is rendered");
+        for (kind, values) in defaults {
             for (key, value) in &values {
                 let row = kind.option(key).unwrap();
                 match row.default {
-                    Default::Is(d) => assert_eq!(d, value, "{kind} {key}"),
-                    Default::Computed(_) => {}
-                    Default::Unset(why) => {
+                    Defaulted::Is(d) => assert_eq!(d, value, "{kind} {key}"),
+                    Defaulted::Computed(_) => {}
+                    Defaulted::Unset(why) => {
                         panic!("{kind} {key}: rendered {value}, table says unset ({why})")
                     }
                 }

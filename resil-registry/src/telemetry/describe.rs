@@ -620,7 +620,7 @@ impl Describe for Chaos {
 
 /// The configuration values of any kind's config, with the keys a config
 /// file uses (empty for a type that is not a primitive's config).
-pub(crate) fn describe_config(config: &dyn std::any::Any) -> Vec<(&'static str, String)> {
+pub(crate) fn describe_config<C: crate::config::Render>(config: &C) -> Vec<(&'static str, String)> {
     crate::config::rendered(config)
 }
 
