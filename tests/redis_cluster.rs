@@ -8,8 +8,11 @@
 //! bounds over the grants' server timestamps, never durations.
 #![cfg(feature = "redis-cluster")]
 
+#[path = "support/limiter.rs"]
+mod limiter_support;
 #[path = "support/windows.rs"]
 mod windows;
+use limiter_support::acquire_for_one_second_and_print;
 use windows::{max_in_any_window, micros_now};
 #[path = "support/redis_cluster.rs"]
 mod redis_cluster;
@@ -48,33 +51,7 @@ fn config(urls: &str) -> DistributedRateLimiterConfig {
 fn child_process_acquires_on_the_cluster_for_one_second() {
     let urls = std::env::var(CHILD_URLS).expect("started by the cluster test");
     let limiter = DistributedRateLimiter::new("shared", config(&urls)).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let stop = Instant::now() + Duration::from_secs(1);
-        let mut tasks = Vec::new();
-        for _ in 0..3 {
-            let limiter = limiter.clone();
-            tasks.push(tokio::spawn(async move {
-                let mut grants = Vec::new();
-                while Instant::now() < stop {
-                    if let Ok(g) = limiter.acquire_async().await {
-                        assert_eq!(g.decided_by(), DecidedBy::Redis);
-                        grants.push(g.server_time_micros().unwrap());
-                    }
-                }
-                grants
-            }));
-        }
-        for t in tasks {
-            for g in t.await.unwrap() {
-                println!("GRANT {g}");
-            }
-        }
-        println!("FALLBACK {}", limiter.metrics().fallback_decisions());
-    });
+    acquire_for_one_second_and_print(&limiter);
 }
 
 fn three_processes_share_one_quota(cluster: &RedisCluster) {

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use limiter_support::{limiter, run};
+use limiter_support::{acquire_for_one_second_and_print, limiter, run};
 use redis_server::{command_calls, RedisServer};
 use resil::clock::{Clock, SystemClock};
 use resil::distributed_rate_limiter::{
@@ -86,33 +86,7 @@ fn child_process_acquires_for_one_second() {
         std::env::var(CHILD_URL).expect("started by a multi-process test, which sets the URL");
     let algorithm = std::env::var(CHILD_ALGORITHM).unwrap();
     let limiter = DistributedRateLimiter::new("shared", shared_config(&url, &algorithm)).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let stop = Instant::now() + Duration::from_millis(1000);
-        let mut tasks = Vec::new();
-        for _ in 0..3 {
-            let limiter = limiter.clone();
-            tasks.push(tokio::spawn(async move {
-                let mut grants = Vec::new();
-                while Instant::now() < stop {
-                    if let Ok(grant) = limiter.acquire_async().await {
-                        assert_eq!(grant.decided_by(), DecidedBy::Redis);
-                        grants.push(grant.server_time_micros().unwrap());
-                    }
-                }
-                grants
-            }));
-        }
-        for task in tasks {
-            for t in task.await.unwrap() {
-                println!("GRANT {t}");
-            }
-        }
-    });
-    println!("FALLBACK {}", limiter.metrics().fallback_decisions());
+    acquire_for_one_second_and_print(&limiter);
 }
 
 /// Starts `n` copies of this test binary, each acquiring for a second, and

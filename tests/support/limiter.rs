@@ -1,11 +1,13 @@
 //! What the distributed rate limiter's tests share: building a limiter from
-//! a builder, and a multi-thread runtime whose guard turns a hang into a
-//! failure.
+//! a builder, a multi-thread runtime whose guard turns a hang into a
+//! failure, and the child process's loop of the multi-process tests. Each
+//! test binary uses some of them.
+#![allow(dead_code)]
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use resil::distributed_rate_limiter::{
-    DistributedRateLimiter, DistributedRateLimiterConfigBuilder,
+    DecidedBy, DistributedRateLimiter, DistributedRateLimiterConfigBuilder,
 };
 
 pub fn limiter(name: &str, config: DistributedRateLimiterConfigBuilder) -> DistributedRateLimiter {
@@ -24,4 +26,38 @@ pub fn run<F: std::future::Future<Output = ()>>(f: F) {
                 .await
                 .expect("the test hung for 60 s");
         });
+}
+
+/// A child process's part of the multi-process tests: three tasks acquire
+/// from `limiter` for one second, every grant must come from Redis, and each
+/// grant's server time is printed as `GRANT <micros>`, then
+/// `FALLBACK <count>`, for the parent to read.
+pub fn acquire_for_one_second_and_print(limiter: &DistributedRateLimiter) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let stop = Instant::now() + Duration::from_secs(1);
+        let mut tasks = Vec::new();
+        for _ in 0..3 {
+            let limiter = limiter.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut grants = Vec::new();
+                while Instant::now() < stop {
+                    if let Ok(grant) = limiter.acquire_async().await {
+                        assert_eq!(grant.decided_by(), DecidedBy::Redis);
+                        grants.push(grant.server_time_micros().unwrap());
+                    }
+                }
+                grants
+            }));
+        }
+        for task in tasks {
+            for t in task.await.unwrap() {
+                println!("GRANT {t}");
+            }
+        }
+    });
+    println!("FALLBACK {}", limiter.metrics().fallback_decisions());
 }
