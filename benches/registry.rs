@@ -15,8 +15,11 @@
 //!   difference.
 //! - `create`: 100 000 breakers with distinct names in a fresh registry
 //!   (get-or-create through the slow path), against 100 000 bare
-//!   `CircuitBreaker::new` pushed into a `Vec`; plus net heap bytes per
-//!   instance for both, printed as `bytes per instance: …`.
+//!   `CircuitBreaker::new` pushed into a `Vec` and into a growing `DashMap`
+//!   (the floor any name-keyed map sets); plus net heap bytes per instance,
+//!   printed as `bytes per instance: …`, and the ratios of 15 interleaved
+//!   rounds, printed as `create 100 000, 15 interleaved rounds: …` (the
+//!   figures to quote on a busy machine).
 //!
 //! What distorts it: the byte-counting global allocator adds two relaxed
 //! atomics per allocation (look-ups and calls do not allocate, creation does,
@@ -165,78 +168,111 @@ fn names() -> Vec<String> {
     (0..INSTANCES).map(|i| format!("customer-{i}")).collect()
 }
 
+/// 100 000 distinct names through a fresh registry's get-or-create (the
+/// registry is built before and dropped after the timed part).
+fn create_registry(names: &[String]) -> Duration {
+    let registry = Registry::builder()
+        .max_instances_per_kind(INSTANCES)
+        .build();
+    let start = Instant::now();
+    for name in names {
+        black_box(registry.circuit_breaker(name));
+    }
+    let took = start.elapsed();
+    drop(registry);
+    took
+}
+
+/// The same breakers, bare, pushed into a pre-sized `Vec`.
+fn create_bare(names: &[String]) -> Duration {
+    let mut all = Vec::with_capacity(INSTANCES);
+    let start = Instant::now();
+    for name in names {
+        all.push(CircuitBreaker::new(
+            name.as_str(),
+            CircuitBreakerConfig::default(),
+        ));
+    }
+    let took = start.elapsed();
+    drop(all);
+    took
+}
+
+/// The same breakers into a growing `DashMap` by `Arc<str>` (hashed as the
+/// registry hashes names): what any name-keyed concurrent map costs.
+fn create_floor(names: &[String]) -> Duration {
+    let map: DashMap<Arc<str>, CircuitBreaker, foldhash::fast::RandomState> =
+        DashMap::with_hasher(Default::default());
+    let start = Instant::now();
+    for name in names {
+        let name: Arc<str> = Arc::from(name.as_str());
+        map.insert(
+            Arc::clone(&name),
+            CircuitBreaker::new(name, CircuitBreakerConfig::default()),
+        );
+    }
+    let took = start.elapsed();
+    drop(map);
+    took
+}
+
 fn create(c: &mut Criterion) {
     let names = names();
     let mut g = c.benchmark_group("create 100 000 breakers");
     g.sample_size(10);
+    let timed = |f: fn(&[String]) -> Duration| {
+        let names = &names;
+        move |b: &mut criterion::Bencher<'_>| {
+            b.iter_custom(|iters| (0..iters).map(|_| f(names)).sum())
+        }
+    };
     g.bench_function(
         BenchmarkId::new("resil Registry get-or-create", INSTANCES),
-        |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let registry = Registry::builder()
-                        .max_instances_per_kind(INSTANCES)
-                        .build();
-                    let start = Instant::now();
-                    for name in &names {
-                        black_box(registry.circuit_breaker(name));
-                    }
-                    total += start.elapsed();
-                    drop(registry);
-                }
-                total
-            })
-        },
+        timed(create_registry),
     );
     g.bench_function(
         BenchmarkId::new("bare CircuitBreaker::new into a Vec", INSTANCES),
-        |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let mut all = Vec::with_capacity(INSTANCES);
-                    let start = Instant::now();
-                    for name in &names {
-                        all.push(CircuitBreaker::new(
-                            name.as_str(),
-                            CircuitBreakerConfig::default(),
-                        ));
-                    }
-                    total += start.elapsed();
-                    drop(all);
-                }
-                total
-            })
-        },
+        timed(create_bare),
     );
     g.bench_function(
         BenchmarkId::new(
             "floor: CircuitBreaker::new into a DashMap by Arc<str>",
             INSTANCES,
         ),
-        |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let map: DashMap<Arc<str>, CircuitBreaker, foldhash::fast::RandomState> =
-                        DashMap::with_hasher(Default::default());
-                    let start = Instant::now();
-                    for name in &names {
-                        let name: Arc<str> = Arc::from(name.as_str());
-                        map.insert(
-                            Arc::clone(&name),
-                            CircuitBreaker::new(name, CircuitBreakerConfig::default()),
-                        );
-                    }
-                    total += start.elapsed();
-                    drop(map);
-                }
-                total
-            })
-        },
+        timed(create_floor),
     );
     g.finish();
+}
+
+/// The creation ratios from interleaved rounds (bare, floor, registry, bare,
+/// …): a compile on the other core slows the contenders of a round alike, so
+/// the median of the per-round ratios and the ratio of the fastest rounds
+/// hold where criterion's separate means drift apart.
+fn report_create_ratios() {
+    const ROUNDS: usize = 15;
+    let names = names();
+    let mut rounds: Vec<[f64; 3]> = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        let bare = create_bare(&names).as_secs_f64();
+        let floor = create_floor(&names).as_secs_f64();
+        let registry = create_registry(&names).as_secs_f64();
+        rounds.push([bare, floor, registry]);
+    }
+    let median = |i: usize| {
+        let mut r: Vec<f64> = rounds.iter().map(|t| t[i] / t[0]).collect();
+        r.sort_by(f64::total_cmp);
+        r[ROUNDS / 2]
+    };
+    let best = |i: usize| rounds.iter().map(|t| t[i]).fold(f64::INFINITY, f64::min);
+    println!(
+        "create 100 000, {ROUNDS} interleaved rounds: registry/bare median {:.2}x, fastest {:.2}x; \
+         floor/bare median {:.2}x, fastest {:.2}x; registry/floor fastest {:.2}x",
+        median(2),
+        best(2) / best(0),
+        median(1),
+        best(1) / best(0),
+        best(2) / best(1),
+    );
 }
 
 /// Net heap bytes per instance: registry (entry, slot, name, ring, breaker)
@@ -287,6 +323,7 @@ criterion_group! {
 
 fn main() {
     report_bytes_per_instance();
+    report_create_ratios();
     benches();
     Criterion::default().configure_from_args().final_summary();
 }

@@ -93,10 +93,10 @@ impl Registry {
                     });
                 }
                 let name = Arc::clone(v.key());
-                let slot = Arc::new(Slot::new(Arc::clone(&name), limiter));
+                let slot = Slot::shared(Arc::clone(&name), limiter, self.inner.event_buffer_size);
                 v.insert(Arc::clone(&slot));
                 // Under the shard lock, as for every other kind.
-                self.publish(Kind::RateLimiter, name, RegistryEventKind::Added, None);
+                self.publish_added(Kind::RateLimiter, &name);
                 Ok(Handle::from_slot(slot))
             }
         }

@@ -17,7 +17,6 @@
 //! how often the configuration changes.
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::ops::Deref;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -25,32 +24,53 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::telemetry::ring::Ring;
+
 /// The shared cell behind every handle of one named instance.
 pub(crate) struct Slot<T> {
-    /// Always a pointer obtained from `Box::into_raw`, never null.
+    /// Never null: `&first` (until a replacement) or a pointer obtained from
+    /// `Box::into_raw`.
     current: AtomicPtr<T>,
-    /// Instances a replacement swapped out; freed with the slot.
+    /// The instance the slot was created with, stored inline: creating an
+    /// instance costs no allocation of its own beyond the slot's. It lives
+    /// (unmoved, inside the `Arc`) as long as the slot, replaced or not.
+    first: T,
+    /// Instances a replacement swapped out (other than `first`); freed with
+    /// the slot.
     retired: Mutex<Vec<Box<T>>>,
     name: Arc<str>,
-    _owns: PhantomData<T>,
+    /// Recent events about this instance, for the snapshot (the registry's
+    /// entries; empty and unallocated for a detached instance).
+    pub(crate) ring: Ring,
 }
 
 impl<T> Slot<T> {
-    pub(crate) fn new(name: Arc<str>, value: T) -> Self {
-        Slot {
-            current: AtomicPtr::new(Box::into_raw(Box::new(value))),
+    /// A slot holding `value`, whose ring keeps up to `ring_capacity` events.
+    pub(crate) fn shared(name: Arc<str>, value: T, ring_capacity: usize) -> Arc<Self> {
+        let slot = Arc::new(Slot {
+            current: AtomicPtr::new(ptr::null_mut()),
+            first: value,
             retired: Mutex::new(Vec::new()),
             name,
-            _owns: PhantomData,
-        }
+            ring: Ring::new(ring_capacity),
+        });
+        // Before the `Arc` is shared: no reader can see the null.
+        slot.current
+            .store(ptr::from_ref(&slot.first).cast_mut(), Ordering::Release);
+        slot
+    }
+
+    fn is_first(&self, p: *mut T) -> bool {
+        ptr::eq(p, &self.first)
     }
 
     /// The current instance.
     #[inline]
     pub(crate) fn load(&self) -> &T {
-        // SAFETY: `current` always holds a pointer from `Box::into_raw`, and a
-        // pointer once stored is only freed by `Drop for Slot` (a swapped-out one
-        // goes to `retired`), so it lives at least as long as `&self`.
+        // SAFETY: `current` is `&self.first` (which lives as long as `self`
+        // and is never written through) or a pointer from `Box::into_raw`
+        // that is only freed by `Drop for Slot` (a swapped-out one goes to
+        // `retired`), so it lives at least as long as `&self`.
         unsafe { &*self.current.load(Ordering::Acquire) }
     }
 
@@ -58,8 +78,12 @@ impl<T> Slot<T> {
     pub(crate) fn replace(&self, value: T) {
         let new = Box::into_raw(Box::new(value));
         let old = self.current.swap(new, Ordering::AcqRel);
-        // SAFETY: `old` came from `Box::into_raw` and was just unlinked; readers
-        // that loaded it may still use it, so it is kept, not dropped.
+        if self.is_first(old) {
+            return; // `first` stays where it is until the slot drops
+        }
+        // SAFETY: `old` is not `first`, so it came from `Box::into_raw`, and
+        // it was just unlinked; readers that loaded it may still use it, so it
+        // is kept, not dropped.
         let old = unsafe { Box::from_raw(old) };
         self.retired.lock().push(old);
     }
@@ -71,16 +95,20 @@ impl<T> Slot<T> {
 
     /// How many replaced instances this slot keeps alive.
     pub(crate) fn retired_count(&self) -> usize {
-        self.retired.lock().len()
+        let first_retired = !self.is_first(self.current.load(Ordering::Acquire));
+        self.retired.lock().len() + usize::from(first_retired)
     }
 }
 
 impl<T> Drop for Slot<T> {
     fn drop(&mut self) {
         let current = std::mem::replace(self.current.get_mut(), ptr::null_mut());
-        // SAFETY: `&mut self`: no reader is left; the pointer came from
-        // `Box::into_raw` and is freed exactly once, here.
-        drop(unsafe { Box::from_raw(current) });
+        if !self.is_first(current) {
+            // SAFETY: `&mut self`: no reader is left; a pointer other than
+            // `first` came from `Box::into_raw` and is freed exactly once, here.
+            drop(unsafe { Box::from_raw(current) });
+        }
+        // `first` and `retired` drop with the fields.
     }
 }
 
@@ -188,7 +216,7 @@ mod tests {
     #[test]
     fn a_handle_sees_a_replacement_and_old_references_stay_valid_until_the_slot_drops() {
         let drops = Arc::new(AtomicUsize::new(0));
-        let slot = Arc::new(Slot::new("a".into(), Counted(1, drops.clone())));
+        let slot = Slot::shared("a".into(), Counted(1, drops.clone()), 1);
         let handle = Handle::from_slot(slot.clone());
         let old: &Counted = &handle;
         slot.replace(Counted(2, drops.clone()));
@@ -207,9 +235,27 @@ mod tests {
     }
 
     #[test]
+    fn the_inline_first_instance_is_dropped_once_whether_replaced_or_not() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        drop(Slot::shared("a".into(), Counted(1, drops.clone()), 1));
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "never replaced");
+
+        let drops = Arc::new(AtomicUsize::new(0));
+        let slot = Slot::shared("b".into(), Counted(1, drops.clone()), 1);
+        let handle = Handle::from_slot(slot.clone());
+        assert_eq!(handle.retired_instances(), 0);
+        slot.replace(Counted(2, drops.clone()));
+        slot.replace(Counted(3, drops.clone()));
+        assert_eq!(handle.0, 3);
+        assert_eq!(handle.retired_instances(), 2, "the first and the second");
+        drop((slot, handle));
+        assert_eq!(drops.load(Ordering::SeqCst), 3, "each instance once");
+    }
+
+    #[test]
     fn concurrent_readers_always_see_a_whole_instance() {
         let drops = Arc::new(AtomicUsize::new(0));
-        let slot = Arc::new(Slot::new("a".into(), Counted(0, drops.clone())));
+        let slot = Slot::shared("a".into(), Counted(0, drops.clone()), 1);
         std::thread::scope(|s| {
             for _ in 0..3 {
                 let h = Handle::from_slot(slot.clone());

@@ -156,7 +156,7 @@ impl Registry {
             Kind::CircuitBreaker,
             name.into(),
             what,
-            entry.as_ref().map(|e| &e.ring),
+            entry.as_ref().map(|e| &e.slot.ring),
         );
     }
 
@@ -532,7 +532,7 @@ impl Registry {
                 reason: reason.into(),
                 ttl,
             },
-            entry.as_ref().map(|e| &e.ring),
+            entry.as_ref().map(|e| &e.slot.ring),
         );
     }
 }

@@ -341,7 +341,7 @@ impl Registry {
                     RegistryEventKind::Reconfigured {
                         cause: "reload".into(),
                     },
-                    entry.as_ref().map(|e| &e.ring),
+                    entry.as_ref().map(|e| &e.slot.ring),
                 );
                 report.updated_in_place.push(label);
                 continue;

@@ -24,7 +24,6 @@ use crate::config::FileConfig;
 use crate::handle::Slot;
 use crate::kind::{Kind, Primitive};
 use crate::telemetry::describe::Describe;
-use crate::telemetry::ring::Ring;
 
 /// A code setting: a builder transformation attached to a config or instance.
 pub(crate) type CodeFn<B> = Arc<dyn Fn(B) -> B + Send + Sync>;
@@ -93,11 +92,10 @@ impl<B> Default for CodeSettings<B> {
 /// One registry entry.
 pub(crate) struct Entry<P: Primitive> {
     pub(crate) slot: Arc<Slot<P>>,
-    /// Recent events about this instance, for the snapshot.
-    pub(crate) ring: Ring,
     /// A subscription to the instance's own events, when the registry
-    /// records them (drained into `ring` on each snapshot).
-    pub(crate) capture: Option<Mutex<EventStream<<P as Describe>::Event>>>,
+    /// records them (drained into the slot's ring on each snapshot). Boxed:
+    /// it is rarely on, and the map's buckets stay two pointers wide.
+    pub(crate) capture: Option<Box<Mutex<EventStream<<P as Describe>::Event>>>>,
 }
 
 /// Default size of each instance's ring of recent events (Resilience4j's

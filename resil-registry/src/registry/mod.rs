@@ -35,7 +35,6 @@ use crate::manage::Overrides;
 #[cfg(feature = "redis")]
 pub(crate) use crate::store::CodeSettings;
 use crate::store::{CodeConfig, CodeFn, Entry, Store, Stores};
-use crate::telemetry::ring::Ring;
 pub(crate) use plan::{config_chain, plan};
 
 mod builder;
@@ -223,7 +222,7 @@ impl Registry {
                     .expect("Resilience4j's defaults are a valid configuration");
                 let name: Arc<str> = name.into();
                 let instance = P::create(name.clone(), config, self.inner.clock.as_ref());
-                Handle::from_slot(Arc::new(Slot::new(name, instance)))
+                Handle::from_slot(Slot::shared(name, instance, 1))
             }
         }
     }
@@ -259,18 +258,17 @@ impl Registry {
                 let capture = self
                     .inner
                     .record_instance_events
-                    .then(|| Mutex::new(instance.subscribe_events()));
-                let slot = Arc::new(Slot::new(Arc::clone(&name), instance));
+                    .then(|| Box::new(Mutex::new(instance.subscribe_events())));
+                let slot = Slot::shared(Arc::clone(&name), instance, ring_capacity);
                 v.insert(Entry {
                     slot: Arc::clone(&slot),
-                    ring: Ring::new(ring_capacity),
                     capture,
                 });
                 // Published while the shard is still locked: nobody can remove
                 // or replace this name before `Added` is out. Not kept in the
                 // instance's ring (its existence says as much), which saves
                 // the ring's buffer for the many instances nothing happens to.
-                self.publish(P::KIND, name, RegistryEventKind::Added, None);
+                self.publish_added(P::KIND, &name);
                 Ok(Handle::from_slot(slot))
             }
         }
@@ -501,7 +499,7 @@ impl Registry {
                     cause: cause.into(),
                     state_carried_over: carried,
                 },
-                Some(&entry.ring),
+                Some(&entry.slot.ring),
             );
         }
         carried
@@ -531,7 +529,7 @@ impl Registry {
                 cause: "replace".into(),
                 state_carried_over: false,
             },
-            Some(&entry.ring),
+            Some(&entry.slot.ring),
         );
         Ok(())
     }

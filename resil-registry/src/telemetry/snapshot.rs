@@ -218,7 +218,7 @@ impl Registry {
                 self.drain_instance_events(&entry);
                 (
                     Handle::from_slot(Arc::clone(&entry.slot)),
-                    entry.ring.to_vec(),
+                    entry.slot.ring.to_vec(),
                 )
             };
             let instance: &P = &handle;
