@@ -65,6 +65,7 @@
 
 pub mod config;
 
+mod chain;
 mod classes;
 #[cfg(feature = "redis")]
 mod distributed;
