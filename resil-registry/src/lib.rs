@@ -75,6 +75,7 @@ mod global;
 mod handle;
 mod kind;
 mod manage;
+mod overrides;
 mod registry;
 mod reload;
 mod store;
@@ -91,7 +92,7 @@ pub use crate::global::{
 };
 pub use crate::handle::Handle;
 pub use crate::kind::{Kind, Primitive};
-pub use crate::manage::{ManualOverride, Transition};
+pub use crate::overrides::{ManualOverride, Transition};
 pub use crate::registry::{
     AttributeSite, Registry, RegistryBuilder, DEFAULT_ALLOW_HEALTH_INDICATOR_TO_FAIL,
     DEFAULT_CONFIG, DEFAULT_MAX_INSTANCES_PER_KIND, DEFAULT_REGISTER_HEALTH_INDICATOR,

@@ -31,7 +31,7 @@ use crate::error::RegistryError;
 use crate::event::{RegistryEvent, RegistryEventKind};
 use crate::handle::{Handle, Slot};
 use crate::kind::{Kind, Primitive};
-use crate::manage::Overrides;
+use crate::overrides::Overrides;
 #[cfg(feature = "redis")]
 pub(crate) use crate::store::CodeSettings;
 use crate::store::{CodeConfig, CodeFn, Entry, Store, Stores};
