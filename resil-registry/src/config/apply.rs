@@ -21,8 +21,8 @@ use resil_core::thread_pool_bulkhead::{ThreadPoolBulkheadConfig, ThreadPoolBulkh
 use resil_core::time_limiter::{TimeLimiterConfig, TimeLimiterConfigBuilder};
 use resil_core::ConfigError;
 
-use super::load::Setting;
 use super::schema::{Kind, Val};
+use super::setting::Setting;
 
 /// An entry's merged settings, by canonical key.
 pub(crate) type Values = BTreeMap<&'static str, Setting>;

@@ -20,9 +20,10 @@ use crate::chain::{walk, ChainProblem, DEFAULT};
 
 use super::apply::{Apply, Values};
 use super::error::{closest, quoted_list, Problem, ProblemKind};
-use super::load::{Entry, KindDoc, Setting};
+use super::load::{Entry, KindDoc};
 use super::resolved::{Resolved, Section};
 use super::schema::Kind;
+use super::setting::{Setting, Source};
 
 /// Where a chain starts.
 #[derive(Clone, Copy)]
@@ -256,7 +257,7 @@ fn validate<C: Apply>(entry_path: &str, values: &Values, problems: &mut Vec<Prob
                     ),
                 };
                 let env_var = match values.get(key).map(|s| &s.source) {
-                    Some(super::resolved::Source::Env(var)) => Some(var.as_str()),
+                    Some(Source::Env(var)) => Some(var.as_str()),
                     _ => None,
                 };
                 let expected = kebab_fields(kind, error.expected());
