@@ -20,6 +20,7 @@
 //! ```
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
+pub mod case;
 pub mod duration;
 
 /// A part of the `resilience4j` tree: one kind of primitive.
