@@ -58,6 +58,7 @@
 //! value.
 
 mod apply;
+mod bind;
 #[cfg(feature = "redis")]
 mod distributed;
 mod duration;

@@ -4,6 +4,7 @@
 //! environment layer overrides them, inheritance merges them and the
 //! resolved entries answer provenance from them.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -75,3 +76,6 @@ impl<T> Setting<T> {
         self.document.clone_from(document);
     }
 }
+
+/// An entry's merged settings, by canonical key.
+pub(crate) type Values = BTreeMap<&'static str, Setting>;
