@@ -4,7 +4,8 @@
 use crate::chain::{walk, ChainProblem};
 use crate::config::{FileConfig, Resolved};
 use crate::error::RegistryError;
-use crate::kind::{Kind, Primitive};
+use crate::kind::Kind;
+use crate::primitive::Primitive;
 use crate::store::{CodeFn, CodeSettings};
 
 use super::DEFAULT_CONFIG;
