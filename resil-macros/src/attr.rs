@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use proc_macro2::{Span, TokenStream};
+use resil_options::case::snake_case;
 use resil_options::Section;
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream, Parser};
@@ -175,20 +176,6 @@ fn set_once<T>(slot: &mut Option<(T, Span)>, value: T, key: &Ident, errors: &mut
     } else {
         *slot = Some((value, key.span()));
     }
-}
-
-/// `maxAttempts` → `max_attempts`.
-fn snake_case(camel: &str) -> String {
-    let mut out = String::new();
-    for c in camel.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 fn unknown_argument(aspect: Aspect, key: &Ident) -> syn::Error {

@@ -3,28 +3,9 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
+use resil_options::case::snake_case;
 use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, LitStr};
-
-/// `NotFound` → `not_found`, `HTTPError` → `http_error`.
-fn snake_case(ident: &str) -> String {
-    let chars: Vec<char> = ident.chars().collect();
-    let mut out = String::new();
-    for (i, &c) in chars.iter().enumerate() {
-        if c.is_ascii_uppercase() {
-            let prev_lower = i > 0 && !chars[i - 1].is_ascii_uppercase() && chars[i - 1] != '_';
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
-            let prev_upper = i > 0 && chars[i - 1].is_ascii_uppercase();
-            if i > 0 && (prev_lower || (prev_upper && next_lower)) {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
 
 /// A variant's class name (with the span to blame) and its aliases.
 type VariantName = (String, proc_macro2::Span, Vec<String>);

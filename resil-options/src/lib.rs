@@ -8,7 +8,8 @@
 //! keys an attribute takes and the range checked at compile time), the
 //! snapshot (every option's value, rendered the way the loader reads it back)
 //! and the README's options table, which a test compares with it. Adding an
-//! option is one row here plus its builder method and the line that calls it.
+//! option is one row here plus its builder method and one binding line in
+//! resil-registry's config (which sets it from a file and renders it back).
 //!
 //! ```
 //! use resil_options::{option, Section};
@@ -20,6 +21,7 @@
 //! ```
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
+pub mod case;
 pub mod duration;
 
 /// A part of the `resilience4j` tree: one kind of primitive.

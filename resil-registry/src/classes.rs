@@ -18,6 +18,7 @@ use resil_core::circuit_breaker::CircuitBreakerConfigBuilder;
 use resil_core::hedging::HedgingConfigBuilder;
 use resil_core::retry::RetryConfigBuilder;
 use resil_core::ErrorKind;
+use resil_options::case::snake_case;
 
 /// A stable name per error value, used by config files' `record-errors` /
 /// `ignore-errors` / `retry-errors` lists.
@@ -103,31 +104,6 @@ pub fn java_simple_names(name: &str) -> Vec<String> {
     for suffix in ["Exception", "Error", "Throwable"] {
         if let Some(stem) = simple.strip_suffix(suffix).filter(|s| !s.is_empty()) {
             out.push(snake_case(stem));
-        }
-    }
-    out
-}
-
-/// `HttpServerError` → `http_server_error`, `IOException` → `io_exception`
-/// (a run of capitals is one word), as `#[derive(ErrorClass)]` names variants.
-pub(crate) fn snake_case(name: &str) -> String {
-    let chars: Vec<char> = name.chars().collect();
-    let mut out = String::new();
-    for (i, &c) in chars.iter().enumerate() {
-        if c.is_ascii_uppercase() {
-            let prev_lower = i > 0 && !chars[i - 1].is_ascii_uppercase() && chars[i - 1] != '_';
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
-            let prev_upper = i > 0 && chars[i - 1].is_ascii_uppercase();
-            if i > 0 && (prev_lower || (prev_upper && next_lower)) && !out.ends_with('_') {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else if c == '_' || c == '-' {
-            if !out.ends_with('_') {
-                out.push('_');
-            }
-        } else {
-            out.push(c);
         }
     }
     out

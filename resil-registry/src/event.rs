@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::kind::Kind;
-use crate::manage::Transition;
+use crate::overrides::Transition;
 
 /// One change to the registry's set of instances.
 #[derive(Debug, Clone, PartialEq)]

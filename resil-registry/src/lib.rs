@@ -65,6 +65,7 @@
 
 pub mod config;
 
+mod chain;
 mod classes;
 #[cfg(feature = "redis")]
 mod distributed;
@@ -74,6 +75,8 @@ mod global;
 mod handle;
 mod kind;
 mod manage;
+mod overrides;
+mod primitive;
 mod registry;
 mod reload;
 mod store;
@@ -89,8 +92,9 @@ pub use crate::global::{
     init, init_from_env, registry, try_registry, InitFromEnvError, RESIL_CONFIG,
 };
 pub use crate::handle::Handle;
-pub use crate::kind::{Kind, Primitive};
-pub use crate::manage::{ManualOverride, Transition};
+pub use crate::kind::Kind;
+pub use crate::overrides::{ManualOverride, Transition};
+pub use crate::primitive::Primitive;
 pub use crate::registry::{
     AttributeSite, Registry, RegistryBuilder, DEFAULT_ALLOW_HEALTH_INDICATOR_TO_FAIL,
     DEFAULT_CONFIG, DEFAULT_MAX_INSTANCES_PER_KIND, DEFAULT_REGISTER_HEALTH_INDICATOR,

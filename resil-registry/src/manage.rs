@@ -13,13 +13,10 @@
 //! (one thread per registry, started with the first TTL, exiting when none is
 //! left or the registry is dropped).
 
-use std::collections::HashMap;
-use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
 use resil_core::bulkhead::Bulkhead;
 use resil_core::chaos::{Chaos, ChaosStatus};
 use resil_core::circuit_breaker::{CircuitBreaker, State};
@@ -29,82 +26,8 @@ use resil_core::rate_limiter::RateLimiter;
 use crate::error::RegistryError;
 use crate::event::RegistryEventKind;
 use crate::kind::Kind;
+use crate::overrides::{ManualOverride, Transition};
 use crate::registry::{Inner, Registry};
-
-/// A transition an operator can ask of a breaker by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Transition {
-    /// To CLOSED (a fresh window).
-    Closed,
-    /// To OPEN, for the configured wait.
-    Open,
-    /// To HALF_OPEN.
-    HalfOpen,
-    /// To FORCED_OPEN: every call refused until an operator (or the TTL) ends it.
-    ForcedOpen,
-    /// To DISABLED: every call passes, nothing is recorded.
-    Disabled,
-    /// To METRICS_ONLY: every call passes and is recorded, thresholds never open.
-    MetricsOnly,
-    /// Back to CLOSED with every count cleared.
-    Reset,
-}
-
-impl Transition {
-    /// The label used in events and logs (`forced_open`, `reset`, …).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Transition::Closed => "closed",
-            Transition::Open => "open",
-            Transition::HalfOpen => "half_open",
-            Transition::ForcedOpen => "forced_open",
-            Transition::Disabled => "disabled",
-            Transition::MetricsOnly => "metrics_only",
-            Transition::Reset => "reset",
-        }
-    }
-}
-
-impl fmt::Display for Transition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A manual mode in force on a breaker (for the snapshot).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ManualOverride {
-    /// FORCED_OPEN or DISABLED.
-    pub mode: State,
-    /// The mode the breaker returns to when the TTL expires.
-    pub previous: State,
-    /// Why, as the operator said.
-    pub reason: Arc<str>,
-    /// When it was set, on the registry's clock (time since the clock's origin).
-    pub since: Duration,
-    /// When it expires, on the registry's clock; `None`: never by itself.
-    pub until: Option<Duration>,
-}
-
-/// The breakers under a manual override, and the timer that expires them.
-#[derive(Default)]
-pub(crate) struct Overrides {
-    by_name: Mutex<HashMap<Arc<str>, ManualOverride>>,
-    timer_running: AtomicBool,
-    /// How many overrides the timer thread expired (tests wait on it).
-    timer_expired: Mutex<usize>,
-    timer_progress: Condvar,
-}
-
-impl Overrides {
-    pub(crate) fn get(&self, name: &str) -> Option<ManualOverride> {
-        self.by_name.lock().get(name).cloned()
-    }
-
-    fn next_deadline(&self) -> Option<Duration> {
-        self.by_name.lock().values().filter_map(|o| o.until).min()
-    }
-}
 
 /// Runs a transition; an illegal one (Resilience4j's transition table) comes
 /// back as the breaker's message.

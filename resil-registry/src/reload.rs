@@ -33,7 +33,8 @@ use parking_lot::RwLockWriteGuard;
 use crate::config::{ConfigFileError, FileConfig, Problem};
 use crate::error::RegistryError;
 use crate::event::RegistryEventKind;
-use crate::kind::{Kind, Primitive};
+use crate::kind::Kind;
+use crate::primitive::Primitive;
 use crate::registry::{plan, Registry};
 use crate::store::{for_each_kind, CodeSettings, KindVisitor};
 

@@ -22,7 +22,8 @@ use resil_core::time_limiter::TimeLimiter;
 
 use crate::config::FileConfig;
 use crate::handle::Slot;
-use crate::kind::{Kind, Primitive};
+use crate::kind::Kind;
+use crate::primitive::Primitive;
 use crate::telemetry::describe::Describe;
 
 /// A code setting: a builder transformation attached to a config or instance.

@@ -1,7 +1,8 @@
-//! Typed values → resil-core builders, one impl per kind: the only place that
-//! knows which builder setter an option calls.
+//! Typed values → resil-core builders, one impl per kind. The simple options
+//! (one value, one setter) are set from their bindings (`bind.rs`); this file
+//! holds the rest: the backoff keys' interval functions, the window type, the
+//! states, chaos's latency pair.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use resil_core::bulkhead::{
@@ -21,11 +22,9 @@ use resil_core::thread_pool_bulkhead::{ThreadPoolBulkheadConfig, ThreadPoolBulkh
 use resil_core::time_limiter::{TimeLimiterConfig, TimeLimiterConfigBuilder};
 use resil_core::ConfigError;
 
-use super::load::Setting;
+use super::bind::Bind;
 use super::schema::{Kind, Val};
-
-/// An entry's merged settings, by canonical key.
-pub(crate) type Values = BTreeMap<&'static str, Setting>;
+pub(crate) use super::setting::Values;
 
 /// How one kind's settings reach its resil-core builder.
 pub(crate) trait Apply: Sized + Default + Clone {
@@ -38,27 +37,6 @@ pub(crate) trait Apply: Sized + Default + Clone {
 
 fn get<'a>(values: &'a Values, key: &str) -> Option<&'a Val> {
     values.get(key).map(|s| &s.val)
-}
-
-fn percent(values: &Values, key: &str) -> Option<f32> {
-    match get(values, key)? {
-        Val::Percent(v) => Some(*v),
-        _ => None,
-    }
-}
-
-fn u32_of(values: &Values, key: &str) -> Option<u32> {
-    match get(values, key)? {
-        Val::U32(v) => Some(*v),
-        _ => None,
-    }
-}
-
-fn usize_of(values: &Values, key: &str) -> Option<usize> {
-    match get(values, key)? {
-        Val::Usize(v) => Some(*v),
-        _ => None,
-    }
 }
 
 fn f64_of(values: &Values, key: &str) -> Option<f64> {
@@ -128,36 +106,12 @@ impl Apply for CircuitBreakerConfig {
     const KIND: Kind = Kind::CircuitBreaker;
 
     fn builder_with(v: &Values) -> CircuitBreakerConfigBuilder {
-        let mut b = CircuitBreakerConfig::builder();
-        if let Some(x) = percent(v, "failure-rate-threshold") {
-            b = b.failure_rate_threshold(x);
-        }
-        if let Some(x) = percent(v, "slow-call-rate-threshold") {
-            b = b.slow_call_rate_threshold(x);
-        }
-        if let Some(x) = duration(v, "slow-call-duration-threshold") {
-            b = b.slow_call_duration_threshold(x);
-        }
+        let mut b = Self::apply_bound(CircuitBreakerConfig::builder(), v);
         if let Some(x) = choice(v, "sliding-window-type") {
             b = b.sliding_window_type(match x {
                 "TIME_BASED" => SlidingWindowType::TimeBased,
                 _ => SlidingWindowType::CountBased,
             });
-        }
-        if let Some(x) = u32_of(v, "sliding-window-size") {
-            b = b.sliding_window_size(x);
-        }
-        if let Some(x) = u32_of(v, "minimum-number-of-calls") {
-            b = b.minimum_number_of_calls(x);
-        }
-        if let Some(x) = flag(v, "automatic-transition-from-open-to-half-open-enabled") {
-            b = b.automatic_transition_from_open_to_half_open_enabled(x);
-        }
-        if let Some(x) = u32_of(v, "permitted-number-of-calls-in-half-open-state") {
-            b = b.permitted_number_of_calls_in_half_open_state(x);
-        }
-        if let Some(x) = duration(v, "max-wait-duration-in-half-open-state") {
-            b = b.max_wait_duration_in_half_open_state(x);
         }
         if let Some(x) = choice(v, "transition-to-state-after-wait-duration") {
             b = b.transition_to_state_after_wait_duration(state(x));
@@ -191,15 +145,9 @@ impl Apply for RetryConfig {
     const KIND: Kind = Kind::Retry;
 
     fn builder_with(v: &Values) -> RetryConfigBuilder {
-        let mut b = RetryConfig::builder();
-        if let Some(x) = u32_of(v, "max-attempts") {
-            b = b.max_attempts(x);
-        }
+        let mut b = Self::apply_bound(RetryConfig::builder(), v);
         if let Some(x) = duration(v, "wait-duration") {
             b = b.wait_duration(x);
-        }
-        if let Some(x) = flag(v, "fail-after-max-attempts") {
-            b = b.fail_after_max_attempts(x);
         }
         let wait = duration(v, "wait-duration").unwrap_or(RetryConfig::default().wait_duration());
         if let Some(f) = backoff(v, wait, "exponential-max-wait-duration") {
@@ -218,17 +166,7 @@ impl Apply for BulkheadConfig {
     const KIND: Kind = Kind::Bulkhead;
 
     fn builder_with(v: &Values) -> BulkheadConfigBuilder {
-        let mut b = BulkheadConfig::builder();
-        if let Some(x) = u32_of(v, "max-concurrent-calls") {
-            b = b.max_concurrent_calls(x);
-        }
-        if let Some(x) = duration(v, "max-wait-duration") {
-            b = b.max_wait_duration(x);
-        }
-        if let Some(x) = flag(v, "fair-call-handling-enabled") {
-            b = b.fair_call_handling_enabled(x);
-        }
-        b
+        Self::apply_bound(BulkheadConfig::builder(), v)
     }
 
     fn build(builder: BulkheadConfigBuilder) -> Result<Self, ConfigError> {
@@ -241,20 +179,7 @@ impl Apply for ThreadPoolBulkheadConfig {
     const KIND: Kind = Kind::ThreadPoolBulkhead;
 
     fn builder_with(v: &Values) -> ThreadPoolBulkheadConfigBuilder {
-        let mut b = ThreadPoolBulkheadConfig::builder();
-        if let Some(x) = usize_of(v, "core-thread-pool-size") {
-            b = b.core_thread_pool_size(x);
-        }
-        if let Some(x) = usize_of(v, "max-thread-pool-size") {
-            b = b.max_thread_pool_size(x);
-        }
-        if let Some(x) = usize_of(v, "queue-capacity") {
-            b = b.queue_capacity(x);
-        }
-        if let Some(x) = duration(v, "keep-alive-duration") {
-            b = b.keep_alive_duration(x);
-        }
-        b
+        Self::apply_bound(ThreadPoolBulkheadConfig::builder(), v)
     }
 
     fn build(builder: ThreadPoolBulkheadConfigBuilder) -> Result<Self, ConfigError> {
@@ -267,17 +192,7 @@ impl Apply for RateLimiterConfig {
     const KIND: Kind = Kind::RateLimiter;
 
     fn builder_with(v: &Values) -> RateLimiterConfigBuilder {
-        let mut b = RateLimiterConfig::builder();
-        if let Some(x) = u32_of(v, "limit-for-period") {
-            b = b.limit_for_period(x);
-        }
-        if let Some(x) = duration(v, "limit-refresh-period") {
-            b = b.limit_refresh_period(x);
-        }
-        if let Some(x) = duration(v, "timeout-duration") {
-            b = b.timeout_duration(x);
-        }
-        b
+        Self::apply_bound(RateLimiterConfig::builder(), v)
     }
 
     fn build(builder: RateLimiterConfigBuilder) -> Result<Self, ConfigError> {
@@ -290,14 +205,7 @@ impl Apply for TimeLimiterConfig {
     const KIND: Kind = Kind::TimeLimiter;
 
     fn builder_with(v: &Values) -> TimeLimiterConfigBuilder {
-        let mut b = TimeLimiterConfig::builder();
-        if let Some(x) = duration(v, "timeout-duration") {
-            b = b.timeout_duration(x);
-        }
-        if let Some(x) = flag(v, "cancel-running-future") {
-            b = b.cancel_running_future(x);
-        }
-        b
+        Self::apply_bound(TimeLimiterConfig::builder(), v)
     }
 
     fn build(builder: TimeLimiterConfigBuilder) -> Result<Self, ConfigError> {
@@ -310,14 +218,7 @@ impl Apply for HedgingConfig {
     const KIND: Kind = Kind::Hedging;
 
     fn builder_with(v: &Values) -> HedgingConfigBuilder {
-        let mut b = HedgingConfig::builder();
-        if let Some(x) = u32_of(v, "max-hedged-attempts") {
-            b = b.max_hedged_attempts(x);
-        }
-        if let Some(x) = duration(v, "delay") {
-            b = b.delay(x);
-        }
-        b
+        Self::apply_bound(HedgingConfig::builder(), v)
     }
 
     fn build(builder: HedgingConfigBuilder) -> Result<Self, ConfigError> {
@@ -330,35 +231,7 @@ impl Apply for AdaptiveBulkheadConfig {
     const KIND: Kind = Kind::AdaptiveBulkhead;
 
     fn builder_with(v: &Values) -> AdaptiveBulkheadConfigBuilder {
-        let mut b = AdaptiveBulkheadConfig::builder();
-        if let Some(x) = u32_of(v, "initial-limit") {
-            b = b.initial_limit(x);
-        }
-        if let Some(x) = u32_of(v, "min-limit") {
-            b = b.min_limit(x);
-        }
-        if let Some(x) = u32_of(v, "max-limit") {
-            b = b.max_limit(x);
-        }
-        if let Some(x) = f64_of(v, "smoothing") {
-            b = b.smoothing(x);
-        }
-        if let Some(x) = u32_of(v, "probe-multiplier") {
-            b = b.probe_multiplier(x);
-        }
-        if let Some(x) = duration(v, "min-window-time") {
-            b = b.min_window_time(x);
-        }
-        if let Some(x) = duration(v, "max-window-time") {
-            b = b.max_window_time(x);
-        }
-        if let Some(x) = u32_of(v, "window-size") {
-            b = b.window_size(x);
-        }
-        if let Some(x) = duration(v, "min-rtt-threshold") {
-            b = b.min_rtt_threshold(x);
-        }
-        b
+        Self::apply_bound(AdaptiveBulkheadConfig::builder(), v)
     }
 
     fn build(builder: AdaptiveBulkheadConfigBuilder) -> Result<Self, ConfigError> {
@@ -373,10 +246,7 @@ impl Apply for ChaosConfig {
     /// `errors` and `results` (with their rates) are added by the registry,
     /// which holds the registered injections.
     fn builder_with(v: &Values) -> ChaosConfigBuilder {
-        let mut b = ChaosConfig::builder();
-        if let Some(x) = flag(v, "enabled") {
-            b = b.enabled(x);
-        }
+        let mut b = Self::apply_bound(ChaosConfig::builder(), v);
         let rate = f64_of(v, "latency-rate");
         let latency = duration(v, "latency");
         if rate.is_some() || latency.is_some() {

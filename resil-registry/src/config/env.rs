@@ -19,9 +19,9 @@
 //! error naming the variable.
 
 use super::error::{closest, quoted_list, Problem, ProblemKind};
-use super::load::{read_option, Document, Entry, Setting};
-use super::resolved::Source;
+use super::load::{read_option, Document, Entry};
 use super::schema::{normalize, Kind, Ty};
+use super::setting::{Setting, Source};
 use super::value::Value;
 
 /// The prefix of every override.

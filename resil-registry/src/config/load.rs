@@ -11,47 +11,12 @@ use resil_core::ConfigError;
 
 use super::duration::{parse_duration, EXPECTED_DURATION};
 use super::error::{closest, Problem, ProblemKind};
-use super::resolved::Source;
 use super::schema::{normalize, Kind, OptionSpec, Ty, Val, EVENT_CONSUMER_BUFFER_SIZE};
+use super::setting::{Setting, Source};
 use super::value::{Lines, Value};
 
 /// The root key.
 pub(crate) const ROOT: &str = "resilience4j";
-
-/// A value as written somewhere, with where.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Setting<T = Val> {
-    pub val: T,
-    pub source: Source,
-    /// The full key path (as written), also for a value set by an environment variable.
-    pub path: String,
-    /// The line it is written on (none for an environment variable).
-    pub line: Option<usize>,
-    /// The file or profile document it is written in, when the configuration
-    /// has several (`application-prod.yml`, `resil.yaml (profile prod)`).
-    pub document: Option<Arc<str>>,
-}
-
-impl<T> Setting<T> {
-    /// Where it was written, for a snapshot: `resil.yaml:14`, `line 14`, or
-    /// `None` for a value that no file line set.
-    pub(crate) fn location(&self) -> Option<String> {
-        match (&self.document, self.line) {
-            (Some(doc), Some(line)) => Some(format!("{doc}:{line}")),
-            (None, Some(line)) => Some(format!("line {line}")),
-            (Some(doc), None) => Some(doc.to_string()),
-            (None, None) => None,
-        }
-    }
-
-    fn locate(&mut self, lines: &Lines, document: &Option<Arc<str>>) {
-        if matches!(self.source, Source::Env(_)) {
-            return;
-        }
-        self.line = lines.get(&self.path);
-        self.document.clone_from(document);
-    }
-}
 
 /// A config's or an instance's own settings, before inheritance.
 #[derive(Debug, Clone, Default)]

@@ -58,6 +58,7 @@
 //! value.
 
 mod apply;
+mod bind;
 #[cfg(feature = "redis")]
 mod distributed;
 mod duration;
@@ -70,6 +71,7 @@ mod render;
 mod resolve;
 mod resolved;
 mod schema;
+mod setting;
 mod spring;
 mod value;
 
@@ -88,8 +90,9 @@ use resil_core::time_limiter::TimeLimiterConfig;
 pub use self::duration::{format_duration, parse_duration, ParseDurationError};
 pub use self::error::{ConfigFileError, Problem, ProblemKind};
 pub(crate) use self::render::{rendered, Render};
-pub use self::resolved::{ErrorNames, Provenance, Resolved, Section, Source};
+pub use self::resolved::{ErrorNames, Provenance, Resolved, Section};
 pub use self::schema::Kind;
+pub use self::setting::Source;
 pub use self::spring::PROFILES_VAR;
 
 use self::load::Document;

@@ -16,11 +16,13 @@ use resil_core::retry::{
 use resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig;
 use resil_core::time_limiter::TimeLimiterConfig;
 
+use super::bind::Bind;
 use super::schema::{Kind, Target, Val, SLIDING_WINDOW_TYPES, STATES};
 
 /// A resil-core config the renderer writes: its kind and every file-settable
-/// option it can tell, one impl per config below.
-pub(crate) trait Render {
+/// option it can tell, one impl per config below (the simple options from
+/// their bindings, `bind.rs`; the others by hand).
+pub(crate) trait Render: Bind {
     /// The kind whose rows of the option table it renders.
     const KIND: Kind;
     /// `(file key, value)` for the options the config can tell (`None`: an
@@ -59,7 +61,33 @@ impl Render for CircuitBreakerConfig {
 
     fn found(&self) -> Vec<(&'static str, Option<Val>)> {
         let c = self;
-        breaker(c)
+        let f = c.wait_interval_function_in_open_state();
+        let wait: Duration = f
+            .and_then(IntervalFunction::initial)
+            .unwrap_or(c.wait_duration_in_open_state());
+        let window = match c.sliding_window_type() {
+            SlidingWindowType::CountBased => "COUNT_BASED",
+            SlidingWindowType::TimeBased => "TIME_BASED",
+        };
+        let after_wait = c.transition_to_state_after_wait_duration().as_str();
+        let mut out = c.render_bound();
+        out.extend([
+            (
+                "sliding-window-type",
+                Some(word(SLIDING_WINDOW_TYPES, window)),
+            ),
+            ("wait-duration-in-open-state", Some(Val::Duration(wait))),
+            (
+                "transition-to-state-after-wait-duration",
+                Some(word(STATES, after_wait)),
+            ),
+            (
+                "initial-state",
+                Some(word(STATES, c.initial_state().as_str())),
+            ),
+        ]);
+        out.extend(backoff(f, "exponential-max-wait-duration-in-open-state"));
+        out
     }
 }
 
@@ -67,8 +95,13 @@ impl Render for RetryConfig {
     const KIND: Kind = Kind::Retry;
 
     fn found(&self) -> Vec<(&'static str, Option<Val>)> {
-        let c = self;
-        retry(c)
+        // With backoff, `wait-duration` is the interval function's first wait.
+        let f = self.interval_function();
+        let wait = f.initial().unwrap_or(self.wait_duration());
+        let mut out = self.render_bound();
+        out.push(("wait-duration", Some(Val::Duration(wait))));
+        out.extend(backoff(Some(f), "exponential-max-wait-duration"));
+        out
     }
 }
 
@@ -76,21 +109,7 @@ impl Render for BulkheadConfig {
     const KIND: Kind = Kind::Bulkhead;
 
     fn found(&self) -> Vec<(&'static str, Option<Val>)> {
-        let c = self;
-        vec![
-            (
-                "max-concurrent-calls",
-                Some(Val::U32(c.max_concurrent_calls())),
-            ),
-            (
-                "max-wait-duration",
-                Some(Val::Duration(c.max_wait_duration())),
-            ),
-            (
-                "fair-call-handling-enabled",
-                Some(Val::Bool(c.fair_call_handling_enabled())),
-            ),
-        ]
+        self.render_bound()
     }
 }
 
@@ -98,22 +117,7 @@ impl Render for ThreadPoolBulkheadConfig {
     const KIND: Kind = Kind::ThreadPoolBulkhead;
 
     fn found(&self) -> Vec<(&'static str, Option<Val>)> {
-        let c = self;
-        vec![
-            (
-                "core-thread-pool-size",
-                Some(Val::Usize(c.core_thread_pool_size())),
-            ),
-            (
-                "max-thread-pool-size",
-                Some(Val::Usize(c.max_thread_pool_size())),
-            ),
-            ("queue-capacity", Some(Val::Usize(c.queue_capacity()))),
-            (
-                "keep-alive-duration",
-                Some(Val::Duration(c.keep_alive_duration())),
-            ),
-        ]
+        self.render_bound()
     }
 }
 
@@ -121,18 +125,7 @@ impl Render for RateLimiterConfig {
     const KIND: Kind = Kind::RateLimiter;
 
     fn found(&self) -> Vec<(&'static str, Option<Val>)> {
-        let c = self;
-        vec![
-            ("limit-for-period", Some(Val::U32(c.limit_for_period()))),
-            (
-                "limit-refresh-period",
-                Some(Val::Duration(c.limit_refresh_period())),
-            ),
-            (
-                "timeout-duration",
-                Some(Val::Duration(c.timeout_duration())),
-            ),
-        ]
+        self.render_bound()
     }
 }
 
@@ -140,17 +133,7 @@ impl Render for TimeLimiterConfig {
     const KIND: Kind = Kind::TimeLimiter;
 
     fn found(&self) -> Vec<(&'static str, Option<Val>)> {
-        let c = self;
-        vec![
-            (
-                "timeout-duration",
-                Some(Val::Duration(c.timeout_duration())),
-            ),
-            (
-                "cancel-running-future",
-                Some(Val::Bool(c.cancel_running_future())),
-            ),
-        ]
+        self.render_bound()
     }
 }
 
@@ -158,14 +141,7 @@ impl Render for HedgingConfig {
     const KIND: Kind = Kind::Hedging;
 
     fn found(&self) -> Vec<(&'static str, Option<Val>)> {
-        let c = self;
-        vec![
-            (
-                "max-hedged-attempts",
-                Some(Val::U32(c.max_hedged_attempts())),
-            ),
-            ("delay", Some(Val::Duration(c.delay()))),
-        ]
+        self.render_bound()
     }
 }
 
@@ -173,8 +149,7 @@ impl Render for AdaptiveBulkheadConfig {
     const KIND: Kind = Kind::AdaptiveBulkhead;
 
     fn found(&self) -> Vec<(&'static str, Option<Val>)> {
-        let c = self;
-        adaptive(c)
+        self.render_bound()
     }
 }
 
@@ -182,12 +157,13 @@ impl Render for ChaosConfig {
     const KIND: Kind = Kind::Chaos;
 
     fn found(&self) -> Vec<(&'static str, Option<Val>)> {
-        let c = self;
-        vec![
-            ("enabled", Some(Val::Bool(c.enabled()))),
-            ("latency-rate", Some(Val::F64(c.latency_rate()))),
-            ("latency", Some(Val::Duration(c.latency()))),
-        ]
+        // One builder call sets both (`inject_latency(rate, latency)`).
+        let mut out = self.render_bound();
+        out.extend([
+            ("latency-rate", Some(Val::F64(self.latency_rate()))),
+            ("latency", Some(Val::Duration(self.latency()))),
+        ]);
+        out
     }
 }
 
@@ -223,105 +199,6 @@ fn backoff(
             Some(Val::F64(factor.unwrap_or(DEFAULT_RANDOMIZATION_FACTOR))),
         ),
     ]
-}
-
-fn breaker(c: &CircuitBreakerConfig) -> Vec<(&'static str, Option<Val>)> {
-    let f = c.wait_interval_function_in_open_state();
-    let wait: Duration = f
-        .and_then(IntervalFunction::initial)
-        .unwrap_or(c.wait_duration_in_open_state());
-    let mut out = vec![
-        (
-            "failure-rate-threshold",
-            Some(Val::Percent(c.failure_rate_threshold())),
-        ),
-        (
-            "slow-call-rate-threshold",
-            Some(Val::Percent(c.slow_call_rate_threshold())),
-        ),
-        (
-            "slow-call-duration-threshold",
-            Some(Val::Duration(c.slow_call_duration_threshold())),
-        ),
-        (
-            "sliding-window-type",
-            Some(word(
-                SLIDING_WINDOW_TYPES,
-                match c.sliding_window_type() {
-                    SlidingWindowType::CountBased => "COUNT_BASED",
-                    SlidingWindowType::TimeBased => "TIME_BASED",
-                },
-            )),
-        ),
-        (
-            "sliding-window-size",
-            Some(Val::U32(c.sliding_window_size())),
-        ),
-        (
-            "minimum-number-of-calls",
-            Some(Val::U32(c.minimum_number_of_calls())),
-        ),
-        ("wait-duration-in-open-state", Some(Val::Duration(wait))),
-        (
-            "automatic-transition-from-open-to-half-open-enabled",
-            Some(Val::Bool(
-                c.automatic_transition_from_open_to_half_open_enabled(),
-            )),
-        ),
-        (
-            "permitted-number-of-calls-in-half-open-state",
-            Some(Val::U32(c.permitted_number_of_calls_in_half_open_state())),
-        ),
-        (
-            "max-wait-duration-in-half-open-state",
-            Some(Val::Duration(c.max_wait_duration_in_half_open_state())),
-        ),
-        (
-            "transition-to-state-after-wait-duration",
-            Some(word(
-                STATES,
-                c.transition_to_state_after_wait_duration().as_str(),
-            )),
-        ),
-        (
-            "initial-state",
-            Some(word(STATES, c.initial_state().as_str())),
-        ),
-    ];
-    out.extend(backoff(f, "exponential-max-wait-duration-in-open-state"));
-    out
-}
-
-fn adaptive(c: &AdaptiveBulkheadConfig) -> Vec<(&'static str, Option<Val>)> {
-    vec![
-        ("initial-limit", Some(Val::U32(c.initial_limit()))),
-        ("min-limit", Some(Val::U32(c.min_limit()))),
-        ("max-limit", Some(Val::U32(c.max_limit()))),
-        ("smoothing", Some(Val::F64(c.smoothing()))),
-        ("probe-multiplier", Some(Val::U32(c.probe_multiplier()))),
-        ("min-window-time", Some(Val::Duration(c.min_window_time()))),
-        ("max-window-time", Some(Val::Duration(c.max_window_time()))),
-        ("window-size", Some(Val::U32(c.window_size()))),
-        (
-            "min-rtt-threshold",
-            Some(Val::Duration(c.min_rtt_threshold())),
-        ),
-    ]
-}
-
-fn retry(c: &RetryConfig) -> Vec<(&'static str, Option<Val>)> {
-    let f = c.interval_function();
-    let wait = f.initial().unwrap_or(c.wait_duration());
-    let mut out = vec![
-        ("max-attempts", Some(Val::U32(c.max_attempts()))),
-        ("wait-duration", Some(Val::Duration(wait))),
-        (
-            "fail-after-max-attempts",
-            Some(Val::Bool(c.fail_after_max_attempts())),
-        ),
-    ];
-    out.extend(backoff(Some(f), "exponential-max-wait-duration"));
-    out
 }
 
 #[cfg(test)]

@@ -9,19 +9,21 @@
 //! bulkhead and rate limiter do this; its circuit breaker starts a named config
 //! without `base-config` from the built-in defaults instead). A chain that
 //! comes back to `default` implicitly simply ends there; an explicit
-//! `base-config` that comes back is a cycle.
+//! `base-config` that comes back is a cycle. The walk itself is the one the
+//! configs registered in code take too (`crate::chain`).
 
 use std::collections::BTreeMap;
 
 use resil_core::ConfigError;
 
+use crate::chain::{walk, ChainProblem, DEFAULT};
+
 use super::apply::{Apply, Values};
 use super::error::{closest, quoted_list, Problem, ProblemKind};
-use super::load::{Entry, KindDoc, Setting};
+use super::load::{Entry, KindDoc};
 use super::resolved::{Resolved, Section};
 use super::schema::Kind;
-
-const DEFAULT: &str = "default";
+use super::setting::{Setting, Source};
 
 /// Where a chain starts.
 #[derive(Clone, Copy)]
@@ -121,71 +123,46 @@ fn chain(
     entry: &Entry,
     problems: &mut ChainProblems,
 ) -> Option<Vec<String>> {
-    let default_chain = explicit_chain(doc, DEFAULT);
-    let mut visited: Vec<&str> = Vec::new();
-    if let Start::Config(name) = start {
-        visited.push(name);
-    }
-    let mut current = entry;
-    let mut current_name = match start {
-        Start::Config(name) => Some(name),
-        Start::Instance(_) => None,
+    let first = match start {
+        Start::Config(name) => (name, true),
+        Start::Instance(name) => match &entry.base {
+            Some(base) => (base.val.as_str(), true),
+            // Resilience4j's rule: an instance without `base-config` takes
+            // the named config of its own name, else `default`.
+            None if doc.configs.contains_key(name) => (name, false),
+            None if doc.configs.contains_key(DEFAULT) => (DEFAULT, false),
+            None => return Some(Vec::new()),
+        },
     };
-    loop {
-        let (next, explicit): (&str, bool) = match &current.base {
-            Some(base) => (&base.val, true),
-            None => match (start, current_name) {
-                (Start::Instance(name), None) if doc.configs.contains_key(name) => (name, false),
-                (_, Some(DEFAULT)) => break,
-                // A config `default` itself inherits from does not inherit `default`.
-                (_, Some(name)) if default_chain.contains(&name) => break,
-                _ if doc.configs.contains_key(DEFAULT) => (DEFAULT, false),
-                _ => break,
-            },
-        };
-        if let Some(at) = visited.iter().position(|v| *v == next) {
-            if !explicit {
-                break; // back at `default` implicitly: the chain ends there
+    let base = |name: &str| {
+        doc.configs
+            .get(name)
+            .and_then(|e| e.base.as_ref())
+            .map(|b| b.val.as_str())
+    };
+    let exists = |name: &str| doc.configs.contains_key(name);
+    match walk(first.0, first.1, base, exists) {
+        Ok(mut chain) => {
+            if let Start::Config(_) = start {
+                chain.pop(); // the config itself
             }
-            let cycle = &visited[at..];
-            record_cycle(doc, cycle, problems);
-            return None;
+            Some(chain.into_iter().map(str::to_owned).collect())
         }
-        let Some(base_entry) = doc.configs.get(next) else {
-            let Some(base) = &current.base else {
+        Err(ChainProblem::Cycle { walked, at }) => {
+            record_cycle(doc, &walked[at..], problems);
+            None
+        }
+        Err(ChainProblem::UnknownBase { walked, .. }) => {
+            // The entry whose `base-config` names the missing config: the
+            // last config walked, or the instance itself.
+            let named_by = walked.last().map_or(entry, |n| &doc.configs[*n]);
+            let Some(base) = &named_by.base else {
                 unreachable!("implicit bases are only taken when they exist")
             };
-            record_unknown_base(doc, start, &visited, base, problems);
-            return None;
-        };
-        visited.push(next);
-        current = base_entry;
-        current_name = Some(next);
-    }
-    let skip = usize::from(matches!(start, Start::Config(_)));
-    Some(
-        visited[skip..]
-            .iter()
-            .rev()
-            .map(|s| (*s).to_owned())
-            .collect(),
-    )
-}
-
-/// The configs `name` names through explicit `base-config`s (stopping at an
-/// unknown base or a cycle, which the walk itself reports).
-fn explicit_chain<'a>(doc: &'a KindDoc, name: &str) -> Vec<&'a str> {
-    let mut chain: Vec<&'a str> = Vec::new();
-    let mut current = doc.configs.get(name);
-    while let Some(base) = current.and_then(|e| e.base.as_ref()) {
-        let next = base.val.as_str();
-        if chain.contains(&next) || next == name {
-            break;
+            record_unknown_base(doc, start, &walked, base, problems);
+            None
         }
-        chain.push(next);
-        current = doc.configs.get(next);
     }
-    chain
 }
 
 fn record_unknown_base(
@@ -280,7 +257,7 @@ fn validate<C: Apply>(entry_path: &str, values: &Values, problems: &mut Vec<Prob
                     ),
                 };
                 let env_var = match values.get(key).map(|s| &s.source) {
-                    Some(super::resolved::Source::Env(var)) => Some(var.as_str()),
+                    Some(Source::Env(var)) => Some(var.as_str()),
                     _ => None,
                 };
                 let expected = kebab_fields(kind, error.expected());

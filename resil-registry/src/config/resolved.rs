@@ -3,7 +3,6 @@
 //! resil-core builder, the provenance of every value, error-class names and tags.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use resil_core::bulkhead::{
     AdaptiveBulkheadConfig, AdaptiveBulkheadConfigBuilder, BulkheadConfig, BulkheadConfigBuilder,
@@ -17,40 +16,11 @@ use resil_core::thread_pool_bulkhead::{ThreadPoolBulkheadConfig, ThreadPoolBulkh
 use resil_core::time_limiter::{TimeLimiterConfig, TimeLimiterConfigBuilder};
 
 use super::apply::{default_value, Apply, Values};
-use super::load::Setting;
 use super::schema::{
     Kind, Target, Val, ALLOW_HEALTH_INDICATOR_TO_FAIL, EVENT_CONSUMER_BUFFER_SIZE,
     REGISTER_HEALTH_INDICATOR,
 };
-
-/// Where a value came from, lowest precedence first.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Source {
-    /// Set nowhere: resil-core's default.
-    Default,
-    /// The kind-level `tags` map (`resilience4j.circuitbreaker.tags`), shared by
-    /// every instance of the kind (tags only).
-    Shared,
-    /// The named config `configs.<name>` (`default` included), directly or
-    /// through a `base-config` chain.
-    Config(String),
-    /// The instance's own settings (`instances.<name>`).
-    Instance,
-    /// The environment variable named here, applied after the file.
-    Env(String),
-}
-
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Source::Default => f.write_str("default"),
-            Source::Shared => f.write_str("kind-level tags"),
-            Source::Config(name) => write!(f, "config `{name}`"),
-            Source::Instance => f.write_str("instance"),
-            Source::Env(var) => write!(f, "env `{var}`"),
-        }
-    }
-}
+use super::setting::{Setting, Source};
 
 /// One effective value and where it came from (for a snapshot or a log line).
 #[derive(Debug, Clone, PartialEq)]

@@ -2,8 +2,10 @@
 //! of the option table, `resil-options`), and which Resilience4j keys resil
 //! reads under another name, ignores or deliberately rejects.
 //!
-//! Adding an option is one row in `resil-options` plus one line in
-//! `apply.rs` (how it reaches the resil-core builder).
+//! Adding an option is one row in `resil-options`, its resil-core builder
+//! method and getter, and one binding line in `bind.rs` (which both sets it
+//! from a file and renders it back); an option that is not one value passed
+//! to one setter is written by hand in `apply.rs` and `render.rs` instead.
 
 use std::fmt;
 

@@ -14,7 +14,7 @@ use resil_core::event::EventPublisher;
 
 use crate::classes::ErrorClasses;
 use crate::config::FileConfig;
-use crate::manage::Overrides;
+use crate::overrides::Overrides;
 use crate::store::{Stores, DEFAULT_EVENT_BUFFER_SIZE};
 
 use super::{Inner, Registry, DEFAULT_MAX_INSTANCES_PER_KIND};

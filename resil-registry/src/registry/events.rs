@@ -8,7 +8,8 @@ use resil_core::clock::Clock;
 use resil_core::event::EventStream;
 
 use crate::event::{describe_event, is_notable, RegistryEvent, RegistryEventKind};
-use crate::kind::{Kind, Primitive};
+use crate::kind::Kind;
+use crate::primitive::Primitive;
 use crate::store::{for_each_kind, Entry, KindVisitor};
 use crate::telemetry::ring::{RecordedEvent, Ring};
 

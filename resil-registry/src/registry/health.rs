@@ -1,6 +1,6 @@
 //! Which instances take part in the health summary, and which may fail it.
 
-use crate::kind::Primitive;
+use crate::primitive::Primitive;
 
 use super::plan::plan;
 use super::Registry;

@@ -30,8 +30,9 @@ use crate::config::FileConfig;
 use crate::error::RegistryError;
 use crate::event::{RegistryEvent, RegistryEventKind};
 use crate::handle::{Handle, Slot};
-use crate::kind::{Kind, Primitive};
-use crate::manage::Overrides;
+use crate::kind::Kind;
+use crate::overrides::Overrides;
+use crate::primitive::Primitive;
 #[cfg(feature = "redis")]
 pub(crate) use crate::store::CodeSettings;
 use crate::store::{CodeConfig, CodeFn, Entry, Store, Stores};

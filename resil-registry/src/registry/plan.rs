@@ -1,52 +1,51 @@
 //! Where an instance's configuration comes from: the file's entry, and the
 //! chain of configs registered in code whose settings apply.
 
+use crate::chain::{walk, ChainProblem};
 use crate::config::{FileConfig, Resolved};
 use crate::error::RegistryError;
-use crate::kind::{Kind, Primitive};
+use crate::kind::Kind;
+use crate::primitive::Primitive;
 use crate::store::{CodeFn, CodeSettings};
 
 use super::DEFAULT_CONFIG;
 
 /// The configs an instance inherits from, root first: `default`, then each
-/// base down to `start`. A config without a base inherits from `default`.
-pub(crate) fn config_chain<B>(
+/// base down to `start`. A config without a base inherits from `default`; a
+/// config only the file has (`in_file`) exists, without code settings.
+pub(crate) fn config_chain<'a, B>(
     kind: Kind,
-    code: &CodeSettings<B>,
-    start: Option<&str>,
+    code: &'a CodeSettings<B>,
+    start: Option<&'a str>,
     in_file: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<String>, RegistryError> {
-    let mut chain: Vec<String> = Vec::new();
-    let mut next = start.map(str::to_owned);
-    while let Some(name) = next {
-        if chain.contains(&name) {
-            chain.push(name);
-            return Err(RegistryError::CyclicConfig { kind, chain });
+    let Some(start) = start else {
+        return Ok(vec![DEFAULT_CONFIG.to_owned()]);
+    };
+    let base = |name: &str| code.configs.get(name).and_then(|c| c.base.as_deref());
+    let exists =
+        |name: &str| name == DEFAULT_CONFIG || code.configs.contains_key(name) || in_file(name);
+    let owned = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+    match walk(start, true, base, exists) {
+        Ok(chain) => Ok(owned(&chain)),
+        Err(ChainProblem::Cycle { walked, at }) => {
+            let mut chain = owned(&walked);
+            chain.push(walked[at].to_owned());
+            Err(RegistryError::CyclicConfig { kind, chain })
         }
-        let config = code.configs.get(&name);
-        if config.is_none() && name != DEFAULT_CONFIG && !in_file(&name) {
+        Err(ChainProblem::UnknownBase { walked, name }) => {
             let mut known: Vec<String> = code.configs.keys().cloned().collect();
             known.sort();
-            chain.push(name.clone());
-            return Err(RegistryError::UnknownConfig {
+            let mut chain = owned(&walked);
+            chain.push(name.to_owned());
+            Err(RegistryError::UnknownConfig {
                 kind,
-                name,
+                name: name.to_owned(),
                 chain,
                 known,
-            });
+            })
         }
-        next = match config.and_then(|c| c.base.clone()) {
-            Some(base) => Some(base),
-            None if name != DEFAULT_CONFIG => Some(DEFAULT_CONFIG.to_owned()),
-            None => None,
-        };
-        chain.push(name);
     }
-    if chain.is_empty() {
-        chain.push(DEFAULT_CONFIG.to_owned());
-    }
-    chain.reverse();
-    Ok(chain)
 }
 
 /// Where an instance's configuration comes from.

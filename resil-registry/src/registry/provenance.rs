@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::kind::Primitive;
+use crate::primitive::Primitive;
 
 use super::plan::plan;
 use super::resolve::Labelled;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use crate::config::{FileConfig, Resolved};
 use crate::error::RegistryError;
-use crate::kind::Primitive;
+use crate::primitive::Primitive;
 use crate::store::{CodeFn, CodeSettings, Store};
 
 use super::plan::plan;

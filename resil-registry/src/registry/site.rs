@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::error::RegistryError;
 use crate::event::RegistryEventKind;
-use crate::kind::Primitive;
+use crate::primitive::Primitive;
 
 use super::Registry;
 

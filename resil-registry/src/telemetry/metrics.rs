@@ -32,7 +32,8 @@ use resil_core::circuit_breaker::State;
 use resil_core::rate_limiter::RateLimiter;
 
 use super::describe::Describe;
-use crate::kind::{Kind, Primitive};
+use crate::kind::Kind;
+use crate::primitive::Primitive;
 use crate::registry::Registry;
 use crate::store::{for_each_kind, KindVisitor};
 

@@ -11,7 +11,8 @@ use super::ring::RecordedEvent;
 use std::sync::Arc;
 
 use crate::handle::Handle;
-use crate::kind::{Kind, Primitive};
+use crate::kind::Kind;
+use crate::primitive::Primitive;
 use crate::registry::Registry;
 use crate::store::{for_each_kind, KindVisitor};
 
