@@ -108,11 +108,6 @@ mod tests {
     }
 
     #[test]
-    fn the_root_is_the_registry_s_default_config() {
-        assert_eq!(DEFAULT, crate::DEFAULT_CONFIG);
-    }
-
-    #[test]
     fn a_config_without_a_base_inherits_default_and_default_is_the_root() {
         let configs = [("default", None), ("a", Some("b")), ("b", None)];
         assert_eq!(run(&configs, "a", true), Ok(vec!["default", "b", "a"]));

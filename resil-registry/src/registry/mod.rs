@@ -53,7 +53,7 @@ pub use site::AttributeSite;
 
 /// The name of the config every instance and config without a `base-config`
 /// inherits from.
-pub const DEFAULT_CONFIG: &str = "default";
+pub const DEFAULT_CONFIG: &str = crate::chain::DEFAULT;
 
 /// Default cap on instances per kind (see
 /// [`RegistryBuilder::max_instances_per_kind`]).
@@ -381,7 +381,10 @@ impl Registry {
 
     /// Registers (or replaces) a named config of kind `P` in code: instances
     /// and configs naming it inherit from it. `base` is the config it inherits
-    /// from (`None`: [`DEFAULT_CONFIG`]); `f` holds its code settings. Every
+    /// from (`None`: [`DEFAULT_CONFIG`]); `f` holds its code settings.
+    /// `default` itself may have a base, as a file's
+    /// `configs.default.base-config` may: the configs it names come first
+    /// and do not inherit `default` in turn. Every
     /// existing instance is re-resolved, and a change that would leave any of
     /// them invalid (or a `base` chain with a cycle or an unknown config) is
     /// refused without changing anything.
@@ -400,15 +403,6 @@ impl Registry {
         base: Option<&str>,
         f: impl Fn(P::Builder) -> P::Builder + Send + Sync + 'static,
     ) -> Result<(), RegistryError> {
-        if name == DEFAULT_CONFIG && base.is_some() {
-            return Err(RegistryError::CyclicConfig {
-                kind: P::KIND,
-                chain: vec![
-                    DEFAULT_CONFIG.to_owned(),
-                    base.unwrap_or_default().to_owned(),
-                ],
-            });
-        }
         let store = self.store::<P>();
         let mut code = store.code.write();
         let previous = code.configs.insert(

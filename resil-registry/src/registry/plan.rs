@@ -19,9 +19,8 @@ pub(crate) fn config_chain<'a, B>(
     start: Option<&'a str>,
     in_file: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<String>, RegistryError> {
-    let Some(start) = start else {
-        return Ok(vec![DEFAULT_CONFIG.to_owned()]);
-    };
+    // No config of its own: `default`'s chain (which may have a base).
+    let start = start.unwrap_or(DEFAULT_CONFIG);
     let base = |name: &str| code.configs.get(name).and_then(|c| c.base.as_deref());
     let exists =
         |name: &str| name == DEFAULT_CONFIG || code.configs.contains_key(name) || in_file(name);
@@ -87,7 +86,7 @@ pub(crate) fn plan<'a, P: Primitive>(
         None if code.configs.is_empty() => (section.for_name(lookup), Vec::new()),
         None => {
             let entry = section.for_name(lookup);
-            let mut chain: Vec<String> = vec![DEFAULT_CONFIG.to_owned()];
+            let mut chain = config_chain(P::KIND, code, None, &in_file)?;
             chain.extend(entry.chain().iter().cloned());
             if !entry.is_instance() {
                 chain.push(entry.name().to_owned());
