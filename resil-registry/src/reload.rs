@@ -109,8 +109,9 @@ impl Registry {
         Registry::from_file_config(FileConfig::from_yaml_str(s)?)
     }
 
-    /// A registry configured by a `.toml`, `.yaml` or `.yml` file; see
-    /// [`from_toml_str`](Self::from_toml_str).
+    /// A registry configured by a `.toml`, `.yaml`, `.yml` or `.properties`
+    /// file (each format behind its cargo feature); see
+    /// [`FileConfig::from_file`].
     pub fn from_file(path: impl AsRef<Path>) -> Result<Registry, ConfigFileError> {
         Registry::from_file_config(FileConfig::from_file(path)?)
     }

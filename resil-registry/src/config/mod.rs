@@ -245,7 +245,7 @@ impl FileConfig {
         FileConfig::from_str_with_env(text, Format::Yaml, NO_ENV)
     }
 
-    /// Loads a file, its format named by its extension (`.toml`, `.yaml`, `.yml`).
+    /// Loads a file, its format named by its extension (`.toml`, `.yaml`, `.yml`, `.properties`).
     /// No environment overrides: see [`from_file_with_env`](Self::from_file_with_env).
     pub fn from_file(path: impl AsRef<Path>) -> Result<FileConfig, ConfigFileError> {
         FileConfig::from_file_with_env(path, NO_ENV)
