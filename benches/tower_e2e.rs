@@ -242,7 +242,13 @@ fn in_process(app: &Router) {
         .enable_all()
         .build()
         .unwrap();
-    let paths: Vec<&str> = ROUTES.into_iter().chain(IN_PROCESS_ONLY).collect();
+    let mut paths: Vec<&str> = ROUTES.into_iter().chain(IN_PROCESS_ONLY).collect();
+    // For a profiler: `TOWER_E2E_ONLY=/layer-only perf record … -- --bench
+    // in_process` runs that one route alone (and prints its own time).
+    if let Ok(only) = std::env::var("TOWER_E2E_ONLY") {
+        paths.retain(|p| *p == only);
+        assert!(!paths.is_empty(), "TOWER_E2E_ONLY names no route: {only}");
+    }
     let n = paths.len();
     let block = |path: &'static str, count: usize| {
         rt.block_on(async {
