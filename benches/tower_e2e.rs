@@ -1,26 +1,69 @@
 //! End to end over real sockets: an axum route protected by the tower layer
 //! (circuit breaker + bulkhead, HTTP classification, refusal responses),
 //! whose handler makes a downstream call protected by the registry's
-//! breaker, against the same route unprotected, in the same run.
+//! breaker (`#[resil::circuit_breaker]`), against the same route with the
+//! same downstream call unprotected, in the same run.
 //!
 //! Traffic: one keep-alive HTTP/1.1 connection on loopback sending GETs back
-//! to back (a client pool's steady state); the server on a 1-worker tokio
-//! runtime. The socket round trip (tens of µs) dominates, which is the
-//! point: the figure is how much of a real request the protection is. The
-//! machine is shared and loopback latency is noisy: compare the two lines
-//! of one run.
+//! to back (a client pool's steady state, one request in flight), the
+//! server on a 1-worker tokio runtime, every request permitted (the
+//! breaker closed, the bulkhead far from full: the traffic a healthy
+//! service has, and the one where protection is pure overhead). The
+//! downstream is an in-process async fn, not a second socket: a real
+//! downstream's round trip would only dilute the ratio. The socket round
+//! trip (about 20 µs) dominates, which is the point: the figure is how much
+//! of a real request the protection is.
 //!
-//! Before criterion's timing, a latency phase sends the two routes'
-//! requests interleaved (one protected, one unprotected, over the same
-//! connection, so drift and noise fall on both alike), timing each request,
-//! in several rounds; it prints each round's p50, p99 and throughput for
-//! both routes and their ratios (`latency: …` lines), then the median
-//! ratio over the rounds. Targets: p50 within 1 %, p99 within 2 %,
-//! throughput at least 0.99×.
+//! Routes, all on the same router and connection:
+//! * `/unprotected`: the handler calls the downstream fn without an
+//!   attribute;
+//! * `/protected`: the same handler calling the protected downstream, with
+//!   the layer applied to the handler (`Handler::layer`);
+//! * `/identity`: the unprotected handler behind tower's `Identity` layer
+//!   through `Handler::layer`: what axum's layering costs with a layer
+//!   that does nothing (the part of `/protected`'s gap that is axum's);
+//! * `/protected-route-layer`: the same as `/protected`, with the layer
+//!   applied through axum's `MethodRouter::route_layer`;
+//! * `/identity-route-layer`: `Identity` through `route_layer` (which boxes
+//!   the layered route a second time: a clone of the boxed service and a
+//!   boxed future per request, axum's);
+//! * `/control`: the unprotected route again, under another path: its
+//!   ratio to `/unprotected` is the bench's own noise and bias (an A/A
+//!   test), the yardstick for every other ratio.
+//!
+//! How the ratios are computed (the `latency:` lines): a round is ten
+//! cycles, and a cycle sends one block of 100 requests to each route in
+//! turn (A B C D E F; the order rotates and reverses from cycle to cycle,
+//! so every route takes every position and follows every other equally
+//! often), timing each round trip and each block. Per round, each route's
+//! p50 and p99 over its 1,000 round trips and its throughput (those
+//! requests over its blocks' wall time) are divided by `/unprotected`'s of
+//! the same round; the figures are the medians of those per-round ratios
+//! over 41 rounds, with their interquartile range. A cycle is about 13 ms
+//! and a round about 130 ms: a burst of another process's work (a compile
+//! on this shared 2-core machine) falls on the blocks of every route of the
+//! rounds it hits, and the median leaves the worst rounds out. Blocks
+//! rather than single requests alternate because a service serves its own
+//! route over and over: alternating request by request would make each
+//! route run with the others' code in the caches, penalising the largest,
+//! which no real service sees. Targets, `/protected` against
+//! `/unprotected`: p50 within 1 %, p99 within 2 %, throughput at least
+//! 0.99×.
+//!
+//! The in-process phase (`in process:` lines, first) calls the same router
+//! without a socket, in the same interleaved rounds, and prints each
+//! route's cost a request minus `/unprotected`'s: what the protection costs
+//! the server itself, split further by two routes timed only there
+//! (`/layer-only`: the layer around the unprotected handler;
+//! `/attribute-only`: the protected downstream without the layer).
+//! Criterion's own timing of each route over the socket comes last, for
+//! reference: it times the routes one after the other, so its
+//! ratios carry the machine's drift and are not the bars' figures.
 
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
+use axum::handler::Handler;
 use axum::routing::get;
 use axum::Router;
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -30,18 +73,26 @@ use hyper_util::rt::TokioIo;
 use resil::Registry;
 use resil_web::http::HttpClassifier;
 use resil_web::tower::{RefusalResponses, ResilienceLayer};
+use tower::layer::util::Identity;
 
 mod support;
 
-async fn unprotected() -> &'static str {
-    "42"
+/// The downstream call, unprotected.
+async fn downstream_bare() -> Result<&'static str, std::io::Error> {
+    Ok("42")
 }
 
-/// The downstream call, protected by an attribute (the process-wide
+/// The same downstream call, protected by an attribute (the process-wide
 /// registry's `e2e-downstream` breaker).
 #[resil::circuit_breaker(name = "e2e-downstream")]
 async fn downstream() -> Result<&'static str, std::io::Error> {
     Ok("42")
+}
+
+async fn unprotected() -> Result<&'static str, axum::http::StatusCode> {
+    downstream_bare()
+        .await
+        .map_err(|_| axum::http::StatusCode::SERVICE_UNAVAILABLE)
 }
 
 async fn protected() -> Result<&'static str, axum::http::StatusCode> {
@@ -49,6 +100,21 @@ async fn protected() -> Result<&'static str, axum::http::StatusCode> {
         .await
         .map_err(|_| axum::http::StatusCode::SERVICE_UNAVAILABLE)
 }
+
+/// Routes timed in process only, to split `/protected`'s cost: the layer
+/// around the unprotected handler, and the protected downstream without
+/// the layer.
+const IN_PROCESS_ONLY: [&str; 2] = ["/layer-only", "/attribute-only"];
+
+/// The routes, the baseline first.
+const ROUTES: [&str; 6] = [
+    "/unprotected",
+    "/protected",
+    "/identity",
+    "/protected-route-layer",
+    "/identity-route-layer",
+    "/control",
+];
 
 type Sender = hyper::client::conn::http1::SendRequest<Empty<Bytes>>;
 
@@ -68,106 +134,175 @@ async fn round_trip(sender: &mut Sender, path: &'static str) -> Duration {
 struct Latency {
     p50: Duration,
     p99: Duration,
-    /// Requests a second, from the sum of the round trips.
+    /// Requests a second over the block's wall time.
     throughput: f64,
 }
 
-fn latency(mut samples: Vec<Duration>) -> Latency {
+/// One block's figures: its round trips and its wall time.
+fn latency((mut samples, wall): (Vec<Duration>, Duration)) -> Latency {
     samples.sort_unstable();
     let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-    let total: Duration = samples.iter().sum();
     Latency {
         p50: at(0.50),
         p99: at(0.99),
-        throughput: samples.len() as f64 / total.as_secs_f64(),
+        throughput: samples.len() as f64 / wall.as_secs_f64(),
     }
 }
 
-/// The latency phase: `rounds` rounds of `per_round` requests to each
-/// route, interleaved; prints every round and the median ratios.
+/// The latency phase: `rounds` rounds of `cycles` cycles of one block of
+/// `per_block` requests to each route; prints every round and the median
+/// ratios.
 fn latency_phase(client: &tokio::runtime::Runtime, sender: &mut Sender) {
     // `cargo test --all-targets` runs benches once without `--bench`: a
     // token phase there, the real one under `cargo bench`.
     let bench = std::env::args().any(|a| a == "--bench");
-    let (rounds, per_round, warm) = if bench {
-        (5, 20_000, 2_000)
+    let (rounds, cycles, per_block, warm) = if bench {
+        (41, 10, 100, 1_000)
     } else {
-        (1, 100, 10)
+        (1, 2, 20, 10)
     };
-    let mut ratios = (Vec::new(), Vec::new(), Vec::new());
+    let n = ROUTES.len();
+    // ratios[route][0..3]: p50, p99, throughput against `/unprotected`.
+    let mut ratios = vec![[Vec::new(), Vec::new(), Vec::new()]; n];
     client.block_on(async {
-        // Warm both routes (the layer's and the attribute's instances).
-        for _ in 0..warm {
-            round_trip(sender, "/unprotected").await;
-            round_trip(sender, "/protected").await;
+        for path in ROUTES {
+            for _ in 0..warm {
+                round_trip(sender, path).await;
+            }
         }
         for round in 1..=rounds {
-            let (mut bare, mut guarded) = (Vec::new(), Vec::new());
-            for i in 0..per_round {
-                // Alternate which goes first, so neither always follows the other.
-                if i % 2 == 0 {
-                    bare.push(round_trip(sender, "/unprotected").await);
-                    guarded.push(round_trip(sender, "/protected").await);
-                } else {
-                    guarded.push(round_trip(sender, "/protected").await);
-                    bare.push(round_trip(sender, "/unprotected").await);
+            let mut samples = vec![Vec::with_capacity(cycles * per_block); n];
+            let mut walls = vec![Duration::ZERO; n];
+            for cycle in 0..cycles {
+                // Each route's block in turn; the order rotates and reverses
+                // from cycle to cycle, so every route takes every position
+                // and follows every other equally often.
+                let turn = round * cycles + cycle;
+                let mut order: Vec<usize> = (0..n).map(|k| (k + turn / 2) % n).collect();
+                if turn % 2 == 1 {
+                    order.reverse();
+                }
+                for r in order {
+                    let start = Instant::now();
+                    for _ in 0..per_block {
+                        samples[r].push(round_trip(sender, ROUTES[r]).await);
+                    }
+                    walls[r] += start.elapsed();
                 }
             }
-            let (b, g) = (latency(bare), latency(guarded));
-            let r50 = g.p50.as_secs_f64() / b.p50.as_secs_f64();
-            let r99 = g.p99.as_secs_f64() / b.p99.as_secs_f64();
-            let rt = g.throughput / b.throughput;
-            println!(
-                "latency: round {round}: unprotected p50 {:.1} µs p99 {:.1} µs {:.0}/s | \
-                 protected p50 {:.1} µs p99 {:.1} µs {:.0}/s | ratio p50 {r50:.4} p99 {r99:.4} \
-                 throughput {rt:.4}",
-                b.p50.as_secs_f64() * 1e6,
-                b.p99.as_secs_f64() * 1e6,
-                b.throughput,
-                g.p50.as_secs_f64() * 1e6,
-                g.p99.as_secs_f64() * 1e6,
-                g.throughput,
+            let stats: Vec<Latency> = samples.into_iter().zip(walls).map(latency).collect();
+            let base = &stats[0];
+            let mut line = format!(
+                "latency: round {round:2}: {} p50 {:.2} µs p99 {:.2} µs {:.0}/s",
+                ROUTES[0],
+                base.p50.as_secs_f64() * 1e6,
+                base.p99.as_secs_f64() * 1e6,
+                base.throughput,
             );
-            ratios.0.push(r50);
-            ratios.1.push(r99);
-            ratios.2.push(rt);
+            for r in 1..n {
+                let s = &stats[r];
+                let r50 = s.p50.as_secs_f64() / base.p50.as_secs_f64();
+                let r99 = s.p99.as_secs_f64() / base.p99.as_secs_f64();
+                let rt = s.throughput / base.throughput;
+                line += &format!(" | {} ×{r50:.4} ×{r99:.4} ×{rt:.4}", ROUTES[r]);
+                ratios[r][0].push(r50);
+                ratios[r][1].push(r99);
+                ratios[r][2].push(rt);
+            }
+            println!("{line}");
         }
     });
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    println!(
-        "latency: median over {rounds} rounds: protected/unprotected p50 {:.4}, p99 {:.4}, \
-         throughput {:.4}",
-        median(&mut ratios.0),
-        median(&mut ratios.1),
-        median(&mut ratios.2),
-    );
+    let spread = |v: &Vec<f64>| (v[v.len() / 4], v[v.len() * 3 / 4]);
+    for r in 1..n {
+        let [p50, p99, tput] = &mut ratios[r];
+        let (m50, m99, mt) = (median(p50), median(p99), median(tput));
+        let (q50, q99, qt) = (spread(p50), spread(p99), spread(tput));
+        println!(
+            "latency: median of {rounds} rounds: {} / {}: p50 {m50:.4} (IQR {:.4}–{:.4}), \
+             p99 {m99:.4} (IQR {:.4}–{:.4}), throughput {mt:.4} (IQR {:.4}–{:.4})",
+            ROUTES[r], ROUTES[0], q50.0, q50.1, q99.0, q99.1, qt.0, qt.1,
+        );
+    }
 }
 
-/// The same router called in process (no socket, no HTTP parsing): what the
-/// protection costs the server per request, next to the round trip above.
-fn in_process(c: &mut Criterion, app: &Router) {
+/// The same router called in process (no socket, no HTTP parsing): what
+/// each route costs the server itself. Blocks of requests to each route in
+/// turn, in rounds ordered as the latency phase's, each block's mean time a
+/// request; per round, each route's mean minus `/unprotected`'s; the
+/// medians of those differences (`in process:` lines, in ns).
+fn in_process(app: &Router) {
     use tower::ServiceExt;
+    let bench = std::env::args().any(|a| a == "--bench");
+    let (rounds, per_block) = if bench { (101, 2_000) } else { (1, 10) };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let mut g = c.benchmark_group("tower_end_to_end_in_process");
-    for path in ["/unprotected", "/protected"] {
-        g.bench_function(path, |b| {
-            b.iter(|| {
-                let req = axum::http::Request::get(path).body(Body::empty()).unwrap();
-                let response = rt.block_on(app.clone().oneshot(req)).unwrap();
-                response.status()
-            })
-        });
+    let mut paths: Vec<&str> = ROUTES.into_iter().chain(IN_PROCESS_ONLY).collect();
+    // For a profiler: `TOWER_E2E_ONLY=/layer-only perf record … -- --bench
+    // in_process` runs that one route alone (and prints its own time).
+    if let Ok(only) = std::env::var("TOWER_E2E_ONLY") {
+        paths.retain(|p| *p == only);
+        assert!(!paths.is_empty(), "TOWER_E2E_ONLY names no route: {only}");
     }
-    g.finish();
+    let n = paths.len();
+    let block = |path: &'static str, count: usize| {
+        rt.block_on(async {
+            let start = Instant::now();
+            for _ in 0..count {
+                let req = axum::http::Request::get(path).body(Body::empty()).unwrap();
+                let response = app.clone().oneshot(req).await.unwrap();
+                assert_eq!(response.status(), 200);
+            }
+            start.elapsed().as_secs_f64() * 1e9 / count as f64
+        })
+    };
+    for path in &paths {
+        block(path, per_block);
+    }
+    let mut deltas = vec![Vec::new(); n];
+    let mut bases = Vec::new();
+    for round in 1..=rounds {
+        let mut order: Vec<usize> = (0..n).map(|k| (k + round) % n).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        let mut means = vec![0.0; n];
+        for r in order {
+            means[r] = block(paths[r], per_block);
+        }
+        bases.push(means[0]);
+        for r in 1..n {
+            deltas[r].push(means[r] - means[0]);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "in process: median of {rounds} rounds: {} {:.0} ns a request",
+        paths[0],
+        median(&mut bases)
+    );
+    for r in 1..n {
+        let d = &mut deltas[r];
+        let m = median(d);
+        println!(
+            "in process: median of {rounds} rounds: {} {m:+.0} ns (IQR {:+.0} to {:+.0})",
+            paths[r],
+            d[d.len() / 4],
+            d[d.len() * 3 / 4],
+        );
+    }
 }
 
 fn end_to_end(c: &mut Criterion) {
+    let only_in_process = std::env::args().any(|a| a.contains("in_process"));
     let server = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -181,8 +316,17 @@ fn end_to_end(c: &mut Criterion) {
         .respond(RefusalResponses::<Body>::new())
         .build();
     let app = Router::new()
-        .route("/protected", get(protected).route_layer(layer))
-        .route("/unprotected", get(unprotected));
+        .route("/unprotected", get(unprotected))
+        .route("/protected", get(protected.layer(layer)))
+        .route("/identity", get(unprotected.layer(Identity::new())))
+        .route("/protected-route-layer", get(protected).route_layer(layer))
+        .route(
+            "/identity-route-layer",
+            get(unprotected).route_layer(Identity::new()),
+        )
+        .route("/control", get(unprotected))
+        .route("/layer-only", get(unprotected.layer(layer)))
+        .route("/attribute-only", get(protected));
     let app_for_in_process = app.clone();
     let listener = server
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -203,11 +347,13 @@ fn end_to_end(c: &mut Criterion) {
         tokio::spawn(conn);
         sender
     });
-    in_process(c, &app_for_in_process);
+    in_process(&app_for_in_process);
+    if only_in_process {
+        return;
+    }
     latency_phase(&client, &mut sender);
     let mut g = c.benchmark_group("tower_end_to_end");
-    g.measurement_time(Duration::from_secs(4));
-    for path in ["/unprotected", "/protected"] {
+    for path in ROUTES {
         g.bench_function(path, |b| {
             b.iter_custom(|iters| {
                 client.block_on(async {

@@ -407,6 +407,113 @@ async fn a_dropped_future_gives_back_its_half_open_probe_and_its_bulkhead_slot()
 }
 
 #[tokio::test]
+async fn a_future_dropped_while_queued_for_the_bulkhead_leaves_the_queue_and_gives_back_its_probe()
+{
+    let registry = Registry::new();
+    registry
+        .configure_circuit_breaker("queued", |b| {
+            b.permitted_number_of_calls_in_half_open_state(2)
+        })
+        .unwrap();
+    registry
+        .configure_bulkhead("queued", |b| {
+            b.max_concurrent_calls(1)
+                .max_wait_duration(Duration::from_secs(30))
+        })
+        .unwrap();
+    let breaker = registry.circuit_breaker("queued");
+    let bulkhead = registry.bulkhead("queued");
+    breaker.transition_to_open().unwrap();
+    breaker.transition_to_half_open().unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let layer = ResilienceLayer::builder(&registry, "queued")
+        .circuit_breaker()
+        .bulkhead()
+        .build();
+    let mut svc = layer.layer(service_fn(move |_: ()| {
+        c.fetch_add(1, Ordering::SeqCst);
+        std::future::pending::<Result<(), ()>>()
+    }));
+    let mut holder = Box::pin(svc.ready().await.unwrap().call(()));
+    assert!(poll_once(holder.as_mut()).is_pending());
+    for _ in 0..3 {
+        // The second probe queues for the slot (the inner service moved into
+        // the future, not called) and is dropped while it waits.
+        let mut queued = pin!(svc.ready().await.unwrap().call(()));
+        assert!(poll_once(queued.as_mut()).is_pending());
+        assert_eq!(bulkhead.metrics().waiting_calls(), 1);
+    }
+    assert_eq!(bulkhead.metrics().waiting_calls(), 0);
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "a queued request is not called"
+    );
+    // Both probe slots are free again once the holder goes too: the next
+    // two requests are permitted, and the slot is not lost.
+    drop(holder);
+    assert_eq!(bulkhead.available_concurrent_calls(), 1);
+    assert_eq!(breaker.state(), BreakerState::HalfOpen);
+    let mut first = pin!(svc.ready().await.unwrap().call(()));
+    assert!(poll_once(first.as_mut()).is_pending());
+    let mut second = pin!(svc.ready().await.unwrap().call(()));
+    assert!(poll_once(second.as_mut()).is_pending());
+    assert_eq!(breaker.metrics().not_permitted_calls(), 0);
+    assert_eq!(bulkhead.metrics().rejected_calls(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_future_dropped_during_its_rate_limit_wait_is_never_called_and_gives_back_its_probe() {
+    let registry = Registry::builder()
+        .clock(resil::clock::TokioClock::new())
+        .build();
+    registry
+        .configure_circuit_breaker("throttled", |b| {
+            b.permitted_number_of_calls_in_half_open_state(1)
+        })
+        .unwrap();
+    registry
+        .configure_rate_limiter("throttled", |b| {
+            b.limit_for_period(1)
+                .limit_refresh_period(Duration::from_secs(1))
+                .timeout_duration(Duration::from_secs(5))
+        })
+        .unwrap();
+    let breaker = registry.circuit_breaker("throttled");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let layer = ResilienceLayer::builder(&registry, "throttled")
+        .circuit_breaker()
+        .rate_limiter()
+        .build();
+    let mut svc = layer.layer(service_fn(move |_: ()| {
+        c.fetch_add(1, Ordering::SeqCst);
+        async { Ok::<_, ()>(()) }
+    }));
+    // Spend this cycle's permit with the breaker closed.
+    svc.ready().await.unwrap().call(()).await.unwrap();
+    breaker.transition_to_open().unwrap();
+    breaker.transition_to_half_open().unwrap();
+    {
+        let mut waiting = pin!(svc.ready().await.unwrap().call(()));
+        assert!(poll_once(waiting.as_mut()).is_pending());
+        tokio::time::advance(Duration::from_millis(100)).await;
+        assert!(poll_once(waiting.as_mut()).is_pending());
+    }
+    tokio::time::advance(Duration::from_secs(3)).await;
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the dropped request was never called"
+    );
+    // The only half-open probe came back: the next request gets it.
+    svc.ready().await.unwrap().call(()).await.unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(breaker.metrics().not_permitted_calls(), 0);
+}
+
+#[tokio::test]
 async fn a_panicking_inner_future_leaks_no_slot_and_no_probe() {
     let registry = Registry::new();
     registry

@@ -57,13 +57,37 @@ impl<'a> AcquirePermission<'a> {
 impl<'a> Future for AcquirePermission<'a> {
     type Output = Result<BulkheadPermit<'a>, AcquireError>;
 
+    // The first poll's free slot (or spent deadline) is inlined into the
+    // caller, so its result stays in registers: returned through memory,
+    // written as two words and read back as one 16-byte load, it stalls on
+    // store forwarding (most of this poll's cost in the tower layer's
+    // bench). The queue and the timer are out of line.
+    #[inline(always)]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         if let State::Start = this.state {
             if let Some(now) = this.inner.try_acquire_now() {
-                this.state = State::Done;
+                // `Start` owns nothing: forgetting it spares the call to the
+                // state's drop glue that assigning over it would make.
+                std::mem::forget(std::mem::replace(&mut this.state, State::Done));
                 return Poll::Ready(now);
             }
+        }
+        this.poll_slow(cx)
+    }
+}
+
+impl<'a> AcquirePermission<'a> {
+    /// Every poll but a first one that found a slot: joins the queue (on the
+    /// first poll), or waits in it for a slot or the timeout.
+    #[cold]
+    #[inline(never)]
+    fn poll_slow(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<BulkheadPermit<'a>, AcquireError>> {
+        let this = self;
+        if let State::Start = this.state {
             let (wait, cut) = deadline::cap(this.inner.max_wait());
             if wait.is_zero() {
                 return this.refused(cut);
@@ -102,6 +126,7 @@ impl<'a> Future for AcquirePermission<'a> {
 }
 
 impl Drop for AcquirePermission<'_> {
+    #[inline]
     fn drop(&mut self) {
         if let State::Waiting { waiter, .. } = &self.state {
             if self.inner.sem.cancel(waiter) {

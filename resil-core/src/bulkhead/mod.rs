@@ -220,7 +220,9 @@ impl Inner {
 
     /// The non-waiting start of every acquisition: `Some` outcome if the
     /// deadline is spent or a slot is free, `None` if the caller must wait.
-    #[inline]
+    // Always inlined, like the poll it starts: its result would otherwise
+    // come back through memory and stall on store forwarding when read.
+    #[inline(always)]
     fn try_acquire_now(&self) -> Option<Result<BulkheadPermit<'_>, AcquireError>> {
         if let Some(spent) = self.deadline_spent() {
             return Some(Err(spent));

@@ -44,36 +44,54 @@ pin_project! {
 
 pin_project! {
     #[project = StageProj]
-    #[project_replace = StageReplace]
     enum Stage<S, Req>
     where
         S: Service<Req>,
     {
         // Refused before the inner service was called.
         Refused { error: Option<Error<S::Error>> },
-        // The rate limiter reserved a permit of a later cycle. The timer is
-        // boxed: only a waiting request pays for it, and every other request
-        // then moves a pointer instead of a 100-byte `Sleep`.
-        Throttled { sleep: Pin<Box<Sleep>>, svc: Option<S>, req: Option<Req> },
+        // The rate limiter reserved a permit of a later cycle. The timer, the
+        // service and the request wait in one box: only a waiting request
+        // pays for it (one allocation, as the timer alone did), and every
+        // other request's future is not as large as a `Sleep` plus an
+        // `http::Request` (over 300 bytes), which it would carry and move.
+        Throttled { wait: Pin<Box<Throttled<S, Req>>> },
         Timed { #[pin] fut: Nested<TimeLimited<'static, Body<S, Req>>> },
         Plain { #[pin] fut: Body<S, Req> },
-        Done,
     }
 }
 
 pin_project! {
     /// The bulkhead's part and the inner call.
     #[project = BodyProj]
-    #[project_replace = BodyReplace]
     pub(crate) enum Body<S, Req>
     where
         S: Service<Req>,
     {
         Call { #[pin] fut: S::Future, permit: Option<BulkheadPermit<'static>> },
-        Acquire { acquire: AcquirePermission<'static>, svc: Option<S>, req: Option<Req> },
+        // Boxed for the reason `Stage::Throttled` is: a waiting acquisition
+        // already allocates (its place in the queue, its timer).
+        Acquire { wait: Box<Acquiring<S, Req>> },
         Refused { error: Option<Error<S::Error>> },
         Done,
     }
+}
+
+pin_project! {
+    /// A request waiting for the rate limiter's reserved permit.
+    pub(crate) struct Throttled<S, Req> {
+        #[pin]
+        sleep: Sleep,
+        svc: Option<S>,
+        req: Option<Req>,
+    }
+}
+
+/// A request waiting for a bulkhead slot.
+pub(crate) struct Acquiring<S, Req> {
+    acquire: AcquirePermission<'static>,
+    svc: Option<S>,
+    req: Option<Req>,
 }
 
 impl<S: Service<Req>, Req> Body<S, Req> {
@@ -81,11 +99,14 @@ impl<S: Service<Req>, Req> Body<S, Req> {
         Body::Call { fut, permit }
     }
 
+    #[cold]
     pub(crate) fn acquire(acquire: AcquirePermission<'static>, svc: S, req: Req) -> Self {
         Body::Acquire {
-            acquire,
-            svc: Some(svc),
-            req: Some(req),
+            wait: Box::new(Acquiring {
+                acquire,
+                svc: Some(svc),
+                req: Some(req),
+            }),
         }
     }
 
@@ -105,30 +126,36 @@ impl<S: Service<Req>, Req> Future for Body<S, Req> {
             match self.as_mut().project() {
                 BodyProj::Call { fut, .. } => {
                     let out = ready!(fut.poll(cx)).map_err(Error::Call);
-                    // The slot is free as soon as the work is done.
-                    self.as_mut().project_replace(Body::Done);
+                    // The slot is free as soon as the work is done. `set`
+                    // drops the old state where it stands: a
+                    // `project_replace` would first copy it out, and that
+                    // wide read of fields just written stalls on store
+                    // forwarding (the layer's largest cost, measured).
+                    self.set(Body::Done);
                     return Poll::Ready(out);
                 }
-                BodyProj::Acquire { acquire, svc, req } => match ready!(Pin::new(acquire).poll(cx))
-                {
-                    Ok(permit) => {
-                        let (Some(mut svc), Some(req)) = (svc.take(), req.take()) else {
-                            unreachable!("the service and request wait with the acquire");
-                        };
-                        let fut = svc.call(req);
-                        self.as_mut().project_replace(Body::Call {
-                            fut,
-                            permit: Some(permit),
-                        });
+                BodyProj::Acquire { wait } => {
+                    let w = &mut **wait;
+                    match ready!(Pin::new(&mut w.acquire).poll(cx)) {
+                        Ok(permit) => {
+                            let (Some(mut svc), Some(req)) = (w.svc.take(), w.req.take()) else {
+                                unreachable!("the service and request wait with the acquire");
+                            };
+                            let fut = svc.call(req);
+                            self.set(Body::Call {
+                                fut,
+                                permit: Some(permit),
+                            });
+                        }
+                        Err(refused) => {
+                            self.set(Body::Done);
+                            return Poll::Ready(Err(refused.into_error()));
+                        }
                     }
-                    Err(refused) => {
-                        self.as_mut().project_replace(Body::Done);
-                        return Poll::Ready(Err(refused.into_error()));
-                    }
-                },
+                }
                 BodyProj::Refused { error } => {
                     let error = error.take().expect("polled after completion");
-                    self.as_mut().project_replace(Body::Done);
+                    self.set(Body::Done);
                     return Poll::Ready(Err(error));
                 }
                 BodyProj::Done => panic!("`ResponseFuture` polled after completion"),
@@ -153,6 +180,7 @@ where
         }
     }
 
+    #[cold]
     pub(crate) fn throttled(
         shared: &'static Shared<C, R>,
         permit: Option<Permit<'static>>,
@@ -162,9 +190,11 @@ where
     ) -> Self {
         ResponseFuture {
             stage: Stage::Throttled {
-                sleep: Box::pin(tokio::time::sleep(wait)),
-                svc: Some(svc),
-                req: Some(req),
+                wait: Box::pin(Throttled {
+                    sleep: tokio::time::sleep(wait),
+                    svc: Some(svc),
+                    req: Some(req),
+                }),
             },
             permit,
             shared,
@@ -215,9 +245,10 @@ where
                 StageProj::Refused { error } => {
                     break Err(error.take().expect("polled after completion"));
                 }
-                StageProj::Throttled { sleep, svc, req } => {
-                    ready!(sleep.as_mut().poll(cx));
-                    let (Some(mut svc), Some(req)) = (svc.take(), req.take()) else {
+                StageProj::Throttled { wait } => {
+                    let w = wait.as_mut().project();
+                    ready!(w.sleep.poll(cx));
+                    let (Some(mut svc), Some(req)) = (w.svc.take(), w.req.take()) else {
                         unreachable!("the service and request wait with the sleep");
                     };
                     let body = body(shared, &mut svc, req);
@@ -225,11 +256,13 @@ where
                 }
                 StageProj::Timed { fut } => break ready!(fut.poll(cx)),
                 StageProj::Plain { fut } => break ready!(fut.poll(cx)),
-                StageProj::Done => panic!("`ResponseFuture` polled after completion"),
             }
         };
+        // The stage is left as it ended (refused with its error taken, or
+        // its body `Done`: either panics if polled again): the bulkhead's slot and the inner future
+        // are already dropped, and rewriting the whole stage would copy it
+        // out first (see `Body::poll`).
         let this = self.project();
-        this.stage.project_replace(Stage::Done);
         let shared = *this.shared;
         if let Some(permit) = this.permit.take() {
             record(&shared.classify, permit, &out);

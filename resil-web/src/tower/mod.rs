@@ -66,7 +66,17 @@
 //! `static`: build layers at start-up, not per request. A request then
 //! allocates nothing the inner service does not: the response future holds
 //! the permits inline. (A waiting bulkhead and a pending time limiter make
-//! their timers, as they do under the attributes.)
+//! their timers, as they do under the attributes; a request that waits for
+//! a bulkhead slot or a reserved rate-limiter permit also keeps its service
+//! and request in one box while it waits, so that every other request's
+//! future does not carry them.)
+//!
+//! On an axum route, prefer applying the layer to the handler
+//! (`get(handler.layer(layer))`) over `MethodRouter::route_layer`:
+//! `route_layer` boxes the layered route a second time, which costs every
+//! request a clone of the boxed service and a boxed future, whatever the
+//! layer does (about 0.1 µs a request more than through the handler, in
+//! the in-process phase of `benches/tower_e2e.rs`).
 
 mod classify;
 mod future;

@@ -117,6 +117,7 @@ impl<S: Clone, C: 'static, R: 'static> Resilience<S, C, R> {
 /// is taken now (polled once with a no-op waker: its first poll either takes
 /// a slot, refuses, or joins the queue, and the next poll registers the
 /// task's waker); a wait moves the ready service into the future.
+#[inline(always)]
 pub(crate) fn body<S, Req, C: 'static, R: 'static>(
     shared: &'static Shared<C, R>,
     svc: &mut S,
