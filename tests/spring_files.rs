@@ -346,6 +346,25 @@ fn profiles_select_documents_and_profile_files_and_provenance_names_them() {
     );
     let f = FileConfig::from_file(dir.join("application.yml")).unwrap();
     assert_eq!(f.retry().for_name("a").config().max_attempts(), 2);
+
+    // The main file's own `spring.profiles.active` selects the profile file
+    // when the environment names none; a syntax error in the main file is
+    // reported once, at its line.
+    std::fs::write(
+        dir.join("application.yml"),
+        "spring.profiles.active: prod\nresilience4j.retry.instances.a.max-attempts: 2\n",
+    )
+    .unwrap();
+    let f = FileConfig::from_file(dir.join("application.yml")).unwrap();
+    assert_eq!(f.profiles(), ["prod"]);
+    assert_eq!(f.retry().for_name("a").config().max_attempts(), 4);
+    std::fs::write(
+        dir.join("application.yml"),
+        "resilience4j.retry.instances.a.max-attempts: 2\nresilience4j.retry.instances.a.max-attempts: 3\n",
+    )
+    .unwrap();
+    let e = FileConfig::from_file(dir.join("application.yml")).unwrap_err();
+    assert_eq!(e.problems().len(), 1, "{e}");
 }
 
 #[test]

@@ -264,11 +264,7 @@ impl FileConfig {
         K: AsRef<str>,
         V: AsRef<str>,
     {
-        let text = Text {
-            text: text.to_owned(),
-            format,
-            file: None,
-        };
+        let text = Text::new(text.to_owned(), format, None);
         FileConfig::load(vec![text], None, collect_vars(vars))
     }
 
@@ -321,19 +317,15 @@ impl FileConfig {
             }
         };
         let vars = collect_vars(vars);
-        let mut texts = vec![Text {
-            text,
-            format,
-            file: Some(path.to_path_buf()),
-        }];
+        let mut texts = vec![Text::new(text, format, Some(path.to_path_buf()))];
         // Spring's `application-{profile}.yml` beside the main file, for each
         // active profile in order, read after it.
         let profiles = active_profiles(&vars).or_else(|| {
-            let mut ignored = Vec::new();
-            texts[0]
-                .docs(&mut ignored)
-                .ok()
-                .and_then(|docs| docs.first().and_then(|d| spring::active_in_file(&d.tree)))
+            // Parsed once: `load_all` takes these documents and problems.
+            match &texts[0].parsed().0 {
+                Ok(docs) => docs.first().and_then(|d| spring::active_in_file(&d.tree)),
+                Err(_) => None,
+            }
         });
         for profile in profiles.iter().flatten() {
             let (Some(stem), Some(ext)) = (path.file_stem(), path.extension()) else {
@@ -345,11 +337,7 @@ impl FileConfig {
                 ext.to_string_lossy()
             ));
             match std::fs::read_to_string(&sibling) {
-                Ok(text) => texts.push(Text {
-                    text,
-                    format,
-                    file: Some(sibling),
-                }),
+                Ok(text) => texts.push(Text::new(text, format, Some(sibling))),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {
                     return fail(
@@ -412,14 +400,14 @@ impl FileConfig {
         let mut problems = Vec::new();
         let mut parsed: Vec<(ParsedDoc, Option<Arc<str>>)> = Vec::new();
         let several_files = texts.len() > 1;
-        for text in &texts {
+        for mut text in texts {
             let file_label = text
                 .file
                 .as_ref()
                 .and_then(|f| f.file_name())
                 .map(|f| f.to_string_lossy().into_owned());
-            let mut found = Vec::new();
-            match text.docs(&mut found) {
+            let (docs, mut found) = text.take_parsed();
+            match docs {
                 Ok(docs) => {
                     let several_docs = docs.len() > 1;
                     for (i, doc) in docs.into_iter().enumerate() {
@@ -669,19 +657,51 @@ pub(crate) struct Text {
     text: String,
     format: Format,
     file: Option<PathBuf>,
+    /// Its documents (or the syntax error) and the problems found reading
+    /// them, once parsed.
+    parsed: Option<Parsed>,
 }
 
+/// A text's documents (or its syntax error) and the problems found on the way.
+type Parsed = (Result<Vec<ParsedDoc>, String>, Vec<Problem>);
+
 impl Text {
-    fn docs(&self, problems: &mut Vec<Problem>) -> Result<Vec<ParsedDoc>, String> {
-        let docs = self.format.parse(&self.text, problems)?;
-        Ok(docs
-            .into_iter()
+    fn new(text: String, format: Format, file: Option<PathBuf>) -> Text {
+        Text {
+            text,
+            format,
+            file,
+            parsed: None,
+        }
+    }
+
+    /// Its documents, parsed on first use.
+    fn parsed(&mut self) -> &Parsed {
+        self.parsed
+            .get_or_insert_with(|| parse(&self.text, self.format))
+    }
+
+    /// Its documents, parsed now unless they already were.
+    fn take_parsed(&mut self) -> Parsed {
+        self.parsed
+            .take()
+            .unwrap_or_else(|| parse(&self.text, self.format))
+    }
+}
+
+/// `text`'s documents, dotted keys expanded, and the problems found reading
+/// them.
+fn parse(text: &str, format: Format) -> Parsed {
+    let mut problems = Vec::new();
+    let docs = format.parse(text, &mut problems).map(|docs| {
+        docs.into_iter()
             .map(|d| ParsedDoc {
-                tree: spring::expand(d.tree, "", problems),
+                tree: spring::expand(d.tree, "", &mut problems),
                 lines: d.lines,
             })
-            .collect())
-    }
+            .collect()
+    });
+    (docs, problems)
 }
 
 fn collect_vars<I, K, V>(vars: I) -> Vec<(String, String)>
