@@ -55,7 +55,11 @@
 //! route's cost a request minus `/unprotected`'s: what the protection costs
 //! the server itself, split further by two routes timed only there
 //! (`/layer-only`: the layer around the unprotected handler;
-//! `/attribute-only`: the protected downstream without the layer).
+//! `/attribute-only`: the protected downstream without the layer;
+//! `/breaker-only`, `/bulkhead-only`: a layer of one aspect;
+//! `/empty-layer`: a layer of no aspect, its fixed cost; `/map-response`:
+//! tower's `MapResponseLayer` with an identity closure, what the least
+//! wrapping layer costs).
 //! Criterion's own timing of each route over the socket comes last, for
 //! reference: it times the routes one after the other, so its
 //! ratios carry the machine's drift and are not the bars' figures.
@@ -72,7 +76,7 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use resil::Registry;
 use resil_web::http::HttpClassifier;
-use resil_web::tower::{RefusalResponses, ResilienceLayer};
+use resil_web::tower::{Builder, RefusalResponses, ResilienceLayer};
 use tower::layer::util::Identity;
 
 mod support;
@@ -101,10 +105,16 @@ async fn protected() -> Result<&'static str, axum::http::StatusCode> {
         .map_err(|_| axum::http::StatusCode::SERVICE_UNAVAILABLE)
 }
 
-/// Routes timed in process only, to split `/protected`'s cost: the layer
-/// around the unprotected handler, and the protected downstream without
-/// the layer.
-const IN_PROCESS_ONLY: [&str; 2] = ["/layer-only", "/attribute-only"];
+/// Routes timed in process only, to split `/protected`'s cost (see the
+/// header).
+const IN_PROCESS_ONLY: [&str; 6] = [
+    "/layer-only",
+    "/attribute-only",
+    "/map-response",
+    "/breaker-only",
+    "/bulkhead-only",
+    "/empty-layer",
+];
 
 /// The routes, the baseline first.
 const ROUTES: [&str; 6] = [
@@ -309,12 +319,15 @@ fn end_to_end(c: &mut Criterion) {
         .build()
         .unwrap();
     let registry: &'static Registry = resil::registry();
-    let layer = ResilienceLayer::builder(registry, "e2e-route")
-        .circuit_breaker()
-        .bulkhead()
-        .classify(HttpClassifier::default())
-        .respond(RefusalResponses::<Body>::new())
-        .build();
+    // A layer of the chosen aspects, classifying and answering as a web
+    // service does.
+    let aspects = |name: &str, pick: fn(Builder<'static>) -> Builder<'static>| {
+        pick(ResilienceLayer::builder(registry, name))
+            .classify(HttpClassifier::default())
+            .respond(RefusalResponses::<Body>::new())
+            .build()
+    };
+    let layer = aspects("e2e-route", |b| b.circuit_breaker().bulkhead());
     let app = Router::new()
         .route("/unprotected", get(unprotected))
         .route("/protected", get(protected.layer(layer)))
@@ -326,7 +339,25 @@ fn end_to_end(c: &mut Criterion) {
         )
         .route("/control", get(unprotected))
         .route("/layer-only", get(unprotected.layer(layer)))
-        .route("/attribute-only", get(protected));
+        .route("/attribute-only", get(protected))
+        .route(
+            "/map-response",
+            get(unprotected.layer(tower::util::MapResponseLayer::new(
+                |r: axum::response::Response| r,
+            ))),
+        )
+        .route(
+            "/breaker-only",
+            get(unprotected.layer(aspects("e2e-b", |b| b.circuit_breaker()))),
+        )
+        .route(
+            "/bulkhead-only",
+            get(unprotected.layer(aspects("e2e-h", |b| b.bulkhead()))),
+        )
+        .route(
+            "/empty-layer",
+            get(unprotected.layer(aspects("e2e-e", |b| b))),
+        );
     let app_for_in_process = app.clone();
     let listener = server
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))

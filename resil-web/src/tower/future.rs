@@ -241,6 +241,7 @@ where
         let out = loop {
             let this = self.as_mut().project();
             let shared = *this.shared;
+            let permit = this.permit;
             match this.stage.project() {
                 StageProj::Refused { error } => {
                     break Err(error.take().expect("polled after completion"));
@@ -255,7 +256,29 @@ where
                     self.as_mut().project().stage.set(timed(shared, body));
                 }
                 StageProj::Timed { fut } => break ready!(fut.poll(cx)),
-                StageProj::Plain { fut } => break ready!(fut.poll(cx)),
+                StageProj::Plain { mut fut } => {
+                    // The common path, the inner call answering: its
+                    // response goes out as the inner future gave it, never
+                    // through a `Result<_, Error<_>>`, whose different layout
+                    // moves it field by field, and the caller's block copy
+                    // of the response then stalls on those stores
+                    // (measured: most of an empty layer's cost).
+                    if let BodyProj::Call { fut: inner, .. } = fut.as_mut().project() {
+                        let answer = ready!(inner.poll(cx));
+                        // The slot is free as soon as the work is done.
+                        fut.set(Body::Done);
+                        match answer {
+                            Ok(response) => {
+                                if let Some(permit) = permit.take() {
+                                    record_response(&shared.classify, permit, &response);
+                                }
+                                return Poll::Ready(Ok(response));
+                            }
+                            Err(error) => break Err(Error::Call(error)),
+                        }
+                    }
+                    break ready!(fut.poll(cx));
+                }
             }
         };
         // The stage is left as it ended (refused with its error taken, or
@@ -281,12 +304,26 @@ fn record<Res: 'static, E: 'static>(
     out: &Result<Res, Error<E>>,
 ) {
     let verdict = match out {
-        Ok(response) => classify.classify_response(response),
+        Ok(response) => return record_response(classify, permit, response),
         Err(Error::Call(error)) => classify.classify_error(error),
         Err(_) => Verdict::Predicates,
     };
     match verdict {
         Verdict::Predicates => permit.on_nested_result(out),
+        Verdict::Record(outcome, transition) => permit.record_with(outcome, transition),
+    }
+}
+
+/// Records a response with the breaker's permit: the classifier's verdict,
+/// else the breaker's value predicates (as `record` does for `Ok`).
+#[inline]
+fn record_response<Res: 'static, E: 'static>(
+    classify: &impl Classify<Res, E>,
+    permit: Permit<'static>,
+    response: &Res,
+) {
+    match classify.classify_response(response) {
+        Verdict::Predicates => permit.on_value(response),
         Verdict::Record(outcome, transition) => permit.record_with(outcome, transition),
     }
 }
