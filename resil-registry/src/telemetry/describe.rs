@@ -23,8 +23,11 @@ pub trait Describe {
     type Event: std::fmt::Debug + Clone + Send + 'static;
     /// A subscription to the primitive's own events.
     fn subscribe_events(&self) -> EventStream<Self::Event>;
-    /// Resilience4j's state name, for kinds that have states.
-    fn state_label(&self) -> Option<&'static str>;
+    /// Resilience4j's state name, for kinds that have states (none by
+    /// default).
+    fn state_label(&self) -> Option<&'static str> {
+        None
+    }
     /// The metrics, under Resilience4j's names (without the `resilience4j_` prefix).
     fn metric_values(&self) -> Vec<MetricValue>;
     /// The effective configuration, with the keys a config file uses.
@@ -33,8 +36,11 @@ pub trait Describe {
     fn default_values() -> Vec<(&'static str, String)>
     where
         Self: Sized;
-    /// Health from the instance's own point of view, with the reason.
-    fn health(&self) -> (Status, Option<String>);
+    /// Health from the instance's own point of view, with the reason (UP by
+    /// default, for kinds that have nothing to report).
+    fn health(&self) -> (Status, Option<String>) {
+        (Status::Up, None)
+    }
 }
 
 /// A duration as a config file writes it (the loader parses it back).
@@ -152,10 +158,6 @@ impl Describe for Retry {
         self.subscribe()
     }
 
-    fn state_label(&self) -> Option<&'static str> {
-        None
-    }
-
     fn metric_values(&self) -> Vec<MetricValue> {
         let m = self.metrics();
         vec![
@@ -189,10 +191,6 @@ impl Describe for Retry {
     fn default_values() -> Vec<(&'static str, String)> {
         describe_config(&resil_core::retry::RetryConfig::default())
     }
-
-    fn health(&self) -> (Status, Option<String>) {
-        (Status::Up, None)
-    }
 }
 
 impl Describe for Bulkhead {
@@ -200,10 +198,6 @@ impl Describe for Bulkhead {
 
     fn subscribe_events(&self) -> EventStream<Self::Event> {
         self.subscribe()
-    }
-
-    fn state_label(&self) -> Option<&'static str> {
-        None
     }
 
     fn metric_values(&self) -> Vec<MetricValue> {
@@ -247,10 +241,6 @@ impl Describe for ThreadPoolBulkhead {
 
     fn subscribe_events(&self) -> EventStream<Self::Event> {
         self.subscribe()
-    }
-
-    fn state_label(&self) -> Option<&'static str> {
-        None
     }
 
     fn metric_values(&self) -> Vec<MetricValue> {
@@ -314,10 +304,6 @@ impl Describe for RateLimiter {
         self.subscribe()
     }
 
-    fn state_label(&self) -> Option<&'static str> {
-        None
-    }
-
     fn metric_values(&self) -> Vec<MetricValue> {
         let m = self.metrics();
         vec![
@@ -366,10 +352,6 @@ impl Describe for TimeLimiter {
         self.subscribe()
     }
 
-    fn state_label(&self) -> Option<&'static str> {
-        None
-    }
-
     fn metric_values(&self) -> Vec<MetricValue> {
         let m = self.metrics();
         vec![
@@ -394,10 +376,6 @@ impl Describe for TimeLimiter {
     fn default_values() -> Vec<(&'static str, String)> {
         describe_config(&resil_core::time_limiter::TimeLimiterConfig::default())
     }
-
-    fn health(&self) -> (Status, Option<String>) {
-        (Status::Up, None)
-    }
 }
 
 /// Hedging is not Resilience4j's: its metrics carry resil's own prefix,
@@ -409,10 +387,6 @@ impl Describe for Hedging {
 
     fn subscribe_events(&self) -> EventStream<Self::Event> {
         self.subscribe()
-    }
-
-    fn state_label(&self) -> Option<&'static str> {
-        None
     }
 
     fn metric_values(&self) -> Vec<MetricValue> {
@@ -458,10 +432,6 @@ impl Describe for Hedging {
     fn default_values() -> Vec<(&'static str, String)> {
         describe_config(&resil_core::hedging::HedgingConfig::default())
     }
-
-    fn health(&self) -> (Status, Option<String>) {
-        (Status::Up, None)
-    }
 }
 
 /// The adaptive bulkhead publishes beside the bulkhead's names:
@@ -473,10 +443,6 @@ impl Describe for AdaptiveBulkhead {
 
     fn subscribe_events(&self) -> EventStream<Self::Event> {
         self.subscribe()
-    }
-
-    fn state_label(&self) -> Option<&'static str> {
-        None
     }
 
     fn metric_values(&self) -> Vec<MetricValue> {
@@ -687,10 +653,6 @@ impl Describe for resil_core::distributed_rate_limiter::DistributedRateLimiter {
 
     fn subscribe_events(&self) -> EventStream<Self::Event> {
         self.subscribe()
-    }
-
-    fn state_label(&self) -> Option<&'static str> {
-        None
     }
 
     fn metric_values(&self) -> Vec<MetricValue> {
