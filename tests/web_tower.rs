@@ -606,6 +606,141 @@ async fn a_reserved_rate_limiter_permit_is_waited_for_before_the_call() {
     assert!(at - start >= Duration::from_secs(1));
 }
 
+/// The time limiter times the bulkhead's wait and the inner call, as the
+/// attributes nest them: a request queued for a slot past the timeout
+/// times out, leaves the queue, and is never called.
+#[tokio::test(start_paused = true)]
+async fn the_time_limiter_times_the_bulkhead_wait_and_a_timed_out_request_leaves_the_queue() {
+    let registry = Registry::builder()
+        .clock(resil::clock::TokioClock::new())
+        .build();
+    registry
+        .configure_bulkhead("tq", |b| {
+            b.max_concurrent_calls(1)
+                .max_wait_duration(Duration::from_secs(30))
+        })
+        .unwrap();
+    registry
+        .configure_time_limiter("tq", |b| b.timeout_duration(Duration::from_millis(200)))
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let layer = ResilienceLayer::builder(&registry, "tq")
+        .circuit_breaker()
+        .time_limiter()
+        .bulkhead()
+        .build();
+    let mut svc = layer.layer(service_fn(move |_: ()| {
+        c.fetch_add(1, Ordering::SeqCst);
+        std::future::pending::<Result<(), ()>>()
+    }));
+    let mut holder = Box::pin(svc.ready().await.unwrap().call(()));
+    assert!(poll_once(holder.as_mut()).is_pending());
+    let start = tokio::time::Instant::now();
+    let queued = svc.ready().await.unwrap().call(());
+    let out = queued.await;
+    assert!(matches!(out, Err(resil::Error::Timeout(_))), "{out:?}");
+    assert_eq!(
+        tokio::time::Instant::now() - start,
+        Duration::from_millis(200)
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the queued request is never called"
+    );
+    let bulkhead = registry.bulkhead("tq");
+    assert_eq!(bulkhead.metrics().waiting_calls(), 0, "it left the queue");
+    assert_eq!(registry.time_limiter("tq").metrics().timeout_calls(), 1);
+    assert_eq!(registry.circuit_breaker("tq").metrics().failed_calls(), 1);
+    // The holder times out as well, and its slot comes back.
+    assert!(matches!(holder.await, Err(resil::Error::Timeout(_))));
+    assert_eq!(bulkhead.available_concurrent_calls(), 1);
+    assert_eq!(registry.time_limiter("tq").metrics().timeout_calls(), 2);
+}
+
+/// The rate limiter's wait comes before the time limiter's: a reserved
+/// permit waited for longer than the timeout is not a timeout, and the
+/// timer starts once the permit is there.
+#[tokio::test(start_paused = true)]
+async fn the_rate_limit_wait_is_not_timed_and_the_timer_starts_after_it() {
+    let registry = Registry::builder()
+        .clock(resil::clock::TokioClock::new())
+        .build();
+    registry
+        .configure_rate_limiter("tr", |b| {
+            b.limit_for_period(1)
+                .limit_refresh_period(Duration::from_secs(1))
+                .timeout_duration(Duration::from_secs(5))
+        })
+        .unwrap();
+    registry
+        .configure_time_limiter("tr", |b| b.timeout_duration(Duration::from_millis(300)))
+        .unwrap();
+    let layer = ResilienceLayer::builder(&registry, "tr")
+        .rate_limiter()
+        .time_limiter()
+        .build();
+    let svc = layer.layer(service_fn(|work: Duration| async move {
+        tokio::time::sleep(work).await;
+        Ok::<_, ()>(tokio::time::Instant::now())
+    }));
+    let start = tokio::time::Instant::now();
+    svc.clone().oneshot(Duration::ZERO).await.unwrap();
+    // Waits about 1 s for its permit, then works 250 ms: within 300 ms.
+    let done = svc
+        .clone()
+        .oneshot(Duration::from_millis(250))
+        .await
+        .unwrap();
+    assert!(
+        done - start >= Duration::from_millis(1_250),
+        "{:?}",
+        done - start
+    );
+    // Waits for its permit again, then works past 300 ms: a timeout, 300 ms
+    // after its permit, not after the request.
+    let before = tokio::time::Instant::now();
+    let out = svc.oneshot(Duration::from_secs(1)).await;
+    assert!(matches!(out, Err(resil::Error::Timeout(_))), "{out:?}");
+    let waited = tokio::time::Instant::now() - before;
+    assert!(
+        waited > Duration::from_millis(300) && waited <= Duration::from_millis(1_300),
+        "{waited:?}"
+    );
+    let metrics = registry.time_limiter("tr").metrics();
+    assert_eq!(
+        (metrics.successful_calls(), metrics.timeout_calls()),
+        (2, 1)
+    );
+}
+
+/// A bulkhead's refusal happens inside the time limiter: the time limiter
+/// counts it as a failed call (as an exception from the supplier), and the
+/// breaker records it with its predicates.
+#[tokio::test]
+async fn a_bulkhead_refusal_inside_the_time_limiter_is_counted_there_as_a_failure() {
+    let registry = Registry::new();
+    registry
+        .configure_bulkhead("tb", |b| {
+            b.max_concurrent_calls(1).max_wait_duration(Duration::ZERO)
+        })
+        .unwrap();
+    let layer = ResilienceLayer::builder(&registry, "tb")
+        .time_limiter()
+        .bulkhead()
+        .build();
+    let mut svc = layer.layer(service_fn(|_: ()| std::future::pending::<Result<(), ()>>()));
+    let mut holder = Box::pin(svc.ready().await.unwrap().call(()));
+    assert!(poll_once(holder.as_mut()).is_pending());
+    let out = svc.ready().await.unwrap().call(()).await;
+    assert!(matches!(out, Err(resil::Error::BulkheadFull(_))), "{out:?}");
+    let metrics = registry.time_limiter("tb").metrics();
+    assert_eq!((metrics.failed_calls(), metrics.successful_calls()), (1, 0));
+    drop(holder);
+    assert_eq!(registry.bulkhead("tb").available_concurrent_calls(), 1);
+}
+
 #[test]
 fn the_time_to_the_next_permit_counts_reservations_and_the_open_wait_counts_down() {
     use resil::clock::ManualClock;

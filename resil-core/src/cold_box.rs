@@ -14,17 +14,27 @@ use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-/// `Pin<Box<F>>`, dropped through a cold, out-of-line call.
-pub(crate) struct ColdBox<F>(ManuallyDrop<Pin<Box<F>>>);
+/// `Pin<Box<F>>`, dropped through a cold, out-of-line call: for a state
+/// that a future enters only on a rare path (a wait), so that the drop of
+/// every future holding it stays a null check.
+///
+/// ```
+/// use resil_core::cold_box::ColdBox;
+///
+/// let mut waiting = ColdBox::pin(async { 7 });
+/// let _ = waiting.as_mut(); // the pinned future
+/// # let _ = waiting;
+/// ```
+pub struct ColdBox<F>(ManuallyDrop<Pin<Box<F>>>);
 
 impl<F> ColdBox<F> {
     /// Boxes and pins `fut`.
-    pub(crate) fn pin(fut: F) -> Self {
+    pub fn pin(fut: F) -> Self {
         ColdBox(ManuallyDrop::new(Box::pin(fut)))
     }
 
     /// The pinned box, to hand on (a timed-out future detached to a task).
-    pub(crate) fn into_pin(self) -> Pin<Box<F>> {
+    pub fn into_pin(self) -> Pin<Box<F>> {
         let mut this = ManuallyDrop::new(self);
         // SAFETY: taken once; `this` is never dropped, so the box is not
         // dropped here as well.
@@ -32,8 +42,14 @@ impl<F> ColdBox<F> {
     }
 
     /// The pinned contents.
-    pub(crate) fn as_mut(&mut self) -> Pin<&mut F> {
+    pub fn as_mut(&mut self) -> Pin<&mut F> {
         self.0.as_mut()
+    }
+}
+
+impl<F> std::fmt::Debug for ColdBox<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ColdBox")
     }
 }
 

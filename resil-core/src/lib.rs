@@ -20,7 +20,7 @@ pub mod bulkhead;
 pub mod chaos;
 pub mod circuit_breaker;
 pub mod clock;
-mod cold_box;
+pub mod cold_box;
 pub mod deadline;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
 use tokio::task::Unconstrained;
@@ -36,19 +36,141 @@ pin_project! {
     pub struct TimeLimited<'a, F> {
         #[pin]
         work: Work<F>,
-        // Set when the first poll of the work returns `Pending`, boxed: a
-        // `Sleep` is 112 bytes, which every layer around this one would
-        // otherwise carry and move although most calls never wait (and a
-        // waiting call registers a timer anyway). Polled without tokio's
-        // cooperative budget, as `tokio::time::Timeout` does when the wrapped
-        // future spent it: otherwise a future that always exhausts the budget
-        // would never see its timeout fire.
-        timer: Option<ColdBox<Unconstrained<Sleep>>>,
-        limiter: &'a TimeLimiter,
-        // The timer ends at the task's deadline, earlier than `timeout_duration`.
-        by_deadline: bool,
-        // Clock reading at the start, taken only while someone subscribes to events.
-        started: Option<u64>,
+        watch: Watch<'a>,
+    }
+}
+
+/// The time limiter's side of one timed call, kept apart from the work it
+/// times: [`TimeLimited`] holds one beside the future it wraps, and a
+/// caller that keeps the work in its own state machine (a tower layer
+/// whose work is first a bulkhead's wait, then the inner call) holds one
+/// beside that state instead of nesting the state inside a
+/// [`TimeLimited`].
+///
+/// The protocol, for each poll of the work: [`before_poll`](Self::before_poll);
+/// poll the work; when it is ready, [`finished`](Self::finished) with whether
+/// it succeeded; when it is pending, [`poll_expired`](Self::poll_expired),
+/// and when that is ready the wait is over: drop the work in place and
+/// return [`expired`](Self::expired)'s error. A work ready at its first poll
+/// reads no clock and makes no timer.
+///
+/// ```
+/// # use std::future::Future;
+/// # use std::pin::pin;
+/// # use std::task::{Context, Poll};
+/// # use std::time::Duration;
+/// # use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfig};
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let limiter = TimeLimiter::new(
+///     "pricing",
+///     TimeLimiterConfig::builder()
+///         .timeout_duration(Duration::from_millis(50))
+///         .build()
+///         .unwrap(),
+/// );
+/// let mut watch = limiter.watch();
+/// let mut work = pin!(tokio::time::sleep(Duration::from_secs(1)));
+/// let out: Result<(), resil_core::Error<()>> = std::future::poll_fn(|cx| {
+///     watch.before_poll();
+///     if work.as_mut().poll(cx).is_ready() {
+///         watch.finished(true);
+///         return Poll::Ready(Ok(()));
+///     }
+///     std::task::ready!(watch.poll_expired(cx));
+///     Poll::Ready(Err(watch.expired(true)))
+/// })
+/// .await;
+/// assert!(matches!(out, Err(resil_core::Error::Timeout(_))));
+/// assert_eq!(limiter.metrics().timeout_calls(), 1);
+/// # }
+/// ```
+pub struct Watch<'a> {
+    // Set when the first poll of the work returns `Pending`, boxed: a
+    // `Sleep` is 112 bytes, which every layer around this one would
+    // otherwise carry and move although most calls never wait (and a
+    // waiting call registers a timer anyway). Polled without tokio's
+    // cooperative budget, as `tokio::time::Timeout` does when the wrapped
+    // future spent it: otherwise a future that always exhausts the budget
+    // would never see its timeout fire.
+    timer: Option<ColdBox<Unconstrained<Sleep>>>,
+    limiter: &'a TimeLimiter,
+    // The timer ends at the task's deadline, earlier than `timeout_duration`.
+    by_deadline: bool,
+    // Clock reading at the start, taken only while someone subscribes to events.
+    started: Option<u64>,
+}
+
+impl<'a> Watch<'a> {
+    #[inline]
+    pub(super) fn new(limiter: &'a TimeLimiter) -> Self {
+        Watch {
+            timer: None,
+            limiter,
+            by_deadline: false,
+            started: None,
+        }
+    }
+
+    /// Before each poll of the work: the first one reads the clock, and
+    /// only while someone subscribes to the limiter's events.
+    #[inline]
+    pub fn before_poll(&mut self) {
+        if self.timer.is_none() && self.started.is_none() {
+            self.started = self.limiter.start_reading();
+        }
+    }
+
+    /// The work is ready within its time: counts and publishes a success
+    /// (`ok`) or an error.
+    #[inline]
+    pub fn finished(&self, ok: bool) {
+        self.limiter.finished(ok, self.started);
+    }
+
+    /// The work returned `Pending`: the first time, the wait starts now,
+    /// bounded by the deadline in force now (that of the task polling);
+    /// ready when the wait is over.
+    ///
+    /// # Panics
+    ///
+    /// The first time, outside a tokio runtime with time enabled, as
+    /// `tokio::time::timeout`.
+    #[inline]
+    pub fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.timer.is_none() {
+            let (at, by_deadline) = self.limiter.wait_until();
+            self.by_deadline = by_deadline;
+            self.timer = Some(ColdBox::pin(tokio::task::unconstrained(
+                tokio::time::sleep_until(at),
+            )));
+        }
+        match &mut self.timer {
+            Some(timer) => timer.as_mut().poll(cx),
+            None => Poll::Ready(()),
+        }
+    }
+
+    /// The wait is over: counts and publishes a timeout (or a spent
+    /// deadline) and returns its error. `dropped`: the work was dropped in
+    /// place (warned about once if the limiter is configured not to cancel
+    /// running futures); `false` when it was handed on to keep running.
+    #[cold]
+    pub fn expired<E>(&self, dropped: bool) -> Error<E> {
+        if dropped {
+            self.limiter.dropped_on_timeout();
+        }
+        self.limiter.gave_up(self.by_deadline, self.started)
+    }
+}
+
+impl fmt::Debug for Watch<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Watch")
+            .field("limiter", &self.limiter.name())
+            .field("waiting", &self.timer.is_some())
+            .field("by_deadline", &self.by_deadline)
+            .finish()
     }
 }
 
@@ -84,10 +206,7 @@ impl<'a, F> TimeLimited<'a, F> {
     fn new(limiter: &'a TimeLimiter, work: Work<F>) -> Self {
         TimeLimited {
             work,
-            timer: None,
-            limiter,
-            by_deadline: false,
-            started: None,
+            watch: Watch::new(limiter),
         }
     }
 }
@@ -120,42 +239,28 @@ where
         wrap: impl FnOnce(E) -> Error<R>,
     ) -> Poll<Result<T, Error<R>>> {
         let mut this = self.project();
-        if this.timer.is_none() && this.started.is_none() {
-            *this.started = this.limiter.start_reading();
-        }
+        this.watch.before_poll();
         let polled = match this.work.as_mut().project() {
             WorkProj::Inline { fut } => fut.poll(cx),
             WorkProj::Detachable { fut, .. } => fut.as_mut().poll(cx),
             WorkProj::Done => panic!("`TimeLimited` polled after it completed"),
         };
         if let Poll::Ready(result) = polled {
-            this.limiter.finished(result.is_ok(), *this.started);
+            this.watch.finished(result.is_ok());
             return Poll::Ready(result.map_err(wrap));
         }
-        if this.timer.is_none() {
-            // The first poll, and the work waits: the wait starts now, and the
-            // deadline in force now (that of the task polling) bounds it. A
-            // future ready at its first poll never reads the clock nor makes
-            // a timer.
-            let (at, by_deadline) = this.limiter.wait_until();
-            *this.by_deadline = by_deadline;
-            *this.timer = Some(ColdBox::pin(tokio::task::unconstrained(
-                tokio::time::sleep_until(at),
-            )));
-        }
-        let timer = this.timer.as_mut();
-        debug_assert!(timer.is_some(), "the timer is set by now");
-        if timer.is_some_and(|t| t.as_mut().poll(cx).is_pending()) {
-            return Poll::Pending;
-        }
+        ready!(this.watch.poll_expired(cx));
         // The wait is over. Cancel (drop in place) or detach the work now, not
         // when the caller gets round to dropping this future.
-        match this.work.project_replace(Work::Done) {
-            WorkReplace::Inline { .. } => this.limiter.dropped_on_timeout(),
-            WorkReplace::Detachable { fut, detach } => detach(fut.into_pin()),
-            WorkReplace::Done => {}
-        }
-        Poll::Ready(Err(this.limiter.gave_up(*this.by_deadline, *this.started)))
+        let dropped = match this.work.project_replace(Work::Done) {
+            WorkReplace::Inline { .. } => true,
+            WorkReplace::Detachable { fut, detach } => {
+                detach(fut.into_pin());
+                false
+            }
+            WorkReplace::Done => false,
+        };
+        Poll::Ready(Err(this.watch.expired(dropped)))
     }
 }
 
@@ -202,8 +307,8 @@ where
 impl<F> fmt::Debug for TimeLimited<'_, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TimeLimited")
-            .field("limiter", &self.limiter.name())
-            .field("by_deadline", &self.by_deadline)
+            .field("limiter", &self.watch.limiter.name())
+            .field("by_deadline", &self.watch.by_deadline)
             .finish_non_exhaustive()
     }
 }

@@ -119,7 +119,7 @@ mod metrics;
 
 pub use self::config::{TimeLimiterConfig, TimeLimiterConfigBuilder};
 pub use self::event::{TimeLimiterEvent, TimeLimiterEventKind};
-pub use self::future::{Nested, TimeLimited};
+pub use self::future::{Nested, TimeLimited, Watch};
 pub use self::metrics::TimeLimiterMetrics;
 
 use std::fmt;
@@ -317,6 +317,14 @@ impl TimeLimiter {
         } else {
             TimeLimited::detachable(self, fut, future::detach::<F>)
         }
+    }
+
+    /// The limiter's side of one timed call, for a caller that keeps the
+    /// work in its own state rather than inside a [`TimeLimited`] (see
+    /// [`Watch`]).
+    #[inline]
+    pub fn watch(&self) -> Watch<'_> {
+        Watch::new(self)
     }
 
     /// When the wait ends: `timeout_duration` from now, or the task's deadline

@@ -1,5 +1,13 @@
 //! The response future: the layer's permits held inline, released on
 //! completion, error, panic and cancellation by their own `Drop`.
+//!
+//! One flat state machine rather than futures nested in one another: the
+//! inner call, a wait (boxed, out of line), a refusal, done. The time
+//! limiter's side ([`Watch`]) sits beside the state instead of around it:
+//! nested, its variant made every request's future match through two enums
+//! and move the body between them, which cost about 40 ns a request in
+//! process (measured: a layer of no aspect 110 → 80 ns over the
+//! unprotected route).
 
 use std::fmt;
 use std::future::Future;
@@ -10,7 +18,8 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use resil_core::bulkhead::{AcquirePermission, BulkheadPermit};
 use resil_core::circuit_breaker::Permit;
-use resil_core::time_limiter::{Nested, TimeLimited};
+use resil_core::cold_box::ColdBox;
+use resil_core::time_limiter::Watch;
 use resil_core::Error;
 use tokio::time::Sleep;
 use tower_service::Service;
@@ -18,9 +27,6 @@ use tower_service::Service;
 use super::classify::{Classify, Verdict};
 use super::layer::Shared;
 use super::respond::{Refusal, Respond};
-use super::service::body;
-
-type Output<S, Req> = Result<<S as Service<Req>>::Response, Error<<S as Service<Req>>::Error>>;
 
 pin_project! {
     /// The future of a [`Resilience`](super::Resilience) service's `call`.
@@ -37,6 +43,10 @@ pin_project! {
     {
         #[pin]
         stage: Stage<S, Req>,
+        // The time limiter's side, from the moment the timed part (the
+        // bulkhead's wait and the inner call) starts: after the rate
+        // limiter's wait, which the time limiter does not time.
+        watch: Option<Watch<'static>>,
         permit: Option<Permit<'static>>,
         shared: &'static Shared<C, R>,
     }
@@ -44,66 +54,59 @@ pin_project! {
 
 pin_project! {
     #[project = StageProj]
-    enum Stage<S, Req>
+    pub(crate) enum Stage<S, Req>
     where
         S: Service<Req>,
     {
+        // The inner call, holding the bulkhead's slot.
+        Call { #[pin] fut: S::Future, slot: Option<BulkheadPermit<'static>> },
+        // Waiting for the rate limiter's reserved permit or for a bulkhead
+        // slot, with the service and the request. Boxed: only a waiting
+        // request pays for it (one allocation, as its timer or its place in
+        // the queue does anyway), and every other request's future is not
+        // as large as a `Sleep` plus an `http::Request` (over 300 bytes),
+        // which it would carry and move; dropped out of line, so every
+        // other future's drop is not theirs.
+        Waiting { wait: ColdBox<Waiting<S, Req>> },
         // Refused before the inner service was called.
-        Refused { error: Option<Error<S::Error>> },
-        // The rate limiter reserved a permit of a later cycle. The timer, the
-        // service and the request wait in one box: only a waiting request
-        // pays for it (one allocation, as the timer alone did), and every
-        // other request's future is not as large as a `Sleep` plus an
-        // `http::Request` (over 300 bytes), which it would carry and move.
-        Throttled { wait: Pin<Box<Throttled<S, Req>>> },
-        Timed { #[pin] fut: Nested<TimeLimited<'static, Body<S, Req>>> },
-        Plain { #[pin] fut: Body<S, Req> },
-    }
-}
-
-pin_project! {
-    /// The bulkhead's part and the inner call.
-    #[project = BodyProj]
-    pub(crate) enum Body<S, Req>
-    where
-        S: Service<Req>,
-    {
-        Call { #[pin] fut: S::Future, permit: Option<BulkheadPermit<'static>> },
-        // Boxed for the reason `Stage::Throttled` is: a waiting acquisition
-        // already allocates (its place in the queue, its timer).
-        Acquire { wait: Box<Acquiring<S, Req>> },
         Refused { error: Option<Error<S::Error>> },
         Done,
     }
 }
 
 pin_project! {
-    /// A request waiting for the rate limiter's reserved permit.
-    pub(crate) struct Throttled<S, Req> {
+    /// A request waiting, with what it waits for.
+    pub(crate) struct Waiting<S, Req> {
         #[pin]
-        sleep: Sleep,
+        until: Until,
         svc: Option<S>,
         req: Option<Req>,
     }
 }
 
-/// A request waiting for a bulkhead slot.
-pub(crate) struct Acquiring<S, Req> {
-    acquire: AcquirePermission<'static>,
-    svc: Option<S>,
-    req: Option<Req>,
+pin_project! {
+    #[project = UntilProj]
+    enum Until {
+        // The rate limiter's reserved permit, at the end of the sleep.
+        Permit { #[pin] sleep: Sleep },
+        // A bulkhead slot.
+        Slot { acquire: AcquirePermission<'static> },
+    }
 }
 
-impl<S: Service<Req>, Req> Body<S, Req> {
-    pub(crate) fn call(fut: S::Future, permit: Option<BulkheadPermit<'static>>) -> Self {
-        Body::Call { fut, permit }
+impl<S: Service<Req>, Req> Stage<S, Req> {
+    #[inline]
+    pub(crate) fn call(fut: S::Future, slot: Option<BulkheadPermit<'static>>) -> Self {
+        Stage::Call { fut, slot }
     }
 
+    /// Waits for a bulkhead slot (the first poll of `acquire` joined the
+    /// queue).
     #[cold]
     pub(crate) fn acquire(acquire: AcquirePermission<'static>, svc: S, req: Req) -> Self {
-        Body::Acquire {
-            wait: Box::new(Acquiring {
-                acquire,
+        Stage::Waiting {
+            wait: ColdBox::pin(Waiting {
+                until: Until::Slot { acquire },
                 svc: Some(svc),
                 req: Some(req),
             }),
@@ -111,75 +114,64 @@ impl<S: Service<Req>, Req> Body<S, Req> {
     }
 
     pub(crate) fn refused(error: Error<S::Error>) -> Self {
-        Body::Refused { error: Some(error) }
+        Stage::Refused { error: Some(error) }
     }
 }
 
-impl<S: Service<Req>, Req> Future for Body<S, Req> {
-    type Output = Output<S, Req>;
-
-    // Always inlined into the layer's poll: its result would otherwise come
-    // back through memory, and reading it stalls on store forwarding.
-    #[inline(always)]
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        loop {
-            match self.as_mut().project() {
-                BodyProj::Call { fut, .. } => {
-                    let out = ready!(fut.poll(cx)).map_err(Error::Call);
-                    // The slot is free as soon as the work is done. `set`
-                    // drops the old state where it stands: a
-                    // `project_replace` would first copy it out, and that
-                    // wide read of fields just written stalls on store
-                    // forwarding (the layer's largest cost, measured).
-                    self.set(Body::Done);
-                    return Poll::Ready(out);
-                }
-                BodyProj::Acquire { wait } => {
-                    let w = &mut **wait;
-                    match ready!(Pin::new(&mut w.acquire).poll(cx)) {
-                        Ok(permit) => {
-                            let (Some(mut svc), Some(req)) = (w.svc.take(), w.req.take()) else {
-                                unreachable!("the service and request wait with the acquire");
-                            };
-                            let fut = svc.call(req);
-                            self.set(Body::Call {
-                                fut,
-                                permit: Some(permit),
-                            });
-                        }
-                        Err(refused) => {
-                            self.set(Body::Done);
-                            return Poll::Ready(Err(refused.into_error()));
-                        }
-                    }
-                }
-                BodyProj::Refused { error } => {
-                    let error = error.take().expect("polled after completion");
-                    self.set(Body::Done);
-                    return Poll::Ready(Err(error));
-                }
-                BodyProj::Done => panic!("`ResponseFuture` polled after completion"),
-            }
+/// The innermost part: the bulkhead's slot, then the inner call. A free slot
+/// is taken now (polled once with a no-op waker: its first poll either takes
+/// a slot, refuses, or joins the queue, and the next poll registers the
+/// task's waker); a wait moves the ready service into the future.
+#[inline(always)]
+pub(crate) fn body<S, Req, C: 'static, R: 'static>(
+    shared: &'static Shared<C, R>,
+    svc: &mut S,
+    req: Req,
+) -> Stage<S, Req>
+where
+    S: Service<Req> + Clone,
+{
+    let Some(bulkhead) = &shared.bulkhead else {
+        return Stage::call(svc.call(req), None);
+    };
+    let mut acquire = bulkhead.get().acquire_permission();
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    match Pin::new(&mut acquire).poll(&mut cx) {
+        Poll::Ready(Ok(permit)) => Stage::call(svc.call(req), Some(permit)),
+        Poll::Ready(Err(refused)) => Stage::refused(refused.into_error()),
+        Poll::Pending => {
+            let clone = svc.clone();
+            Stage::acquire(acquire, std::mem::replace(svc, clone), req)
         }
     }
+}
+
+/// The time limiter's side for a timed part starting now, if the layer has
+/// one.
+#[inline]
+fn watch<C, R>(shared: &'static Shared<C, R>) -> Option<Watch<'static>> {
+    shared.time_limiter.as_ref().map(|l| l.get().watch())
 }
 
 impl<S, Req, C: 'static, R: 'static> ResponseFuture<S, Req, C, R>
 where
     S: Service<Req> + Clone,
 {
+    /// Refused before the timed part (by the breaker or the rate limiter).
     pub(crate) fn refused(
         shared: &'static Shared<C, R>,
         permit: Option<Permit<'static>>,
         error: Error<S::Error>,
     ) -> Self {
         ResponseFuture {
-            stage: Stage::Refused { error: Some(error) },
+            stage: Stage::refused(error),
+            watch: None,
             permit,
             shared,
         }
     }
 
+    /// The rate limiter reserved a permit `wait` from now.
     #[cold]
     pub(crate) fn throttled(
         shared: &'static Shared<C, R>,
@@ -189,40 +181,34 @@ where
         req: Req,
     ) -> Self {
         ResponseFuture {
-            stage: Stage::Throttled {
-                wait: Box::pin(Throttled {
-                    sleep: tokio::time::sleep(wait),
+            stage: Stage::Waiting {
+                wait: ColdBox::pin(Waiting {
+                    until: Until::Permit {
+                        sleep: tokio::time::sleep(wait),
+                    },
                     svc: Some(svc),
                     req: Some(req),
                 }),
             },
+            watch: None,
             permit,
             shared,
         }
     }
 
+    /// The timed part, started: `stage` is from [`body`].
+    #[inline]
     pub(crate) fn running(
         shared: &'static Shared<C, R>,
         permit: Option<Permit<'static>>,
-        body: Body<S, Req>,
+        stage: Stage<S, Req>,
     ) -> Self {
         ResponseFuture {
-            stage: timed(shared, body),
+            stage,
+            watch: watch(shared),
             permit,
             shared,
         }
-    }
-}
-
-fn timed<S: Service<Req>, Req, C: 'static, R: 'static>(
-    shared: &'static Shared<C, R>,
-    body: Body<S, Req>,
-) -> Stage<S, Req> {
-    match &shared.time_limiter {
-        Some(limiter) => Stage::Timed {
-            fut: limiter.get().call_async_nested(body),
-        },
-        None => Stage::Plain { fut: body },
     }
 }
 
@@ -237,61 +223,114 @@ where
     type Output = Result<S::Response, R::Error>;
 
     #[inline]
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let out = loop {
-            let this = self.as_mut().project();
-            let shared = *this.shared;
-            let permit = this.permit;
-            match this.stage.project() {
-                StageProj::Refused { error } => {
-                    break Err(error.take().expect("polled after completion"));
-                }
-                StageProj::Throttled { wait } => {
-                    let w = wait.as_mut().project();
-                    ready!(w.sleep.poll(cx));
-                    let (Some(mut svc), Some(req)) = (w.svc.take(), w.req.take()) else {
-                        unreachable!("the service and request wait with the sleep");
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let shared = *this.shared;
+        let out: Result<S::Response, Error<S::Error>> = loop {
+            if let Some(watch) = this.watch.as_mut() {
+                watch.before_poll();
+            }
+            match this.stage.as_mut().project() {
+                StageProj::Call { fut, .. } => {
+                    let Poll::Ready(answer) = fut.poll(cx) else {
+                        break ready!(pending_or_expired(this.watch, this.stage, cx));
                     };
-                    let body = body(shared, &mut svc, req);
-                    self.as_mut().project().stage.set(timed(shared, body));
-                }
-                StageProj::Timed { fut } => break ready!(fut.poll(cx)),
-                StageProj::Plain { mut fut } => {
-                    // The common path, the inner call answering: its
-                    // response goes out as the inner future gave it, never
-                    // through a `Result<_, Error<_>>`, whose different layout
-                    // moves it field by field, and the caller's block copy
-                    // of the response then stalls on those stores
-                    // (measured: about 15 ns a request in process).
-                    if let BodyProj::Call { fut: inner, .. } = fut.as_mut().project() {
-                        let answer = ready!(inner.poll(cx));
-                        // The slot is free as soon as the work is done.
-                        fut.set(Body::Done);
-                        match answer {
-                            Ok(response) => {
-                                if let Some(permit) = permit.take() {
-                                    record_response(&shared.classify, permit, &response);
-                                }
-                                return Poll::Ready(Ok(response));
-                            }
-                            Err(error) => break Err(Error::Call(error)),
-                        }
+                    // The slot is free as soon as the work is done. `set`
+                    // drops the old state where it stands: moving it out
+                    // first would be a wide read of fields just written,
+                    // which stalls on store forwarding (measured).
+                    this.stage.set(Stage::Done);
+                    if let Some(watch) = this.watch.as_ref() {
+                        watch.finished(answer.is_ok());
                     }
-                    break ready!(fut.poll(cx));
+                    match answer {
+                        // The common path: the response goes out as the
+                        // inner future gave it, never through a
+                        // `Result<_, Error<_>>`, whose different layout
+                        // moves it field by field, and the caller's block
+                        // copy of the response then stalls on those stores
+                        // (measured: about 15 ns a request in process).
+                        Ok(response) => {
+                            if let Some(permit) = this.permit.take() {
+                                record_response(&shared.classify, permit, &response);
+                            }
+                            return Poll::Ready(Ok(response));
+                        }
+                        Err(error) => break Err(Error::Call(error)),
+                    }
                 }
+                StageProj::Waiting { wait } => {
+                    let w = wait.as_mut().project();
+                    match w.until.project() {
+                        UntilProj::Permit { sleep } => {
+                            ready!(sleep.poll(cx));
+                            // The permit is ours: the timed part starts.
+                            let (Some(mut svc), Some(req)) = (w.svc.take(), w.req.take()) else {
+                                unreachable!("the service and request wait with the sleep");
+                            };
+                            let next = body(shared, &mut svc, req);
+                            *this.watch = watch(shared);
+                            this.stage.set(next);
+                        }
+                        UntilProj::Slot { acquire } => match Pin::new(acquire).poll(cx) {
+                            Poll::Ready(Ok(slot)) => {
+                                let (Some(mut svc), Some(req)) = (w.svc.take(), w.req.take())
+                                else {
+                                    unreachable!("the service and request wait with the acquire");
+                                };
+                                let fut = svc.call(req);
+                                this.stage.set(Stage::call(fut, Some(slot)));
+                            }
+                            Poll::Ready(Err(refused)) => {
+                                this.stage.set(Stage::Done);
+                                break finished(this.watch, Err(refused.into_error()));
+                            }
+                            Poll::Pending => {
+                                break ready!(pending_or_expired(this.watch, this.stage, cx));
+                            }
+                        },
+                    }
+                }
+                StageProj::Refused { error } => {
+                    let error = error.take().expect("polled after completion");
+                    this.stage.set(Stage::Done);
+                    break finished(this.watch, Err(error));
+                }
+                StageProj::Done => panic!("`ResponseFuture` polled after completion"),
             }
         };
-        // The stage is left as it ended (refused with its error taken, or
-        // its body `Done`: either panics if polled again): the bulkhead's slot and the inner future
-        // are already dropped, and rewriting the whole stage would copy it
-        // out first (see `Body::poll`).
-        let this = self.project();
-        let shared = *this.shared;
         if let Some(permit) = this.permit.take() {
             record(&shared.classify, permit, &out);
         }
         Poll::Ready(finish(shared, out))
     }
+}
+
+/// The work is pending: pending while the time limiter's wait is not over
+/// (or there is no time limiter), else the timeout, the work dropped in
+/// place.
+#[inline]
+fn pending_or_expired<S: Service<Req>, Req, T>(
+    watch: &mut Option<Watch<'static>>,
+    mut stage: Pin<&mut Stage<S, Req>>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<T, Error<S::Error>>> {
+    let Some(watch) = watch else {
+        return Poll::Pending;
+    };
+    ready!(watch.poll_expired(cx));
+    stage.set(Stage::Done);
+    Poll::Ready(Err(watch.expired(true)))
+}
+
+/// A timed part that ended without a response from the inner call (a
+/// bulkhead's refusal): the time limiter counts it as an error.
+#[inline]
+fn finished<T, E>(watch: &Option<Watch<'static>>, out: Result<T, Error<E>>) -> Result<T, Error<E>> {
+    if let Some(watch) = watch {
+        watch.finished(out.is_ok());
+    }
+    out
 }
 
 /// Records a result with the breaker's permit: the classifier's verdict on

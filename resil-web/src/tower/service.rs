@@ -1,15 +1,13 @@
 //! The service a [`ResilienceLayer`](super::ResilienceLayer) makes.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use resil_core::Error;
 use tower_service::Service;
 
 use super::classify::Classify;
-use super::future::{Body, ResponseFuture};
+use super::future::{body, ResponseFuture};
 use super::layer::Shared;
 use super::respond::Respond;
 
@@ -99,8 +97,8 @@ where
                 Err(refused) => return ResponseFuture::refused(shared, permit, refused.into()),
             }
         }
-        let body = body(shared, &mut self.inner, req);
-        ResponseFuture::running(shared, permit, body)
+        let stage = body(shared, &mut self.inner, req);
+        ResponseFuture::running(shared, permit, stage)
     }
 }
 
@@ -110,33 +108,5 @@ impl<S: Clone, C: 'static, R: 'static> Resilience<S, C, R> {
     fn take(&mut self) -> S {
         let clone = self.inner.clone();
         std::mem::replace(&mut self.inner, clone)
-    }
-}
-
-/// The innermost part: the bulkhead's slot, then the inner call. A free slot
-/// is taken now (polled once with a no-op waker: its first poll either takes
-/// a slot, refuses, or joins the queue, and the next poll registers the
-/// task's waker); a wait moves the ready service into the future.
-#[inline(always)]
-pub(crate) fn body<S, Req, C: 'static, R: 'static>(
-    shared: &'static Shared<C, R>,
-    svc: &mut S,
-    req: Req,
-) -> Body<S, Req>
-where
-    S: Service<Req> + Clone,
-{
-    let Some(bulkhead) = &shared.bulkhead else {
-        return Body::call(svc.call(req), None);
-    };
-    let mut acquire = bulkhead.get().acquire_permission();
-    let mut cx = Context::from_waker(Waker::noop());
-    match Pin::new(&mut acquire).poll(&mut cx) {
-        Poll::Ready(Ok(permit)) => Body::call(svc.call(req), Some(permit)),
-        Poll::Ready(Err(refused)) => Body::refused(refused.into_error()),
-        Poll::Pending => {
-            let clone = svc.clone();
-            Body::acquire(acquire, std::mem::replace(svc, clone), req)
-        }
     }
 }
