@@ -1,7 +1,8 @@
 //! Heap use of the tower layer, counted by a global allocator: a request
 //! through the whole stack (breaker, rate limiter, time limiter, bulkhead)
 //! allocates nothing beyond what the inner service does, for successes,
-//! failures and refusals, with the HTTP classifier and refusal responses too.
+//! failures and refusals, with the HTTP classifier and refusal responses too;
+//! an axum handler behind the stack allocates only what the handler does.
 //!
 //! Counts are per thread, so tests running in parallel cannot disturb each
 //! other.
@@ -137,4 +138,45 @@ fn a_refused_request_allocates_nothing() {
         .unwrap();
     let mut svc = layer.layer(service_fn(|i: u64| ready(Ok::<_, ()>(i))));
     assert_eq!(allocations_per_request(&mut svc, |i| i), 0);
+}
+
+/// Allocations of 2 000 calls of an axum handler after 300 of warm-up, each
+/// polled once (the handler answers at once).
+fn handler_allocations<H, T>(handler: H) -> u64
+where
+    H: axum::handler::Handler<T, ()>,
+{
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut run = || {
+        let req = http::Request::new(axum::body::Body::empty());
+        let fut = pin!(handler.clone().call(req, ()));
+        assert!(fut.poll(&mut cx).is_ready(), "the handler answers at once");
+    };
+    for _ in 0..300 {
+        run();
+    }
+    let before = allocations();
+    for _ in 0..2_000 {
+        run();
+    }
+    allocations() - before
+}
+
+#[test]
+fn a_protected_axum_handler_allocates_only_what_the_handler_does() {
+    async fn price() -> &'static str {
+        "42"
+    }
+    let registry = full_stack_registry();
+    let layer = ResilienceLayer::builder(&registry, "alloc")
+        .circuit_breaker()
+        .rate_limiter()
+        .time_limiter()
+        .bulkhead()
+        .classify(HttpClassifier::default())
+        .respond(RefusalResponses::<axum::body::Body>::new())
+        .build();
+    let bare = handler_allocations(price);
+    assert!(bare > 0, "an async fn handler boxes its future");
+    assert_eq!(handler_allocations(layer.handler(price)), bare);
 }

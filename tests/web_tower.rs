@@ -76,6 +76,23 @@ async fn serve(
     format!("http://{addr}")
 }
 
+/// The same three routes, each handler wrapped with
+/// `ResilienceLayer::handler` instead of the layer applied to the router.
+async fn serve_handlers(
+    layer: ResilienceLayer<HttpClassifier, RefusalResponses<Body>>,
+    downstream: Arc<Downstream>,
+) -> String {
+    let app = Router::new()
+        .route("/status/{code}", get(layer.handler(status)))
+        .route("/hold", get(layer.handler(hold)))
+        .route("/never", get(layer.handler(never)))
+        .with_state(downstream);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
 fn server_layer(
     registry: &Registry,
     name: &str,
@@ -341,6 +358,120 @@ async fn a_timed_out_route_answers_504_and_the_breaker_counts_a_failure() {
     assert_eq!(r.status(), 504);
     assert_eq!(registry.time_limiter("tl").metrics().timeout_calls(), 1);
     assert_eq!(registry.circuit_breaker("tl").metrics().failed_calls(), 1);
+}
+
+// ---- the stack as an axum handler (`ResilienceLayer::handler`) ----
+
+/// Classification, an open breaker's 503 and its `Retry-After`, as through
+/// the layer: seed 003's mapping records 500 as a failure, ignores 403.
+#[tokio::test]
+async fn a_protected_handler_classifies_and_answers_an_open_breaker_with_503() {
+    let registry = Registry::new();
+    registry
+        .configure_circuit_breaker("ph", |b| {
+            b.sliding_window_size(2)
+                .minimum_number_of_calls(2)
+                .wait_duration_in_open_state(Duration::from_secs(60))
+        })
+        .unwrap();
+    let d = Arc::new(Downstream::default());
+    let classifier = HttpClassifier::builder()
+        .ignore_status(StatusSet::parse("403").unwrap())
+        .build();
+    let layer = server_layer(&registry, "ph", classifier, |b| b.circuit_breaker());
+    let url = serve_handlers(layer, d.clone()).await;
+    let client = reqwest::Client::new();
+    let get = |code: u16| client.get(format!("{url}/status/{code}")).send();
+    assert_eq!(get(200).await.unwrap().status(), 200);
+    assert_eq!(get(403).await.unwrap().status(), 403);
+    let breaker = registry.circuit_breaker("ph");
+    let m = breaker.metrics();
+    assert_eq!((m.successful_calls(), m.ignored_calls()), (1, 1));
+    assert_eq!(get(500).await.unwrap().status(), 500);
+    assert_eq!(breaker.state(), BreakerState::Open);
+    let r = get(200).await.unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(retry_after(&r), Some(60));
+    assert_eq!(
+        d.calls.load(Ordering::SeqCst),
+        3,
+        "a refused request is not handled"
+    );
+    assert_eq!(breaker.metrics().not_permitted_calls(), 1);
+}
+
+/// A full bulkhead answers 503, a request queued for a slot is handled once
+/// the slot frees, and every slot comes back.
+#[tokio::test]
+async fn a_protected_handler_queues_for_the_bulkhead_and_gives_its_slot_back() {
+    let registry = Registry::new();
+    registry
+        .configure_bulkhead("phb", |b| {
+            b.max_concurrent_calls(1)
+                .max_wait_duration(Duration::from_secs(30))
+        })
+        .unwrap();
+    let d = Arc::new(Downstream::default());
+    let layer = server_layer(&registry, "phb", HttpClassifier::default(), |b| {
+        b.bulkhead()
+    });
+    let url = serve_handlers(layer, d.clone()).await;
+    let client = reqwest::Client::new();
+    let held = tokio::spawn(client.get(format!("{url}/hold")).send());
+    d.entered.notified().await;
+    let waiting = tokio::spawn(client.get(format!("{url}/status/200")).send());
+    let bulkhead = registry.bulkhead("phb");
+    while bulkhead.metrics().waiting_calls() == 0 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        d.calls.load(Ordering::SeqCst),
+        1,
+        "the queued request waits"
+    );
+    d.release.notify_one();
+    assert_eq!(held.await.unwrap().unwrap().status(), 200);
+    assert_eq!(waiting.await.unwrap().unwrap().status(), 200);
+    assert_eq!(d.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(bulkhead.available_concurrent_calls(), 1);
+}
+
+/// A handler that never answers gets the time limiter's 504, the breaker
+/// counts a failure, and a client that gives up first (the request's
+/// future dropped by the server) gives back its bulkhead slot.
+#[tokio::test]
+async fn a_protected_handler_times_out_with_504_and_a_dropped_request_frees_its_slot() {
+    let registry = Registry::new();
+    registry
+        .configure_time_limiter("pht", |b| b.timeout_duration(Duration::from_millis(50)))
+        .unwrap();
+    let d = Arc::new(Downstream::default());
+    let layer = server_layer(&registry, "pht", HttpClassifier::default(), |b| {
+        b.circuit_breaker().time_limiter().bulkhead()
+    });
+    let url = serve_handlers(layer, d.clone()).await;
+    let r = reqwest::get(format!("{url}/never")).await.unwrap();
+    assert_eq!(r.status(), 504);
+    assert_eq!(registry.time_limiter("pht").metrics().timeout_calls(), 1);
+    assert_eq!(registry.circuit_breaker("pht").metrics().failed_calls(), 1);
+    let bulkhead = registry.bulkhead("pht");
+    assert_eq!(bulkhead.available_concurrent_calls(), 25);
+    // A request dropped while its handler holds the slot (the client hung
+    // up): the slot comes back and the breaker records nothing.
+    let handler = server_layer(&registry, "pht", HttpClassifier::default(), |b| {
+        b.circuit_breaker().time_limiter().bulkhead()
+    })
+    .handler(hold);
+    let request = axum::http::Request::new(Body::empty());
+    let mut fut = Box::pin(axum::handler::Handler::call(handler, request, d.clone()));
+    assert!(poll_once(fut.as_mut()).is_pending());
+    assert_eq!(bulkhead.available_concurrent_calls(), 24);
+    drop(fut);
+    assert_eq!(bulkhead.available_concurrent_calls(), 25);
+    assert_eq!(
+        registry.circuit_breaker("pht").metrics().buffered_calls(),
+        1
+    );
 }
 
 // ---- service level: a client stack, cancellation, panics, order ----

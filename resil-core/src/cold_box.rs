@@ -41,6 +41,11 @@ impl<F> ColdBox<F> {
         unsafe { ManuallyDrop::take(&mut this.0) }
     }
 
+    /// The contents.
+    pub fn get_ref(&self) -> &F {
+        &self.0
+    }
+
     /// The pinned contents.
     pub fn as_mut(&mut self) -> Pin<&mut F> {
         self.0.as_mut()

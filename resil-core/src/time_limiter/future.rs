@@ -89,16 +89,28 @@ pub struct Watch<'a> {
     // Set when the first poll of the work returns `Pending`, boxed: a
     // `Sleep` is 112 bytes, which every layer around this one would
     // otherwise carry and move although most calls never wait (and a
-    // waiting call registers a timer anyway). Polled without tokio's
-    // cooperative budget, as `tokio::time::Timeout` does when the wrapped
-    // future spent it: otherwise a future that always exhausts the budget
-    // would never see its timeout fire.
-    timer: Option<ColdBox<Unconstrained<Sleep>>>,
+    // waiting call registers a timer anyway). The box also holds what only
+    // a waiting call needs, so that a `Watch` is three words.
+    timer: Option<ColdBox<Timer>>,
     limiter: &'a TimeLimiter,
-    // The timer ends at the task's deadline, earlier than `timeout_duration`.
-    by_deadline: bool,
-    // Clock reading at the start, taken only while someone subscribes to events.
-    started: Option<u64>,
+    // The clock reading at the start plus one, read only while someone
+    // subscribes to events; 0 while not read. (A reading of `u64::MAX`, 584
+    // years after the clock's origin, would read as not taken.)
+    started: u64,
+}
+
+pin_project! {
+    /// The wait of a call that did not finish at its first poll.
+    struct Timer {
+        // Polled without tokio's cooperative budget, as
+        // `tokio::time::Timeout` does when the wrapped future spent it:
+        // otherwise a future that always exhausts the budget would never
+        // see its timeout fire.
+        #[pin]
+        sleep: Unconstrained<Sleep>,
+        // The wait ends at the task's deadline, earlier than `timeout_duration`.
+        by_deadline: bool,
+    }
 }
 
 impl<'a> Watch<'a> {
@@ -107,17 +119,23 @@ impl<'a> Watch<'a> {
         Watch {
             timer: None,
             limiter,
-            by_deadline: false,
-            started: None,
+            started: 0,
         }
+    }
+
+    #[inline]
+    fn started(&self) -> Option<u64> {
+        self.started.checked_sub(1)
     }
 
     /// Before each poll of the work: the first one reads the clock, and
     /// only while someone subscribes to the limiter's events.
     #[inline]
     pub fn before_poll(&mut self) {
-        if self.timer.is_none() && self.started.is_none() {
-            self.started = self.limiter.start_reading();
+        if self.timer.is_none() && self.started == 0 {
+            if let Some(now) = self.limiter.start_reading() {
+                self.started = now.wrapping_add(1);
+            }
         }
     }
 
@@ -125,7 +143,7 @@ impl<'a> Watch<'a> {
     /// (`ok`) or an error.
     #[inline]
     pub fn finished(&self, ok: bool) {
-        self.limiter.finished(ok, self.started);
+        self.limiter.finished(ok, self.started());
     }
 
     /// The work returned `Pending`: the first time, the wait starts now,
@@ -138,17 +156,17 @@ impl<'a> Watch<'a> {
     /// `tokio::time::timeout`.
     #[inline]
     pub fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.timer.is_none() {
-            let (at, by_deadline) = self.limiter.wait_until();
-            self.by_deadline = by_deadline;
-            self.timer = Some(ColdBox::pin(tokio::task::unconstrained(
-                tokio::time::sleep_until(at),
-            )));
-        }
-        match &mut self.timer {
-            Some(timer) => timer.as_mut().poll(cx),
-            None => Poll::Ready(()),
-        }
+        let timer = match &mut self.timer {
+            Some(timer) => timer,
+            None => {
+                let (at, by_deadline) = self.limiter.wait_until();
+                self.timer.insert(ColdBox::pin(Timer {
+                    sleep: tokio::task::unconstrained(tokio::time::sleep_until(at)),
+                    by_deadline,
+                }))
+            }
+        };
+        timer.as_mut().project().sleep.poll(cx)
     }
 
     /// The wait is over: counts and publishes a timeout (or a spent
@@ -160,7 +178,12 @@ impl<'a> Watch<'a> {
         if dropped {
             self.limiter.dropped_on_timeout();
         }
-        self.limiter.gave_up(self.by_deadline, self.started)
+        let by_deadline = self.by_deadline();
+        self.limiter.gave_up(by_deadline, self.started())
+    }
+
+    fn by_deadline(&self) -> bool {
+        self.timer.as_ref().is_some_and(|t| t.get_ref().by_deadline)
     }
 }
 
@@ -169,7 +192,7 @@ impl fmt::Debug for Watch<'_> {
         f.debug_struct("Watch")
             .field("limiter", &self.limiter.name())
             .field("waiting", &self.timer.is_some())
-            .field("by_deadline", &self.by_deadline)
+            .field("by_deadline", &self.by_deadline())
             .finish()
     }
 }
@@ -308,7 +331,7 @@ impl<F> fmt::Debug for TimeLimited<'_, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TimeLimited")
             .field("limiter", &self.watch.limiter.name())
-            .field("by_deadline", &self.watch.by_deadline)
+            .field("by_deadline", &self.watch.by_deadline())
             .finish_non_exhaustive()
     }
 }

@@ -57,6 +57,11 @@ impl<C: 'static, R: 'static> ResilienceLayer<C, R> {
     pub fn name(&self) -> &str {
         &self.shared.name
     }
+
+    #[cfg(feature = "axum")]
+    pub(crate) fn shared(&self) -> &'static Shared<C, R> {
+        self.shared
+    }
 }
 
 impl<C: 'static, R: 'static> Clone for ResilienceLayer<C, R> {

@@ -80,6 +80,8 @@
 
 mod classify;
 mod future;
+#[cfg(feature = "axum")]
+mod handler;
 #[cfg(feature = "http")]
 mod http;
 mod layer;
@@ -88,6 +90,8 @@ mod service;
 
 pub use self::classify::{BreakerPredicates, Classify, Verdict};
 pub use self::future::ResponseFuture;
+#[cfg(feature = "axum")]
+pub use self::handler::{HandlerFuture, ProtectedHandler};
 #[cfg(feature = "http")]
 pub use self::http::{default_refusal_response, RefusalResponses};
 pub use self::layer::{Builder, ResilienceLayer};
