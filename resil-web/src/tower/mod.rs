@@ -71,12 +71,15 @@
 //! and request in one box while it waits, so that every other request's
 //! future does not carry them.)
 //!
-//! On an axum route, prefer applying the layer to the handler
-//! (`get(handler.layer(layer))`) over `MethodRouter::route_layer`:
-//! `route_layer` boxes the layered route a second time, which costs every
-//! request a clone of the boxed service and a boxed future, whatever the
-//! layer does (about 0.1 µs a request more than through the handler, in
-//! the in-process phase of `benches/tower_e2e.rs`).
+//! On an axum route, the cheapest form is the stack as the handler itself,
+//! [`ResilienceLayer::handler`] (`get(layer.handler(handler))`, with the
+//! `axum` feature): no `HandlerService`, `Oneshot` or `Map` of axum's
+//! around a layered handler. Next comes the layer applied to the handler
+//! (`get(handler.layer(layer))`); `MethodRouter::route_layer` boxes the
+//! layered route a second time, which costs every request a clone of the
+//! boxed service and a boxed future, whatever the layer does (about 0.1 µs
+//! a request more than through the handler, in the in-process phase of
+//! `benches/tower_e2e.rs`).
 
 mod classify;
 mod future;
