@@ -48,11 +48,13 @@
 //! p50 and p99 over its 1,000 round trips and its throughput (those
 //! requests over its blocks' wall time) are divided by `/unprotected`'s of
 //! the same round; the figures are the medians of those per-round ratios
-//! over 401 rounds (`TOWER_E2E_ROUNDS` sets another count), with their
-//! interquartile range. A cycle is about 13 ms
-//! and a round about 130 ms: a burst of another process's work (a compile
-//! on this shared 2-core machine) falls on the blocks of every route of the
-//! rounds it hits, and the median leaves the worst rounds out. Blocks
+//! over 401 rounds (`TOWER_E2E_ROUNDS` sets another count;
+//! `TOWER_E2E_BLOCK` another block size, the cycles of a round then adding
+//! up to 1,000 requests a route), with their interquartile range. A cycle
+//! is about 15 ms and a round about 150 ms on a quiet machine: a burst of
+//! another process's work (a compile on this shared 2-core machine) falls
+//! on the blocks of every route of the rounds it hits, and the median
+//! leaves the worst rounds out. Blocks
 //! rather than single requests alternate because a service serves its own
 //! route over and over: alternating request by request would make each
 //! route run with the others' code in the caches, penalising the largest,
@@ -210,7 +212,13 @@ fn latency_phase(client: &tokio::runtime::Runtime, sender: &mut Sender) {
     // token phase there, the real one under `cargo bench`.
     let bench = std::env::args().any(|a| a == "--bench");
     let (rounds, cycles, per_block, warm) = if bench {
-        (rounds(401), 10, 100, 1_000)
+        {
+            let per_block: usize = std::env::var("TOWER_E2E_BLOCK")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(100);
+            (rounds(401), 1_000 / per_block, per_block, 1_000)
+        }
     } else {
         (1, 2, 20, 10)
     };
