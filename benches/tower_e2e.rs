@@ -71,7 +71,9 @@
 //! `/breaker-only`, `/bulkhead-only`: a layer of one aspect;
 //! `/empty-layer`: a layer of no aspect, its fixed cost; `/map-response`:
 //! tower's `MapResponseLayer` with an identity closure, what the least
-//! wrapping layer costs).
+//! wrapping layer costs; `/empty-handler`, `/breaker-handler`,
+//! `/bulkhead-handler`: `ResilienceLayer::handler` with no aspect, or one,
+//! around the unprotected handler).
 //! Criterion's own timing of each route over the socket comes last, for
 //! reference: it times the routes one after the other, so its
 //! ratios carry the machine's drift and are not the bars' figures.
@@ -141,7 +143,10 @@ async fn protected(State(app): State<App>) -> Result<&'static str, axum::http::S
 
 /// Routes timed in process only, to split `/protected`'s cost (see the
 /// header).
-const IN_PROCESS_ONLY: [&str; 6] = [
+const IN_PROCESS_ONLY: [&str; 9] = [
+    "/empty-handler",
+    "/breaker-handler",
+    "/bulkhead-handler",
     "/layer-only",
     "/attribute-only",
     "/map-response",
@@ -409,6 +414,18 @@ fn end_to_end(c: &mut Criterion) {
         .route(
             "/empty-layer",
             get(unprotected.layer(aspects("e2e-e", |b| b))),
+        )
+        .route(
+            "/empty-handler",
+            get(aspects("e2e-e", |b| b).handler(unprotected)),
+        )
+        .route(
+            "/breaker-handler",
+            get(aspects("e2e-b", |b| b.circuit_breaker()).handler(unprotected)),
+        )
+        .route(
+            "/bulkhead-handler",
+            get(aspects("e2e-h", |b| b.bulkhead()).handler(unprotected)),
         )
         .with_state(App::default());
     let app_for_in_process = app.clone();
