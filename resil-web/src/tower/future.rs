@@ -5,8 +5,8 @@
 //! inner call, a wait (boxed, out of line), a refusal, done. The time
 //! limiter's side ([`Watch`]) sits beside the state instead of around it:
 //! nested, its variant made every request's future match through two enums
-//! and move the body between them, which cost about 40 ns a request in
-//! process (measured: a layer of no aspect 110 → 80 ns over the
+//! and move the body between them, which cost about 25 ns a request in
+//! process (measured: a layer of no aspect +108 → +83 ns over the
 //! unprotected route).
 
 use std::fmt;
@@ -31,11 +31,12 @@ use super::respond::{Refusal, Respond};
 pin_project! {
     /// The future of a [`Resilience`](super::Resilience) service's `call`.
     ///
-    /// Holds the breaker's permit, the rate limiter's reserved wait, the
-    /// time limiter's timer and the bulkhead's slot inline, in the
-    /// attributes' order. Dropped before completion, it records nothing and
-    /// gives back what it holds (a half-open probe slot, a bulkhead slot, a
-    /// place in the bulkhead's queue).
+    /// Holds the breaker's permit, the time limiter's side and the
+    /// bulkhead's slot inline; a request that waits (for the rate limiter's
+    /// reserved permit or a bulkhead slot) keeps the wait, its service and
+    /// its request in one box. Dropped before completion, it records
+    /// nothing and gives back what it holds (a half-open probe slot, a
+    /// bulkhead slot, a place in the bulkhead's queue).
     #[must_use = "futures do nothing unless polled"]
     pub struct ResponseFuture<S, Req, C: 'static, R: 'static>
     where
