@@ -74,6 +74,12 @@
 //! wrapping layer costs; `/empty-handler`, `/breaker-handler`,
 //! `/bulkhead-handler`: `ResilienceLayer::handler` with no aspect, or one,
 //! around the unprotected handler).
+//! With `TOWER_E2E_COLD=1` (`cargo bench --bench tower_e2e -- in_process`)
+//! the in-process phase evicts the L1 and L2 caches before every request
+//! (it writes one word in every line of a 2 MiB buffer, untimed), as a
+//! server's kernel and socket work between two requests partly do: its
+//! deltas are what each route costs a server whose caches went cold, the
+//! reason the socket gap is larger than the warm in-process one.
 //! Criterion's own timing of each route over the socket comes last, for
 //! reference: it times the routes one after the other, so its
 //! ratios carry the machine's drift and are not the bars' figures.
@@ -303,7 +309,12 @@ fn latency_phase(client: &tokio::runtime::Runtime, sender: &mut Sender) {
 fn in_process(app: &Router) {
     use tower::ServiceExt;
     let bench = std::env::args().any(|a| a == "--bench");
-    let (rounds, per_block) = if bench { (rounds(201), 2_000) } else { (1, 10) };
+    let cold = std::env::var_os("TOWER_E2E_COLD").is_some();
+    let (rounds, per_block) = match (bench, cold) {
+        (true, false) => (rounds(201), 2_000),
+        (true, true) => (rounds(201), 100),
+        (false, _) => (1, 10),
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -316,15 +327,30 @@ fn in_process(app: &Router) {
         assert!(!paths.is_empty(), "TOWER_E2E_ONLY names no route: {only}");
     }
     let n = paths.len();
-    let block = |path: &'static str, count: usize| {
+    // `TOWER_E2E_COLD=1`: before each request, write one word in every
+    // cache line of a 2 MiB buffer, evicting the L1 and L2 caches as a
+    // server's kernel and I/O between two requests partly do, and time the
+    // requests alone. The deltas are then what each route costs a server
+    // whose caches went cold.
+    let mut sweep = match std::env::var_os("TOWER_E2E_COLD") {
+        Some(_) => vec![0u64; (2 << 20) / 8],
+        None => Vec::new(),
+    };
+    let mut block = |path: &'static str, count: usize| {
         rt.block_on(async {
-            let start = Instant::now();
+            let mut spent = Duration::ZERO;
             for _ in 0..count {
+                for word in sweep.iter_mut().step_by(8) {
+                    *word = word.wrapping_add(1);
+                }
+                std::hint::black_box(&sweep);
+                let start = Instant::now();
                 let req = axum::http::Request::get(path).body(Body::empty()).unwrap();
                 let response = app.clone().oneshot(req).await.unwrap();
                 assert_eq!(response.status(), 200);
+                spent += start.elapsed();
             }
-            start.elapsed().as_secs_f64() * 1e9 / count as f64
+            spent.as_secs_f64() * 1e9 / count as f64
         })
     };
     for path in &paths {
