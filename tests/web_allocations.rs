@@ -89,6 +89,21 @@ fn full_stack_registry() -> Registry {
     registry
 }
 
+/// The whole stack with the HTTP classifier and refusal responses of body
+/// type `B`.
+fn http_stack<B: From<String> + 'static>(
+    registry: &Registry,
+) -> ResilienceLayer<HttpClassifier, RefusalResponses<B>> {
+    ResilienceLayer::builder(registry, "alloc")
+        .circuit_breaker()
+        .rate_limiter()
+        .time_limiter()
+        .bulkhead()
+        .classify(HttpClassifier::default())
+        .respond(RefusalResponses::<B>::new())
+        .build()
+}
+
 #[test]
 fn a_request_through_the_whole_stack_allocates_nothing() {
     let registry = full_stack_registry();
@@ -107,14 +122,7 @@ fn a_request_through_the_whole_stack_allocates_nothing() {
 #[test]
 fn an_http_request_classified_by_status_allocates_nothing_beyond_its_response() {
     let registry = full_stack_registry();
-    let layer = ResilienceLayer::builder(&registry, "alloc")
-        .circuit_breaker()
-        .rate_limiter()
-        .time_limiter()
-        .bulkhead()
-        .classify(HttpClassifier::default())
-        .respond(RefusalResponses::<String>::new())
-        .build();
+    let layer = http_stack::<String>(&registry);
     // `http::Response::new` allocates nothing for an empty body and no headers.
     let mut svc = layer.layer(service_fn(|i: u64| {
         let mut response = http::Response::new(String::new());
@@ -168,14 +176,7 @@ fn a_protected_axum_handler_allocates_only_what_the_handler_does() {
         "42"
     }
     let registry = full_stack_registry();
-    let layer = ResilienceLayer::builder(&registry, "alloc")
-        .circuit_breaker()
-        .rate_limiter()
-        .time_limiter()
-        .bulkhead()
-        .classify(HttpClassifier::default())
-        .respond(RefusalResponses::<axum::body::Body>::new())
-        .build();
+    let layer = http_stack::<axum::body::Body>(&registry);
     let bare = handler_allocations(price);
     assert!(bare > 0, "an async fn handler boxes its future");
     assert_eq!(handler_allocations(layer.handler(price)), bare);

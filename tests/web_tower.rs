@@ -702,18 +702,25 @@ async fn a_breaker_refusal_takes_no_rate_limiter_permit_and_no_bulkhead_slot() {
     assert_eq!(registry.bulkhead("order").metrics().rejected_calls(), 0);
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_reserved_rate_limiter_permit_is_waited_for_before_the_call() {
+/// A registry on tokio's (paused) clock whose rate limiter `name` hands out
+/// one permit a second and lets a request wait up to 5 s for one.
+fn one_permit_a_second(name: &str) -> Registry {
     let registry = Registry::builder()
         .clock(resil::clock::TokioClock::new())
         .build();
     registry
-        .configure_rate_limiter("wait", |b| {
+        .configure_rate_limiter(name, |b| {
             b.limit_for_period(1)
                 .limit_refresh_period(Duration::from_secs(1))
                 .timeout_duration(Duration::from_secs(5))
         })
         .unwrap();
+    registry
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reserved_rate_limiter_permit_is_waited_for_before_the_call() {
+    let registry = one_permit_a_second("wait");
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
     let layer = ResilienceLayer::builder(&registry, "wait")
@@ -795,16 +802,7 @@ async fn the_time_limiter_times_the_bulkhead_wait_and_a_timed_out_request_leaves
 /// timer starts once the permit is there.
 #[tokio::test(start_paused = true)]
 async fn the_rate_limit_wait_is_not_timed_and_the_timer_starts_after_it() {
-    let registry = Registry::builder()
-        .clock(resil::clock::TokioClock::new())
-        .build();
-    registry
-        .configure_rate_limiter("tr", |b| {
-            b.limit_for_period(1)
-                .limit_refresh_period(Duration::from_secs(1))
-                .timeout_duration(Duration::from_secs(5))
-        })
-        .unwrap();
+    let registry = one_permit_a_second("tr");
     registry
         .configure_time_limiter("tr", |b| b.timeout_duration(Duration::from_millis(300)))
         .unwrap();
