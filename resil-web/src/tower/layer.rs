@@ -16,14 +16,20 @@ use super::service::Resilience;
 /// What every service of one layer shares: the instances, the classifier
 /// and the refusal mapping. Leaked once per built layer (see the module's
 /// *Costs*), so response futures borrow the instances for `'static`.
+///
+/// Laid out for a server whose caches go cold between requests: what every
+/// request reads (the handles, then the classifier and the refusal mapping,
+/// a pointer each for the HTTP ones) comes first, from the start of a cache
+/// line, and the name, read only by errors and `Debug`, last.
+#[repr(C, align(64))]
 pub(crate) struct Shared<C, R> {
-    pub(crate) name: String,
     pub(crate) breaker: Option<Handle<CircuitBreaker>>,
     pub(crate) limiter: Option<Handle<RateLimiter>>,
     pub(crate) time_limiter: Option<Handle<TimeLimiter>>,
     pub(crate) bulkhead: Option<Handle<Bulkhead>>,
     pub(crate) classify: C,
     pub(crate) respond: R,
+    pub(crate) name: String,
 }
 
 /// A [`Layer`] applying a named stack of registry instances to a service:
