@@ -111,16 +111,23 @@ fn retry_after(r: &reqwest::Response) -> Option<u64> {
         .map(|v| v.to_str().unwrap().parse().unwrap())
 }
 
-#[tokio::test]
-async fn an_open_breaker_answers_503_with_its_remaining_wait_and_never_calls_the_handler() {
+/// A registry whose breaker `name` opens on two failures in a window of two
+/// and stays open 60 s.
+fn opens_after_two_failures(name: &str) -> Registry {
     let registry = Registry::new();
     registry
-        .configure_circuit_breaker("open", |b| {
+        .configure_circuit_breaker(name, |b| {
             b.sliding_window_size(2)
                 .minimum_number_of_calls(2)
                 .wait_duration_in_open_state(Duration::from_secs(60))
         })
         .unwrap();
+    registry
+}
+
+#[tokio::test]
+async fn an_open_breaker_answers_503_with_its_remaining_wait_and_never_calls_the_handler() {
+    let registry = opens_after_two_failures("open");
     let d = Arc::new(Downstream::default());
     let layer = server_layer(&registry, "open", HttpClassifier::default(), |b| {
         b.circuit_breaker()
@@ -366,14 +373,7 @@ async fn a_timed_out_route_answers_504_and_the_breaker_counts_a_failure() {
 /// the layer: seed 003's mapping records 500 as a failure, ignores 403.
 #[tokio::test]
 async fn a_protected_handler_classifies_and_answers_an_open_breaker_with_503() {
-    let registry = Registry::new();
-    registry
-        .configure_circuit_breaker("ph", |b| {
-            b.sliding_window_size(2)
-                .minimum_number_of_calls(2)
-                .wait_duration_in_open_state(Duration::from_secs(60))
-        })
-        .unwrap();
+    let registry = opens_after_two_failures("ph");
     let d = Arc::new(Downstream::default());
     let classifier = HttpClassifier::builder()
         .ignore_status(StatusSet::parse("403").unwrap())
