@@ -44,6 +44,7 @@ fn touch(registry: &Registry, kind: Kind) {
         Kind::Hedging => drop(registry.hedging("x")),
         Kind::AdaptiveBulkhead => drop(registry.adaptive_bulkhead("x")),
         Kind::Chaos => drop(registry.chaos("x")),
+        other => unreachable!("{other} is not in Kind::ALL"),
     }
 }
 

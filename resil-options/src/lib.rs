@@ -24,31 +24,45 @@
 pub mod case;
 pub mod duration;
 
-/// A part of the `resilience4j` tree: one kind of primitive.
+/// One kind of primitive, and its part of the `resilience4j` tree.
+///
+/// resil-registry re-exports it as `Kind`: the one list of kinds that config
+/// files, the option table, the registry, its errors, events, snapshots and
+/// metrics all name. Each kind's labels live here, below every crate that
+/// prints one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+// The hidden variant is a real kind (the unit tests'), not a marker for
+// `#[non_exhaustive]`.
+#[allow(clippy::manual_non_exhaustive)]
 pub enum Section {
-    /// `circuitbreaker`.
+    /// `circuitbreaker`: resil-core's `CircuitBreaker`.
     CircuitBreaker,
-    /// `retry`.
+    /// `retry`: resil-core's `Retry`.
     Retry,
-    /// `bulkhead` (semaphore).
+    /// `bulkhead`: resil-core's (semaphore) `Bulkhead`.
     Bulkhead,
-    /// `thread-pool-bulkhead`.
+    /// `thread-pool-bulkhead`: resil-core's `ThreadPoolBulkhead`.
     ThreadPoolBulkhead,
-    /// `ratelimiter`.
+    /// `ratelimiter`: resil-core's `RateLimiter` (and, with `backend: redis`,
+    /// its Redis-backed twin).
     RateLimiter,
-    /// `timelimiter`.
+    /// `timelimiter`: resil-core's `TimeLimiter`.
     TimeLimiter,
-    /// `hedging` (Polly's hedging strategy; not in Resilience4j).
+    /// `hedging`: Polly's hedging strategy (not in Resilience4j).
     Hedging,
-    /// `adaptive-bulkhead` (a bulkhead whose limit follows latency, Vegas).
+    /// `adaptive-bulkhead`: a bulkhead whose limit follows latency (Vegas).
     AdaptiveBulkhead,
-    /// `chaos` (fault injection for drills; off by default).
+    /// `chaos`: fault injection for drills, off by default.
     Chaos,
+    /// A kind that exists only in resil-registry's own unit tests, which
+    /// prove that adding a kind is one module and one line. Never in
+    /// [`ALL`](Self::ALL), no file section, no options.
+    #[doc(hidden)]
+    UnitTestCounter,
 }
 
 impl Section {
-    /// Every section, in the registry's fixed order.
+    /// Every kind, in the registry's fixed order.
     pub const ALL: [Section; 9] = [
         Section::CircuitBreaker,
         Section::Retry,
@@ -60,6 +74,93 @@ impl Section {
         Section::AdaptiveBulkhead,
         Section::Chaos,
     ];
+
+    /// The stable snake_case label (`"circuit_breaker"`,
+    /// `"thread_pool_bulkhead"`, …) used in errors, events, snapshots and logs.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Section::CircuitBreaker => "circuit_breaker",
+            Section::Retry => "retry",
+            Section::Bulkhead => "bulkhead",
+            Section::ThreadPoolBulkhead => "thread_pool_bulkhead",
+            Section::RateLimiter => "rate_limiter",
+            Section::TimeLimiter => "time_limiter",
+            Section::Hedging => "hedging",
+            Section::AdaptiveBulkhead => "adaptive_bulkhead",
+            Section::Chaos => "chaos",
+            Section::UnitTestCounter => "unit_test_counter",
+        }
+    }
+
+    /// How the kind reads in a sentence: `circuit breaker`.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Section::CircuitBreaker => "circuit breaker",
+            Section::Retry => "retry",
+            Section::Bulkhead => "bulkhead",
+            Section::ThreadPoolBulkhead => "thread-pool bulkhead",
+            Section::RateLimiter => "rate limiter",
+            Section::TimeLimiter => "time limiter",
+            Section::Hedging => "hedging",
+            Section::AdaptiveBulkhead => "adaptive bulkhead",
+            Section::Chaos => "chaos",
+            Section::UnitTestCounter => "unit-test counter",
+        }
+    }
+
+    /// The word Resilience4j's metric names use (`resilience4j_<word>_…`).
+    pub const fn metric_word(self) -> &'static str {
+        match self {
+            Section::CircuitBreaker => "circuitbreaker",
+            Section::Retry => "retry",
+            Section::Bulkhead => "bulkhead",
+            Section::ThreadPoolBulkhead => "thread_pool_bulkhead",
+            Section::RateLimiter => "ratelimiter",
+            Section::TimeLimiter => "timelimiter",
+            // Not Resilience4j's: these publish under `resil_` names, the
+            // adaptive bulkhead beside the bulkhead's (`bulkhead_adaptive_…`).
+            Section::Hedging => "hedging",
+            Section::AdaptiveBulkhead => "bulkhead_adaptive",
+            Section::Chaos => "chaos",
+            Section::UnitTestCounter => "unit_test_counter",
+        }
+    }
+
+    /// The key under `resilience4j` in a config file, as Resilience4j spells
+    /// it (`circuitbreaker`, `thread-pool-bulkhead`, `ratelimiter`, …).
+    pub const fn config_key(self) -> &'static str {
+        match self {
+            Section::CircuitBreaker => "circuitbreaker",
+            Section::Retry => "retry",
+            Section::Bulkhead => "bulkhead",
+            Section::ThreadPoolBulkhead => "thread-pool-bulkhead",
+            Section::RateLimiter => "ratelimiter",
+            Section::TimeLimiter => "timelimiter",
+            Section::Hedging => "hedging",
+            Section::AdaptiveBulkhead => "adaptive-bulkhead",
+            Section::Chaos => "chaos",
+            Section::UnitTestCounter => "unit-test-counter",
+        }
+    }
+
+    /// The position in [`ALL`](Self::ALL) (the unit-test kind comes last).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The kind a key under `resilience4j` names, in any spelling Spring's
+    /// relaxed binding accepts (`circuitbreaker`, `circuit-breaker`,
+    /// `circuitBreaker`, `thread_pool_bulkhead`, …).
+    pub fn from_key(key: &str) -> Option<Section> {
+        Section::ALL
+            .into_iter()
+            .find(|k| same_key(k.config_key(), key))
+    }
+
+    /// The option of this kind that `key` names (see [`option`]).
+    pub fn option(self, key: &str) -> Option<&'static OptionSpec> {
+        option(self, key)
+    }
 
     /// The options of this section, in the table's order (the order the
     /// snapshot and the README list them).
@@ -74,7 +175,14 @@ impl Section {
             Section::Hedging => HEDGING,
             Section::AdaptiveBulkhead => ADAPTIVE_BULKHEAD,
             Section::Chaos => CHAOS,
+            Section::UnitTestCounter => &[],
         }
+    }
+}
+
+impl std::fmt::Display for Section {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -867,23 +975,6 @@ impl Ty {
             Ty::Names => "list of error classes".into(),
             Ty::Text => "text".into(),
             Ty::Predicate => "predicate name".into(),
-        }
-    }
-}
-
-impl Section {
-    /// The key under `resilience4j` in a config file.
-    pub fn config_key(self) -> &'static str {
-        match self {
-            Section::CircuitBreaker => "circuitbreaker",
-            Section::Retry => "retry",
-            Section::Bulkhead => "bulkhead",
-            Section::ThreadPoolBulkhead => "thread-pool-bulkhead",
-            Section::RateLimiter => "ratelimiter",
-            Section::TimeLimiter => "timelimiter",
-            Section::Hedging => "hedging",
-            Section::AdaptiveBulkhead => "adaptive-bulkhead",
-            Section::Chaos => "chaos",
         }
     }
 }

@@ -13,7 +13,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use resil_core::chaos::ChaosConfigBuilder;
 use resil_core::circuit_breaker::CircuitBreakerConfigBuilder;
 use resil_core::hedging::HedgingConfigBuilder;
 use resil_core::retry::RetryConfigBuilder;
@@ -243,19 +242,6 @@ impl ErrorList {
     }
 }
 
-/// Adds one registered injection to a chaos builder, at a rate.
-type ApplyChaos = Arc<dyn Fn(ChaosConfigBuilder, f64) -> ChaosConfigBuilder + Send + Sync>;
-
-/// An error or a result a chaos instance may inject, registered in code under
-/// a name a file can use (a file cannot build a Rust value).
-#[derive(Clone)]
-struct Injection {
-    name: String,
-    /// A result (`results`), else an error (`errors`).
-    result: bool,
-    apply: ApplyChaos,
-}
-
 type ApplyBreaker = Arc<
     dyn Fn(CircuitBreakerConfigBuilder, ErrorList) -> CircuitBreakerConfigBuilder + Send + Sync,
 >;
@@ -282,7 +268,8 @@ fn simple(name: &str) -> &str {
 pub struct ErrorClasses {
     classes: RwLock<Vec<Class>>,
     predicates: RwLock<Vec<NamedPredicate>>,
-    injections: RwLock<Vec<Injection>>,
+    /// The injections chaos lists may name.
+    pub(crate) injections: crate::kinds::Injections,
 }
 
 impl ErrorClasses {
@@ -349,7 +336,7 @@ impl ErrorClasses {
     /// Whether `name` is known for a list of kind `list`.
     pub(crate) fn knows(&self, list: ErrorList, name: &str) -> bool {
         if list.is_chaos() {
-            self.injection(list, name).is_some()
+            self.injections.knows(list, name)
         } else if list.is_predicate() {
             self.predicate(name).is_some()
         } else {
@@ -478,61 +465,6 @@ impl ErrorClasses {
             }
         }
         b
-    }
-
-    /// Registers an injection a chaos instance's `errors` (or, with
-    /// `result`, `results`) list may name; a later one of the same name and
-    /// list replaces it.
-    pub(crate) fn register_injection(&self, name: &str, result: bool, apply: ApplyChaos) {
-        let mut all = self.injections.write();
-        all.retain(|i| i.name != name || i.result != result);
-        all.push(Injection {
-            name: name.to_owned(),
-            result,
-            apply,
-        });
-    }
-
-    fn injection(&self, list: ErrorList, name: &str) -> Option<Injection> {
-        let result = matches!(list, ErrorList::ChaosResults(_));
-        self.injections
-            .read()
-            .iter()
-            .find(|i| i.name == name && i.result == result)
-            .cloned()
-    }
-
-    /// The names registered for a chaos list, sorted.
-    pub(crate) fn injection_names(&self, list: ErrorList) -> Vec<String> {
-        let result = matches!(list, ErrorList::ChaosResults(_));
-        let mut names: Vec<String> = self
-            .injections
-            .read()
-            .iter()
-            .filter(|i| i.result == result)
-            .map(|i| i.name.clone())
-            .collect();
-        names.sort();
-        names
-    }
-
-    /// Adds the registered injections `names` stand for to a chaos builder,
-    /// at the list's rate. An unknown name adds nothing (loading the file
-    /// reported it).
-    pub(crate) fn apply_chaos(
-        &self,
-        b: ChaosConfigBuilder,
-        list: ErrorList,
-        names: &[String],
-    ) -> ChaosConfigBuilder {
-        let rate = match list {
-            ErrorList::ChaosErrors(bits) | ErrorList::ChaosResults(bits) => f64::from_bits(bits),
-            _ => return b,
-        };
-        names
-            .iter()
-            .filter_map(|n| self.injection(list, n))
-            .fold(b, |b, i| (i.apply)(b, rate))
     }
 
     /// Adds the predicates of the error classes `names` stand for to a

@@ -24,7 +24,7 @@ use crate::registry::CodeSettings;
 use crate::{Kind, Registry, RegistryError};
 
 /// A distributed limiter to install in place of the running one.
-pub struct Rebuild {
+pub(crate) struct Rebuild {
     name: String,
     limiter: DistributedRateLimiter,
 }

@@ -74,6 +74,7 @@ mod event;
 mod global;
 mod handle;
 mod kind;
+mod kinds;
 mod manage;
 mod overrides;
 mod primitive;

@@ -18,7 +18,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use resil_core::bulkhead::Bulkhead;
-use resil_core::chaos::{Chaos, ChaosStatus};
+use resil_core::chaos::ChaosStatus;
 use resil_core::circuit_breaker::{CircuitBreaker, State};
 use resil_core::clock::Clock;
 use resil_core::rate_limiter::RateLimiter;
@@ -26,27 +26,10 @@ use resil_core::rate_limiter::RateLimiter;
 use crate::error::RegistryError;
 use crate::event::RegistryEventKind;
 use crate::kind::Kind;
+use crate::kinds::{chaos_status, disable_chaos, enable_chaos, transition};
 use crate::overrides::{ManualOverride, Transition};
+use crate::primitive::Primitive;
 use crate::registry::{Inner, Registry};
-
-/// Runs a transition; an illegal one (Resilience4j's transition table) comes
-/// back as the breaker's message.
-fn apply(breaker: &CircuitBreaker, to: Transition) -> Result<(), String> {
-    let result = match to {
-        Transition::Closed => breaker.transition_to_closed(),
-        Transition::Open => breaker.transition_to_open(),
-        Transition::HalfOpen => breaker.transition_to_half_open(),
-        Transition::ForcedOpen => breaker.transition_to_forced_open(),
-        Transition::Disabled => breaker.transition_to_disabled(),
-        Transition::MetricsOnly => breaker.transition_to_metrics_only(),
-        Transition::Reset => {
-            breaker.reset();
-            Ok(())
-        }
-    };
-    result.map_err(|e| e.to_string())
-}
-
 /// The transition that puts a breaker back into `state` after an override.
 fn back_to(state: State) -> Transition {
     match state {
@@ -104,7 +87,7 @@ impl Registry {
         self.run_due_overrides();
         let breaker = self.existing_breaker(name)?;
         let mut overrides = self.inner.overrides.by_name.lock();
-        apply(&breaker, to).map_err(|reason| RegistryError::IllegalOperation {
+        transition(&breaker, to).map_err(|reason| RegistryError::IllegalOperation {
             kind: Kind::CircuitBreaker,
             name: name.to_owned(),
             reason,
@@ -172,7 +155,7 @@ impl Registry {
         let previous = overrides
             .get(name)
             .map_or_else(|| breaker.state(), |o| o.previous);
-        apply(&breaker, to).map_err(|reason| RegistryError::IllegalOperation {
+        transition(&breaker, to).map_err(|reason| RegistryError::IllegalOperation {
             kind: Kind::CircuitBreaker,
             name: name.to_owned(),
             reason,
@@ -229,7 +212,7 @@ impl Registry {
         for (name, expired) in &due {
             let to = back_to(expired.previous);
             if let Some(breaker) = self.find::<CircuitBreaker>(name) {
-                if let Err(reason) = apply(&breaker, to) {
+                if let Err(reason) = transition(&breaker, to) {
                     tracing::error!(
                         kind = "circuit_breaker",
                         name = &**name,
@@ -251,20 +234,6 @@ impl Registry {
             );
         }
         due.len()
-    }
-
-    /// Re-applies the manual override of `name` (if any) to a breaker that
-    /// replaced the overridden one (a reload or a `configure_*`).
-    pub(crate) fn reapply_override(&self, name: &str, breaker: &CircuitBreaker) -> bool {
-        let Some(o) = self.inner.overrides.get(name) else {
-            return false;
-        };
-        let to = match o.mode {
-            State::ForcedOpen => Transition::ForcedOpen,
-            _ => Transition::Disabled,
-        };
-        let _ = apply(breaker, to);
-        true
     }
 
     fn start_override_timer(&self) {
@@ -417,46 +386,42 @@ impl Registry {
         // Held while switching: a reload or a `configure_chaos` replaces the
         // instance under this lock's write side, so the switch lands either
         // on the old instance before it is carried over, or on the new one.
-        let _settings = self.store::<Chaos>().code.read();
-        let chaos = self.existing::<Chaos>(name)?;
-        match ttl {
-            Some(ttl) => chaos.enable_for(ttl, reason),
-            None => chaos.enable(reason),
-        }
-        tracing::warn!(kind = "chaos", name, reason, ttl = ?ttl, "fault injection switched on");
-        self.publish_chaos(name, true, reason, ttl);
-        Ok(())
+        self.switch(name, |chaos| enable_chaos(chaos, name, ttl, reason))
     }
 
     /// Switches the chaos instance called `name` off (also one its file
     /// entry enabled), with the operator's `reason`.
     pub fn disable_chaos(&self, name: &str, reason: &str) -> Result<(), RegistryError> {
-        let _settings = self.store::<Chaos>().code.read();
-        let chaos = self.existing::<Chaos>(name)?;
-        chaos.disable(reason);
-        tracing::info!(kind = "chaos", name, reason, "fault injection switched off");
-        self.publish_chaos(name, false, reason, None);
-        Ok(())
+        self.switch(name, |chaos| disable_chaos(chaos, name, reason))
     }
 
     /// Whether the chaos instance called `name` is injecting, why, and for
     /// how long more; `None` when no such instance exists.
     pub fn chaos_status(&self, name: &str) -> Option<ChaosStatus> {
-        self.find::<Chaos>(name).map(|c| c.status())
+        self.find(name).map(|c| chaos_status(&c))
     }
 
-    fn publish_chaos(&self, name: &str, enabled: bool, reason: &str, ttl: Option<Duration>) {
-        let entry = self.store::<Chaos>().entries.get(name);
+    /// An operator's switch on the existing instance `name` of kind `P`:
+    /// `switch` acts on it and says what to announce.
+    fn switch<P: Primitive>(
+        &self,
+        name: &str,
+        switch: impl FnOnce(&P) -> RegistryEventKind,
+    ) -> Result<(), RegistryError> {
+        // Held while switching: a reload or a `configure_*` replaces the
+        // instance under this lock's write side, so the switch lands either
+        // on the old instance before it is carried over, or on the new one.
+        let _settings = self.store::<P>().code.read();
+        let instance = self.existing::<P>(name)?;
+        let what = switch(&instance);
+        let entry = self.store::<P>().entries.get(name);
         self.publish(
-            Kind::Chaos,
+            P::KIND,
             name.into(),
-            RegistryEventKind::ChaosSwitched {
-                enabled,
-                reason: reason.into(),
-                ttl,
-            },
+            what,
             entry.as_ref().map(|e| &e.slot.ring),
         );
+        Ok(())
     }
 }
 

@@ -69,7 +69,7 @@ pub struct ManualOverride {
 
 /// The breakers under a manual override, and the timer that expires them.
 #[derive(Default)]
-pub(crate) struct Overrides {
+pub struct Overrides {
     /// The override in force on each breaker that has one.
     pub(crate) by_name: Mutex<HashMap<Arc<str>, ManualOverride>>,
     /// Whether the timer thread runs (at most one per registry).

@@ -281,7 +281,7 @@ impl Registry {
                             Problem::unknown_chaos_injection(
                                 names.path(),
                                 name,
-                                &self.inner.classes.injection_names(list),
+                                &self.inner.classes.injections.names(list),
                             )
                         } else if list.is_predicate() {
                             Problem::unknown_predicate(
@@ -391,7 +391,9 @@ impl<P: Primitive> KindReload for Staged<'_, P> {
         self.changes = registry.validate::<P>(old, new, &self.code, errors);
         #[cfg(feature = "redis")]
         {
-            self.twins = P::twin_reload(registry, old, new, &self.code, errors);
+            if let Some(code) = P::rate_limiter_code(&self.code) {
+                self.twins = registry.validate_distributed(old, new, code, errors);
+            }
         }
     }
 

@@ -10,20 +10,12 @@ use std::sync::Arc;
 
 use dashmap::DashMap;
 use parking_lot::{Mutex, RwLock};
-use resil_core::bulkhead::{AdaptiveBulkhead, Bulkhead};
-use resil_core::chaos::Chaos;
-use resil_core::circuit_breaker::CircuitBreaker;
 use resil_core::event::EventStream;
-use resil_core::hedging::Hedging;
-use resil_core::rate_limiter::RateLimiter;
-use resil_core::retry::Retry;
-use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
-use resil_core::time_limiter::TimeLimiter;
 
 use crate::config::FileConfig;
 use crate::handle::Slot;
 use crate::kind::Kind;
-use crate::primitive::Primitive;
+use crate::primitive::{Located, Primitive};
 use crate::telemetry::describe::Describe;
 
 /// A code setting: a builder transformation attached to a config or instance.
@@ -164,22 +156,6 @@ impl<P: Primitive> Store<P> {
     }
 }
 
-/// One store per kind. Each [`Primitive`] finds its own field
-/// ([`Primitive::store`]), so a generic method reaches its kind's store
-/// without a type test.
-#[derive(Default)]
-pub struct Stores {
-    pub(crate) circuit_breaker: Store<CircuitBreaker>,
-    pub(crate) retry: Store<Retry>,
-    pub(crate) bulkhead: Store<Bulkhead>,
-    pub(crate) thread_pool_bulkhead: Store<ThreadPoolBulkhead>,
-    pub(crate) rate_limiter: Store<RateLimiter>,
-    pub(crate) time_limiter: Store<TimeLimiter>,
-    pub(crate) hedging: Store<Hedging>,
-    pub(crate) adaptive_bulkhead: Store<AdaptiveBulkhead>,
-    pub(crate) chaos: Store<Chaos>,
-}
-
 impl Stores {
     /// Counts of the store of `kind`: `(instances, refusals by the cap)`.
     pub(crate) fn counts(&self, kind: Kind) -> (usize, u64) {
@@ -209,7 +185,7 @@ impl Stores {
 /// Something done once per kind: [`for_each_kind`] calls
 /// [`visit`](Self::visit) with each primitive type in the registry's fixed
 /// order (the order of [`Kind::ALL`]). The one place that lists the kinds.
-pub(crate) trait KindVisitor {
+pub trait KindVisitor {
     /// Called once per kind.
     fn visit<P: Primitive>(&mut self);
 
@@ -219,17 +195,50 @@ pub(crate) trait KindVisitor {
     fn visit_distributed(&mut self) {}
 }
 
-/// Calls `visitor` for every kind, in [`Kind::ALL`]'s order.
-pub(crate) fn for_each_kind(visitor: &mut impl KindVisitor) {
-    visitor.visit::<CircuitBreaker>();
-    visitor.visit::<Retry>();
-    visitor.visit::<Bulkhead>();
-    visitor.visit::<ThreadPoolBulkhead>();
-    visitor.visit::<RateLimiter>();
-    #[cfg(feature = "redis")]
-    visitor.visit_distributed();
-    visitor.visit::<TimeLimiter>();
-    visitor.visit::<Hedging>();
-    visitor.visit::<AdaptiveBulkhead>();
-    visitor.visit::<Chaos>();
+/// Generates, from the list of kinds (`kinds!`): [`Stores`], one store per
+/// kind; where each kind finds its store and its file section
+/// ([`Located`]); and [`for_each_kind`], the walk over them in the list's
+/// order.
+macro_rules! stores {
+    ($(
+        $(#[doc = $doc:expr])*
+        $([cfg($cfg:meta)])?
+        $field:ident, $try_get:ident, $configure:ident: $ty:path, $config:path, $builder:path;
+    )*) => {
+        /// One store per kind. Each [`Primitive`] finds its own field
+        /// ([`Located::store`]), so a generic method reaches its kind's store
+        /// without a type test.
+        #[derive(Default)]
+        pub struct Stores {
+            $($(#[cfg($cfg)])? pub(crate) $field: Store<$ty>,)*
+        }
+
+        $(
+            $(#[cfg($cfg)])?
+            impl Located for $ty {
+                type Options = $config;
+
+                fn store(stores: &Stores) -> &Store<Self> {
+                    &stores.$field
+                }
+
+                fn section(file: &FileConfig) -> &crate::config::Section<$config> {
+                    file.$field()
+                }
+            }
+        )*
+
+        /// Calls `visitor` for every kind, in the list's order (the order
+        /// of [`Kind::ALL`]).
+        pub(crate) fn for_each_kind(visitor: &mut impl KindVisitor) {
+            $(
+                $(#[cfg($cfg)])?
+                {
+                    visitor.visit::<$ty>();
+                    <$ty as crate::primitive::Hooks>::after_visit(visitor);
+                }
+            )*
+        }
+    };
 }
+crate::kinds::kinds!(stores);

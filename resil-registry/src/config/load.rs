@@ -11,7 +11,7 @@ use resil_core::ConfigError;
 
 use super::duration::{parse_duration, EXPECTED_DURATION};
 use super::error::{closest, Problem, ProblemKind};
-use super::schema::{normalize, Kind, OptionSpec, Ty, Val, EVENT_CONSUMER_BUFFER_SIZE};
+use super::schema::{normalize, KeyRules, Kind, OptionSpec, Ty, Val, EVENT_CONSUMER_BUFFER_SIZE};
 use super::setting::{Setting, Source};
 use super::value::{Lines, Value};
 
@@ -52,6 +52,13 @@ pub(crate) struct Document {
 }
 
 impl Document {
+    /// What the file says of `kind` (nothing for a kind with no section,
+    /// the unit tests' own).
+    pub(crate) fn kind(&self, kind: Kind) -> &KindDoc {
+        static NONE: std::sync::LazyLock<KindDoc> = std::sync::LazyLock::new(KindDoc::default);
+        self.kinds.get(kind.index()).unwrap_or(&NONE)
+    }
+
     pub(crate) fn kind_mut(&mut self, kind: Kind) -> &mut KindDoc {
         &mut self.kinds[kind.index()]
     }

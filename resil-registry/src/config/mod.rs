@@ -57,36 +57,28 @@
 //! error-class names with their key paths, tags, and the provenance of every
 //! value.
 
-mod apply;
-mod bind;
+pub(crate) mod apply;
+pub(crate) mod bind;
 #[cfg(feature = "redis")]
 mod distributed;
-mod duration;
+pub(crate) mod duration;
 mod env;
 mod error;
 mod load;
 #[cfg(feature = "properties")]
 mod properties;
-mod render;
+pub(crate) mod render;
 mod resolve;
-mod resolved;
-mod schema;
-mod setting;
+pub(crate) mod resolved;
+pub(crate) mod schema;
+pub(crate) mod setting;
 mod spring;
 mod value;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use resil_core::bulkhead::{AdaptiveBulkheadConfig, BulkheadConfig};
-use resil_core::chaos::ChaosConfig;
-use resil_core::circuit_breaker::CircuitBreakerConfig;
-use resil_core::hedging::HedgingConfig;
-use resil_core::rate_limiter::RateLimiterConfig;
-use resil_core::retry::RetryConfig;
-use resil_core::thread_pool_bulkhead::ThreadPoolBulkheadConfig;
-use resil_core::time_limiter::TimeLimiterConfig;
-
+pub(crate) use self::apply::Apply;
 pub use self::duration::{format_duration, parse_duration, ParseDurationError};
 pub use self::error::{ConfigFileError, Problem, ProblemKind};
 pub(crate) use self::render::{rendered, Render};
@@ -211,15 +203,8 @@ pub struct FileConfig {
     /// Every scalar of the file (the application's keys too), by dotted key,
     /// later documents last.
     properties: Vec<(String, String)>,
-    circuit_breaker: Section<CircuitBreakerConfig>,
-    retry: Section<RetryConfig>,
-    bulkhead: Section<BulkheadConfig>,
-    thread_pool_bulkhead: Section<ThreadPoolBulkheadConfig>,
-    rate_limiter: Section<RateLimiterConfig>,
-    time_limiter: Section<TimeLimiterConfig>,
-    hedging: Section<HedgingConfig>,
-    adaptive_bulkhead: Section<AdaptiveBulkheadConfig>,
-    chaos: Section<ChaosConfig>,
+    /// Per kind: the default config, the named configs and the instances.
+    sections: Sections,
 }
 
 impl Default for FileConfig {
@@ -536,22 +521,13 @@ impl FileConfig {
     }
 
     fn resolve(doc: Document, origin: Option<&Path>, problems: &mut Vec<Problem>) -> FileConfig {
-        let section = |kind: Kind| &doc.kinds[kind.index()];
         FileConfig {
             origin: origin.map(Path::to_path_buf),
             warnings: Vec::new(),
             ignored_keys: Vec::new(),
             profiles: Vec::new(),
             properties: Vec::new(),
-            circuit_breaker: resolve::section(section(Kind::CircuitBreaker), problems),
-            retry: resolve::section(section(Kind::Retry), problems),
-            bulkhead: resolve::section(section(Kind::Bulkhead), problems),
-            thread_pool_bulkhead: resolve::section(section(Kind::ThreadPoolBulkhead), problems),
-            rate_limiter: resolve::section(section(Kind::RateLimiter), problems),
-            time_limiter: resolve::section(section(Kind::TimeLimiter), problems),
-            hedging: resolve::section(section(Kind::Hedging), problems),
-            adaptive_bulkhead: resolve::section(section(Kind::AdaptiveBulkhead), problems),
-            chaos: resolve::section(section(Kind::Chaos), problems),
+            sections: Sections::resolve(&doc, problems),
         }
     }
 
@@ -602,51 +578,6 @@ impl FileConfig {
     /// ([`PROFILES_VAR`], else the file's `spring.profiles.active`).
     pub fn profiles(&self) -> &[String] {
         &self.profiles
-    }
-
-    /// `resilience4j.circuitbreaker`.
-    pub fn circuit_breaker(&self) -> &Section<CircuitBreakerConfig> {
-        &self.circuit_breaker
-    }
-
-    /// `resilience4j.retry`.
-    pub fn retry(&self) -> &Section<RetryConfig> {
-        &self.retry
-    }
-
-    /// `resilience4j.bulkhead`.
-    pub fn bulkhead(&self) -> &Section<BulkheadConfig> {
-        &self.bulkhead
-    }
-
-    /// `resilience4j.thread-pool-bulkhead`.
-    pub fn thread_pool_bulkhead(&self) -> &Section<ThreadPoolBulkheadConfig> {
-        &self.thread_pool_bulkhead
-    }
-
-    /// `resilience4j.ratelimiter`.
-    pub fn rate_limiter(&self) -> &Section<RateLimiterConfig> {
-        &self.rate_limiter
-    }
-
-    /// `resilience4j.timelimiter`.
-    pub fn time_limiter(&self) -> &Section<TimeLimiterConfig> {
-        &self.time_limiter
-    }
-
-    /// `resilience4j.hedging`.
-    pub fn hedging(&self) -> &Section<HedgingConfig> {
-        &self.hedging
-    }
-
-    /// `resilience4j.adaptive-bulkhead`.
-    pub fn adaptive_bulkhead(&self) -> &Section<AdaptiveBulkheadConfig> {
-        &self.adaptive_bulkhead
-    }
-
-    /// `resilience4j.chaos`.
-    pub fn chaos(&self) -> &Section<ChaosConfig> {
-        &self.chaos
     }
 }
 
@@ -748,3 +679,39 @@ fn split_root(tree: Value) -> (Value, Vec<String>) {
         other => (other, Vec::new()),
     }
 }
+
+/// Generates, from the list of kinds (`kinds!`), the file's sections: one
+/// [`Section`] per kind, resolved from the document, and the accessor
+/// [`FileConfig::circuit_breaker`], [`FileConfig::retry`], … of each.
+macro_rules! sections {
+    ($(
+        $(#[doc = $doc:expr])*
+        $([cfg($cfg:meta)])?
+        $field:ident, $try_get:ident, $configure:ident: $ty:path, $config:path, $builder:path;
+    )*) => {
+        /// Every kind's part of a config file.
+        #[derive(Debug, Clone)]
+        struct Sections {
+            $($(#[cfg($cfg)])? $field: Section<$config>,)*
+        }
+
+        impl Sections {
+            fn resolve(doc: &Document, problems: &mut Vec<Problem>) -> Sections {
+                Sections {
+                    $($(#[cfg($cfg)])? $field: resolve::section(doc, problems),)*
+                }
+            }
+        }
+
+        impl FileConfig {
+            $(
+                #[doc = concat!("The `", stringify!($field), "` section: its default config, named configs and instances.")]
+                $(#[cfg($cfg)])?
+                pub fn $field(&self) -> &Section<$config> {
+                    &self.sections.$field
+                }
+            )*
+        }
+    };
+}
+crate::kinds::kinds!(sections);

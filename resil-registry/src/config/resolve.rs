@@ -20,7 +20,7 @@ use crate::chain::{walk, ChainProblem, DEFAULT};
 
 use super::apply::{Apply, Values};
 use super::error::{closest, quoted_list, Problem, ProblemKind};
-use super::load::{Entry, KindDoc};
+use super::load::{Document, Entry, KindDoc};
 use super::resolved::{Resolved, Section};
 use super::schema::Kind;
 use super::setting::{Setting, Source};
@@ -46,8 +46,9 @@ impl Start<'_> {
 type ChainProblems = BTreeMap<String, Problem>;
 
 /// Resolves and validates one kind's section.
-pub(crate) fn section<C: Apply>(doc: &KindDoc, problems: &mut Vec<Problem>) -> Section<C> {
+pub(crate) fn section<C: Apply>(doc: &Document, problems: &mut Vec<Problem>) -> Section<C> {
     let kind = C::KIND;
+    let doc = doc.kind(kind);
     let path = doc.path_or_default(kind);
     let mut chain_problems = ChainProblems::new();
     let mut configs = BTreeMap::new();

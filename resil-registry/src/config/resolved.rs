@@ -4,18 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use resil_core::bulkhead::{
-    AdaptiveBulkheadConfig, AdaptiveBulkheadConfigBuilder, BulkheadConfig, BulkheadConfigBuilder,
-};
-use resil_core::chaos::{ChaosConfig, ChaosConfigBuilder};
-use resil_core::circuit_breaker::{CircuitBreakerConfig, CircuitBreakerConfigBuilder};
-use resil_core::hedging::{HedgingConfig, HedgingConfigBuilder};
-use resil_core::rate_limiter::{RateLimiterConfig, RateLimiterConfigBuilder};
-use resil_core::retry::{RetryConfig, RetryConfigBuilder};
-use resil_core::thread_pool_bulkhead::{ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigBuilder};
-use resil_core::time_limiter::{TimeLimiterConfig, TimeLimiterConfigBuilder};
-
-use super::apply::{default_value, Apply, Values};
+use super::apply::{Apply, Values};
+use super::render::{values, Render};
 use super::schema::{
     Kind, Target, Val, ALLOW_HEALTH_INDICATOR_TO_FAIL, EVENT_CONSUMER_BUFFER_SIZE,
     REGISTER_HEALTH_INDICATOR,
@@ -112,9 +102,16 @@ pub struct Resolved<C> {
     values: Values,
     tags: BTreeMap<String, Setting<String>>,
     config: C,
+    /// Resilience4j's defaults of the kind, as the renderer writes them.
+    defaults: fn() -> Vec<(&'static str, Val)>,
 }
 
-impl<C> Resolved<C> {
+/// The defaults of `C`, as the renderer writes them.
+fn defaults<C: Render>() -> Vec<(&'static str, Val)> {
+    values(&C::default())
+}
+
+impl<C: Render> Resolved<C> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         kind: Kind,
@@ -135,6 +132,7 @@ impl<C> Resolved<C> {
             values,
             tags,
             config,
+            defaults: defaults::<C>,
         }
     }
 }
@@ -271,6 +269,13 @@ impl<C> Resolved<C> {
     /// Every option of the kind with its effective value and source (defaults
     /// included), then every tag as `tags.<name>`.
     pub fn provenance(&self) -> Vec<Provenance> {
+        let defaults = (self.defaults)();
+        let default_value = |key: &str| {
+            defaults
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.to_string())
+        };
         let options = self
             .kind
             .options()
@@ -286,7 +291,7 @@ impl<C> Resolved<C> {
                 None => Provenance {
                     key: o.key.to_owned(),
                     value: match o.target {
-                        Target::Core => default_value(self.kind, o.key),
+                        Target::Core => default_value(o.key),
                         Target::Registry => None,
                     },
                     source: Source::Default,
@@ -323,29 +328,13 @@ impl<C> Resolved<C> {
     }
 }
 
-macro_rules! builders {
-    ($($config:ty => $builder:ty),* $(,)?) => {$(
-        impl Resolved<$config> {
-            /// resil-core's builder with every file value applied (defaults →
-            /// `base-config` chain → own settings → environment): add code-only
-            /// settings, then `build()`.
-            pub fn builder(&self) -> $builder {
-                <$config as Apply>::builder_with(&self.values)
-            }
-        }
-    )*};
-}
-
-builders! {
-    CircuitBreakerConfig => CircuitBreakerConfigBuilder,
-    RetryConfig => RetryConfigBuilder,
-    BulkheadConfig => BulkheadConfigBuilder,
-    ThreadPoolBulkheadConfig => ThreadPoolBulkheadConfigBuilder,
-    RateLimiterConfig => RateLimiterConfigBuilder,
-    TimeLimiterConfig => TimeLimiterConfigBuilder,
-    HedgingConfig => HedgingConfigBuilder,
-    AdaptiveBulkheadConfig => AdaptiveBulkheadConfigBuilder,
-    ChaosConfig => ChaosConfigBuilder,
+impl<C: Apply> Resolved<C> {
+    /// resil-core's builder with every file value applied (defaults →
+    /// `base-config` chain → own settings → environment): add code-only
+    /// settings, then `build()`.
+    pub fn builder(&self) -> C::Builder {
+        C::builder_with(&self.values)
+    }
 }
 
 /// One kind's part of the file: the default config, the named configs and the

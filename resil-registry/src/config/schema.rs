@@ -14,80 +14,21 @@ use std::time::Duration;
 
 use super::duration::format_duration;
 
-impl Kind {
-    /// The key under `resilience4j` in a config file, as Resilience4j spells
-    /// it (`circuitbreaker`, `thread-pool-bulkhead`, `ratelimiter`, …).
-    pub fn config_key(self) -> &'static str {
-        match self {
-            Kind::CircuitBreaker => "circuitbreaker",
-            Kind::Retry => "retry",
-            Kind::Bulkhead => "bulkhead",
-            Kind::ThreadPoolBulkhead => "thread-pool-bulkhead",
-            Kind::RateLimiter => "ratelimiter",
-            Kind::TimeLimiter => "timelimiter",
-            Kind::Hedging => "hedging",
-            Kind::AdaptiveBulkhead => "adaptive-bulkhead",
-            Kind::Chaos => "chaos",
-        }
-    }
-
-    /// How the kind reads in a sentence: `circuit breaker`.
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Kind::CircuitBreaker => "circuit breaker",
-            Kind::Retry => "retry",
-            Kind::Bulkhead => "bulkhead",
-            Kind::ThreadPoolBulkhead => "thread-pool bulkhead",
-            Kind::RateLimiter => "rate limiter",
-            Kind::TimeLimiter => "time limiter",
-            Kind::Hedging => "hedging",
-            Kind::AdaptiveBulkhead => "adaptive bulkhead",
-            Kind::Chaos => "chaos",
-        }
-    }
-
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The kind a key under `resilience4j` names, in any accepted spelling.
-    pub(crate) fn from_key(key: &str) -> Option<Kind> {
-        let key = normalize(key);
-        Kind::ALL
-            .into_iter()
-            .find(|k| normalize(k.config_key()) == key)
-    }
-
-    /// The part of the option table this kind reads.
-    pub(crate) fn section(self) -> resil_options::Section {
-        match self {
-            Kind::CircuitBreaker => resil_options::Section::CircuitBreaker,
-            Kind::Retry => resil_options::Section::Retry,
-            Kind::Bulkhead => resil_options::Section::Bulkhead,
-            Kind::ThreadPoolBulkhead => resil_options::Section::ThreadPoolBulkhead,
-            Kind::RateLimiter => resil_options::Section::RateLimiter,
-            Kind::TimeLimiter => resil_options::Section::TimeLimiter,
-            Kind::Hedging => resil_options::Section::Hedging,
-            Kind::AdaptiveBulkhead => resil_options::Section::AdaptiveBulkhead,
-            Kind::Chaos => resil_options::Section::Chaos,
-        }
-    }
-
-    /// The options the kind's configs and instances accept (its rows of the
-    /// option table).
-    pub(crate) fn options(self) -> &'static [OptionSpec] {
-        self.section().options()
-    }
-
-    /// The option `key` names, in any accepted spelling (kebab, snake, camel,
-    /// or Resilience4j's alias).
-    pub(crate) fn option(self, key: &str) -> Option<&'static OptionSpec> {
-        resil_options::option(self.section(), key)
-    }
-
+/// What the file schema knows of a kind's keys beyond the option table:
+/// Resilience4j keys resil ignores, reads under a new name, or rejects.
+pub(crate) trait KeyRules: Copy {
     /// Why a key of Resilience4j's Java starter that means nothing in Rust is
     /// ignored (with a warning), if `key` is one.
-    pub(crate) fn ignored(self, key: &str) -> Option<&'static str> {
+    fn ignored(self, key: &str) -> Option<&'static str>;
+    /// The 2.x key a Resilience4j 1.x key of this kind is read as, if `key` is one.
+    fn renamed(self, key: &str) -> Option<&'static Renamed>;
+    /// Why a Resilience4j key this kind does not accept is rejected, if it is a
+    /// known one.
+    fn rejected(self, key: &str) -> Option<&'static str>;
+}
+
+impl KeyRules for Kind {
+    fn ignored(self, key: &str) -> Option<&'static str> {
         let key = normalize(key);
         IGNORED
             .iter()
@@ -95,17 +36,14 @@ impl Kind {
             .map(|r| r.why)
     }
 
-    /// The 2.x key a Resilience4j 1.x key of this kind is read as, if `key` is one.
-    pub(crate) fn renamed(self, key: &str) -> Option<&'static Renamed> {
+    fn renamed(self, key: &str) -> Option<&'static Renamed> {
         let key = normalize(key);
         RENAMED
             .iter()
             .find(|r| normalize(r.from) == key && r.kinds.contains(&self))
     }
 
-    /// Why a Resilience4j key this kind does not accept is rejected, if it is a
-    /// known one.
-    pub(crate) fn rejected(self, key: &str) -> Option<&'static str> {
+    fn rejected(self, key: &str) -> Option<&'static str> {
         let key = normalize(key);
         REJECTED
             .iter()
@@ -255,7 +193,7 @@ const REJECTED: &[Rejected] = &[
 
 /// A typed option value, after the file's text was read.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Val {
+pub enum Val {
     Percent(f32),
     U32(u32),
     Usize(usize),

@@ -42,7 +42,7 @@ impl fmt::Display for Source {
 
 /// A value as written somewhere, with where.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Setting<T = Val> {
+pub struct Setting<T = Val> {
     pub val: T,
     pub source: Source,
     /// The full key path (as written), also for a value set by an environment variable.

@@ -1,7 +1,6 @@
 //! Error classes and named predicates: the names config files use for
 //! errors and predicates written in code.
 
-use resil_core::chaos::ChaosConfigBuilder;
 use resil_core::circuit_breaker::CircuitBreakerConfigBuilder;
 use resil_core::retry::RetryConfigBuilder;
 
@@ -88,15 +87,7 @@ impl Registry {
         name: &str,
         make: impl Fn() -> E + Send + Sync + 'static,
     ) {
-        let make = std::sync::Arc::new(make);
-        self.inner.classes.register_injection(
-            name,
-            false,
-            std::sync::Arc::new(move |b: ChaosConfigBuilder, rate| {
-                let make = std::sync::Arc::clone(&make);
-                b.inject_error(rate, move || make())
-            }),
-        );
+        self.inner.classes.injections.register_error(name, make);
     }
 
     /// Registers a result a chaos instance may return instead of calling the
@@ -109,15 +100,7 @@ impl Registry {
         name: &str,
         make: impl Fn() -> T + Send + Sync + 'static,
     ) {
-        let make = std::sync::Arc::new(make);
-        self.inner.classes.register_injection(
-            name,
-            true,
-            std::sync::Arc::new(move |b: ChaosConfigBuilder, rate| {
-                let make = std::sync::Arc::clone(&make);
-                b.inject_result(rate, move || make())
-            }),
-        );
+        self.inner.classes.injections.register_result(name, make);
     }
 
     /// Every name error lists may use: the registered error classes' names and

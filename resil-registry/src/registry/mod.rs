@@ -12,18 +12,9 @@ use dashmap::mapref::entry::Entry as MapEntry;
 #[cfg(feature = "redis")]
 use dashmap::DashMap;
 use parking_lot::{Mutex, RwLock};
-use resil_core::bulkhead::{
-    AdaptiveBulkhead, AdaptiveBulkheadConfigBuilder, Bulkhead, BulkheadConfigBuilder,
-};
-use resil_core::chaos::{Chaos, ChaosConfigBuilder};
-use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfigBuilder};
+use resil_core::circuit_breaker::CircuitBreaker;
 use resil_core::clock::SharedClock;
 use resil_core::event::EventPublisher;
-use resil_core::hedging::{Hedging, HedgingConfigBuilder};
-use resil_core::rate_limiter::{RateLimiter, RateLimiterConfigBuilder};
-use resil_core::retry::{Retry, RetryConfigBuilder};
-use resil_core::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder};
-use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfigBuilder};
 
 use crate::classes::ErrorClasses;
 use crate::config::FileConfig;
@@ -133,28 +124,41 @@ impl fmt::Debug for Registry {
     }
 }
 
+/// Generates, from the list of kinds (`kinds!`), each kind's accessors:
+/// `circuit_breaker(name)`, `try_circuit_breaker(name)`,
+/// `configure_circuit_breaker(name, f)`, and so on.
 macro_rules! accessors {
-    ($($(#[$doc:meta])* $get:ident, $try_get:ident, $configure:ident, $ty:ty, $builder:ty;)*) => {$(
-        $(#[$doc])*
-        pub fn $get(&self, name: &str) -> Handle<$ty> {
-            self.get::<$ty>(name)
-        }
+    ($(
+        $(#[doc = $doc:expr])*
+        $([cfg($cfg:meta)])?
+        $get:ident, $try_get:ident, $configure:ident: $ty:path, $config:path, $builder:path;
+    )*) => {
+        impl Registry {$(
+            $(#[doc = $doc])*
+            $(#[cfg($cfg)])?
+            pub fn $get(&self, name: &str) -> Handle<$ty> {
+                self.get::<$ty>(name)
+            }
 
-        #[doc = concat!("As [`", stringify!($get), "`](Self::", stringify!($get), "), but a refusal by the cardinality guard is an error.")]
-        pub fn $try_get(&self, name: &str) -> Result<Handle<$ty>, RegistryError> {
-            self.try_get::<$ty>(name)
-        }
+            #[doc = concat!("As [`", stringify!($get), "`](Self::", stringify!($get), "), but a refusal by the cardinality guard is an error.")]
+            $(#[cfg($cfg)])?
+            pub fn $try_get(&self, name: &str) -> Result<Handle<$ty>, RegistryError> {
+                self.try_get::<$ty>(name)
+            }
 
-        #[doc = concat!("Code-only settings for the `", stringify!($ty), "` called `name`, applied last (after the file's and the configs' settings). If the instance exists it is rebuilt and replaced, as a reload would; if the result is invalid nothing changes and the error says why. See [`configure`](Self::configure).")]
-        pub fn $configure(
-            &self,
-            name: &str,
-            f: impl Fn($builder) -> $builder + Send + Sync + 'static,
-        ) -> Result<(), RegistryError> {
-            self.configure::<$ty>(name, f)
-        }
-    )*};
+            #[doc = concat!("Code-only settings for the `", stringify!($get), "` called `name`, applied last (after the file's and the configs' settings). If the instance exists it is rebuilt and replaced, as a reload would; if the result is invalid nothing changes and the error says why. See [`configure`](Self::configure).")]
+            $(#[cfg($cfg)])?
+            pub fn $configure(
+                &self,
+                name: &str,
+                f: impl Fn($builder) -> $builder + Send + Sync + 'static,
+            ) -> Result<(), RegistryError> {
+                self.configure::<$ty>(name, f)
+            }
+        )*}
+    };
 }
+crate::kinds::kinds!(accessors);
 
 impl Registry {
     /// An empty registry: no configs but the built-in defaults, no instances.
@@ -165,34 +169,6 @@ impl Registry {
     /// A builder (clock, cardinality cap).
     pub fn builder() -> RegistryBuilder {
         RegistryBuilder::default()
-    }
-
-    accessors! {
-        /// The circuit breaker called `name`, created on first use.
-        circuit_breaker, try_circuit_breaker, configure_circuit_breaker, CircuitBreaker, CircuitBreakerConfigBuilder;
-        /// The retry called `name`, created on first use.
-        retry, try_retry, configure_retry, Retry, RetryConfigBuilder;
-        /// The semaphore bulkhead called `name`, created on first use.
-        bulkhead, try_bulkhead, configure_bulkhead, Bulkhead, BulkheadConfigBuilder;
-        /// The thread-pool bulkhead called `name`, created on first use (no
-        /// thread starts before its first task).
-        thread_pool_bulkhead, try_thread_pool_bulkhead, configure_thread_pool_bulkhead, ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder;
-        /// The rate limiter called `name`, created on first use.
-        rate_limiter, try_rate_limiter, configure_rate_limiter, RateLimiter, RateLimiterConfigBuilder;
-        /// The time limiter called `name`, created on first use.
-        time_limiter, try_time_limiter, configure_time_limiter, TimeLimiter, TimeLimiterConfigBuilder;
-        /// The hedging called `name` (`resilience4j.hedging.instances.<name>`),
-        /// created on first use.
-        hedging, try_hedging, configure_hedging, Hedging, HedgingConfigBuilder;
-        /// The adaptive bulkhead called `name`
-        /// (`resilience4j.adaptive-bulkhead.instances.<name>`; the attribute's
-        /// `#[resil::bulkhead(kind = "adaptive")]`), created on first use.
-        adaptive_bulkhead, try_adaptive_bulkhead, configure_adaptive_bulkhead, AdaptiveBulkhead, AdaptiveBulkheadConfigBuilder;
-        /// The chaos instance called `name`
-        /// (`resilience4j.chaos.instances.<name>`), created on first use:
-        /// off unless its `enabled` says otherwise or an operator switches it
-        /// on ([`enable_chaos`](Self::enable_chaos)).
-        chaos, try_chaos, configure_chaos, Chaos, ChaosConfigBuilder;
     }
 
     pub(crate) fn store<P: Primitive>(&self) -> &Store<P> {
@@ -359,7 +335,13 @@ impl Registry {
             .replace(f);
         let built = self.resolve::<P>(&self.file(), &code, name);
         #[cfg(feature = "redis")]
-        let built = built.and_then(|config| Ok((config, P::twin_rebuilds(self, &code, name)?)));
+        let built = built.and_then(|config| {
+            let twin = match P::rate_limiter_code(&code) {
+                Some(code) => self.reconfigure_distributed(code, name)?,
+                None => None,
+            };
+            Ok((config, twin.into_iter().collect()))
+        });
         match built {
             #[cfg(not(feature = "redis"))]
             Ok(config) => {
@@ -478,10 +460,12 @@ impl Registry {
         if let Some(entry) = store.entries.get(name) {
             let name = Arc::clone(entry.key());
             let current = entry.slot.load();
-            let (instance, kept) =
-                current.rebuilt(Arc::clone(&name), config, self.inner.clock.as_ref());
+            let clock = self.inner.clock.as_ref();
+            let (instance, kept) = current
+                .rebuilt(Arc::clone(&name), &config, clock)
+                .unwrap_or_else(|| (P::create(Arc::clone(&name), config, clock), false));
             carried = kept;
-            P::before_install(self, &name, current, &instance, carried);
+            P::before_install(&self.inner.overrides, &name, current, &instance, carried);
             self.drain_instance_events(&entry);
             if let Some(capture) = &entry.capture {
                 *capture.lock() = instance.subscribe_events();

@@ -201,7 +201,7 @@ impl<'a> Labelled<'a> {
         let Ok(config) = P::build(builder.clone()) else {
             return;
         };
-        let now = P::render(&config);
+        let now = crate::config::rendered(&config);
         for (key, value) in &now {
             if self.value(key) != Some(value.as_str()) {
                 self.labels.insert(key, label(key));

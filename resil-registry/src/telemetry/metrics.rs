@@ -31,7 +31,7 @@ use resil_core::circuit_breaker::State;
 #[cfg(feature = "redis")]
 use resil_core::rate_limiter::RateLimiter;
 
-use super::describe::Describe;
+use super::describe::{Describe, MetricKind};
 use crate::kind::Kind;
 use crate::primitive::Primitive;
 use crate::registry::Registry;
@@ -46,14 +46,6 @@ const STATES: [State; 6] = [
     State::Disabled,
     State::MetricsOnly,
 ];
-
-/// Metrics that are monotonic counts (published as counters); every other
-/// value is a gauge.
-fn is_counter(name: &str) -> bool {
-    (name.ends_with("_calls") && !name.contains("buffered") && !name.contains("concurrent"))
-        || name.ends_with("_injections")
-        || name.ends_with("_hedges")
-}
 
 /// The published name: Resilience4j's `resilience4j_` prefix, except for the
 /// kinds Resilience4j lacks, whose names already carry `resil_`.
@@ -117,16 +109,15 @@ impl Registry {
             labels.push(Label::new(k, v));
         }
         labels.extend_from_slice(extra);
-        for (metric, kind, value) in handle.metric_values() {
+        for metric in handle.metric_values() {
             let mut labels = labels.clone();
-            if let Some(kind) = kind {
+            if let Some(kind) = metric.tag {
                 labels.push(Label::new("kind", kind));
             }
-            let key = published_name(metric);
-            if is_counter(metric) {
-                metrics::counter!(key, labels).absolute(value as u64);
-            } else {
-                metrics::gauge!(key, labels).set(value);
+            let key = published_name(metric.name);
+            match metric.kind {
+                MetricKind::Counter => metrics::counter!(key, labels).absolute(metric.value as u64),
+                MetricKind::Gauge => metrics::gauge!(key, labels).set(metric.value),
             }
         }
         // The state gauge is the breaker's (a chaos instance's state is its

@@ -355,6 +355,10 @@ fn metric_snapshots(instance: &impl super::describe::Describe) -> Vec<MetricSnap
     instance
         .metric_values()
         .into_iter()
-        .map(|(name, kind, value)| MetricSnapshot { name, kind, value })
+        .map(|m| MetricSnapshot {
+            name: m.name,
+            kind: m.tag,
+            value: m.value,
+        })
         .collect()
 }

@@ -1,0 +1,145 @@
+//! The adaptive bulkhead (a limit that follows latency, Vegas): its file
+//! options, health and metrics, published beside the bulkhead's names:
+//! `resilience4j_bulkhead_adaptive_limit` (the current limit, a gauge),
+//! `…_concurrent_calls`, `…_available_concurrent_calls`, `…_min_rtt_seconds`
+//! and `resilience4j_bulkhead_adaptive_calls{kind=rejected|dropped|sampled}`.
+
+use std::sync::Arc;
+
+use resil_core::bulkhead::{
+    AdaptiveBulkhead, AdaptiveBulkheadConfig, AdaptiveBulkheadConfigBuilder,
+};
+use resil_core::clock::SharedClock;
+use resil_core::event::EventStream;
+
+use super::bind;
+use super::created;
+use crate::config::apply::{Apply, Values};
+use crate::config::bind::Bind;
+use crate::config::render::Render;
+use crate::config::schema::Val;
+use crate::kind::Kind;
+use crate::primitive::{Hooks, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric};
+use crate::telemetry::health::Status;
+
+impl Primitive for AdaptiveBulkhead {
+    type Config = AdaptiveBulkheadConfig;
+    type Builder = AdaptiveBulkheadConfigBuilder;
+    const KIND: Kind = Kind::AdaptiveBulkhead;
+
+    fn default_builder() -> AdaptiveBulkheadConfigBuilder {
+        AdaptiveBulkheadConfig::builder()
+    }
+
+    fn to_builder(config: &AdaptiveBulkheadConfig) -> AdaptiveBulkheadConfigBuilder {
+        config.to_builder()
+    }
+
+    fn create(name: Arc<str>, config: AdaptiveBulkheadConfig, clock: Option<&SharedClock>) -> Self {
+        created!(AdaptiveBulkhead, name, config, clock)
+    }
+
+    fn config_of(&self) -> AdaptiveBulkheadConfig {
+        self.config()
+    }
+}
+
+impl Hooks for AdaptiveBulkhead {
+    type Settings = AdaptiveBulkheadConfigBuilder;
+}
+
+bind! {
+    AdaptiveBulkheadConfig => AdaptiveBulkheadConfigBuilder {
+        "initial-limit" => U32: initial_limit,
+        "min-limit" => U32: min_limit,
+        "max-limit" => U32: max_limit,
+        "smoothing" => F64: smoothing,
+        "probe-multiplier" => U32: probe_multiplier,
+        "min-window-time" => Duration: min_window_time,
+        "max-window-time" => Duration: max_window_time,
+        "window-size" => U32: window_size,
+        "min-rtt-threshold" => Duration: min_rtt_threshold,
+    }
+}
+
+impl Apply for AdaptiveBulkheadConfig {
+    fn builder_with(v: &Values) -> AdaptiveBulkheadConfigBuilder {
+        Self::apply_bound(AdaptiveBulkheadConfig::builder(), v)
+    }
+
+    fn build(builder: AdaptiveBulkheadConfigBuilder) -> Result<Self, resil_core::ConfigError> {
+        builder.build()
+    }
+}
+
+impl Render for AdaptiveBulkheadConfig {
+    const KIND: Kind = Kind::AdaptiveBulkhead;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        self.render_bound()
+    }
+}
+
+impl Describe for AdaptiveBulkhead {
+    type Event = resil_core::bulkhead::AdaptiveBulkheadEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn metric_values(&self) -> Vec<Metric> {
+        let m = self.metrics();
+        vec![
+            Metric::gauge("bulkhead_adaptive_limit", None, f64::from(m.limit())),
+            Metric::gauge(
+                "bulkhead_adaptive_concurrent_calls",
+                None,
+                f64::from(m.concurrent_calls()),
+            ),
+            Metric::gauge(
+                "bulkhead_adaptive_available_concurrent_calls",
+                None,
+                f64::from(m.available_concurrent_calls()),
+            ),
+            Metric::seconds(
+                "bulkhead_adaptive_min_rtt_seconds",
+                m.min_rtt().as_secs_f64(),
+            ),
+            Metric::counter(
+                "bulkhead_adaptive_calls",
+                Some("rejected"),
+                m.rejected_calls(),
+            ),
+            Metric::counter(
+                "bulkhead_adaptive_calls",
+                Some("dropped"),
+                m.dropped_calls(),
+            ),
+            Metric::counter("bulkhead_adaptive_calls", Some("sampled"), m.samples()),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        describe_config(&self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&AdaptiveBulkheadConfig::default())
+    }
+
+    fn health(&self) -> (Status, Option<String>) {
+        let m = self.metrics();
+        if m.available_concurrent_calls() == 0 {
+            (
+                Status::Degraded,
+                Some(format!(
+                    "every slot under the adaptive limit ({}) is taken",
+                    m.limit()
+                )),
+            )
+        } else {
+            (Status::Up, None)
+        }
+    }
+}

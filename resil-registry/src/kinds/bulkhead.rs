@@ -1,0 +1,120 @@
+//! The semaphore bulkhead: its file options, its in-place update (every
+//! setting has a run-time setter), health and metrics.
+
+use std::sync::Arc;
+
+use resil_core::bulkhead::{Bulkhead, BulkheadConfig, BulkheadConfigBuilder};
+use resil_core::clock::SharedClock;
+use resil_core::event::EventStream;
+
+use super::bind;
+use super::created;
+use crate::config::apply::{Apply, Values};
+use crate::config::bind::Bind;
+use crate::config::render::Render;
+use crate::config::schema::Val;
+use crate::kind::Kind;
+use crate::primitive::{Hooks, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric};
+use crate::telemetry::health::Status;
+
+impl Primitive for Bulkhead {
+    type Config = BulkheadConfig;
+    type Builder = BulkheadConfigBuilder;
+    const KIND: Kind = Kind::Bulkhead;
+
+    fn default_builder() -> BulkheadConfigBuilder {
+        BulkheadConfig::builder()
+    }
+
+    fn to_builder(config: &BulkheadConfig) -> BulkheadConfigBuilder {
+        config.to_builder()
+    }
+
+    fn create(name: Arc<str>, config: BulkheadConfig, clock: Option<&SharedClock>) -> Self {
+        created!(Bulkhead, name, config, clock)
+    }
+
+    fn config_of(&self) -> BulkheadConfig {
+        self.config()
+    }
+}
+
+impl Hooks for Bulkhead {
+    type Settings = BulkheadConfigBuilder;
+
+    /// Every bulkhead setting has a run-time setter.
+    fn update_in_place(&self, config: &BulkheadConfig) -> bool {
+        self.change_config(*config);
+        true
+    }
+}
+
+bind! {
+    BulkheadConfig => BulkheadConfigBuilder {
+        "max-concurrent-calls" => U32: max_concurrent_calls,
+        "max-wait-duration" => Duration: max_wait_duration,
+        "fair-call-handling-enabled" => Bool: fair_call_handling_enabled,
+    }
+}
+
+impl Apply for BulkheadConfig {
+    fn builder_with(v: &Values) -> BulkheadConfigBuilder {
+        Self::apply_bound(BulkheadConfig::builder(), v)
+    }
+
+    fn build(builder: BulkheadConfigBuilder) -> Result<Self, resil_core::ConfigError> {
+        builder.build()
+    }
+}
+
+impl Render for BulkheadConfig {
+    const KIND: Kind = Kind::Bulkhead;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        self.render_bound()
+    }
+}
+
+impl Describe for Bulkhead {
+    type Event = resil_core::bulkhead::BulkheadEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn metric_values(&self) -> Vec<Metric> {
+        let m = self.metrics();
+        vec![
+            Metric::gauge(
+                "bulkhead_available_concurrent_calls",
+                None,
+                m.available_concurrent_calls() as f64,
+            ),
+            Metric::gauge(
+                "bulkhead_max_allowed_concurrent_calls",
+                None,
+                m.max_allowed_concurrent_calls() as f64,
+            ),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        describe_config(&self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&BulkheadConfig::default())
+    }
+
+    fn health(&self) -> (Status, Option<String>) {
+        if self.available_concurrent_calls() == 0 {
+            (
+                Status::Degraded,
+                Some("every concurrent-call slot is taken".to_owned()),
+            )
+        } else {
+            (Status::Up, None)
+        }
+    }
+}

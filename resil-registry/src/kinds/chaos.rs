@@ -1,0 +1,352 @@
+//! Chaos (fault injection for drills; not in Resilience4j): its file
+//! options, the injections a file may name, how an operator's switch
+//! survives a rebuild, its health and metrics.
+//!
+//! Metrics: `resil_chaos_injections{kind=latency|error|result}`,
+//! `resil_chaos_calls` (calls made while enabled) and `resil_chaos_enabled`
+//! (1 while injecting). Its state is `ENABLED` or `DISABLED`; enabled, it is
+//! DEGRADED with a reason (never DOWN), so a drill left on is visible in
+//! every health check without taking the service out of rotation.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use resil_core::chaos::{Chaos, ChaosConfig, ChaosConfigBuilder, ChaosStatus};
+use resil_core::clock::SharedClock;
+use resil_core::event::EventStream;
+
+use super::bind;
+use super::created;
+use crate::classes::{ErrorClasses, ErrorList};
+use crate::config::apply::{duration, f64_of, Apply, Values};
+use crate::config::bind::Bind;
+use crate::config::duration::format_duration;
+use crate::config::render::Render;
+use crate::config::resolved::{ErrorNames, Resolved};
+use crate::config::schema::Val;
+use crate::event::RegistryEventKind;
+use crate::handle::Handle;
+use crate::kind::Kind;
+use crate::overrides::Overrides;
+use crate::primitive::{Hooks, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric};
+use crate::telemetry::health::Status;
+
+impl Primitive for Chaos {
+    type Config = ChaosConfig;
+    type Builder = ChaosConfigBuilder;
+    const KIND: Kind = Kind::Chaos;
+
+    fn default_builder() -> ChaosConfigBuilder {
+        ChaosConfig::builder()
+    }
+
+    fn to_builder(config: &ChaosConfig) -> ChaosConfigBuilder {
+        config.to_builder()
+    }
+
+    fn create(name: Arc<str>, config: ChaosConfig, clock: Option<&SharedClock>) -> Self {
+        created!(Chaos, name, config, clock)
+    }
+
+    fn config_of(&self) -> ChaosConfig {
+        self.config().clone()
+    }
+}
+
+impl Hooks for Chaos {
+    type Settings = ChaosConfigBuilder;
+
+    /// An operator's switch (on, with its TTL and reason) survives a
+    /// reload or a `configure_chaos`: a drill is not ended by a config
+    /// change, and its TTL still ends it.
+    fn before_install(
+        _overrides: &Overrides,
+        _name: &str,
+        previous: &Self,
+        next: &Self,
+        _carried: bool,
+    ) {
+        let status = previous.status();
+        let (true, Some(reason)) = (status.enabled(), status.reason()) else {
+            return;
+        };
+        match status.expires_in() {
+            Some(ttl) => next.enable_for(ttl, reason),
+            None => next.enable(reason),
+        }
+    }
+
+    fn error_lists(entry: &Resolved<ChaosConfig>) -> Vec<(ErrorNames<'_>, ErrorList)> {
+        let mut lists = Vec::new();
+        for (key, rate_key, list) in [
+            (
+                "errors",
+                "error-rate",
+                ErrorList::ChaosErrors as fn(u64) -> ErrorList,
+            ),
+            ("results", "result-rate", ErrorList::ChaosResults),
+        ] {
+            if let Some(names) = entry.names_of(key) {
+                lists.push((names, list(entry.f64_of(rate_key).unwrap_or(0.0).to_bits())));
+            }
+        }
+        lists
+    }
+
+    /// Adds the registered injections `names` stand for, at the list's rate.
+    /// An unknown name adds nothing (loading the file reported it).
+    fn apply_error_list(
+        classes: &ErrorClasses,
+        builder: ChaosConfigBuilder,
+        list: ErrorList,
+        names: &[String],
+    ) -> ChaosConfigBuilder {
+        let rate = match list {
+            ErrorList::ChaosErrors(bits) | ErrorList::ChaosResults(bits) => f64::from_bits(bits),
+            _ => return builder,
+        };
+        names
+            .iter()
+            .filter_map(|n| classes.injections.find(list, n))
+            .fold(builder, |b, i| (i.apply)(b, rate))
+    }
+}
+
+/// Adds one registered injection to a chaos builder, at a rate.
+type ApplyInjection = Arc<dyn Fn(ChaosConfigBuilder, f64) -> ChaosConfigBuilder + Send + Sync>;
+
+/// An error or a result a chaos instance may inject, registered in code under
+/// a name a file can use (a file cannot build a Rust value).
+#[derive(Clone)]
+struct Injection {
+    name: String,
+    /// A result (`results`), else an error (`errors`).
+    result: bool,
+    apply: ApplyInjection,
+}
+
+/// The injections registered in code, by name: what a chaos entry's
+/// `errors` and `results` lists may name.
+#[derive(Default)]
+pub(crate) struct Injections {
+    all: RwLock<Vec<Injection>>,
+}
+
+impl Injections {
+    /// Registers an error a chaos instance may inject under `name`; a later
+    /// one of the same name replaces it.
+    pub(crate) fn register_error<E: 'static>(
+        &self,
+        name: &str,
+        make: impl Fn() -> E + Send + Sync + 'static,
+    ) {
+        let make = Arc::new(make);
+        self.register(
+            name,
+            false,
+            Arc::new(move |b: ChaosConfigBuilder, rate| {
+                let make = Arc::clone(&make);
+                b.inject_error(rate, move || make())
+            }),
+        );
+    }
+
+    /// Registers a successful value a chaos instance may return instead of
+    /// calling the downstream, under `name`.
+    pub(crate) fn register_result<T: 'static>(
+        &self,
+        name: &str,
+        make: impl Fn() -> T + Send + Sync + 'static,
+    ) {
+        let make = Arc::new(make);
+        self.register(
+            name,
+            true,
+            Arc::new(move |b: ChaosConfigBuilder, rate| {
+                let make = Arc::clone(&make);
+                b.inject_result(rate, move || make())
+            }),
+        );
+    }
+
+    fn register(&self, name: &str, result: bool, apply: ApplyInjection) {
+        let mut all = self.all.write();
+        all.retain(|i| i.name != name || i.result != result);
+        all.push(Injection {
+            name: name.to_owned(),
+            result,
+            apply,
+        });
+    }
+
+    fn find(&self, list: ErrorList, name: &str) -> Option<Injection> {
+        let result = matches!(list, ErrorList::ChaosResults(_));
+        self.all
+            .read()
+            .iter()
+            .find(|i| i.name == name && i.result == result)
+            .cloned()
+    }
+
+    /// Whether `name` is registered for `list`.
+    pub(crate) fn knows(&self, list: ErrorList, name: &str) -> bool {
+        self.find(list, name).is_some()
+    }
+
+    /// The names registered for a chaos list, sorted.
+    pub(crate) fn names(&self, list: ErrorList) -> Vec<String> {
+        let result = matches!(list, ErrorList::ChaosResults(_));
+        let mut names: Vec<String> = self
+            .all
+            .read()
+            .iter()
+            .filter(|i| i.result == result)
+            .map(|i| i.name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// Whether `chaos` is injecting, why, and for how long more.
+pub(crate) fn status(chaos: &Handle<Chaos>) -> ChaosStatus {
+    chaos.status()
+}
+
+/// An operator switches `chaos` on (for `ttl`, when given): what the
+/// registry then announces.
+pub(crate) fn enable(
+    chaos: &Chaos,
+    name: &str,
+    ttl: Option<Duration>,
+    reason: &str,
+) -> RegistryEventKind {
+    match ttl {
+        Some(ttl) => chaos.enable_for(ttl, reason),
+        None => chaos.enable(reason),
+    }
+    tracing::warn!(kind = "chaos", name, reason, ttl = ?ttl, "fault injection switched on");
+    RegistryEventKind::ChaosSwitched {
+        enabled: true,
+        reason: reason.into(),
+        ttl,
+    }
+}
+
+/// An operator switches `chaos` off: what the registry then announces.
+pub(crate) fn disable(chaos: &Chaos, name: &str, reason: &str) -> RegistryEventKind {
+    chaos.disable(reason);
+    tracing::info!(kind = "chaos", name, reason, "fault injection switched off");
+    RegistryEventKind::ChaosSwitched {
+        enabled: false,
+        reason: reason.into(),
+        ttl: None,
+    }
+}
+
+bind! {
+    ChaosConfig => ChaosConfigBuilder {
+        "enabled" => Bool: enabled,
+    }
+}
+
+impl Apply for ChaosConfig {
+    /// `errors` and `results` (with their rates) are added by the registry,
+    /// which holds the registered injections.
+    fn builder_with(v: &Values) -> ChaosConfigBuilder {
+        let mut b = Self::apply_bound(ChaosConfig::builder(), v);
+        let rate = f64_of(v, "latency-rate");
+        let latency = duration(v, "latency");
+        if rate.is_some() || latency.is_some() {
+            b = b.inject_latency(rate.unwrap_or(0.0), latency.unwrap_or(Duration::ZERO));
+        }
+        b
+    }
+
+    fn build(builder: ChaosConfigBuilder) -> Result<Self, resil_core::ConfigError> {
+        builder.build()
+    }
+}
+
+impl Render for ChaosConfig {
+    const KIND: Kind = Kind::Chaos;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        // One builder call sets both (`inject_latency(rate, latency)`).
+        let mut out = self.render_bound();
+        out.extend([
+            ("latency-rate", Some(Val::F64(self.latency_rate()))),
+            ("latency", Some(Val::Duration(self.latency()))),
+        ]);
+        out
+    }
+}
+
+impl Describe for Chaos {
+    type Event = resil_core::chaos::ChaosEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn state_label(&self) -> Option<&'static str> {
+        Some(if self.status().enabled() {
+            "ENABLED"
+        } else {
+            "DISABLED"
+        })
+    }
+
+    fn metric_values(&self) -> Vec<Metric> {
+        let m = self.metrics();
+        let enabled = self.status().enabled();
+        vec![
+            Metric::counter(
+                "resil_chaos_injections",
+                Some("latency"),
+                m.latencies_injected(),
+            ),
+            Metric::counter("resil_chaos_injections", Some("error"), m.errors_injected()),
+            Metric::counter(
+                "resil_chaos_injections",
+                Some("result"),
+                m.results_injected(),
+            ),
+            Metric::counter("resil_chaos_calls", None, m.calls_while_enabled()),
+            Metric::gauge("resil_chaos_enabled", None, if enabled { 1.0 } else { 0.0 }),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        describe_config(self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&ChaosConfig::default())
+    }
+
+    fn health(&self) -> (Status, Option<String>) {
+        let status = self.status();
+        if !status.enabled() {
+            return (Status::Up, None);
+        }
+        let why = status
+            .reason()
+            .map_or_else(|| "by the config file".to_owned(), |r| format!("`{r}`"));
+        let until = status.expires_in().map_or_else(
+            || "until switched off".to_owned(),
+            |left| {
+                format!(
+                    "for {} more",
+                    format_duration(Duration::from_millis(left.as_millis() as u64))
+                )
+            },
+        );
+        (
+            Status::Degraded,
+            Some(format!("chaos injection ENABLED {why}, {until}")),
+        )
+    }
+}

@@ -1,0 +1,335 @@
+//! The circuit breaker: its file options, how a reload carries its window
+//! over, how an operator's override survives a rebuild, its error lists,
+//! health and metrics.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use resil_core::circuit_breaker::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder, SlidingWindowType, State,
+};
+use resil_core::clock::SharedClock;
+use resil_core::event::EventStream;
+
+use super::bind;
+use super::created;
+use crate::classes::{ErrorClasses, ErrorList};
+use crate::config::apply::{backoff, choice, duration, Apply, Values};
+use crate::config::bind::Bind;
+use crate::config::render::{backoff_values, word, Render};
+use crate::config::resolved::{ErrorNames, Resolved};
+use crate::config::schema::{Val, SLIDING_WINDOW_TYPES, STATES};
+use crate::kind::Kind;
+use crate::overrides::{Overrides, Transition};
+use crate::primitive::{Hooks, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric};
+use crate::telemetry::health::Status;
+
+impl Primitive for CircuitBreaker {
+    type Config = CircuitBreakerConfig;
+    type Builder = CircuitBreakerConfigBuilder;
+    const KIND: Kind = Kind::CircuitBreaker;
+
+    fn default_builder() -> CircuitBreakerConfigBuilder {
+        CircuitBreakerConfig::builder()
+    }
+
+    fn to_builder(config: &CircuitBreakerConfig) -> CircuitBreakerConfigBuilder {
+        config.to_builder()
+    }
+
+    fn create(name: Arc<str>, config: CircuitBreakerConfig, clock: Option<&SharedClock>) -> Self {
+        created!(CircuitBreaker, name, config, clock)
+    }
+
+    fn config_of(&self) -> CircuitBreakerConfig {
+        self.config().clone()
+    }
+}
+
+impl Hooks for CircuitBreaker {
+    type Settings = CircuitBreakerConfigBuilder;
+
+    /// A window of the same type and size carries the state and window over.
+    fn rebuilt(
+        &self,
+        _name: Arc<str>,
+        config: &CircuitBreakerConfig,
+        _clock: Option<&SharedClock>,
+    ) -> Option<(Self, bool)> {
+        Some(self.reconfigured(config.clone()))
+    }
+
+    /// A manual override (with its TTL) stays in force. Without one, a
+    /// breaker whose state could not be carried over keeps the mode an
+    /// operator or a transition set (DISABLED, METRICS_ONLY, FORCED_OPEN)
+    /// and starts CLOSED otherwise.
+    fn before_install(
+        overrides: &Overrides,
+        name: &str,
+        previous: &Self,
+        next: &Self,
+        carried: bool,
+    ) {
+        if let Some(o) = overrides.get(name) {
+            let to = match o.mode {
+                State::ForcedOpen => Transition::ForcedOpen,
+                _ => Transition::Disabled,
+            };
+            let _ = transition(next, to);
+            return;
+        }
+        if carried {
+            return;
+        }
+        let _ = match previous.state() {
+            State::Disabled => next.transition_to_disabled(),
+            State::MetricsOnly => next.transition_to_metrics_only(),
+            State::ForcedOpen => next.transition_to_forced_open(),
+            _ => Ok(()),
+        };
+    }
+
+    fn error_lists(entry: &Resolved<CircuitBreakerConfig>) -> Vec<(ErrorNames<'_>, ErrorList)> {
+        let mut lists = Vec::new();
+        if let Some(names) = entry.record_errors() {
+            lists.push((names, ErrorList::BreakerRecord));
+        }
+        if let Some(names) = entry.ignore_errors() {
+            lists.push((names, ErrorList::BreakerIgnore));
+        }
+        for (key, list) in [
+            (
+                "record-failure-predicate",
+                ErrorList::BreakerRecordPredicate,
+            ),
+            (
+                "ignore-exception-predicate",
+                ErrorList::BreakerIgnorePredicate,
+            ),
+            ("record-result-predicate", ErrorList::BreakerResultPredicate),
+        ] {
+            if let Some(names) = entry.predicate_names(key) {
+                lists.push((names, list));
+            }
+        }
+        lists
+    }
+
+    fn apply_error_list(
+        classes: &ErrorClasses,
+        builder: CircuitBreakerConfigBuilder,
+        list: ErrorList,
+        names: &[String],
+    ) -> CircuitBreakerConfigBuilder {
+        classes.apply_breaker(builder, list, names)
+    }
+}
+
+/// Moves `breaker` as an operator's transition says.
+pub(crate) fn transition(breaker: &CircuitBreaker, to: Transition) -> Result<(), String> {
+    let result = match to {
+        Transition::Closed => breaker.transition_to_closed(),
+        Transition::Open => breaker.transition_to_open(),
+        Transition::HalfOpen => breaker.transition_to_half_open(),
+        Transition::ForcedOpen => breaker.transition_to_forced_open(),
+        Transition::Disabled => breaker.transition_to_disabled(),
+        Transition::MetricsOnly => breaker.transition_to_metrics_only(),
+        Transition::Reset => {
+            breaker.reset();
+            Ok(())
+        }
+    };
+    result.map_err(|e| e.to_string())
+}
+
+bind! {
+    CircuitBreakerConfig => CircuitBreakerConfigBuilder {
+        "failure-rate-threshold" => Percent: failure_rate_threshold,
+        "slow-call-rate-threshold" => Percent: slow_call_rate_threshold,
+        "slow-call-duration-threshold" => Duration: slow_call_duration_threshold,
+        "sliding-window-size" => U32: sliding_window_size,
+        "minimum-number-of-calls" => U32: minimum_number_of_calls,
+        "automatic-transition-from-open-to-half-open-enabled" => Bool: automatic_transition_from_open_to_half_open_enabled,
+        "permitted-number-of-calls-in-half-open-state" => U32: permitted_number_of_calls_in_half_open_state,
+        "max-wait-duration-in-half-open-state" => Duration: max_wait_duration_in_half_open_state,
+    }
+}
+
+/// A state word (one of `schema::STATES`) as resil-core's `State`.
+fn state(word: &str) -> State {
+    match word {
+        "OPEN" => State::Open,
+        "HALF_OPEN" => State::HalfOpen,
+        "FORCED_OPEN" => State::ForcedOpen,
+        "DISABLED" => State::Disabled,
+        "METRICS_ONLY" => State::MetricsOnly,
+        _ => State::Closed,
+    }
+}
+
+impl Apply for CircuitBreakerConfig {
+    fn builder_with(v: &Values) -> CircuitBreakerConfigBuilder {
+        let mut b = Self::apply_bound(CircuitBreakerConfig::builder(), v);
+        if let Some(x) = choice(v, "sliding-window-type") {
+            b = b.sliding_window_type(match x {
+                "TIME_BASED" => SlidingWindowType::TimeBased,
+                _ => SlidingWindowType::CountBased,
+            });
+        }
+        if let Some(x) = choice(v, "transition-to-state-after-wait-duration") {
+            b = b.transition_to_state_after_wait_duration(state(x));
+        }
+        if let Some(x) = choice(v, "initial-state") {
+            b = b.initial_state(state(x));
+        }
+        // With backoff, `wait-duration-in-open-state` is the first interval
+        // (Resilience4j's meaning); resil-core takes one or the other.
+        let wait = duration(v, "wait-duration-in-open-state");
+        let default_wait = CircuitBreakerConfig::default().wait_duration_in_open_state();
+        let max_key = "exponential-max-wait-duration-in-open-state";
+        match backoff(v, wait.unwrap_or(default_wait), max_key) {
+            Some(f) => b = b.wait_interval_function_in_open_state(f),
+            None => {
+                if let Some(x) = wait {
+                    b = b.wait_duration_in_open_state(x);
+                }
+            }
+        }
+        b
+    }
+
+    fn build(builder: CircuitBreakerConfigBuilder) -> Result<Self, resil_core::ConfigError> {
+        builder.build()
+    }
+}
+
+impl Render for CircuitBreakerConfig {
+    const KIND: Kind = Kind::CircuitBreaker;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        let c = self;
+        let f = c.wait_interval_function_in_open_state();
+        let wait: Duration = f
+            .and_then(resil_core::retry::IntervalFunction::initial)
+            .unwrap_or(c.wait_duration_in_open_state());
+        let window = match c.sliding_window_type() {
+            SlidingWindowType::CountBased => "COUNT_BASED",
+            SlidingWindowType::TimeBased => "TIME_BASED",
+        };
+        let after_wait = c.transition_to_state_after_wait_duration().as_str();
+        let mut out = c.render_bound();
+        out.extend([
+            (
+                "sliding-window-type",
+                Some(word(SLIDING_WINDOW_TYPES, window)),
+            ),
+            ("wait-duration-in-open-state", Some(Val::Duration(wait))),
+            (
+                "transition-to-state-after-wait-duration",
+                Some(word(STATES, after_wait)),
+            ),
+            (
+                "initial-state",
+                Some(word(STATES, c.initial_state().as_str())),
+            ),
+        ]);
+        out.extend(backoff_values(
+            f,
+            "exponential-max-wait-duration-in-open-state",
+        ));
+        out
+    }
+}
+
+impl Describe for CircuitBreaker {
+    type Event = resil_core::circuit_breaker::CircuitBreakerEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn state_label(&self) -> Option<&'static str> {
+        Some(self.state().as_str())
+    }
+
+    fn metric_values(&self) -> Vec<Metric> {
+        let m = self.metrics();
+        vec![
+            Metric::counter(
+                "circuitbreaker_calls",
+                Some("successful"),
+                m.successful_calls(),
+            ),
+            Metric::counter("circuitbreaker_calls", Some("failed"), m.failed_calls()),
+            Metric::counter("circuitbreaker_calls", Some("ignored"), m.ignored_calls()),
+            Metric::counter(
+                "circuitbreaker_calls",
+                Some("not_permitted"),
+                m.not_permitted_calls(),
+            ),
+            // Resilience4j publishes -1 while below the minimum number of calls.
+            Metric::percent(
+                "circuitbreaker_failure_rate",
+                m.failure_rate().map_or(-1.0, f64::from),
+            ),
+            Metric::percent(
+                "circuitbreaker_slow_call_rate",
+                m.slow_call_rate().map_or(-1.0, f64::from),
+            ),
+            // The window's calls by kind, as Resilience4j tags this gauge.
+            Metric::gauge(
+                "circuitbreaker_buffered_calls",
+                Some("successful"),
+                m.successful_calls() as f64,
+            ),
+            Metric::gauge(
+                "circuitbreaker_buffered_calls",
+                Some("failed"),
+                m.failed_calls() as f64,
+            ),
+            Metric::counter(
+                "circuitbreaker_slow_calls",
+                Some("successful"),
+                m.slow_successful_calls(),
+            ),
+            Metric::counter(
+                "circuitbreaker_slow_calls",
+                Some("failed"),
+                m.slow_failed_calls(),
+            ),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        describe_config(self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&CircuitBreakerConfig::default())
+    }
+
+    fn health(&self) -> (Status, Option<String>) {
+        let m = self.metrics();
+        match self.state() {
+            State::Closed | State::Disabled | State::MetricsOnly => (Status::Up, None),
+            State::HalfOpen => (
+                Status::Degraded,
+                Some("HALF_OPEN: probing whether the backend recovered".to_owned()),
+            ),
+            State::Open => (
+                Status::Down,
+                Some(format!(
+                    "OPEN: failure rate {} (threshold {}%), slow-call rate {} (threshold {}%)",
+                    m.failure_rate()
+                        .map_or("n/a".to_owned(), |r| format!("{r}%")),
+                    self.config().failure_rate_threshold(),
+                    m.slow_call_rate()
+                        .map_or("n/a".to_owned(), |r| format!("{r}%")),
+                    self.config().slow_call_rate_threshold(),
+                )),
+            ),
+            State::ForcedOpen => (Status::Down, Some("FORCED_OPEN by an operator".to_owned())),
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! Hedging (Polly's hedging strategy; not in Resilience4j): its file
+//! options, its `hedge-errors` list and its metrics, under resil's own
+//! prefix: `resil_hedging_calls{kind=won_by_primary|won_by_hedge|all_failed|cancelled}`
+//! (every call ends in exactly one) and
+//! `resil_hedging_hedges{kind=started|budget_refused}`.
+
+use std::sync::Arc;
+
+use resil_core::clock::SharedClock;
+use resil_core::event::EventStream;
+use resil_core::hedging::{Hedging, HedgingConfig, HedgingConfigBuilder};
+
+use super::bind;
+use super::created;
+use crate::classes::{ErrorClasses, ErrorList};
+use crate::config::apply::{Apply, Values};
+use crate::config::bind::Bind;
+use crate::config::render::Render;
+use crate::config::resolved::{ErrorNames, Resolved};
+use crate::config::schema::Val;
+use crate::kind::Kind;
+use crate::primitive::{Hooks, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric};
+
+impl Primitive for Hedging {
+    type Config = HedgingConfig;
+    type Builder = HedgingConfigBuilder;
+    const KIND: Kind = Kind::Hedging;
+
+    fn default_builder() -> HedgingConfigBuilder {
+        HedgingConfig::builder()
+    }
+
+    fn to_builder(config: &HedgingConfig) -> HedgingConfigBuilder {
+        config.to_builder()
+    }
+
+    fn create(name: Arc<str>, config: HedgingConfig, clock: Option<&SharedClock>) -> Self {
+        created!(Hedging, name, config, clock)
+    }
+
+    fn config_of(&self) -> HedgingConfig {
+        self.config().clone()
+    }
+}
+
+impl Hooks for Hedging {
+    type Settings = HedgingConfigBuilder;
+
+    fn error_lists(entry: &Resolved<HedgingConfig>) -> Vec<(ErrorNames<'_>, ErrorList)> {
+        entry
+            .names_of("hedge-errors")
+            .map(|names| (names, ErrorList::HedgeOn))
+            .into_iter()
+            .collect()
+    }
+
+    fn apply_error_list(
+        classes: &ErrorClasses,
+        builder: HedgingConfigBuilder,
+        list: ErrorList,
+        names: &[String],
+    ) -> HedgingConfigBuilder {
+        classes.apply_hedging(builder, list, names)
+    }
+}
+
+bind! {
+    HedgingConfig => HedgingConfigBuilder {
+        "max-hedged-attempts" => U32: max_hedged_attempts,
+        "delay" => Duration: delay,
+    }
+}
+
+impl Apply for HedgingConfig {
+    fn builder_with(v: &Values) -> HedgingConfigBuilder {
+        Self::apply_bound(HedgingConfig::builder(), v)
+    }
+
+    fn build(builder: HedgingConfigBuilder) -> Result<Self, resil_core::ConfigError> {
+        builder.build()
+    }
+}
+
+impl Render for HedgingConfig {
+    const KIND: Kind = Kind::Hedging;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        self.render_bound()
+    }
+}
+
+impl Describe for Hedging {
+    type Event = resil_core::hedging::HedgingEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn metric_values(&self) -> Vec<Metric> {
+        let m = self.metrics();
+        vec![
+            Metric::counter(
+                "resil_hedging_calls",
+                Some("won_by_primary"),
+                m.won_by_primary(),
+            ),
+            Metric::counter(
+                "resil_hedging_calls",
+                Some("won_by_hedge"),
+                m.won_by_hedge(),
+            ),
+            Metric::counter("resil_hedging_calls", Some("all_failed"), m.all_failed()),
+            Metric::counter("resil_hedging_calls", Some("cancelled"), m.cancelled()),
+            Metric::counter("resil_hedging_hedges", Some("started"), m.hedges_started()),
+            Metric::counter(
+                "resil_hedging_hedges",
+                Some("budget_refused"),
+                m.budget_refused(),
+            ),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        describe_config(self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&HedgingConfig::default())
+    }
+}

@@ -1,0 +1,155 @@
+//! The retry: its file options (the backoff keys become an interval
+//! function), its error lists and its metrics.
+
+use std::sync::Arc;
+
+use resil_core::clock::SharedClock;
+use resil_core::event::EventStream;
+use resil_core::retry::{Retry, RetryConfig, RetryConfigBuilder};
+
+use super::bind;
+use super::created;
+use crate::classes::{ErrorClasses, ErrorList};
+use crate::config::apply::{backoff, duration, Apply, Values};
+use crate::config::bind::Bind;
+use crate::config::render::{backoff_values, Render};
+use crate::config::resolved::{ErrorNames, Resolved};
+use crate::config::schema::Val;
+use crate::kind::Kind;
+use crate::primitive::{Hooks, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric};
+
+impl Primitive for Retry {
+    type Config = RetryConfig;
+    type Builder = RetryConfigBuilder;
+    const KIND: Kind = Kind::Retry;
+
+    fn default_builder() -> RetryConfigBuilder {
+        RetryConfig::builder()
+    }
+
+    fn to_builder(config: &RetryConfig) -> RetryConfigBuilder {
+        config.to_builder()
+    }
+
+    fn create(name: Arc<str>, config: RetryConfig, clock: Option<&SharedClock>) -> Self {
+        created!(Retry, name, config, clock)
+    }
+
+    fn config_of(&self) -> RetryConfig {
+        self.config().clone()
+    }
+}
+
+impl Hooks for Retry {
+    type Settings = RetryConfigBuilder;
+
+    fn error_lists(entry: &Resolved<RetryConfig>) -> Vec<(ErrorNames<'_>, ErrorList)> {
+        let mut lists = Vec::new();
+        if let Some(names) = entry.retry_errors() {
+            lists.push((names, ErrorList::RetryOn));
+        }
+        if let Some(names) = entry.ignore_errors() {
+            lists.push((names, ErrorList::RetryIgnore));
+        }
+        for (key, list) in [
+            ("retry-exception-predicate", ErrorList::RetryOnPredicate),
+            ("result-predicate", ErrorList::RetryResultPredicate),
+        ] {
+            if let Some(names) = entry.predicate_names(key) {
+                lists.push((names, list));
+            }
+        }
+        lists
+    }
+
+    fn apply_error_list(
+        classes: &ErrorClasses,
+        builder: RetryConfigBuilder,
+        list: ErrorList,
+        names: &[String],
+    ) -> RetryConfigBuilder {
+        classes.apply_retry(builder, list, names)
+    }
+}
+
+bind! {
+    RetryConfig => RetryConfigBuilder {
+        "max-attempts" => U32: max_attempts,
+        "fail-after-max-attempts" => Bool: fail_after_max_attempts,
+    }
+}
+
+impl Apply for RetryConfig {
+    fn builder_with(v: &Values) -> RetryConfigBuilder {
+        let mut b = Self::apply_bound(RetryConfig::builder(), v);
+        if let Some(x) = duration(v, "wait-duration") {
+            b = b.wait_duration(x);
+        }
+        let wait = duration(v, "wait-duration").unwrap_or(RetryConfig::default().wait_duration());
+        if let Some(f) = backoff(v, wait, "exponential-max-wait-duration") {
+            b = b.interval_function(f);
+        }
+        b
+    }
+
+    fn build(builder: RetryConfigBuilder) -> Result<Self, resil_core::ConfigError> {
+        builder.build()
+    }
+}
+
+impl Render for RetryConfig {
+    const KIND: Kind = Kind::Retry;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        // With backoff, `wait-duration` is the interval function's first wait.
+        let f = self.interval_function();
+        let wait = f.initial().unwrap_or(self.wait_duration());
+        let mut out = self.render_bound();
+        out.push(("wait-duration", Some(Val::Duration(wait))));
+        out.extend(backoff_values(Some(f), "exponential-max-wait-duration"));
+        out
+    }
+}
+
+impl Describe for Retry {
+    type Event = resil_core::retry::RetryEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn metric_values(&self) -> Vec<Metric> {
+        let m = self.metrics();
+        vec![
+            Metric::counter(
+                "retry_calls",
+                Some("successful_without_retry"),
+                m.successful_calls_without_retry(),
+            ),
+            Metric::counter(
+                "retry_calls",
+                Some("successful_with_retry"),
+                m.successful_calls_with_retry(),
+            ),
+            Metric::counter(
+                "retry_calls",
+                Some("failed_without_retry"),
+                m.failed_calls_without_retry(),
+            ),
+            Metric::counter(
+                "retry_calls",
+                Some("failed_with_retry"),
+                m.failed_calls_with_retry(),
+            ),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        describe_config(self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&RetryConfig::default())
+    }
+}

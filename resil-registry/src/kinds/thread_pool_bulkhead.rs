@@ -1,0 +1,143 @@
+//! The thread-pool bulkhead: its file options, health and metrics. It reads
+//! no clock (its keep-alive is a real condition-variable wait), so the
+//! registry's clock does not apply.
+
+use std::sync::Arc;
+
+use resil_core::clock::SharedClock;
+use resil_core::event::EventStream;
+use resil_core::thread_pool_bulkhead::{
+    ThreadPoolBulkhead, ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigBuilder,
+};
+
+use super::bind;
+use crate::config::apply::{Apply, Values};
+use crate::config::bind::Bind;
+use crate::config::render::Render;
+use crate::config::schema::Val;
+use crate::kind::Kind;
+use crate::primitive::{Hooks, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric};
+use crate::telemetry::health::Status;
+
+impl Primitive for ThreadPoolBulkhead {
+    type Config = ThreadPoolBulkheadConfig;
+    type Builder = ThreadPoolBulkheadConfigBuilder;
+    const KIND: Kind = Kind::ThreadPoolBulkhead;
+
+    fn default_builder() -> ThreadPoolBulkheadConfigBuilder {
+        ThreadPoolBulkheadConfig::builder()
+    }
+
+    fn to_builder(c: &ThreadPoolBulkheadConfig) -> ThreadPoolBulkheadConfigBuilder {
+        ThreadPoolBulkheadConfig::builder()
+            .core_thread_pool_size(c.core_thread_pool_size())
+            .max_thread_pool_size(c.max_thread_pool_size())
+            .queue_capacity(c.queue_capacity())
+            .keep_alive_duration(c.keep_alive_duration())
+    }
+
+    fn create(
+        name: Arc<str>,
+        config: ThreadPoolBulkheadConfig,
+        _clock: Option<&SharedClock>,
+    ) -> Self {
+        ThreadPoolBulkhead::new(name, config)
+    }
+
+    fn config_of(&self) -> ThreadPoolBulkheadConfig {
+        self.config().clone()
+    }
+}
+
+impl Hooks for ThreadPoolBulkhead {
+    type Settings = ThreadPoolBulkheadConfigBuilder;
+}
+
+bind! {
+    ThreadPoolBulkheadConfig => ThreadPoolBulkheadConfigBuilder {
+        "core-thread-pool-size" => Usize: core_thread_pool_size,
+        "max-thread-pool-size" => Usize: max_thread_pool_size,
+        "queue-capacity" => Usize: queue_capacity,
+        "keep-alive-duration" => Duration: keep_alive_duration,
+    }
+}
+
+impl Apply for ThreadPoolBulkheadConfig {
+    fn builder_with(v: &Values) -> ThreadPoolBulkheadConfigBuilder {
+        Self::apply_bound(ThreadPoolBulkheadConfig::builder(), v)
+    }
+
+    fn build(builder: ThreadPoolBulkheadConfigBuilder) -> Result<Self, resil_core::ConfigError> {
+        builder.build()
+    }
+}
+
+impl Render for ThreadPoolBulkheadConfig {
+    const KIND: Kind = Kind::ThreadPoolBulkhead;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        self.render_bound()
+    }
+}
+
+impl Describe for ThreadPoolBulkhead {
+    type Event = resil_core::thread_pool_bulkhead::ThreadPoolBulkheadEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn metric_values(&self) -> Vec<Metric> {
+        let m = self.metrics();
+        vec![
+            Metric::gauge(
+                "thread_pool_bulkhead_active_thread_count",
+                None,
+                m.active_thread_count() as f64,
+            ),
+            Metric::gauge(
+                "thread_pool_bulkhead_thread_pool_size",
+                None,
+                m.thread_pool_size() as f64,
+            ),
+            Metric::gauge(
+                "thread_pool_bulkhead_core_thread_pool_size",
+                None,
+                m.core_thread_pool_size() as f64,
+            ),
+            Metric::gauge(
+                "thread_pool_bulkhead_max_thread_pool_size",
+                None,
+                m.maximum_thread_pool_size() as f64,
+            ),
+            Metric::gauge(
+                "thread_pool_bulkhead_queue_depth",
+                None,
+                m.queue_depth() as f64,
+            ),
+            Metric::gauge(
+                "thread_pool_bulkhead_queue_capacity",
+                None,
+                m.queue_capacity() as f64,
+            ),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        describe_config(self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&ThreadPoolBulkheadConfig::default())
+    }
+
+    fn health(&self) -> (Status, Option<String>) {
+        let m = self.metrics();
+        if m.remaining_queue_capacity() == 0 && m.queue_capacity() > 0 {
+            (Status::Degraded, Some("the queue is full".to_owned()))
+        } else {
+            (Status::Up, None)
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! The time limiter: its file options and metrics.
+
+use std::sync::Arc;
+
+use resil_core::clock::SharedClock;
+use resil_core::event::EventStream;
+use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfig, TimeLimiterConfigBuilder};
+
+use super::bind;
+use super::created;
+use crate::config::apply::{Apply, Values};
+use crate::config::bind::Bind;
+use crate::config::render::Render;
+use crate::config::schema::Val;
+use crate::kind::Kind;
+use crate::primitive::{Hooks, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric};
+
+impl Primitive for TimeLimiter {
+    type Config = TimeLimiterConfig;
+    type Builder = TimeLimiterConfigBuilder;
+    const KIND: Kind = Kind::TimeLimiter;
+
+    fn default_builder() -> TimeLimiterConfigBuilder {
+        TimeLimiterConfig::builder()
+    }
+
+    fn to_builder(c: &TimeLimiterConfig) -> TimeLimiterConfigBuilder {
+        TimeLimiterConfig::builder()
+            .timeout_duration(c.timeout_duration())
+            .cancel_running_future(c.cancel_running_future())
+    }
+
+    fn create(name: Arc<str>, config: TimeLimiterConfig, clock: Option<&SharedClock>) -> Self {
+        created!(TimeLimiter, name, config, clock)
+    }
+
+    #[allow(clippy::clone_on_copy)]
+    fn config_of(&self) -> TimeLimiterConfig {
+        self.config().clone()
+    }
+}
+
+impl Hooks for TimeLimiter {
+    type Settings = TimeLimiterConfigBuilder;
+}
+
+bind! {
+    TimeLimiterConfig => TimeLimiterConfigBuilder {
+        "timeout-duration" => Duration: timeout_duration,
+        "cancel-running-future" => Bool: cancel_running_future,
+    }
+}
+
+impl Apply for TimeLimiterConfig {
+    fn builder_with(v: &Values) -> TimeLimiterConfigBuilder {
+        Self::apply_bound(TimeLimiterConfig::builder(), v)
+    }
+
+    fn build(builder: TimeLimiterConfigBuilder) -> Result<Self, resil_core::ConfigError> {
+        builder.build()
+    }
+}
+
+impl Render for TimeLimiterConfig {
+    const KIND: Kind = Kind::TimeLimiter;
+
+    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
+        self.render_bound()
+    }
+}
+
+impl Describe for TimeLimiter {
+    type Event = resil_core::time_limiter::TimeLimiterEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn metric_values(&self) -> Vec<Metric> {
+        let m = self.metrics();
+        vec![
+            Metric::counter(
+                "timelimiter_calls",
+                Some("successful"),
+                m.successful_calls(),
+            ),
+            Metric::counter("timelimiter_calls", Some("failed"), m.failed_calls()),
+            Metric::counter("timelimiter_calls", Some("timeout"), m.timeout_calls()),
+        ]
+    }
+
+    fn config_values(&self) -> Vec<(&'static str, String)> {
+        describe_config(self.config())
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&TimeLimiterConfig::default())
+    }
+}
