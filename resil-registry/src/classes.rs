@@ -19,6 +19,8 @@ use resil_core::retry::RetryConfigBuilder;
 use resil_core::ErrorKind;
 use resil_options::case::snake_case;
 
+use crate::error::RegistryError;
+
 /// A stable name per error value, used by config files' `record-errors` /
 /// `ignore-errors` / `retry-errors` lists.
 ///
@@ -358,6 +360,19 @@ impl ErrorClasses {
 
     /// The first name in `names` nobody registered (under any spelling
     /// [`resolve`](Self::resolve) accepts).
+    /// `Ok` when every name in `names` is known; else the error naming the
+    /// first unknown one, the list it is `used_in` and every known name.
+    pub(crate) fn check(&self, names: &[String], used_in: &str) -> Result<(), RegistryError> {
+        match self.unknown(names) {
+            Some(unknown) => Err(RegistryError::UnknownErrorClass {
+                name: unknown.to_owned(),
+                used_in: used_in.to_owned(),
+                known: self.names(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     pub(crate) fn unknown<'a>(&self, names: &'a [String]) -> Option<&'a str> {
         names
             .iter()

@@ -20,7 +20,7 @@ use resil_core::rate_limiter::{RateLimiter, RateLimiterConfigBuilder};
 use crate::config::FileConfig;
 use crate::event::RegistryEventKind;
 use crate::handle::{Handle, Slot};
-use crate::registry::CodeSettings;
+use crate::store::CodeSettings;
 use crate::{Kind, Registry, RegistryError};
 
 /// A distributed limiter to install in place of the running one.
@@ -96,7 +96,7 @@ impl Registry {
                 let slot = Slot::shared(Arc::clone(&name), limiter, self.inner.event_buffer_size);
                 v.insert(Arc::clone(&slot));
                 // Under the shard lock, as for every other kind.
-                self.publish_added(Kind::RateLimiter, &name);
+                self.inner.events.publish_added(Kind::RateLimiter, &name);
                 Ok(Handle::from_slot(slot))
             }
         }
@@ -196,7 +196,7 @@ impl Registry {
                 continue;
             };
             slot.replace(limiter);
-            self.publish(
+            self.inner.events.publish(
                 Kind::RateLimiter,
                 Arc::clone(slot.key()),
                 RegistryEventKind::Replaced {

@@ -58,7 +58,7 @@ impl Registry {
 
     fn publish_breaker(&self, name: &str, what: RegistryEventKind) {
         let entry = self.store::<CircuitBreaker>().entries.get(name);
-        self.publish(
+        self.inner.events.publish(
             Kind::CircuitBreaker,
             name.into(),
             what,
@@ -415,7 +415,7 @@ impl Registry {
         let instance = self.existing::<P>(name)?;
         let what = switch(&instance);
         let entry = self.store::<P>().entries.get(name);
-        self.publish(
+        self.inner.events.publish(
             P::KIND,
             name.into(),
             what,

@@ -337,7 +337,7 @@ impl Registry {
             let label = format!("{} {name}", P::KIND);
             if handle.update_in_place(&config) {
                 let entry = self.store::<P>().entries.get(name.as_str());
-                self.publish(
+                self.inner.events.publish(
                     P::KIND,
                     name.as_str().into(),
                     RegistryEventKind::Reconfigured {

@@ -1,7 +1,6 @@
 //! Building a registry: its clock, cap and event settings.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
 #[cfg(feature = "redis")]
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
@@ -10,14 +9,13 @@ use std::sync::Arc;
 use dashmap::DashMap;
 use parking_lot::{Mutex, RwLock};
 use resil_core::clock::{Clock, SharedClock};
-use resil_core::event::EventPublisher;
 
 use crate::classes::ErrorClasses;
 use crate::config::FileConfig;
 use crate::overrides::Overrides;
 use crate::store::{Stores, DEFAULT_EVENT_BUFFER_SIZE};
 
-use super::{Inner, Registry, DEFAULT_MAX_INSTANCES_PER_KIND};
+use super::{Inner, Publisher, Registry, DEFAULT_MAX_INSTANCES_PER_KIND};
 
 /// Builds a [`Registry`] with a clock or a different cap.
 #[derive(Debug, Clone, Default)]
@@ -69,6 +67,7 @@ impl RegistryBuilder {
 
     /// The registry.
     pub fn build(self) -> Registry {
+        let ttl_clock = self.clock.clone().unwrap_or_else(SharedClock::system);
         Registry {
             inner: Arc::new(Inner {
                 stores: Stores::default(),
@@ -76,15 +75,14 @@ impl RegistryBuilder {
                 distributed: DashMap::new(),
                 #[cfg(feature = "redis")]
                 distributed_len: AtomicUsize::new(0),
-                ttl_clock: self.clock.clone().unwrap_or_else(SharedClock::system),
+                ttl_clock: ttl_clock.clone(),
                 clock: self.clock,
                 overrides: Overrides::default(),
                 max_per_kind: self.max_per_kind.unwrap_or(DEFAULT_MAX_INSTANCES_PER_KIND),
                 event_buffer_size: self.event_buffer_size.unwrap_or(DEFAULT_EVENT_BUFFER_SIZE),
                 record_instance_events: self.record_instance_events,
                 classes: ErrorClasses::default(),
-                events: EventPublisher::default(),
-                seq: AtomicU64::new(0),
+                events: Publisher::new(ttl_clock),
                 file: RwLock::new(Arc::new(FileConfig::default())),
                 reload_lock: Mutex::new(()),
                 sites: Mutex::new(HashMap::new()),

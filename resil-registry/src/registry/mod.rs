@@ -5,18 +5,19 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 #[cfg(feature = "redis")]
 use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use dashmap::mapref::entry::Entry as MapEntry;
 #[cfg(feature = "redis")]
 use dashmap::DashMap;
 use parking_lot::{Mutex, RwLock};
-use resil_core::circuit_breaker::CircuitBreaker;
+use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfigBuilder};
 use resil_core::clock::SharedClock;
-use resil_core::event::EventPublisher;
+use resil_core::event::EventStream;
+use resil_core::retry::RetryConfigBuilder;
 
-use crate::classes::ErrorClasses;
+use crate::classes::{ErrorClass, ErrorClasses, ErrorList};
 use crate::config::FileConfig;
 use crate::error::RegistryError;
 use crate::event::{RegistryEvent, RegistryEventKind};
@@ -24,18 +25,16 @@ use crate::handle::{Handle, Slot};
 use crate::kind::Kind;
 use crate::overrides::Overrides;
 use crate::primitive::Primitive;
-#[cfg(feature = "redis")]
-pub(crate) use crate::store::CodeSettings;
-use crate::store::{CodeConfig, CodeFn, Entry, Store, Stores};
+use crate::store::{CodeConfig, CodeFn, CodeSettings, Entry, Store, Stores};
 pub(crate) use plan::{config_chain, plan};
 
 mod builder;
-mod classes;
 mod events;
+
+pub(crate) use events::Publisher;
 mod health;
-mod plan;
-mod provenance;
-mod resolve;
+pub(crate) mod plan;
+pub(crate) mod resolve;
 mod site;
 
 pub use builder::RegistryBuilder;
@@ -69,8 +68,8 @@ pub(crate) struct Inner {
     pub(crate) event_buffer_size: usize,
     pub(crate) record_instance_events: bool,
     pub(crate) classes: ErrorClasses,
-    events: EventPublisher<RegistryEvent>,
-    seq: AtomicU64,
+    /// The registry's events.
+    pub(crate) events: Publisher,
     /// The loaded config file (an empty one before any load). Read while an
     /// instance is resolved, under its kind's settings lock; replaced by a
     /// reload while every kind's settings lock is held for writing.
@@ -171,6 +170,48 @@ impl Registry {
         RegistryBuilder::default()
     }
 
+    /// The loaded config file.
+    pub(crate) fn file(&self) -> Arc<FileConfig> {
+        Arc::clone(&self.inner.file.read())
+    }
+
+    /// Resolves the configuration of instance `name` of kind `P` from
+    /// `file` and the kind's code settings `code` (see
+    /// [`resolve_layers`](resolve::resolve_layers)).
+    pub(crate) fn resolve<P: Primitive>(
+        &self,
+        file: &FileConfig,
+        code: &CodeSettings<P::Builder>,
+        name: &str,
+    ) -> Result<P::Config, RegistryError> {
+        resolve::resolve_layers::<P>(&self.inner.classes, file, code, name, &mut ())
+            .map(|(config, _)| config)
+    }
+
+    /// Resolves every existing instance of kind `P`: all or the first error.
+    fn resolve_all<P: Primitive>(
+        &self,
+        code: &CodeSettings<P::Builder>,
+    ) -> Result<Vec<(String, P::Config)>, RegistryError> {
+        let file = self.file();
+        let names: Vec<String> = self
+            .store::<P>()
+            .entries
+            .iter()
+            .map(|e| e.key().to_string())
+            .collect();
+        names
+            .into_iter()
+            .map(|n| self.resolve::<P>(&file, code, &n).map(|c| (n, c)))
+            .collect()
+    }
+
+    /// Subscribes to the registry's events (instances added, removed,
+    /// replaced), delivered in order.
+    pub fn subscribe(&self) -> EventStream<RegistryEvent> {
+        self.inner.events.subscribe()
+    }
+
     pub(crate) fn store<P: Primitive>(&self) -> &Store<P> {
         P::store(&self.inner.stores)
     }
@@ -213,10 +254,12 @@ impl Registry {
         }
         let code = store.code.read();
         let file = self.file();
-        let (config, ring_capacity) = match self.cached_default::<P>(store, &file, &code, name) {
-            Some(found) => found,
-            None => self.resolve_full::<P>(&file, &code, name)?,
-        };
+        let classes = &self.inner.classes;
+        let (config, ring_capacity) =
+            match resolve::cached_default(classes, store, &file, &code, name) {
+                Some(found) => found,
+                None => resolve::resolve_layers::<P>(classes, &file, &code, name, &mut ())?,
+            };
         let ring_capacity = ring_capacity.unwrap_or(self.inner.event_buffer_size);
         match store.entries.entry(Arc::from(name)) {
             MapEntry::Occupied(o) => Ok(Handle::from_slot(Arc::clone(&o.get().slot))),
@@ -245,7 +288,7 @@ impl Registry {
                 // or replace this name before `Added` is out. Not kept in the
                 // instance's ring (its existence says as much), which saves
                 // the ring's buffer for the many instances nothing happens to.
-                self.publish_added(P::KIND, &name);
+                self.inner.events.publish_added(P::KIND, &name);
                 Ok(Handle::from_slot(slot))
             }
         }
@@ -466,12 +509,12 @@ impl Registry {
                 .unwrap_or_else(|| (P::create(Arc::clone(&name), config, clock), false));
             carried = kept;
             P::before_install(&self.inner.overrides, &name, current, &instance, carried);
-            self.drain_instance_events(&entry);
+            self.inner.events.drain(&entry);
             if let Some(capture) = &entry.capture {
                 *capture.lock() = instance.subscribe_events();
             }
             entry.slot.replace(instance);
-            self.publish(
+            self.inner.events.publish(
                 P::KIND,
                 name,
                 RegistryEventKind::Replaced {
@@ -496,12 +539,12 @@ impl Registry {
                 name: name.to_owned(),
             });
         };
-        self.drain_instance_events(&entry);
+        self.inner.events.drain(&entry);
         if let Some(capture) = &entry.capture {
             *capture.lock() = instance.subscribe_events();
         }
         entry.slot.replace(instance);
-        self.publish(
+        self.inner.events.publish(
             P::KIND,
             Arc::clone(entry.key()),
             RegistryEventKind::Replaced {
@@ -520,7 +563,9 @@ impl Registry {
         // Remove and publish under the shard lock, so a concurrent re-creation
         // of the name announces `Added` after this `Removed`.
         let removed = store.entries.remove_if(name, |key, _| {
-            self.publish(P::KIND, Arc::clone(key), RegistryEventKind::Removed, None);
+            self.inner
+                .events
+                .publish(P::KIND, Arc::clone(key), RegistryEventKind::Removed, None);
             true
         });
         match removed {
@@ -560,5 +605,195 @@ impl Registry {
             .collect();
         names.sort();
         names
+    }
+
+    // Error classes, predicates and chaos injections: the names config
+    // files use for what code defines.
+
+    /// Registers an error type whose class names config lists may use.
+    pub fn register_error_class<E: ErrorClass>(&self) {
+        self.inner.classes.register::<E>();
+    }
+
+    /// Registers a predicate under `name`, for config files to name it as a
+    /// Spring file names a Java `Predicate` class: `record-failure-predicate`,
+    /// `ignore-exception-predicate` and `retry-exception-predicate` apply it to
+    /// errors of type `T`; `record-result-predicate` and `result-predicate`
+    /// to successful values of type `T`. A file may write the name with a
+    /// package (`io.github.robwin.exception.RecordFailurePredicate` finds
+    /// `RecordFailurePredicate`). Register before loading the file; a name
+    /// registered twice keeps the later predicate.
+    ///
+    /// ```
+    /// # #[cfg(feature = "yaml")] {
+    /// use resil_registry::{FileConfig, Registry};
+    ///
+    /// #[derive(Debug)]
+    /// enum ApiError { Business, Down }
+    ///
+    /// let registry = Registry::new();
+    /// registry.register_predicate("RecordFailurePredicate", |e: &ApiError| {
+    ///     !matches!(e, ApiError::Business)
+    /// });
+    /// registry.reload(FileConfig::from_yaml_str("
+    /// resilience4j.circuitbreaker.instances.backendB:
+    ///   recordFailurePredicate: io.github.robwin.exception.RecordFailurePredicate
+    /// ").unwrap()).unwrap();
+    /// let breaker = registry.circuit_breaker("backendB");
+    /// let _ = breaker.call(|| Err::<(), _>(ApiError::Business));
+    /// let _ = breaker.call(|| Err::<(), _>(ApiError::Down));
+    /// assert_eq!(breaker.metrics().failed_calls(), 1);
+    /// # }
+    /// ```
+    pub fn register_predicate<T: 'static>(
+        &self,
+        name: &str,
+        predicate: impl Fn(&T) -> bool + Send + Sync + 'static,
+    ) {
+        self.inner.classes.register_predicate(name, predicate);
+    }
+
+    /// Registers an error a chaos instance may inject, under `name`, for
+    /// config files to list in `resilience4j.chaos.instances.<x>.errors`
+    /// (a file cannot build a Rust value). While the instance is enabled,
+    /// a call whose error type is `E` fails with `make()` at the entry's
+    /// `error-rate`, without reaching the downstream. One injection per
+    /// error type takes part in an instance: list one name per type.
+    /// Register before loading the file; a name registered twice keeps the
+    /// later factory.
+    ///
+    /// ```
+    /// # #[cfg(feature = "yaml")] {
+    /// use resil_registry::{FileConfig, Registry};
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// enum InventoryError { Unavailable }
+    ///
+    /// let registry = Registry::new();
+    /// registry.register_chaos_error("unavailable", || InventoryError::Unavailable);
+    /// registry.reload(FileConfig::from_yaml_str("
+    /// resilience4j.chaos.instances.inventory-query:
+    ///   enabled: true
+    ///   error-rate: 1.0
+    ///   errors: [unavailable]
+    /// ").unwrap()).unwrap();
+    /// let chaos = registry.chaos("inventory-query");
+    /// let out = chaos.call(|| Ok::<u32, InventoryError>(7));
+    /// assert_eq!(out.unwrap_err().into_call(), Some(InventoryError::Unavailable));
+    /// # }
+    /// ```
+    pub fn register_chaos_error<E: 'static>(
+        &self,
+        name: &str,
+        make: impl Fn() -> E + Send + Sync + 'static,
+    ) {
+        self.inner.classes.injections.register_error(name, make);
+    }
+
+    /// Registers a result a chaos instance may return instead of calling the
+    /// downstream, under `name`, for `resilience4j.chaos.instances.<x>.results`
+    /// (at the entry's `result-rate`); as
+    /// [`register_chaos_error`](Self::register_chaos_error), for successful
+    /// values of type `T`.
+    pub fn register_chaos_result<T: 'static>(
+        &self,
+        name: &str,
+        make: impl Fn() -> T + Send + Sync + 'static,
+    ) {
+        self.inner.classes.injections.register_result(name, make);
+    }
+
+    /// Every name error lists may use: the registered error classes' names and
+    /// the kinds of `resil::Error` (`timeout`, `call_not_permitted`, …), sorted.
+    pub fn error_class_names(&self) -> Vec<String> {
+        self.inner.classes.names()
+    }
+
+    /// Adds the predicates an error-name list stands for to a breaker builder
+    /// (`record-errors` or `ignore-errors`): one typed predicate per registered
+    /// error class whose names the list uses. An unknown name is an error
+    /// listing every registered name; `used_in` names the list in that error.
+    pub fn breaker_error_names(
+        &self,
+        builder: CircuitBreakerConfigBuilder,
+        list: ErrorList,
+        names: &[String],
+        used_in: &str,
+    ) -> Result<CircuitBreakerConfigBuilder, RegistryError> {
+        self.inner.classes.check(names, used_in)?;
+        Ok(self.inner.classes.apply_breaker(builder, list, names))
+    }
+
+    /// As [`breaker_error_names`](Self::breaker_error_names), for a retry's
+    /// `retry-errors` or `ignore-errors`; `resil::Error` kind names in
+    /// `retry-errors` (`timeout`, …) choose which refusals are retried.
+    pub fn retry_error_names(
+        &self,
+        builder: RetryConfigBuilder,
+        list: ErrorList,
+        names: &[String],
+        used_in: &str,
+    ) -> Result<RetryConfigBuilder, RegistryError> {
+        self.inner.classes.check(names, used_in)?;
+        Ok(self.inner.classes.apply_retry(builder, list, names))
+    }
+
+    /// [`configure`](Self::configure) for the literal settings a resil
+    /// attribute writes (`#[resil::retry(name = "x", max_attempts = 2)]`):
+    /// the first site to run sets them; a later site naming the same
+    /// instance with the same literals changes nothing; one with other
+    /// literals is refused with [`RegistryError::AttributeConflict`] and an
+    /// [`AttributeConflict`](RegistryEventKind::AttributeConflict) event
+    /// naming both sites and the keys, and the first site's settings stay.
+    ///
+    /// Attribute literals are code settings, so they win over the config
+    /// file, as Resilience4j's code customizers win over properties; the
+    /// snapshot shows each value's `location` (`attribute at src/x.rs:12`)
+    /// so an operator sees why a file value is not in force.
+    pub fn configure_from_attribute<P: Primitive>(
+        &self,
+        name: &str,
+        site: &'static AttributeSite,
+        f: impl Fn(P::Builder) -> P::Builder + Send + Sync + 'static,
+    ) -> Result<(), RegistryError> {
+        {
+            let mut sites = self.inner.sites.lock();
+            match sites.get(&(P::KIND, name.to_owned())) {
+                Some(first) if first.location == site.location => return Ok(()),
+                Some(first) => {
+                    let keys = site.differences(first);
+                    if keys.is_empty() {
+                        return Ok(());
+                    }
+                    let first = first.location;
+                    drop(sites);
+                    self.inner.events.publish(
+                        P::KIND,
+                        Arc::from(name),
+                        RegistryEventKind::AttributeConflict {
+                            first,
+                            second: site.location,
+                            keys: keys.clone(),
+                        },
+                        None,
+                    );
+                    return Err(RegistryError::AttributeConflict {
+                        kind: P::KIND,
+                        name: name.to_owned(),
+                        first,
+                        second: site.location,
+                        keys,
+                    });
+                }
+                None => {
+                    sites.insert((P::KIND, name.to_owned()), site);
+                }
+            }
+        }
+        let result = self.configure::<P>(name, f);
+        if result.is_err() {
+            self.inner.sites.lock().remove(&(P::KIND, name.to_owned()));
+        }
+        result
     }
 }

@@ -57,81 +57,80 @@ fn published_name(metric: &str) -> String {
     }
 }
 
-impl Registry {
-    /// Publishes every instance's metrics under Resilience4j's names through
-    /// the `metrics` facade, plus `resil_registry_refused_instances{kind}`,
-    /// the cardinality guard's refusals. Runs due override expiries and
-    /// collects instance events first.
-    pub fn publish_metrics(&self) {
-        self.run_due_overrides();
-        self.collect_instance_events();
-        struct Publish<'a>(&'a Registry);
-        impl KindVisitor for Publish<'_> {
-            fn visit<P: Primitive>(&mut self) {
-                self.0.publish_kind::<P>();
-            }
+/// Publishes every instance's metrics (see [`Registry::publish_metrics`]).
+pub(crate) fn publish(registry: &Registry) {
+    registry.run_due_overrides();
+    registry.collect_instance_events();
+    struct Publish<'a>(&'a Registry);
+    impl KindVisitor for Publish<'_> {
+        fn visit<P: Primitive>(&mut self) {
+            publish_kind::<P>(self.0);
+        }
 
-            #[cfg(feature = "redis")]
-            fn visit_distributed(&mut self) {
-                for name in self.0.distributed_rate_limiter_names() {
-                    if let Some(handle) = self.0.find_distributed(&name) {
-                        let backend = [Label::new("backend", "redis")];
-                        self.0
-                            .publish_values::<RateLimiter>(&name, &*handle, &backend);
-                    }
+        #[cfg(feature = "redis")]
+        fn visit_distributed(&mut self) {
+            for name in self.0.distributed_rate_limiter_names() {
+                if let Some(handle) = self.0.find_distributed(&name) {
+                    let backend = [Label::new("backend", "redis")];
+                    publish_values::<RateLimiter>(self.0, &name, &*handle, &backend);
                 }
             }
         }
-        for_each_kind(&mut Publish(self));
-        for kind in Kind::ALL {
-            metrics::counter!(
-                "resil_registry_refused_instances",
-                vec![Label::new("kind", kind.as_str())]
-            )
-            .absolute(self.refused_by_cap(kind));
+    }
+    for_each_kind(&mut Publish(registry));
+    for kind in Kind::ALL {
+        metrics::counter!(
+            "resil_registry_refused_instances",
+            vec![Label::new("kind", kind.as_str())]
+        )
+        .absolute(registry.refused_by_cap(kind));
+    }
+}
+
+fn publish_kind<P: Primitive>(registry: &Registry) {
+    for name in registry.names::<P>() {
+        if let Some(handle) = registry.find::<P>(&name) {
+            publish_values::<P>(registry, &name, &*handle, &[]);
         }
     }
+}
 
-    fn publish_kind<P: Primitive>(&self) {
-        for name in self.names::<P>() {
-            if let Some(handle) = self.find::<P>(&name) {
-                self.publish_values::<P>(&name, &*handle, &[]);
-            }
+/// One instance's metrics, labelled with its name, the tags of instance
+/// `name` of kind `P`, and `extra` (a Redis-backed limiter's
+/// `backend="redis"`, apart from a local limiter of the same name).
+fn publish_values<P: Primitive>(
+    registry: &Registry,
+    name: &str,
+    handle: &impl Describe,
+    extra: &[Label],
+) {
+    let mut labels = vec![Label::new("name", name.to_owned())];
+    for (k, v) in registry.tags::<P>(name) {
+        labels.push(Label::new(k, v));
+    }
+    labels.extend_from_slice(extra);
+    for metric in handle.metric_values() {
+        let mut labels = labels.clone();
+        if let Some(kind) = metric.tag {
+            labels.push(Label::new("kind", kind));
+        }
+        let key = published_name(metric.name);
+        match metric.kind {
+            MetricKind::Counter => metrics::counter!(key, labels).absolute(metric.value as u64),
+            MetricKind::Gauge => metrics::gauge!(key, labels).set(metric.value),
         }
     }
-
-    /// One instance's metrics, labelled with its name, the tags of instance
-    /// `name` of kind `P`, and `extra` (a Redis-backed limiter's
-    /// `backend="redis"`, apart from a local limiter of the same name).
-    fn publish_values<P: Primitive>(&self, name: &str, handle: &impl Describe, extra: &[Label]) {
-        let mut labels = vec![Label::new("name", name.to_owned())];
-        for (k, v) in self.tags::<P>(name) {
-            labels.push(Label::new(k, v));
-        }
-        labels.extend_from_slice(extra);
-        for metric in handle.metric_values() {
+    // The state gauge is the breaker's (a chaos instance's state is its
+    // `resil_chaos_enabled` gauge).
+    if let Some(state) = handle
+        .state_label()
+        .filter(|_| P::KIND == Kind::CircuitBreaker)
+    {
+        for s in STATES {
             let mut labels = labels.clone();
-            if let Some(kind) = metric.tag {
-                labels.push(Label::new("kind", kind));
-            }
-            let key = published_name(metric.name);
-            match metric.kind {
-                MetricKind::Counter => metrics::counter!(key, labels).absolute(metric.value as u64),
-                MetricKind::Gauge => metrics::gauge!(key, labels).set(metric.value),
-            }
-        }
-        // The state gauge is the breaker's (a chaos instance's state is its
-        // `resil_chaos_enabled` gauge).
-        if let Some(state) = handle
-            .state_label()
-            .filter(|_| P::KIND == Kind::CircuitBreaker)
-        {
-            for s in STATES {
-                let mut labels = labels.clone();
-                labels.push(Label::new("state", s.as_str().to_ascii_lowercase()));
-                metrics::gauge!("resilience4j_circuitbreaker_state", labels)
-                    .set(if s.as_str() == state { 1.0 } else { 0.0 });
-            }
+            labels.push(Label::new("state", s.as_str().to_ascii_lowercase()));
+            metrics::gauge!("resilience4j_circuitbreaker_state", labels)
+                .set(if s.as_str() == state { 1.0 } else { 0.0 });
         }
     }
 }

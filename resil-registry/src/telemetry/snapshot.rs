@@ -1,6 +1,6 @@
 //! A serializable picture of every instance, for an HTTP endpoint to serve.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 #[cfg(feature = "redis")]
@@ -13,7 +13,11 @@ use std::sync::Arc;
 use crate::handle::Handle;
 use crate::kind::Kind;
 use crate::primitive::Primitive;
-use crate::registry::Registry;
+use crate::registry::plan::plan;
+use crate::registry::resolve::{resolve_layers, Labelled};
+use crate::registry::{
+    Registry, DEFAULT_ALLOW_HEALTH_INDICATOR_TO_FAIL, DEFAULT_REGISTER_HEALTH_INDICATOR,
+};
 use crate::store::{for_each_kind, KindVisitor};
 
 /// Every instance in the registry.
@@ -126,6 +130,29 @@ pub struct OverrideSnapshot {
 }
 
 impl Registry {
+    /// Publishes every instance's metrics under Resilience4j's names through
+    /// the `metrics` facade, plus `resil_registry_refused_instances{kind}`,
+    /// the cardinality guard's refusals. Runs due override expiries and
+    /// collects instance events first.
+    #[cfg(feature = "metrics")]
+    pub fn publish_metrics(&self) {
+        super::metrics::publish(self);
+    }
+
+    /// Collects every instance's own events into its ring now (see
+    /// [`RegistryBuilder::record_instance_events`](crate::RegistryBuilder::record_instance_events)).
+    pub fn collect_instance_events(&self) {
+        struct Collect<'a>(&'a Registry);
+        impl KindVisitor for Collect<'_> {
+            fn visit<P: Primitive>(&mut self) {
+                for entry in self.0.store::<P>().entries.iter() {
+                    self.0.inner.events.drain(&entry);
+                }
+            }
+        }
+        for_each_kind(&mut Collect(self));
+    }
+
     /// A picture of every instance: kind, name, state, metrics, effective
     /// configuration with provenance, tags, manual override, health and
     /// recent events. Runs due override expiries first.
@@ -216,7 +243,7 @@ impl Registry {
                 let Some(entry) = self.store::<P>().entries.get(name.as_str()) else {
                     continue;
                 };
-                self.drain_instance_events(&entry);
+                self.inner.events.drain(&entry);
                 (
                     Handle::from_slot(Arc::clone(&entry.slot)),
                     entry.slot.ring.to_vec(),
@@ -347,6 +374,90 @@ impl Registry {
                 reason: if status == Status::Up { None } else { reason },
             });
         }
+    }
+
+    // Which instances take part in the health summary, and which may fail it.
+
+    /// Whether the instance of kind `P` called `name` takes part in the
+    /// health summary ([`DEFAULT_REGISTER_HEALTH_INDICATOR`](crate::DEFAULT_REGISTER_HEALTH_INDICATOR): yes).
+    /// Resilience4j's `register-health-indicator`; set here, it wins over the
+    /// config file's key.
+    pub fn set_health_indicator<P: Primitive>(&self, name: &str, enabled: bool) {
+        let mut code = self.store::<P>().code.write();
+        code.instances
+            .entry(name.to_owned())
+            .or_default()
+            .health_indicator = Some(enabled);
+    }
+
+    /// Whether the instance's DOWN may make the summary DOWN
+    /// ([`DEFAULT_ALLOW_HEALTH_INDICATOR_TO_FAIL`](crate::DEFAULT_ALLOW_HEALTH_INDICATOR_TO_FAIL): no, it shows DEGRADED, so
+    /// a downstream's outage never takes this service out of rotation).
+    /// Resilience4j's `allow-health-indicator-to-fail`; set here, it wins
+    /// over the config file's key.
+    pub fn allow_health_indicator_to_fail<P: Primitive>(&self, name: &str, allow: bool) {
+        let mut code = self.store::<P>().code.write();
+        code.instances
+            .entry(name.to_owned())
+            .or_default()
+            .allow_health_indicator_to_fail = Some(allow);
+    }
+
+    /// `(takes part, may fail)` for an instance: code
+    /// ([`set_health_indicator`](Self::set_health_indicator),
+    /// [`allow_health_indicator_to_fail`](Self::allow_health_indicator_to_fail))
+    /// over the file's `register-health-indicator` and
+    /// `allow-health-indicator-to-fail`, over the defaults: every instance
+    /// takes part, and none may fail ([`DEFAULT_ALLOW_HEALTH_INDICATOR_TO_FAIL`](crate::DEFAULT_ALLOW_HEALTH_INDICATOR_TO_FAIL)).
+    pub(crate) fn health_settings<P: Primitive>(&self, name: &str) -> (bool, bool) {
+        let code = self.store::<P>().code.read();
+        let i = code.instances.get(name);
+        let file = self.file();
+        let entry = plan::<P>(&file, &code, name).ok().map(|p| p.entry);
+        (
+            i.and_then(|i| i.health_indicator)
+                .or_else(|| entry.and_then(|e| e.register_health_indicator()))
+                .unwrap_or(DEFAULT_REGISTER_HEALTH_INDICATOR),
+            i.and_then(|i| i.allow_health_indicator_to_fail)
+                .or_else(|| entry.and_then(|e| e.allow_health_indicator_to_fail()))
+                .unwrap_or(DEFAULT_ALLOW_HEALTH_INDICATOR_TO_FAIL),
+        )
+    }
+
+    // Where each configuration value of an instance came from.
+
+    /// Which layer set each configuration value of instance `name`,
+    /// recorded while resolving it again (see [`Labelled`]).
+    pub(crate) fn labelled<P: Primitive>(&self, name: &str) -> Labelled<'static> {
+        let site = self
+            .inner
+            .sites
+            .lock()
+            .get(&(P::KIND, name.to_owned()))
+            .copied();
+        let mut labelled = Labelled::new::<P>(site);
+        let code = self.store::<P>().code.read();
+        let file = self.file();
+        let _ = resolve_layers::<P>(&self.inner.classes, &file, &code, name, &mut labelled);
+        labelled
+    }
+
+    /// Where each key the file sets for instance `name` of kind `P` came
+    /// from (`instance`, a config's name, an env variable); keys the file
+    /// leaves unset are absent.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn file_sources<P: Primitive>(&self, name: &str) -> HashMap<String, String> {
+        let code = self.store::<P>().code.read();
+        let file = self.file();
+        let Ok(plan) = plan::<P>(&file, &code, name) else {
+            return HashMap::new();
+        };
+        plan.entry
+            .provenance()
+            .into_iter()
+            .filter(|p| p.path.is_some())
+            .map(|p| (p.key, p.source.to_string()))
+            .collect()
     }
 }
 
