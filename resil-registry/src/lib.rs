@@ -67,8 +67,6 @@ pub mod config;
 
 mod chain;
 mod classes;
-#[cfg(feature = "redis")]
-mod distributed;
 mod error;
 mod event;
 mod global;

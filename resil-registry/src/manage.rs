@@ -26,7 +26,7 @@ use resil_core::rate_limiter::RateLimiter;
 use crate::error::RegistryError;
 use crate::event::RegistryEventKind;
 use crate::kind::Kind;
-use crate::kinds::{chaos_status, disable_chaos, enable_chaos, transition};
+use crate::kinds::{chaos_status, disable_chaos, enable_chaos, transition, RateChange};
 use crate::overrides::{ManualOverride, Transition};
 use crate::primitive::Primitive;
 use crate::registry::{Inner, Registry};
@@ -278,8 +278,7 @@ impl Registry {
                         source,
                     })
             },
-            #[cfg(feature = "redis")]
-            |b| b.limit_for_period(limit_for_period),
+            RateChange::Limit(limit_for_period),
         )?;
         tracing::info!(
             kind = "rate_limiter",
@@ -304,8 +303,7 @@ impl Registry {
                 limiter.change_timeout_duration(timeout);
                 Ok(())
             },
-            #[cfg(feature = "redis")]
-            |b| b.timeout_duration(timeout),
+            RateChange::Timeout(timeout),
         )?;
         tracing::info!(kind = "rate_limiter", name, timeout = ?timeout, "timeout changed");
         Ok(())
@@ -317,20 +315,16 @@ impl Registry {
     fn manage_rate_limiter(
         &self,
         name: &str,
-        #[cfg_attr(not(feature = "redis"), allow(unused_variables))] cause: &str,
+        cause: &str,
         local: impl FnOnce(&RateLimiter) -> Result<(), RegistryError>,
-        #[cfg(feature = "redis")] distributed: impl FnOnce(
-            resil_core::distributed_rate_limiter::DistributedRateLimiterConfigBuilder,
-        ) -> resil_core::distributed_rate_limiter::DistributedRateLimiterConfigBuilder,
+        twin: RateChange,
     ) -> Result<(), RegistryError> {
         let found = self.find::<RateLimiter>(name);
         if let Some(limiter) = &found {
             local(limiter)?;
         }
-        #[cfg(feature = "redis")]
-        let found = self.change_distributed(name, cause, distributed)? || found.is_some();
-        #[cfg(not(feature = "redis"))]
-        let found = found.is_some();
+        let twins = &self.store::<RateLimiter>().twins;
+        let found = twins.change(name, twin, &self.inner.events, cause)? || found.is_some();
         if found {
             Ok(())
         } else {

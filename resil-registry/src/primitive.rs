@@ -12,8 +12,11 @@ use crate::classes::{ErrorClasses, ErrorList};
 use crate::config::{ErrorNames, FileConfig, Resolved, Section};
 use crate::kind::Kind;
 use crate::overrides::Overrides;
-use crate::store::{CodeSettings, KindVisitor, Store, Stores};
+use crate::registry::Publisher;
+use crate::store::{CodeSettings, Store, Stores};
 use crate::telemetry::describe::Describe;
+use crate::telemetry::describe::Telemetry;
+use crate::RegistryError;
 
 pub(crate) use self::sealed::{Hooks, Located};
 pub(crate) use crate::config::bind::Bind;
@@ -24,10 +27,8 @@ mod sealed {
 
     use resil_core::clock::SharedClock;
 
-    use resil_core::rate_limiter::RateLimiterConfigBuilder;
-
-    use super::{CodeSettings, KindVisitor, Store, Stores};
     use super::{ErrorClasses, ErrorList, ErrorNames, FileConfig, Overrides, Resolved, Section};
+    use super::{Store, Stores};
 
     /// Where the list of kinds keeps a kind: its store and its part of a
     /// config file. Generated for every kind by the list (`kinds/mod.rs`);
@@ -52,6 +53,11 @@ mod sealed {
         /// The builder code settings transform (the same as
         /// [`Primitive::Builder`](super::Primitive::Builder)).
         type Settings;
+
+        /// Instances of the kind built apart from get-or-create, beside its
+        /// own: the rate limiter's Redis-backed twins. [`NoTwins`](super::NoTwins)
+        /// for every other kind.
+        type Twins: super::Twins<Self::Settings>;
 
         /// Applies `config` through the instance's run-time setters, when
         /// every difference is one a setter covers; whether it did (the
@@ -96,18 +102,6 @@ mod sealed {
             _names: &[String],
         ) -> Self::Settings {
             builder
-        }
-
-        /// What a walk over every kind visits right after this one: the
-        /// rate limiter's Redis-backed twins, beside it.
-        fn after_visit(_visitor: &mut impl KindVisitor) {}
-
-        /// The code settings the rate limiter's Redis-backed twins share:
-        /// `code` itself for the rate limiter, nothing for other kinds.
-        fn rate_limiter_code(
-            _code: &CodeSettings<Self::Settings>,
-        ) -> Option<&CodeSettings<RateLimiterConfigBuilder>> {
-            None
         }
     }
 }
@@ -159,4 +153,77 @@ pub trait Primitive:
     fn file_builder(entry: &Resolved<Self::Config>) -> <Self as Primitive>::Builder {
         entry.builder()
     }
+}
+
+/// Instances of a kind that its get-or-create does not build, kept in its
+/// store beside its own and shown with them: the rate limiter's
+/// Redis-backed twins (feature `redis`). `B` is the kind's builder, whose
+/// code settings the twins share. Every method has a default that suits a
+/// kind without twins ([`NoTwins`]).
+pub trait Twins<B>: Default + Send + Sync + 'static {
+    /// Rebuilds validated but not yet installed.
+    type Pending: Default;
+
+    /// How many exist.
+    fn len(&self) -> usize {
+        0
+    }
+
+    /// Their names, sorted.
+    fn names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Calls `f` with the telemetry of the twin `name`, if it exists.
+    fn with(&self, _name: &str, _f: &mut dyn FnMut(&dyn Telemetry)) {}
+
+    /// The labels their metrics carry beside the name (`backend="redis"`),
+    /// apart from the local instance of the same name.
+    fn labels(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
+    /// After the code settings `code` of `name` changed (not yet applied):
+    /// the rebuilds they make. Validates only.
+    fn reconfigured(
+        &self,
+        _classes: &ErrorClasses,
+        _file: &FileConfig,
+        _code: &CodeSettings<B>,
+        _name: &str,
+    ) -> Result<Self::Pending, RegistryError> {
+        Ok(Self::Pending::default())
+    }
+
+    /// A reload from `old` to `new`: the rebuilds it makes, with an error for
+    /// each twin (or instance of `local` names) it cannot move. Validates
+    /// only.
+    fn reloaded(
+        &self,
+        _classes: &ErrorClasses,
+        _old: &FileConfig,
+        _new: &FileConfig,
+        _code: &CodeSettings<B>,
+        _local: &[String],
+        _errors: &mut Vec<RegistryError>,
+    ) -> Self::Pending {
+        Self::Pending::default()
+    }
+
+    /// Installs validated rebuilds, announcing each with `cause`; the labels
+    /// of the replaced ones.
+    fn install(&self, _pending: Self::Pending, _events: &Publisher, _cause: &str) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// The validated rebuilds of the twins of kind `P`.
+pub(crate) type Pending<P> = <<P as Hooks>::Twins as Twins<<P as Primitive>::Builder>>::Pending;
+
+/// The twins of a kind that has none.
+#[derive(Debug, Default)]
+pub struct NoTwins;
+
+impl<B> Twins<B> for NoTwins {
+    type Pending = ();
 }

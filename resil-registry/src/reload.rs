@@ -33,8 +33,7 @@ use parking_lot::RwLockWriteGuard;
 use crate::config::{ConfigFileError, FileConfig, Problem};
 use crate::error::RegistryError;
 use crate::event::RegistryEventKind;
-use crate::kind::Kind;
-use crate::primitive::Primitive;
+use crate::primitive::{Pending, Primitive, Twins};
 use crate::registry::{plan, Registry};
 use crate::store::{for_each_kind, CodeSettings, KindVisitor};
 
@@ -209,8 +208,7 @@ impl Registry {
                 self.kinds.push(Box::new(Staged::<'a, P> {
                     code: self.registry.store::<P>().code.write(),
                     changes: Vec::new(),
-                    #[cfg(feature = "redis")]
-                    twins: Vec::new(),
+                    twins: Default::default(),
                 }));
             }
         }
@@ -246,12 +244,16 @@ impl Registry {
         for kind in &mut kinds {
             kind.apply(self, &mut report);
         }
-        #[allow(unused_mut)]
-        let mut existing: usize = Kind::ALL.iter().map(|k| self.len(*k)).sum();
-        #[cfg(feature = "redis")]
-        {
-            existing += self.distributed_len();
+        struct Count<'a>(&'a Registry, usize);
+        impl KindVisitor for Count<'_> {
+            fn visit<P: Primitive>(&mut self) {
+                let store = self.0.store::<P>();
+                self.1 += store.entries.len() + store.twins.len();
+            }
         }
+        let mut count = Count(self, 0);
+        for_each_kind(&mut count);
+        let existing = count.1;
         report.unchanged = existing - report.replaced.len() - report.updated_in_place.len();
         tracing::info!(
             replaced = ?report.replaced,
@@ -374,8 +376,8 @@ trait KindReload {
 struct Staged<'a, P: Primitive> {
     code: RwLockWriteGuard<'a, CodeSettings<P::Builder>>,
     changes: Vec<Change<P>>,
-    #[cfg(feature = "redis")]
-    twins: Vec<crate::distributed::Rebuild>,
+    /// The twins' rebuilds (the rate limiter's Redis-backed ones).
+    twins: Pending<P>,
 }
 
 impl<P: Primitive> KindReload for Staged<'_, P> {
@@ -389,20 +391,17 @@ impl<P: Primitive> KindReload for Staged<'_, P> {
     ) {
         registry.check_file_names::<P>(new, problems);
         self.changes = registry.validate::<P>(old, new, &self.code, errors);
-        #[cfg(feature = "redis")]
-        {
-            if let Some(code) = P::rate_limiter_code(&self.code) {
-                self.twins = registry.validate_distributed(old, new, code, errors);
-            }
-        }
+        let local = registry.names::<P>();
+        let twins = &registry.store::<P>().twins;
+        let classes = &registry.inner.classes;
+        self.twins = twins.reloaded(classes, old, new, &self.code, &local, errors);
     }
 
     fn apply(&mut self, registry: &Registry, report: &mut ReloadReport) {
         registry.apply::<P>(std::mem::take(&mut self.changes), report);
-        #[cfg(feature = "redis")]
-        {
-            let replaced = registry.apply_distributed(std::mem::take(&mut self.twins), "reload");
-            report.replaced.extend(replaced);
-        }
+        let twins = &registry.store::<P>().twins;
+        let pending = std::mem::take(&mut self.twins);
+        let replaced = twins.install(pending, &registry.inner.events, "reload");
+        report.replaced.extend(replaced);
     }
 }

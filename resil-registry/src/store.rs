@@ -65,9 +65,8 @@ impl<B> InstanceCode<B> {
 }
 
 /// Everything set in code for one kind.
-// `pub` (in this private module) because the Redis twin hooks of the sealed
-// `Primitive` take it; without them nothing outside the crate can reach it.
-#[cfg_attr(not(feature = "redis"), allow(unreachable_pub))]
+// `pub` (in this private module) because the sealed `Twins` hooks take it;
+// nothing outside the crate can reach it.
 pub struct CodeSettings<B> {
     pub(crate) configs: HashMap<String, CodeConfig<B>>,
     pub(crate) instances: HashMap<String, InstanceCode<B>>,
@@ -110,6 +109,8 @@ pub struct Store<P: Primitive> {
     /// Used only while no code config exists and the file's default entry
     /// lists no error names (whose predicates depend on registered classes).
     pub(crate) default_config: Mutex<Option<DefaultConfig<P>>>,
+    /// The kind's twins (the rate limiter's Redis-backed ones).
+    pub(crate) twins: P::Twins,
 }
 
 /// How instance names are hashed: foldhash (hashbrown's own default), seeded
@@ -127,6 +128,7 @@ impl<P: Primitive> Default for Store<P> {
             len: AtomicUsize::new(0),
             refused: AtomicU64::new(0),
             default_config: Mutex::new(None),
+            twins: Default::default(),
         }
     }
 }
@@ -185,14 +187,9 @@ impl Stores {
 /// Something done once per kind: [`for_each_kind`] calls
 /// [`visit`](Self::visit) with each primitive type in the registry's fixed
 /// order (the order of [`Kind::ALL`]). The one place that lists the kinds.
-pub trait KindVisitor {
+pub(crate) trait KindVisitor {
     /// Called once per kind.
     fn visit<P: Primitive>(&mut self);
-
-    /// Called for the Redis-backed rate limiters, right after the
-    /// in-process ones (they share the rate limiter's kind).
-    #[cfg(feature = "redis")]
-    fn visit_distributed(&mut self) {}
 }
 
 /// Generates, from the list of kinds (`kinds!`): [`Stores`], one store per
@@ -233,10 +230,7 @@ macro_rules! stores {
         pub(crate) fn for_each_kind(visitor: &mut impl KindVisitor) {
             $(
                 $(#[cfg($cfg)])?
-                {
-                    visitor.visit::<$ty>();
-                    <$ty as crate::primitive::Hooks>::after_visit(visitor);
-                }
+                visitor.visit::<$ty>();
             )*
         }
     };

@@ -59,8 +59,6 @@
 
 pub(crate) mod apply;
 pub(crate) mod bind;
-#[cfg(feature = "redis")]
-mod distributed;
 pub(crate) mod duration;
 mod env;
 mod error;

@@ -215,8 +215,8 @@ impl<C> Resolved<C> {
 
     /// A number-valued key (a chaos entry's `error-rate`), when set.
     pub(crate) fn f64_of(&self, key: &str) -> Option<f64> {
-        match self.values.get(key)?.val {
-            Val::F64(v) => Some(v),
+        match self.value(key)? {
+            Val::F64(v) => Some(*v),
             _ => None,
         }
     }
@@ -253,15 +253,15 @@ impl<C> Resolved<C> {
         }
     }
 
-    /// The value of a registry-read option (`redis-url`, `backend`, …), if set.
-    #[cfg(feature = "redis")]
+    /// The value of option `key`, if something set it (a registry-read
+    /// option's, such as `redis-url` or `backend`, too).
     pub(crate) fn value(&self, key: &str) -> Option<&Val> {
         self.values.get(key).map(|s| &s.val)
     }
 
     fn flag(&self, key: &str) -> Option<bool> {
-        match self.values.get(key)?.val {
-            Val::Bool(b) => Some(b),
+        match self.value(key)? {
+            Val::Bool(b) => Some(*b),
             _ => None,
         }
     }

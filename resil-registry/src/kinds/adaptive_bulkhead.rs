@@ -19,8 +19,8 @@ use crate::config::bind::Bind;
 use crate::config::render::Render;
 use crate::config::schema::Val;
 use crate::kind::Kind;
-use crate::primitive::{Hooks, Primitive};
-use crate::telemetry::describe::{describe_config, Describe, Metric};
+use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
 impl Primitive for AdaptiveBulkhead {
@@ -47,6 +47,7 @@ impl Primitive for AdaptiveBulkhead {
 
 impl Hooks for AdaptiveBulkhead {
     type Settings = AdaptiveBulkheadConfigBuilder;
+    type Twins = NoTwins;
 }
 
 bind! {
@@ -81,13 +82,7 @@ impl Render for AdaptiveBulkheadConfig {
     }
 }
 
-impl Describe for AdaptiveBulkhead {
-    type Event = resil_core::bulkhead::AdaptiveBulkheadEvent;
-
-    fn subscribe_events(&self) -> EventStream<Self::Event> {
-        self.subscribe()
-    }
-
+impl Telemetry for AdaptiveBulkhead {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
         vec![
@@ -124,10 +119,6 @@ impl Describe for AdaptiveBulkhead {
         describe_config(&self.config())
     }
 
-    fn default_values() -> Vec<(&'static str, String)> {
-        describe_config(&AdaptiveBulkheadConfig::default())
-    }
-
     fn health(&self) -> (Status, Option<String>) {
         let m = self.metrics();
         if m.available_concurrent_calls() == 0 {
@@ -141,5 +132,17 @@ impl Describe for AdaptiveBulkhead {
         } else {
             (Status::Up, None)
         }
+    }
+}
+
+impl Describe for AdaptiveBulkhead {
+    type Event = resil_core::bulkhead::AdaptiveBulkheadEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&AdaptiveBulkheadConfig::default())
     }
 }

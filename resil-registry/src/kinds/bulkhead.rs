@@ -14,8 +14,8 @@ use crate::config::bind::Bind;
 use crate::config::render::Render;
 use crate::config::schema::Val;
 use crate::kind::Kind;
-use crate::primitive::{Hooks, Primitive};
-use crate::telemetry::describe::{describe_config, Describe, Metric};
+use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
 impl Primitive for Bulkhead {
@@ -42,6 +42,7 @@ impl Primitive for Bulkhead {
 
 impl Hooks for Bulkhead {
     type Settings = BulkheadConfigBuilder;
+    type Twins = NoTwins;
 
     /// Every bulkhead setting has a run-time setter.
     fn update_in_place(&self, config: &BulkheadConfig) -> bool {
@@ -76,13 +77,7 @@ impl Render for BulkheadConfig {
     }
 }
 
-impl Describe for Bulkhead {
-    type Event = resil_core::bulkhead::BulkheadEvent;
-
-    fn subscribe_events(&self) -> EventStream<Self::Event> {
-        self.subscribe()
-    }
-
+impl Telemetry for Bulkhead {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
         vec![
@@ -103,10 +98,6 @@ impl Describe for Bulkhead {
         describe_config(&self.config())
     }
 
-    fn default_values() -> Vec<(&'static str, String)> {
-        describe_config(&BulkheadConfig::default())
-    }
-
     fn health(&self) -> (Status, Option<String>) {
         if self.available_concurrent_calls() == 0 {
             (
@@ -116,5 +107,17 @@ impl Describe for Bulkhead {
         } else {
             (Status::Up, None)
         }
+    }
+}
+
+impl Describe for Bulkhead {
+    type Event = resil_core::bulkhead::BulkheadEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&BulkheadConfig::default())
     }
 }

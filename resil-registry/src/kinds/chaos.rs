@@ -29,8 +29,8 @@ use crate::event::RegistryEventKind;
 use crate::handle::Handle;
 use crate::kind::Kind;
 use crate::overrides::Overrides;
-use crate::primitive::{Hooks, Primitive};
-use crate::telemetry::describe::{describe_config, Describe, Metric};
+use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
 impl Primitive for Chaos {
@@ -57,6 +57,7 @@ impl Primitive for Chaos {
 
 impl Hooks for Chaos {
     type Settings = ChaosConfigBuilder;
+    type Twins = NoTwins;
 
     /// An operator's switch (on, with its TTL and reason) survives a
     /// reload or a `configure_chaos`: a drill is not ended by a config
@@ -284,13 +285,7 @@ impl Render for ChaosConfig {
     }
 }
 
-impl Describe for Chaos {
-    type Event = resil_core::chaos::ChaosEvent;
-
-    fn subscribe_events(&self) -> EventStream<Self::Event> {
-        self.subscribe()
-    }
-
+impl Telemetry for Chaos {
     fn state_label(&self) -> Option<&'static str> {
         Some(if self.status().enabled() {
             "ENABLED"
@@ -323,10 +318,6 @@ impl Describe for Chaos {
         describe_config(self.config())
     }
 
-    fn default_values() -> Vec<(&'static str, String)> {
-        describe_config(&ChaosConfig::default())
-    }
-
     fn health(&self) -> (Status, Option<String>) {
         let status = self.status();
         if !status.enabled() {
@@ -348,5 +339,17 @@ impl Describe for Chaos {
             Status::Degraded,
             Some(format!("chaos injection ENABLED {why}, {until}")),
         )
+    }
+}
+
+impl Describe for Chaos {
+    type Event = resil_core::chaos::ChaosEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&ChaosConfig::default())
     }
 }

@@ -21,8 +21,8 @@ use crate::config::resolved::{ErrorNames, Resolved};
 use crate::config::schema::{Val, SLIDING_WINDOW_TYPES, STATES};
 use crate::kind::Kind;
 use crate::overrides::{Overrides, Transition};
-use crate::primitive::{Hooks, Primitive};
-use crate::telemetry::describe::{describe_config, Describe, Metric};
+use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
 impl Primitive for CircuitBreaker {
@@ -49,6 +49,7 @@ impl Primitive for CircuitBreaker {
 
 impl Hooks for CircuitBreaker {
     type Settings = CircuitBreakerConfigBuilder;
+    type Twins = NoTwins;
 
     /// A window of the same type and size carries the state and window over.
     fn rebuilt(
@@ -242,13 +243,7 @@ impl Render for CircuitBreakerConfig {
     }
 }
 
-impl Describe for CircuitBreaker {
-    type Event = resil_core::circuit_breaker::CircuitBreakerEvent;
-
-    fn subscribe_events(&self) -> EventStream<Self::Event> {
-        self.subscribe()
-    }
-
+impl Telemetry for CircuitBreaker {
     fn state_label(&self) -> Option<&'static str> {
         Some(self.state().as_str())
     }
@@ -305,10 +300,6 @@ impl Describe for CircuitBreaker {
         describe_config(self.config())
     }
 
-    fn default_values() -> Vec<(&'static str, String)> {
-        describe_config(&CircuitBreakerConfig::default())
-    }
-
     fn health(&self) -> (Status, Option<String>) {
         let m = self.metrics();
         match self.state() {
@@ -331,5 +322,17 @@ impl Describe for CircuitBreaker {
             ),
             State::ForcedOpen => (Status::Down, Some("FORCED_OPEN by an operator".to_owned())),
         }
+    }
+}
+
+impl Describe for CircuitBreaker {
+    type Event = resil_core::circuit_breaker::CircuitBreakerEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&CircuitBreakerConfig::default())
     }
 }

@@ -19,8 +19,8 @@ use crate::config::render::Render;
 use crate::config::resolved::{ErrorNames, Resolved};
 use crate::config::schema::Val;
 use crate::kind::Kind;
-use crate::primitive::{Hooks, Primitive};
-use crate::telemetry::describe::{describe_config, Describe, Metric};
+use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 
 impl Primitive for Hedging {
     type Config = HedgingConfig;
@@ -46,6 +46,7 @@ impl Primitive for Hedging {
 
 impl Hooks for Hedging {
     type Settings = HedgingConfigBuilder;
+    type Twins = NoTwins;
 
     fn error_lists(entry: &Resolved<HedgingConfig>) -> Vec<(ErrorNames<'_>, ErrorList)> {
         entry
@@ -90,13 +91,7 @@ impl Render for HedgingConfig {
     }
 }
 
-impl Describe for Hedging {
-    type Event = resil_core::hedging::HedgingEvent;
-
-    fn subscribe_events(&self) -> EventStream<Self::Event> {
-        self.subscribe()
-    }
-
+impl Telemetry for Hedging {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
         vec![
@@ -123,6 +118,14 @@ impl Describe for Hedging {
 
     fn config_values(&self) -> Vec<(&'static str, String)> {
         describe_config(self.config())
+    }
+}
+
+impl Describe for Hedging {
+    type Event = resil_core::hedging::HedgingEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
     }
 
     fn default_values() -> Vec<(&'static str, String)> {

@@ -29,6 +29,7 @@ pub(crate) use self::chaos::{
     disable as disable_chaos, enable as enable_chaos, status as chaos_status, Injections,
 };
 pub(crate) use self::circuit_breaker::transition;
+pub(crate) use self::rate_limiter::RateChange;
 
 /// `Config => Builder { "file-key" => ValVariant: setter_and_getter, … }`,
 /// in a kind's module.

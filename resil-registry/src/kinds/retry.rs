@@ -16,8 +16,8 @@ use crate::config::render::{backoff_values, Render};
 use crate::config::resolved::{ErrorNames, Resolved};
 use crate::config::schema::Val;
 use crate::kind::Kind;
-use crate::primitive::{Hooks, Primitive};
-use crate::telemetry::describe::{describe_config, Describe, Metric};
+use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 
 impl Primitive for Retry {
     type Config = RetryConfig;
@@ -43,6 +43,7 @@ impl Primitive for Retry {
 
 impl Hooks for Retry {
     type Settings = RetryConfigBuilder;
+    type Twins = NoTwins;
 
     fn error_lists(entry: &Resolved<RetryConfig>) -> Vec<(ErrorNames<'_>, ErrorList)> {
         let mut lists = Vec::new();
@@ -112,13 +113,7 @@ impl Render for RetryConfig {
     }
 }
 
-impl Describe for Retry {
-    type Event = resil_core::retry::RetryEvent;
-
-    fn subscribe_events(&self) -> EventStream<Self::Event> {
-        self.subscribe()
-    }
-
+impl Telemetry for Retry {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
         vec![
@@ -147,6 +142,14 @@ impl Describe for Retry {
 
     fn config_values(&self) -> Vec<(&'static str, String)> {
         describe_config(self.config())
+    }
+}
+
+impl Describe for Retry {
+    type Event = resil_core::retry::RetryEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
     }
 
     fn default_values() -> Vec<(&'static str, String)> {

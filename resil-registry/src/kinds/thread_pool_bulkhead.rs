@@ -16,8 +16,8 @@ use crate::config::bind::Bind;
 use crate::config::render::Render;
 use crate::config::schema::Val;
 use crate::kind::Kind;
-use crate::primitive::{Hooks, Primitive};
-use crate::telemetry::describe::{describe_config, Describe, Metric};
+use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
 impl Primitive for ThreadPoolBulkhead {
@@ -52,6 +52,7 @@ impl Primitive for ThreadPoolBulkhead {
 
 impl Hooks for ThreadPoolBulkhead {
     type Settings = ThreadPoolBulkheadConfigBuilder;
+    type Twins = NoTwins;
 }
 
 bind! {
@@ -81,13 +82,7 @@ impl Render for ThreadPoolBulkheadConfig {
     }
 }
 
-impl Describe for ThreadPoolBulkhead {
-    type Event = resil_core::thread_pool_bulkhead::ThreadPoolBulkheadEvent;
-
-    fn subscribe_events(&self) -> EventStream<Self::Event> {
-        self.subscribe()
-    }
-
+impl Telemetry for ThreadPoolBulkhead {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
         vec![
@@ -128,10 +123,6 @@ impl Describe for ThreadPoolBulkhead {
         describe_config(self.config())
     }
 
-    fn default_values() -> Vec<(&'static str, String)> {
-        describe_config(&ThreadPoolBulkheadConfig::default())
-    }
-
     fn health(&self) -> (Status, Option<String>) {
         let m = self.metrics();
         if m.remaining_queue_capacity() == 0 && m.queue_capacity() > 0 {
@@ -139,5 +130,17 @@ impl Describe for ThreadPoolBulkhead {
         } else {
             (Status::Up, None)
         }
+    }
+}
+
+impl Describe for ThreadPoolBulkhead {
+    type Event = resil_core::thread_pool_bulkhead::ThreadPoolBulkheadEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        describe_config(&ThreadPoolBulkheadConfig::default())
     }
 }

@@ -13,8 +13,8 @@ use crate::config::bind::Bind;
 use crate::config::render::Render;
 use crate::config::schema::Val;
 use crate::kind::Kind;
-use crate::primitive::{Hooks, Primitive};
-use crate::telemetry::describe::{describe_config, Describe, Metric};
+use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 
 impl Primitive for TimeLimiter {
     type Config = TimeLimiterConfig;
@@ -43,6 +43,7 @@ impl Primitive for TimeLimiter {
 
 impl Hooks for TimeLimiter {
     type Settings = TimeLimiterConfigBuilder;
+    type Twins = NoTwins;
 }
 
 bind! {
@@ -70,13 +71,7 @@ impl Render for TimeLimiterConfig {
     }
 }
 
-impl Describe for TimeLimiter {
-    type Event = resil_core::time_limiter::TimeLimiterEvent;
-
-    fn subscribe_events(&self) -> EventStream<Self::Event> {
-        self.subscribe()
-    }
-
+impl Telemetry for TimeLimiter {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
         vec![
@@ -92,6 +87,14 @@ impl Describe for TimeLimiter {
 
     fn config_values(&self) -> Vec<(&'static str, String)> {
         describe_config(self.config())
+    }
+}
+
+impl Describe for TimeLimiter {
+    type Event = resil_core::time_limiter::TimeLimiterEvent;
+
+    fn subscribe_events(&self) -> EventStream<Self::Event> {
+        self.subscribe()
     }
 
     fn default_values() -> Vec<(&'static str, String)> {

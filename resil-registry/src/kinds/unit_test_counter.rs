@@ -19,8 +19,8 @@ use crate::config::bind::Bind;
 use crate::config::render::Render;
 use crate::config::schema::Val;
 use crate::kind::Kind;
-use crate::primitive::{Hooks, Primitive};
-use crate::telemetry::describe::{Describe, Metric};
+use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::telemetry::describe::{Describe, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
 /// The counter's configuration: the count at which it is DEGRADED.
@@ -92,6 +92,7 @@ impl Primitive for Counter {
 
 impl Hooks for Counter {
     type Settings = CounterConfigBuilder;
+    type Twins = NoTwins;
 }
 
 impl Bind for CounterConfig {
@@ -128,13 +129,7 @@ impl Render for CounterConfig {
     }
 }
 
-impl Describe for Counter {
-    type Event = u64;
-
-    fn subscribe_events(&self) -> EventStream<u64> {
-        self.events.subscribe()
-    }
-
+impl Telemetry for Counter {
     fn metric_values(&self) -> Vec<Metric> {
         vec![Metric::counter(
             "resil_unit_test_counter_calls",
@@ -147,10 +142,6 @@ impl Describe for Counter {
         Vec::new()
     }
 
-    fn default_values() -> Vec<(&'static str, String)> {
-        Vec::new()
-    }
-
     fn health(&self) -> (Status, Option<String>) {
         let count = self.count.load(Ordering::Relaxed);
         if count >= self.config.limit {
@@ -158,6 +149,18 @@ impl Describe for Counter {
         } else {
             (Status::Up, None)
         }
+    }
+}
+
+impl Describe for Counter {
+    type Event = u64;
+
+    fn subscribe_events(&self) -> EventStream<u64> {
+        self.events.subscribe()
+    }
+
+    fn default_values() -> Vec<(&'static str, String)> {
+        Vec::new()
     }
 }
 

@@ -1,12 +1,8 @@
 //! Building a registry: its clock, cap and event settings.
 
 use std::collections::HashMap;
-#[cfg(feature = "redis")]
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-#[cfg(feature = "redis")]
-use dashmap::DashMap;
 use parking_lot::{Mutex, RwLock};
 use resil_core::clock::{Clock, SharedClock};
 
@@ -71,10 +67,6 @@ impl RegistryBuilder {
         Registry {
             inner: Arc::new(Inner {
                 stores: Stores::default(),
-                #[cfg(feature = "redis")]
-                distributed: DashMap::new(),
-                #[cfg(feature = "redis")]
-                distributed_len: AtomicUsize::new(0),
                 ttl_clock: ttl_clock.clone(),
                 clock: self.clock,
                 overrides: Overrides::default(),

@@ -15,7 +15,7 @@ use crate::telemetry::ring::{RecordedEvent, Ring};
 
 /// Publishes the registry's events (instances added, removed, replaced,
 /// switched) in order, numbered, with the registry's clock.
-pub(crate) struct Publisher {
+pub struct Publisher {
     events: EventPublisher<RegistryEvent>,
     seq: AtomicU64,
     clock: SharedClock,

@@ -3,14 +3,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-#[cfg(feature = "redis")]
-use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use dashmap::mapref::entry::Entry as MapEntry;
-#[cfg(feature = "redis")]
-use dashmap::DashMap;
 use parking_lot::{Mutex, RwLock};
 use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfigBuilder};
 use resil_core::clock::SharedClock;
@@ -24,7 +20,7 @@ use crate::event::{RegistryEvent, RegistryEventKind};
 use crate::handle::{Handle, Slot};
 use crate::kind::Kind;
 use crate::overrides::Overrides;
-use crate::primitive::Primitive;
+use crate::primitive::{Primitive, Twins};
 use crate::store::{CodeConfig, CodeFn, CodeSettings, Entry, Store, Stores};
 pub(crate) use plan::{config_chain, plan};
 
@@ -51,14 +47,6 @@ pub const DEFAULT_MAX_INSTANCES_PER_KIND: usize = 10_000;
 
 pub(crate) struct Inner {
     pub(crate) stores: Stores,
-    /// Redis-backed rate limiters (`Registry::distributed_rate_limiter`).
-    #[cfg(feature = "redis")]
-    pub(crate) distributed:
-        DashMap<Arc<str>, Arc<Slot<resil_core::distributed_rate_limiter::DistributedRateLimiter>>>,
-    /// How many distributed limiters exist, counted under the entry's shard
-    /// lock against the cap.
-    #[cfg(feature = "redis")]
-    pub(crate) distributed_len: AtomicUsize,
     pub(crate) clock: Option<SharedClock>,
     /// The registry's clock for its own timers (override TTLs): `clock`, or
     /// the system clock.
@@ -376,25 +364,17 @@ impl Registry {
             .or_default()
             .settings
             .replace(f);
-        let built = self.resolve::<P>(&self.file(), &code, name);
-        #[cfg(feature = "redis")]
-        let built = built.and_then(|config| {
-            let twin = match P::rate_limiter_code(&code) {
-                Some(code) => self.reconfigure_distributed(code, name)?,
-                None => None,
-            };
-            Ok((config, twin.into_iter().collect()))
+        let file = self.file();
+        let built = self.resolve::<P>(&file, &code, name).and_then(|config| {
+            let twins = store
+                .twins
+                .reconfigured(&self.inner.classes, &file, &code, name)?;
+            Ok((config, twins))
         });
         match built {
-            #[cfg(not(feature = "redis"))]
-            Ok(config) => {
-                let _ = self.replace_with::<P>(name, config, "configure");
-                Ok(())
-            }
-            #[cfg(feature = "redis")]
             Ok((config, twins)) => {
                 let _ = self.replace_with::<P>(name, config, "configure");
-                self.apply_distributed(twins, "configure");
+                store.twins.install(twins, &self.inner.events, "configure");
                 Ok(())
             }
             Err(e) => {

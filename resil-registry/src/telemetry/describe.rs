@@ -84,12 +84,11 @@ impl Metric {
     }
 }
 
-/// What telemetry needs from a primitive.
-pub trait Describe {
-    /// The primitive's own event type.
-    type Event: std::fmt::Debug + Clone + Send + 'static;
-    /// A subscription to the primitive's own events.
-    fn subscribe_events(&self) -> EventStream<Self::Event>;
+/// What telemetry reads of one instance now: its state, metrics, effective
+/// configuration and health. Object-safe, so instances that are not a
+/// registry kind of their own (the rate limiter's Redis-backed twins) are
+/// shown by the same code.
+pub trait Telemetry {
     /// Resilience4j's state name, for kinds that have states (none by
     /// default).
     fn state_label(&self) -> Option<&'static str> {
@@ -99,15 +98,24 @@ pub trait Describe {
     fn metric_values(&self) -> Vec<Metric>;
     /// The effective configuration, with the keys a config file uses.
     fn config_values(&self) -> Vec<(&'static str, String)>;
-    /// The configuration values of Resilience4j's defaults, same keys.
-    fn default_values() -> Vec<(&'static str, String)>
-    where
-        Self: Sized;
     /// Health from the instance's own point of view, with the reason (UP by
     /// default, for kinds that have nothing to report).
     fn health(&self) -> (Status, Option<String>) {
         (Status::Up, None)
     }
+}
+
+/// What telemetry needs from a primitive beyond a reading of now: its own
+/// events, and its configuration's defaults.
+pub trait Describe: Telemetry {
+    /// The primitive's own event type.
+    type Event: std::fmt::Debug + Clone + Send + 'static;
+    /// A subscription to the primitive's own events.
+    fn subscribe_events(&self) -> EventStream<Self::Event>;
+    /// The configuration values of Resilience4j's defaults, same keys.
+    fn default_values() -> Vec<(&'static str, String)>
+    where
+        Self: Sized;
 }
 
 /// The configuration values of any kind's config, with the keys a config

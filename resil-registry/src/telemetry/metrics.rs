@@ -28,12 +28,10 @@
 
 use metrics::Label;
 use resil_core::circuit_breaker::State;
-#[cfg(feature = "redis")]
-use resil_core::rate_limiter::RateLimiter;
 
-use super::describe::{Describe, MetricKind};
+use super::describe::{MetricKind, Telemetry};
 use crate::kind::Kind;
-use crate::primitive::Primitive;
+use crate::primitive::{Primitive, Twins};
 use crate::registry::Registry;
 use crate::store::{for_each_kind, KindVisitor};
 
@@ -66,16 +64,6 @@ pub(crate) fn publish(registry: &Registry) {
         fn visit<P: Primitive>(&mut self) {
             publish_kind::<P>(self.0);
         }
-
-        #[cfg(feature = "redis")]
-        fn visit_distributed(&mut self) {
-            for name in self.0.distributed_rate_limiter_names() {
-                if let Some(handle) = self.0.find_distributed(&name) {
-                    let backend = [Label::new("backend", "redis")];
-                    publish_values::<RateLimiter>(self.0, &name, &*handle, &backend);
-                }
-            }
-        }
     }
     for_each_kind(&mut Publish(registry));
     for kind in Kind::ALL {
@@ -93,6 +81,17 @@ fn publish_kind<P: Primitive>(registry: &Registry) {
             publish_values::<P>(registry, &name, &*handle, &[]);
         }
     }
+    let twins = &registry.store::<P>().twins;
+    let extra: Vec<Label> = twins
+        .labels()
+        .iter()
+        .map(|(k, v)| Label::new(*k, *v))
+        .collect();
+    for name in twins.names() {
+        twins.with(&name, &mut |instance| {
+            publish_values::<P>(registry, &name, instance, &extra);
+        });
+    }
 }
 
 /// One instance's metrics, labelled with its name, the tags of instance
@@ -101,7 +100,7 @@ fn publish_kind<P: Primitive>(registry: &Registry) {
 fn publish_values<P: Primitive>(
     registry: &Registry,
     name: &str,
-    handle: &impl Describe,
+    handle: &(impl Telemetry + ?Sized),
     extra: &[Label],
 ) {
     let mut labels = vec![Label::new("name", name.to_owned())];

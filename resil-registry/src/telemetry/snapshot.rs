@@ -3,16 +3,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-#[cfg(feature = "redis")]
-use resil_core::rate_limiter::RateLimiter;
-
+use super::describe::Telemetry;
 use super::health::{ComponentHealth, Health, Status};
 use super::ring::RecordedEvent;
 use std::sync::Arc;
 
 use crate::handle::Handle;
 use crate::kind::Kind;
-use crate::primitive::Primitive;
+use crate::primitive::{Primitive, Twins};
 use crate::registry::plan::plan;
 use crate::registry::resolve::{resolve_layers, Labelled};
 use crate::registry::{
@@ -164,16 +162,14 @@ impl Registry {
         }
         impl KindVisitor for Collect<'_> {
             fn visit<P: Primitive>(&mut self) {
+                let start = self.instances.len();
                 self.registry.snapshot_kind::<P>(&mut self.instances);
-            }
-
-            #[cfg(feature = "redis")]
-            fn visit_distributed(&mut self) {
-                // Beside the local rate limiters, all in name order.
-                let local = self.registry.len(Kind::RateLimiter);
-                let start = self.instances.len() - local;
-                self.registry.snapshot_distributed(&mut self.instances);
-                self.instances[start..].sort_by(|a, b| a.name.cmp(&b.name));
+                let twins = &self.registry.store::<P>().twins;
+                if twins.len() > 0 {
+                    self.registry.snapshot_twins::<P>(&mut self.instances);
+                    // Beside the kind's own instances, all in name order.
+                    self.instances[start..].sort_by(|a, b| a.name.cmp(&b.name));
+                }
             }
         }
         let mut collect = Collect {
@@ -185,22 +181,28 @@ impl Registry {
         Snapshot { instances }
     }
 
-    /// The Redis-backed rate limiters, under the rate limiter's kind (their
-    /// config shows `backend = redis`).
-    #[cfg(feature = "redis")]
-    fn snapshot_distributed(&self, out: &mut Vec<InstanceSnapshot>) {
-        use super::describe::Describe;
-        use resil_core::distributed_rate_limiter::DistributedRateLimiter;
+    /// The twins of kind `P` (the rate limiter's Redis-backed limiters,
+    /// whose config shows `backend = redis`), under `P`'s kind.
+    fn snapshot_twins<P: Primitive>(&self, out: &mut Vec<InstanceSnapshot>) {
+        let twins = &self.store::<P>().twins;
+        for name in twins.names() {
+            twins.with(&name, &mut |instance| {
+                out.push(self.twin_snapshot::<P>(&name, instance));
+            });
+        }
+    }
 
-        for name in self.distributed_rate_limiter_names() {
-            let Some(handle) = self.find_distributed(&name) else {
-                continue;
-            };
-            let instance: &DistributedRateLimiter = &handle;
-            // The quota's keys resolve as the local limiter's; the Redis
-            // keys come from the file alone.
-            let quota = self.labelled::<RateLimiter>(&name);
-            let file = self.file_sources::<RateLimiter>(&name);
+    /// One twin of kind `P` as the snapshot shows it.
+    fn twin_snapshot<P: Primitive>(
+        &self,
+        name: &str,
+        instance: &dyn Telemetry,
+    ) -> InstanceSnapshot {
+        {
+            // The keys it shares with `P` resolve as `P`'s instance of the
+            // same name; its own keys come from the file alone.
+            let quota = self.labelled::<P>(name);
+            let file = self.file_sources::<P>(name);
             let config = instance
                 .config_values()
                 .into_iter()
@@ -220,18 +222,18 @@ impl Registry {
                 })
                 .collect();
             let (health, health_reason) = instance.health();
-            out.push(InstanceSnapshot {
-                kind: Kind::RateLimiter.as_str(),
-                state: None,
+            InstanceSnapshot {
+                kind: P::KIND.as_str(),
+                state: instance.state_label(),
                 metrics: metric_snapshots(instance),
                 config,
-                tags: self.tags::<RateLimiter>(&name),
+                tags: self.tags::<P>(name),
                 manual_override: None,
                 health,
                 health_reason,
                 recent_events: Vec::new(),
-                name,
-            });
+                name: name.to_owned(),
+            }
         }
     }
 
@@ -308,11 +310,7 @@ impl Registry {
         impl KindVisitor for Collect<'_> {
             fn visit<P: Primitive>(&mut self) {
                 self.registry.health_kind::<P>(&mut self.components);
-            }
-
-            #[cfg(feature = "redis")]
-            fn visit_distributed(&mut self) {
-                self.registry.health_distributed(&mut self.components);
+                self.registry.health_twins::<P>(&mut self.components);
             }
         }
         let mut collect = Collect {
@@ -324,26 +322,25 @@ impl Registry {
         Health::of(components)
     }
 
-    #[cfg(feature = "redis")]
-    fn health_distributed(&self, out: &mut Vec<ComponentHealth>) {
-        use super::describe::Describe;
-
-        for name in self.distributed_rate_limiter_names() {
-            let Some(handle) = self.find_distributed(&name) else {
-                continue;
-            };
-            let (register, _) = self.health_settings::<RateLimiter>(&name);
+    /// The health of the twins of kind `P`, under `P`'s kind and its
+    /// instance's health settings.
+    fn health_twins<P: Primitive>(&self, out: &mut Vec<ComponentHealth>) {
+        let twins = &self.store::<P>().twins;
+        for name in twins.names() {
+            let (register, _) = self.health_settings::<P>(&name);
             if !register {
                 continue;
             }
-            // A distributed limiter is never DOWN on its own: at worst the
-            // failure policy is deciding.
-            let (status, reason) = handle.health();
-            out.push(ComponentHealth {
-                kind: Kind::RateLimiter.as_str(),
-                name,
-                status,
-                reason,
+            // A twin is never DOWN on its own (a Redis-backed limiter's
+            // failure policy decides at worst).
+            twins.with(&name, &mut |instance| {
+                let (status, reason) = instance.health();
+                out.push(ComponentHealth {
+                    kind: P::KIND.as_str(),
+                    name: name.clone(),
+                    status,
+                    reason,
+                });
             });
         }
     }
@@ -445,7 +442,6 @@ impl Registry {
     /// Where each key the file sets for instance `name` of kind `P` came
     /// from (`instance`, a config's name, an env variable); keys the file
     /// leaves unset are absent.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn file_sources<P: Primitive>(&self, name: &str) -> HashMap<String, String> {
         let code = self.store::<P>().code.read();
         let file = self.file();
@@ -462,7 +458,7 @@ impl Registry {
 }
 
 /// An instance's metrics as the snapshot shows them.
-fn metric_snapshots(instance: &impl super::describe::Describe) -> Vec<MetricSnapshot> {
+fn metric_snapshots(instance: &(impl Telemetry + ?Sized)) -> Vec<MetricSnapshot> {
     instance
         .metric_values()
         .into_iter()
