@@ -237,6 +237,11 @@ impl ErrorList {
         )
     }
 
+    /// Whether the list names chaos results (`results`), not errors.
+    pub(crate) fn is_chaos_result(self) -> bool {
+        matches!(self, ErrorList::ChaosResults(_))
+    }
+
     /// Whether the list names chaos injections (a subset of
     /// [`is_predicate`](Self::is_predicate)).
     pub fn is_chaos(self) -> bool {
@@ -258,6 +263,69 @@ struct NamedPredicate {
     retry: ApplyRetry,
 }
 
+/// Transforms a builder registered in code under a name a file can use,
+/// at a rate: a chaos instance's injections (a file cannot build a Rust
+/// value). `B` is the builder they apply to.
+#[derive(Clone)]
+struct Named<B> {
+    name: String,
+    /// A result (`results`), else an error (`errors`).
+    result: bool,
+    apply: Apply<B>,
+}
+
+/// Adds one registered injection to a builder, at a rate.
+type Apply<B> = Arc<dyn Fn(B, f64) -> B + Send + Sync>;
+
+/// The injections registered in code, by name.
+pub(crate) struct Injections<B> {
+    all: RwLock<Vec<Named<B>>>,
+}
+
+impl<B> Default for Injections<B> {
+    fn default() -> Self {
+        Injections {
+            all: RwLock::new(Vec::new()),
+        }
+    }
+}
+
+impl<B> Injections<B> {
+    /// Registers `apply` under `name` (a result when `result`, else an
+    /// error); a later one of the same name and list replaces it.
+    pub(crate) fn register(&self, name: &str, result: bool, apply: Apply<B>) {
+        let mut all = self.all.write();
+        all.retain(|i| i.name != name || i.result != result);
+        all.push(Named {
+            name: name.to_owned(),
+            result,
+            apply,
+        });
+    }
+
+    /// The injection registered as `name` for results or errors.
+    pub(crate) fn find(&self, result: bool, name: &str) -> Option<Apply<B>> {
+        self.all
+            .read()
+            .iter()
+            .find(|i| i.name == name && i.result == result)
+            .map(|i| Arc::clone(&i.apply))
+    }
+
+    /// The names registered for results or errors, sorted.
+    pub(crate) fn names(&self, result: bool) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .all
+            .read()
+            .iter()
+            .filter(|i| i.result == result)
+            .map(|i| i.name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
 /// The last segment of a Java-style name (`io.github.x.RecordFailurePredicate`
 /// → `RecordFailurePredicate`).
 fn simple(name: &str) -> &str {
@@ -271,7 +339,7 @@ pub struct ErrorClasses {
     classes: RwLock<Vec<Class>>,
     predicates: RwLock<Vec<NamedPredicate>>,
     /// The injections chaos lists may name.
-    pub(crate) injections: crate::kinds::Injections,
+    pub(crate) injections: Injections<crate::kinds::ChaosBuilder>,
 }
 
 impl ErrorClasses {
@@ -338,7 +406,7 @@ impl ErrorClasses {
     /// Whether `name` is known for a list of kind `list`.
     pub(crate) fn knows(&self, list: ErrorList, name: &str) -> bool {
         if list.is_chaos() {
-            self.injections.knows(list, name)
+            self.injections.find(list.is_chaos_result(), name).is_some()
         } else if list.is_predicate() {
             self.predicate(name).is_some()
         } else {

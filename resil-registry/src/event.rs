@@ -1,11 +1,16 @@
 //! What the registry announces: instances added, removed and replaced.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use std::time::Duration;
 
+use resil_core::clock::{Clock, SharedClock};
+use resil_core::event::{EventPublisher, EventStream};
+
 use crate::kind::Kind;
 use crate::overrides::Transition;
+use crate::telemetry::ring::{RecordedEvent, Ring};
 
 /// One change to the registry's set of instances.
 #[derive(Debug, Clone, PartialEq)]
@@ -145,4 +150,71 @@ pub(crate) fn is_notable(description: &str) -> bool {
     ]
     .iter()
     .any(|w| description.contains(w))
+}
+
+/// Publishes the registry's events (instances added, removed, replaced,
+/// switched) in order, numbered, with the registry's clock.
+pub struct Publisher {
+    events: EventPublisher<RegistryEvent>,
+    seq: AtomicU64,
+    clock: SharedClock,
+}
+
+impl Publisher {
+    /// A publisher timing its recorded events with `clock`.
+    pub(crate) fn new(clock: SharedClock) -> Publisher {
+        Publisher {
+            events: EventPublisher::default(),
+            seq: AtomicU64::new(0),
+            clock,
+        }
+    }
+
+    /// A subscription to every event from now on.
+    pub(crate) fn subscribe(&self) -> EventStream<RegistryEvent> {
+        self.events.subscribe()
+    }
+
+    /// Publishes `Added` for a new instance. Takes the name by reference:
+    /// dropping a moved clone (an atomic decrement right after the stores
+    /// that built the instance) cost a tenth of creating 100 000 instances,
+    /// so it is cloned only when someone listens.
+    pub(crate) fn publish_added(&self, kind: Kind, name: &Arc<str>) {
+        if self.events.is_active() || tracing::enabled!(tracing::Level::DEBUG) {
+            self.publish(kind, Arc::clone(name), RegistryEventKind::Added, None);
+        }
+    }
+
+    /// Publishes `what` happened to instance `name` of `kind`, and records
+    /// it in the instance's `ring` when given.
+    pub(crate) fn publish(
+        &self,
+        kind: Kind,
+        name: Arc<str>,
+        what: RegistryEventKind,
+        ring: Option<&Ring>,
+    ) {
+        // Nobody to tell (the common case for an `Added`): return before
+        // `what` is read, whose copy stalled on the stores that built it.
+        if ring.is_none() && !self.events.is_active() && !tracing::enabled!(tracing::Level::DEBUG) {
+            return;
+        }
+        tracing::debug!(kind = %kind, name = &*name, event = ?what, "registry");
+        if let Some(ring) = ring {
+            ring.push(RecordedEvent {
+                at: std::time::Duration::from_nanos(self.clock.now_nanos()),
+                source: "registry",
+                description: describe_event(&what),
+            });
+        }
+        // Numbered only when someone listens: a locked add per creation
+        // waits for every store the creation made, which cost a tenth of
+        // creating 100 000 instances with nobody subscribed.
+        self.events.publish_with(|| RegistryEvent {
+            seq: self.seq.fetch_add(1, Ordering::Relaxed),
+            kind,
+            name,
+            what,
+        });
+    }
 }

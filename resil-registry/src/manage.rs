@@ -26,7 +26,11 @@ use resil_core::rate_limiter::RateLimiter;
 use crate::error::RegistryError;
 use crate::event::RegistryEventKind;
 use crate::kind::Kind;
-use crate::kinds::{chaos_status, disable_chaos, enable_chaos, transition, RateChange};
+use crate::kinds::chaos::{
+    disable as disable_chaos, enable as enable_chaos, status as chaos_status,
+};
+use crate::kinds::circuit_breaker::transition;
+use crate::kinds::rate_limiter::RateChange;
 use crate::overrides::{ManualOverride, Transition};
 use crate::primitive::Primitive;
 use crate::registry::{Inner, Registry};

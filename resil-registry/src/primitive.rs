@@ -10,13 +10,13 @@ use resil_core::ConfigError;
 
 use crate::classes::{ErrorClasses, ErrorList};
 use crate::config::{ErrorNames, FileConfig, Resolved, Section};
+use crate::error::RegistryError;
+use crate::event::Publisher;
 use crate::kind::Kind;
 use crate::overrides::Overrides;
-use crate::registry::Publisher;
 use crate::store::{CodeSettings, Store, Stores};
 use crate::telemetry::describe::Describe;
 use crate::telemetry::describe::Telemetry;
-use crate::RegistryError;
 
 pub(crate) use self::sealed::{Hooks, Located};
 pub(crate) use crate::config::bind::Bind;

@@ -283,7 +283,7 @@ impl Registry {
                             Problem::unknown_chaos_injection(
                                 names.path(),
                                 name,
-                                &self.inner.classes.injections.names(list),
+                                &self.inner.classes.injections.names(list.is_chaos_result()),
                             )
                         } else if list.is_predicate() {
                             Problem::unknown_predicate(

@@ -10,13 +10,16 @@ use std::sync::Arc;
 
 use dashmap::DashMap;
 use parking_lot::{Mutex, RwLock};
+use resil_core::clock::{Clock, SharedClock};
 use resil_core::event::EventStream;
 
 use crate::config::FileConfig;
+use crate::event::is_notable;
 use crate::handle::Slot;
 use crate::kind::Kind;
 use crate::primitive::{Located, Primitive};
 use crate::telemetry::describe::Describe;
+use crate::telemetry::ring::RecordedEvent;
 
 /// A code setting: a builder transformation attached to a config or instance.
 pub(crate) type CodeFn<B> = Arc<dyn Fn(B) -> B + Send + Sync>;
@@ -88,6 +91,29 @@ pub(crate) struct Entry<P: Primitive> {
     /// records them (drained into the slot's ring on each snapshot). Boxed:
     /// it is rarely on, and the map's buckets stay two pointers wide.
     pub(crate) capture: Option<Box<Mutex<EventStream<<P as Describe>::Event>>>>,
+}
+
+impl<P: Primitive> Entry<P> {
+    /// Moves the events the instance published since the last collection
+    /// into its ring, logging transitions and rejections.
+    pub(crate) fn drain(&self, clock: &SharedClock) {
+        let Some(capture) = &self.capture else {
+            return;
+        };
+        let events = capture.lock().drain();
+        let at = std::time::Duration::from_nanos(clock.now_nanos());
+        for event in events {
+            let description = format!("{event:?}");
+            if is_notable(&description) {
+                tracing::info!(kind = %P::KIND, name = self.slot.load_name(), event = %description, "instance event");
+            }
+            self.slot.ring.push(RecordedEvent {
+                at,
+                source: "instance",
+                description,
+            });
+        }
+    }
 }
 
 /// Default size of each instance's ring of recent events (Resilience4j's

@@ -12,12 +12,8 @@ use resil_core::bulkhead::{
 use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
 
-use super::bind;
 use super::created;
-use crate::config::apply::{Apply, Values};
-use crate::config::bind::Bind;
-use crate::config::render::Render;
-use crate::config::schema::Val;
+use super::{bind, plain_options};
 use crate::kind::Kind;
 use crate::primitive::{Hooks, NoTwins, Primitive};
 use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
@@ -64,23 +60,7 @@ bind! {
     }
 }
 
-impl Apply for AdaptiveBulkheadConfig {
-    fn builder_with(v: &Values) -> AdaptiveBulkheadConfigBuilder {
-        Self::apply_bound(AdaptiveBulkheadConfig::builder(), v)
-    }
-
-    fn build(builder: AdaptiveBulkheadConfigBuilder) -> Result<Self, resil_core::ConfigError> {
-        builder.build()
-    }
-}
-
-impl Render for AdaptiveBulkheadConfig {
-    const KIND: Kind = Kind::AdaptiveBulkhead;
-
-    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
-        self.render_bound()
-    }
-}
+plain_options!(AdaptiveBulkheadConfig => AdaptiveBulkheadConfigBuilder, Kind::AdaptiveBulkhead);
 
 impl Telemetry for AdaptiveBulkhead {
     fn metric_values(&self) -> Vec<Metric> {

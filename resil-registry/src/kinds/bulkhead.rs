@@ -7,12 +7,8 @@ use resil_core::bulkhead::{Bulkhead, BulkheadConfig, BulkheadConfigBuilder};
 use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
 
-use super::bind;
 use super::created;
-use crate::config::apply::{Apply, Values};
-use crate::config::bind::Bind;
-use crate::config::render::Render;
-use crate::config::schema::Val;
+use super::{bind, plain_options};
 use crate::kind::Kind;
 use crate::primitive::{Hooks, NoTwins, Primitive};
 use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
@@ -59,23 +55,7 @@ bind! {
     }
 }
 
-impl Apply for BulkheadConfig {
-    fn builder_with(v: &Values) -> BulkheadConfigBuilder {
-        Self::apply_bound(BulkheadConfig::builder(), v)
-    }
-
-    fn build(builder: BulkheadConfigBuilder) -> Result<Self, resil_core::ConfigError> {
-        builder.build()
-    }
-}
-
-impl Render for BulkheadConfig {
-    const KIND: Kind = Kind::Bulkhead;
-
-    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
-        self.render_bound()
-    }
-}
+plain_options!(BulkheadConfig => BulkheadConfigBuilder, Kind::Bulkhead);
 
 impl Telemetry for Bulkhead {
     fn metric_values(&self) -> Vec<Metric> {

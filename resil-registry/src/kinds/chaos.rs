@@ -11,14 +11,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::RwLock;
 use resil_core::chaos::{Chaos, ChaosConfig, ChaosConfigBuilder, ChaosStatus};
 use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
 
 use super::bind;
 use super::created;
-use crate::classes::{ErrorClasses, ErrorList};
+use crate::classes::{ErrorClasses, ErrorList, Injections};
 use crate::config::apply::{duration, f64_of, Apply, Values};
 use crate::config::bind::Bind;
 use crate::config::duration::format_duration;
@@ -110,105 +109,45 @@ impl Hooks for Chaos {
         };
         names
             .iter()
-            .filter_map(|n| classes.injections.find(list, n))
-            .fold(builder, |b, i| (i.apply)(b, rate))
+            .filter_map(|n| classes.injections.find(list.is_chaos_result(), n))
+            .fold(builder, |b, apply| apply(b, rate))
     }
 }
 
-/// Adds one registered injection to a chaos builder, at a rate.
-type ApplyInjection = Arc<dyn Fn(ChaosConfigBuilder, f64) -> ChaosConfigBuilder + Send + Sync>;
-
-/// An error or a result a chaos instance may inject, registered in code under
-/// a name a file can use (a file cannot build a Rust value).
-#[derive(Clone)]
-struct Injection {
-    name: String,
-    /// A result (`results`), else an error (`errors`).
-    result: bool,
-    apply: ApplyInjection,
+/// Registers an error a chaos instance may inject under `name`, for
+/// `errors` lists; a later one of the same name replaces it.
+pub(crate) fn register_error<E: 'static>(
+    injections: &Injections<ChaosConfigBuilder>,
+    name: &str,
+    make: impl Fn() -> E + Send + Sync + 'static,
+) {
+    let make = Arc::new(make);
+    injections.register(
+        name,
+        false,
+        Arc::new(move |b: ChaosConfigBuilder, rate| {
+            let make = Arc::clone(&make);
+            b.inject_error(rate, move || make())
+        }),
+    );
 }
 
-/// The injections registered in code, by name: what a chaos entry's
-/// `errors` and `results` lists may name.
-#[derive(Default)]
-pub(crate) struct Injections {
-    all: RwLock<Vec<Injection>>,
-}
-
-impl Injections {
-    /// Registers an error a chaos instance may inject under `name`; a later
-    /// one of the same name replaces it.
-    pub(crate) fn register_error<E: 'static>(
-        &self,
-        name: &str,
-        make: impl Fn() -> E + Send + Sync + 'static,
-    ) {
-        let make = Arc::new(make);
-        self.register(
-            name,
-            false,
-            Arc::new(move |b: ChaosConfigBuilder, rate| {
-                let make = Arc::clone(&make);
-                b.inject_error(rate, move || make())
-            }),
-        );
-    }
-
-    /// Registers a successful value a chaos instance may return instead of
-    /// calling the downstream, under `name`.
-    pub(crate) fn register_result<T: 'static>(
-        &self,
-        name: &str,
-        make: impl Fn() -> T + Send + Sync + 'static,
-    ) {
-        let make = Arc::new(make);
-        self.register(
-            name,
-            true,
-            Arc::new(move |b: ChaosConfigBuilder, rate| {
-                let make = Arc::clone(&make);
-                b.inject_result(rate, move || make())
-            }),
-        );
-    }
-
-    fn register(&self, name: &str, result: bool, apply: ApplyInjection) {
-        let mut all = self.all.write();
-        all.retain(|i| i.name != name || i.result != result);
-        all.push(Injection {
-            name: name.to_owned(),
-            result,
-            apply,
-        });
-    }
-
-    fn find(&self, list: ErrorList, name: &str) -> Option<Injection> {
-        let result = matches!(list, ErrorList::ChaosResults(_));
-        self.all
-            .read()
-            .iter()
-            .find(|i| i.name == name && i.result == result)
-            .cloned()
-    }
-
-    /// Whether `name` is registered for `list`.
-    pub(crate) fn knows(&self, list: ErrorList, name: &str) -> bool {
-        self.find(list, name).is_some()
-    }
-
-    /// The names registered for a chaos list, sorted.
-    pub(crate) fn names(&self, list: ErrorList) -> Vec<String> {
-        let result = matches!(list, ErrorList::ChaosResults(_));
-        let mut names: Vec<String> = self
-            .all
-            .read()
-            .iter()
-            .filter(|i| i.result == result)
-            .map(|i| i.name.clone())
-            .collect();
-        names.sort();
-        names
-    }
+/// Registers a successful value a chaos instance may return instead of
+/// calling the downstream under `name`, for `results` lists.
+pub(crate) fn register_result<T: 'static>(
+    injections: &Injections<ChaosConfigBuilder>,
+    name: &str,
+    make: impl Fn() -> T + Send + Sync + 'static,
+) {
+    let make = Arc::new(make);
+    injections.register(
+        name,
+        true,
+        Arc::new(move |b: ChaosConfigBuilder, rate| {
+            let make = Arc::clone(&make);
+            b.inject_result(rate, move || make())
+        }),
+    );
 }
 
 /// Whether `chaos` is injecting, why, and for how long more.

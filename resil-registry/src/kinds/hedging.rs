@@ -10,14 +10,10 @@ use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
 use resil_core::hedging::{Hedging, HedgingConfig, HedgingConfigBuilder};
 
-use super::bind;
 use super::created;
+use super::{bind, plain_options};
 use crate::classes::{ErrorClasses, ErrorList};
-use crate::config::apply::{Apply, Values};
-use crate::config::bind::Bind;
-use crate::config::render::Render;
 use crate::config::resolved::{ErrorNames, Resolved};
-use crate::config::schema::Val;
 use crate::kind::Kind;
 use crate::primitive::{Hooks, NoTwins, Primitive};
 use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
@@ -73,23 +69,7 @@ bind! {
     }
 }
 
-impl Apply for HedgingConfig {
-    fn builder_with(v: &Values) -> HedgingConfigBuilder {
-        Self::apply_bound(HedgingConfig::builder(), v)
-    }
-
-    fn build(builder: HedgingConfigBuilder) -> Result<Self, resil_core::ConfigError> {
-        builder.build()
-    }
-}
-
-impl Render for HedgingConfig {
-    const KIND: Kind = Kind::Hedging;
-
-    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
-        self.render_bound()
-    }
-}
+plain_options!(HedgingConfig => HedgingConfigBuilder, Kind::Hedging);
 
 impl Telemetry for Hedging {
     fn metric_values(&self) -> Vec<Metric> {

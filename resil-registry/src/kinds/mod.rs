@@ -15,8 +15,8 @@
 
 mod adaptive_bulkhead;
 mod bulkhead;
-mod chaos;
-mod circuit_breaker;
+pub(crate) mod chaos;
+pub(crate) mod circuit_breaker;
 mod hedging;
 pub(crate) mod rate_limiter;
 mod retry;
@@ -25,11 +25,8 @@ mod time_limiter;
 #[cfg(test)]
 pub(crate) mod unit_test_counter;
 
-pub(crate) use self::chaos::{
-    disable as disable_chaos, enable as enable_chaos, status as chaos_status, Injections,
-};
-pub(crate) use self::circuit_breaker::transition;
-pub(crate) use self::rate_limiter::RateChange;
+/// The builder chaos injections apply to (the error classes keep them).
+pub(crate) type ChaosBuilder = resil_core::chaos::ChaosConfigBuilder;
 
 /// `Config => Builder { "file-key" => ValVariant: setter_and_getter, … }`,
 /// in a kind's module.
@@ -59,6 +56,32 @@ macro_rules! bind {
     )+};
 }
 use bind;
+
+/// The file options of a config that are all simple (bound, see [`bind!`]):
+/// its builder starts from resil-core's defaults with every bound value
+/// set, and renders back exactly its bound values.
+macro_rules! plain_options {
+    ($config:ty => $builder:ty, $kind:expr) => {
+        impl $crate::config::apply::Apply for $config {
+            fn builder_with(values: &$crate::config::setting::Values) -> $builder {
+                <Self as $crate::config::bind::Bind>::apply_bound(<$config>::builder(), values)
+            }
+
+            fn build(builder: $builder) -> Result<Self, resil_core::ConfigError> {
+                builder.build()
+            }
+        }
+
+        impl $crate::config::render::Render for $config {
+            const KIND: $crate::kind::Kind = $kind;
+
+            fn found(&self) -> Vec<(&'static str, Option<$crate::config::schema::Val>)> {
+                <Self as $crate::config::bind::Bind>::render_bound(self)
+            }
+        }
+    };
+}
+use plain_options;
 
 /// A new instance of `$ty` timed by `clock` when there is one (the
 /// registry's manual clock in tests), else by the system clock.
@@ -136,9 +159,9 @@ macro_rules! kinds {
                 resil_core::chaos::ChaosConfigBuilder;
             /// The unit tests' own kind (`kinds/unit_test_counter.rs`).
             [cfg(test)] unit_test_counter, try_unit_test_counter, configure_unit_test_counter:
-                crate::kinds::unit_test_counter::Counter,
-                crate::kinds::unit_test_counter::CounterConfig,
-                crate::kinds::unit_test_counter::CounterConfigBuilder;
+                crate::kinds::unit_test_counter::types::Counter,
+                crate::kinds::unit_test_counter::types::CounterConfig,
+                crate::kinds::unit_test_counter::types::CounterConfigBuilder;
         }
     };
 }

@@ -9,12 +9,8 @@ use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
 use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig, RateLimiterConfigBuilder};
 
-use super::bind;
 use super::created;
-use crate::config::apply::{Apply, Values};
-use crate::config::bind::Bind;
-use crate::config::render::Render;
-use crate::config::schema::Val;
+use super::{bind, plain_options};
 use crate::kind::Kind;
 #[cfg(not(feature = "redis"))]
 use crate::primitive::Twins;
@@ -46,7 +42,7 @@ impl RateTwins {
         &self,
         _name: &str,
         _change: RateChange,
-        _events: &crate::registry::Publisher,
+        _events: &crate::event::Publisher,
         _cause: &str,
     ) -> Result<bool, crate::RegistryError> {
         Ok(false)
@@ -117,23 +113,7 @@ bind! {
     }
 }
 
-impl Apply for RateLimiterConfig {
-    fn builder_with(v: &Values) -> RateLimiterConfigBuilder {
-        Self::apply_bound(RateLimiterConfig::builder(), v)
-    }
-
-    fn build(builder: RateLimiterConfigBuilder) -> Result<Self, resil_core::ConfigError> {
-        builder.build()
-    }
-}
-
-impl Render for RateLimiterConfig {
-    const KIND: Kind = Kind::RateLimiter;
-
-    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
-        self.render_bound()
-    }
-}
+plain_options!(RateLimiterConfig => RateLimiterConfigBuilder, Kind::RateLimiter);
 
 impl Telemetry for RateLimiter {
     fn metric_values(&self) -> Vec<Metric> {

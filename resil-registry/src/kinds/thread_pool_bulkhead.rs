@@ -10,11 +10,7 @@ use resil_core::thread_pool_bulkhead::{
     ThreadPoolBulkhead, ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigBuilder,
 };
 
-use super::bind;
-use crate::config::apply::{Apply, Values};
-use crate::config::bind::Bind;
-use crate::config::render::Render;
-use crate::config::schema::Val;
+use super::{bind, plain_options};
 use crate::kind::Kind;
 use crate::primitive::{Hooks, NoTwins, Primitive};
 use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
@@ -64,23 +60,7 @@ bind! {
     }
 }
 
-impl Apply for ThreadPoolBulkheadConfig {
-    fn builder_with(v: &Values) -> ThreadPoolBulkheadConfigBuilder {
-        Self::apply_bound(ThreadPoolBulkheadConfig::builder(), v)
-    }
-
-    fn build(builder: ThreadPoolBulkheadConfigBuilder) -> Result<Self, resil_core::ConfigError> {
-        builder.build()
-    }
-}
-
-impl Render for ThreadPoolBulkheadConfig {
-    const KIND: Kind = Kind::ThreadPoolBulkhead;
-
-    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
-        self.render_bound()
-    }
-}
+plain_options!(ThreadPoolBulkheadConfig => ThreadPoolBulkheadConfigBuilder, Kind::ThreadPoolBulkhead);
 
 impl Telemetry for ThreadPoolBulkhead {
     fn metric_values(&self) -> Vec<Metric> {

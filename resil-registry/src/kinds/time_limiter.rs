@@ -6,12 +6,8 @@ use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
 use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfig, TimeLimiterConfigBuilder};
 
-use super::bind;
 use super::created;
-use crate::config::apply::{Apply, Values};
-use crate::config::bind::Bind;
-use crate::config::render::Render;
-use crate::config::schema::Val;
+use super::{bind, plain_options};
 use crate::kind::Kind;
 use crate::primitive::{Hooks, NoTwins, Primitive};
 use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
@@ -53,23 +49,7 @@ bind! {
     }
 }
 
-impl Apply for TimeLimiterConfig {
-    fn builder_with(v: &Values) -> TimeLimiterConfigBuilder {
-        Self::apply_bound(TimeLimiterConfig::builder(), v)
-    }
-
-    fn build(builder: TimeLimiterConfigBuilder) -> Result<Self, resil_core::ConfigError> {
-        builder.build()
-    }
-}
-
-impl Render for TimeLimiterConfig {
-    const KIND: Kind = Kind::TimeLimiter;
-
-    fn found(&self) -> Vec<(&'static str, Option<Val>)> {
-        self.render_bound()
-    }
-}
+plain_options!(TimeLimiterConfig => TimeLimiterConfigBuilder, Kind::TimeLimiter);
 
 impl Telemetry for TimeLimiter {
     fn metric_values(&self) -> Vec<Metric> {

@@ -23,38 +23,9 @@ use crate::primitive::{Hooks, NoTwins, Primitive};
 use crate::telemetry::describe::{Describe, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
-/// The counter's configuration: the count at which it is DEGRADED.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CounterConfig {
-    limit: u64,
-}
+pub(crate) mod types;
 
-impl Default for CounterConfig {
-    fn default() -> Self {
-        CounterConfig { limit: 3 }
-    }
-}
-
-/// Its builder.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CounterConfigBuilder {
-    limit: Option<u64>,
-}
-
-impl CounterConfigBuilder {
-    /// Sets the limit (at least 1).
-    pub fn limit(self, limit: u64) -> Self {
-        CounterConfigBuilder { limit: Some(limit) }
-    }
-}
-
-/// A shared counter of calls.
-#[derive(Debug, Clone)]
-pub struct Counter {
-    config: CounterConfig,
-    count: Arc<AtomicU64>,
-    events: Arc<EventPublisher<u64>>,
-}
+use self::types::{Counter, CounterConfig, CounterConfigBuilder};
 
 impl Counter {
     /// Counts one call.

@@ -11,7 +11,8 @@ use crate::config::FileConfig;
 use crate::overrides::Overrides;
 use crate::store::{Stores, DEFAULT_EVENT_BUFFER_SIZE};
 
-use super::{Inner, Publisher, Registry, DEFAULT_MAX_INSTANCES_PER_KIND};
+use super::{Inner, Registry, DEFAULT_MAX_INSTANCES_PER_KIND};
+use crate::event::Publisher;
 
 /// Builds a [`Registry`] with a clock or a different cap.
 #[derive(Debug, Clone, Default)]

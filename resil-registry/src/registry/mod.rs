@@ -16,18 +16,16 @@ use resil_core::retry::RetryConfigBuilder;
 use crate::classes::{ErrorClass, ErrorClasses, ErrorList};
 use crate::config::FileConfig;
 use crate::error::RegistryError;
-use crate::event::{RegistryEvent, RegistryEventKind};
+use crate::event::{Publisher, RegistryEvent, RegistryEventKind};
 use crate::handle::{Handle, Slot};
 use crate::kind::Kind;
+use crate::kinds::chaos;
 use crate::overrides::Overrides;
 use crate::primitive::{Primitive, Twins};
 use crate::store::{CodeConfig, CodeFn, CodeSettings, Entry, Store, Stores};
 pub(crate) use plan::{config_chain, plan};
 
 mod builder;
-mod events;
-
-pub(crate) use events::Publisher;
 mod health;
 pub(crate) mod plan;
 pub(crate) mod resolve;
@@ -489,7 +487,7 @@ impl Registry {
                 .unwrap_or_else(|| (P::create(Arc::clone(&name), config, clock), false));
             carried = kept;
             P::before_install(&self.inner.overrides, &name, current, &instance, carried);
-            self.inner.events.drain(&entry);
+            entry.drain(&self.inner.ttl_clock);
             if let Some(capture) = &entry.capture {
                 *capture.lock() = instance.subscribe_events();
             }
@@ -519,7 +517,7 @@ impl Registry {
                 name: name.to_owned(),
             });
         };
-        self.inner.events.drain(&entry);
+        entry.drain(&self.inner.ttl_clock);
         if let Some(capture) = &entry.capture {
             *capture.lock() = instance.subscribe_events();
         }
@@ -667,7 +665,7 @@ impl Registry {
         name: &str,
         make: impl Fn() -> E + Send + Sync + 'static,
     ) {
-        self.inner.classes.injections.register_error(name, make);
+        chaos::register_error(&self.inner.classes.injections, name, make);
     }
 
     /// Registers a result a chaos instance may return instead of calling the
@@ -680,7 +678,7 @@ impl Registry {
         name: &str,
         make: impl Fn() -> T + Send + Sync + 'static,
     ) {
-        self.inner.classes.injections.register_result(name, make);
+        chaos::register_result(&self.inner.classes.injections, name, make);
     }
 
     /// Every name error lists may use: the registered error classes' names and

@@ -4,6 +4,8 @@
 
 use resil_core::event::EventStream;
 
+use crate::config::render::{rendered, Render};
+
 use super::health::Status;
 
 /// What a metric value is: a count of what happened since the instance was
@@ -120,6 +122,6 @@ pub trait Describe: Telemetry {
 
 /// The configuration values of any kind's config, with the keys a config
 /// file uses.
-pub(crate) fn describe_config<C: crate::config::Render>(config: &C) -> Vec<(&'static str, String)> {
-    crate::config::rendered(config)
+pub(crate) fn describe_config<C: Render>(config: &C) -> Vec<(&'static str, String)> {
+    rendered(config)
 }

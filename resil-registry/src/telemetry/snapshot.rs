@@ -144,7 +144,7 @@ impl Registry {
         impl KindVisitor for Collect<'_> {
             fn visit<P: Primitive>(&mut self) {
                 for entry in self.0.store::<P>().entries.iter() {
-                    self.0.inner.events.drain(&entry);
+                    entry.drain(&self.0.inner.ttl_clock);
                 }
             }
         }
@@ -245,7 +245,7 @@ impl Registry {
                 let Some(entry) = self.store::<P>().entries.get(name.as_str()) else {
                     continue;
                 };
-                self.inner.events.drain(&entry);
+                entry.drain(&self.inner.ttl_clock);
                 (
                     Handle::from_slot(Arc::clone(&entry.slot)),
                     entry.slot.ring.to_vec(),
