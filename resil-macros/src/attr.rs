@@ -14,7 +14,7 @@ use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, Ident, Lit, Path, Token};
 
 use crate::diag::Errors;
-use crate::order::Aspect;
+use resil_options::Aspect;
 
 /// `key = value`, before interpretation.
 struct RawArg {
@@ -372,7 +372,7 @@ mod tests {
 
     #[test]
     fn a_misspelled_common_argument_is_suggested_for_every_aspect() {
-        for aspect in crate::order::ORDER {
+        for aspect in resil_options::ORDER {
             for (typo, want) in [("nmae", "name"), ("fallbak", "fallback"), ("oder", "order")] {
                 assert_eq!(closest(aspect, typo), Some(want), "{aspect}: {typo}");
             }

@@ -19,8 +19,8 @@ use syn::{AttrStyle, FnArg, Ident, Pat, PatIdent, Path, Type};
 
 use crate::check;
 use crate::model::PROTECTED_MARKER;
-use crate::order::Aspect;
 use crate::valid::{Layer, Plan};
+use resil_options::Aspect;
 
 /// How one parameter is passed on.
 struct Param {
@@ -494,11 +494,11 @@ fn outer_call(
             quote!(#p::around_adaptive_bulkhead(#h, || #inner))
         }
         (aspect, true) => {
-            let f = format_ident!("around_{}_async", aspect.as_str());
+            let f = format_ident!("around_{}_async", aspect.name());
             quote!(#p::#f(#h, #inner))
         }
         (aspect, false) => {
-            let f = format_ident!("around_{}", aspect.as_str());
+            let f = format_ident!("around_{}", aspect.name());
             quote!(#p::#f(#h, || #inner))
         }
     }

@@ -15,7 +15,7 @@ use crate::attr::{AspectArgs, BulkheadKind, Override};
 use crate::diag::Errors;
 use crate::item::ItemFn;
 use crate::model::Model;
-use crate::order::{default_order_text, Aspect, ORDER};
+use resil_options::{order_text, Aspect, ORDER};
 
 /// What to build, validated.
 pub(crate) struct Plan {
@@ -465,7 +465,8 @@ impl Model {
             }
         }
 
-        // The order: the table, or a complete, repetition-free override.
+        // The order: the one table (`resil_options::ORDER`), or a complete,
+        // repetition-free override.
         match order {
             None => layers.sort_by_key(|l| l.aspect.rank()),
             Some((idents, span)) => {
@@ -474,7 +475,7 @@ impl Model {
                     match Aspect::from_name(&ident.to_string()) {
                         None => errors.push(syn::Error::new(
                             ident.span(),
-                            format!("unknown aspect `{ident}` in `order`; expected one of {}", default_order_text()),
+                            format!("unknown aspect `{ident}` in `order`; expected one of {}", order_text()),
                         )),
                         Some(a) if listed.contains(&a) => errors.push(syn::Error::new(
                             ident.span(),
@@ -490,7 +491,7 @@ impl Model {
                 let missing: Vec<&str> = ORDER
                     .iter()
                     .filter(|a| seen.contains(a) && !listed.contains(a))
-                    .map(|a| a.as_str())
+                    .map(|a| a.name())
                     .collect();
                 if !missing.is_empty() {
                     errors.push(syn::Error::new(

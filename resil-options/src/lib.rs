@@ -21,10 +21,12 @@
 //! ```
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
+mod aspect;
 pub mod case;
 pub mod duration;
 mod suggest;
 
+pub use self::aspect::{in_order, order_text, Aspect, ORDER};
 pub use self::suggest::closest;
 
 /// A part of the `resilience4j` tree: one kind of primitive.
