@@ -9,6 +9,7 @@ use crate::expand::expand as codegen;
 use crate::fallback;
 use crate::item::ItemFn;
 use crate::model::{resil_aspect, Model};
+use crate::valid;
 use resil_options::Aspect;
 
 pub(crate) fn expand(aspect: Aspect, args: TokenStream, input: TokenStream) -> TokenStream {
@@ -39,11 +40,11 @@ pub(crate) fn expand(aspect: Aspect, args: TokenStream, input: TokenStream) -> T
     };
     let mut errors = Errors::new();
     let model = Model::from_syn(aspect, args, item, &mut errors);
-    let plan = model.validate(&mut errors);
+    let plan = valid::check(model, &mut errors);
     match (errors.finish(), plan) {
         (Ok(()), Some(plan)) => codegen(plan),
         (Err(e), _) => fallback::with_error(input, e),
-        (Ok(()), None) => unreachable!("validate returns no plan only after reporting an error"),
+        (Ok(()), None) => unreachable!("`check` returns no plan only after reporting an error"),
     }
 }
 
@@ -71,7 +72,7 @@ pub(crate) fn expansion_order(input: TokenStream) -> TokenStream {
     };
     let mut errors = Errors::new();
     let model = Model::from_syn(aspect, args, item, &mut errors);
-    let plan = model.validate(&mut errors);
+    let plan = valid::check(model, &mut errors);
     match (errors.finish(), plan) {
         (Ok(()), Some(plan)) => {
             let krate = &plan.krate;
@@ -81,7 +82,7 @@ pub(crate) fn expansion_order(input: TokenStream) -> TokenStream {
             quote::quote!([#(#krate::options::Aspect::#aspects),*])
         }
         (Err(e), _) => e.to_compile_error(),
-        (Ok(()), None) => unreachable!("validate returns no plan only after reporting an error"),
+        (Ok(()), None) => unreachable!("`check` returns no plan only after reporting an error"),
     }
 }
 

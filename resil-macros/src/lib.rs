@@ -17,6 +17,7 @@ mod expand;
 mod fallback;
 mod item;
 mod model;
+mod respan;
 mod valid;
 
 use resil_options::Aspect;
