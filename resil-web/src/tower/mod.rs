@@ -90,6 +90,7 @@ mod http;
 mod layer;
 mod respond;
 mod service;
+mod shared;
 
 pub use self::classify::{BreakerPredicates, Classify, Verdict};
 pub use self::future::ResponseFuture;

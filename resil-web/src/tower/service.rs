@@ -9,8 +9,9 @@ use tower_service::Service;
 
 use super::classify::Classify;
 use super::future::{body, ResponseFuture};
-use super::layer::{ResilienceLayer, Shared};
+use super::layer::ResilienceLayer;
 use super::respond::Respond;
+use super::shared::Shared;
 
 // The layer's nesting is written in its code (`call` below, `body` and the
 // response future in `future.rs`), a flat state machine rather than a loop
