@@ -81,11 +81,11 @@ use resil_options::Aspect;
 /// # Order
 ///
 /// Attributes on one fn build one stack, in one fixed order whatever order
-/// they are written in: the one aspect table,
-/// `resil::options::ORDER`, which
-/// documents the order (Resilience4j's default aspect order, with `hedge`
-/// and `chaos`) and what each nesting changes. The tower layer
-/// (`resil::tower::ResilienceLayer`) applies its aspects in the same table.
+/// they are written in: the one aspect table, `resil::options::ORDER`,
+/// whose documentation gives the order (Resilience4j's default aspect
+/// order, with `hedge` and `chaos`) and what each nesting changes. The tower
+/// layer (`resil::tower::ResilienceLayer`) applies its aspects in the same
+/// table.
 ///
 /// The override is given once, on any of the fn's resil attributes, and must
 /// list each of them exactly once:
