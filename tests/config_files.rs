@@ -1310,3 +1310,37 @@ fn a_redis_backend_without_the_redis_feature_is_refused_naming_the_key() {
         "{text}"
     );
 }
+
+/// The same typos as the attributes' (`resil-macros`' `attr.rs` tests and
+/// `tests/ui/fail/attr-misspelled-option.rs`): one did-you-mean, so the
+/// same suggestion.
+#[test]
+fn a_misspelled_key_gets_the_suggestion_an_attribute_gets() {
+    for (kind, typo, want) in [
+        (
+            "circuitbreaker",
+            "failure-rate-treshold",
+            "failure-rate-threshold",
+        ),
+        (
+            "circuitbreaker",
+            "failure_rate_treshold",
+            "failure-rate-threshold",
+        ),
+        (
+            "circuitbreaker",
+            "slidng-window-size",
+            "sliding-window-size",
+        ),
+        ("retry", "max-atempts", "max-attempts"),
+    ] {
+        let p = only_problem(yaml(&format!(
+            "resilience4j:\n  {kind}:\n    instances:\n      inventory:\n        {typo}: 50\n"
+        )));
+        assert_eq!(p.suggestion(), Some(want));
+        assert_eq!(
+            p.to_string(),
+            format!("unknown key `resilience4j.{kind}.instances.inventory.{typo}`; did you mean `{want}`?")
+        );
+    }
+}

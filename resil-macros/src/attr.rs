@@ -14,7 +14,7 @@ use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, Ident, Lit, Path, Token};
 
 use crate::diag::Errors;
-use crate::order::Aspect;
+use resil_options::Aspect;
 
 /// `key = value`, before interpretation.
 struct RawArg {
@@ -57,42 +57,11 @@ fn path_cut_short(input: ParseStream<'_>) -> Option<TokenStream> {
     (n >= 3 && colon(&tokens[n - 1]) && colon(&tokens[n - 2])).then(|| tokens.into_iter().collect())
 }
 
-/// Optimal string alignment distance (Levenshtein plus transpositions):
-/// `nmae` is one edit from `name`.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            d[i][j] = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
-            }
-        }
-    }
-    d[a.len()][b.len()]
-}
-
-/// The accepted argument closest to `text`, if it is close enough to be a typo.
+/// The accepted argument closest to `text`, if it is close enough to be a
+/// typo: the option table's one did-you-mean, which a config file's keys
+/// get too.
 fn closest(aspect: Aspect, text: &str) -> Option<&'static str> {
-    let lower = text.to_ascii_lowercase();
-    COMMON
-        .iter()
-        .chain(override_keys(aspect).iter())
-        .map(|k| (edit_distance(&lower, k), *k))
-        .filter(|&(d, k)| d <= 2 && d * 3 <= k.len())
-        .min_by_key(|&(d, _)| d)
-        .map(|(_, k)| k)
+    resil_options::closest(text, COMMON.into_iter().chain(override_keys(aspect)))
 }
 
 /// A literal config override, e.g. `max_attempts = 5`, checked in `valid.rs`.
@@ -350,5 +319,63 @@ impl AspectArgs {
             }
         }
         args
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use resil::config::FileConfig;
+
+    use super::*;
+
+    /// The suggestion a message makes: what follows "did you mean".
+    fn suggestion(message: &str) -> Option<&str> {
+        message.split("did you mean `").nth(1)?.split('`').next()
+    }
+
+    #[test]
+    fn a_typo_gets_the_same_suggestion_in_an_attribute_and_in_a_file() {
+        for (aspect, kind, typo) in [
+            (
+                Aspect::CircuitBreaker,
+                "circuitbreaker",
+                "failure_rate_treshold",
+            ),
+            (
+                Aspect::CircuitBreaker,
+                "circuitbreaker",
+                "slidng_window_size",
+            ),
+            (
+                Aspect::CircuitBreaker,
+                "circuitbreaker",
+                "slow_call_rate_threshhold",
+            ),
+            (Aspect::Retry, "retry", "max_atempts"),
+            (Aspect::Retry, "retry", "wait_durration"),
+            (Aspect::Bulkhead, "bulkhead", "max_concurent_calls"),
+            (Aspect::RateLimiter, "ratelimiter", "limit_for_perod"),
+            (Aspect::TimeLimiter, "timelimiter", "timeout_duraton"),
+        ] {
+            let attr = unknown_argument(aspect, &Ident::new(typo, Span::call_site())).to_string();
+            let key = typo.replace('_', "-");
+            let file = FileConfig::from_yaml_str(&format!(
+                "resilience4j:\n  {kind}:\n    instances:\n      a:\n        {key}: 1\n"
+            ))
+            .expect_err("an unknown key is refused")
+            .to_string();
+            let in_attr = suggestion(&attr).unwrap_or_else(|| panic!("no suggestion: {attr}"));
+            let in_file = suggestion(&file).unwrap_or_else(|| panic!("no suggestion: {file}"));
+            assert_eq!(in_attr.replace('_', "-"), in_file, "{attr}\n{file}");
+        }
+    }
+
+    #[test]
+    fn a_misspelled_common_argument_is_suggested_for_every_aspect() {
+        for aspect in resil_options::ORDER {
+            for (typo, want) in [("nmae", "name"), ("fallbak", "fallback"), ("oder", "order")] {
+                assert_eq!(closest(aspect, typo), Some(want), "{aspect}: {typo}");
+            }
+        }
     }
 }

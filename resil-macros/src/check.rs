@@ -7,7 +7,7 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
-use crate::expand::respan;
+use crate::respan::{mixed, respan, respan_all};
 use syn::spanned::Spanned;
 use syn::{Ident, Path, Type};
 
@@ -29,27 +29,6 @@ pub(crate) struct Protected<'a> {
     pub(crate) checks: &'a TokenStream,
     /// Where an error type unable to carry a rejection is reported.
     pub(crate) err_span: Span,
-}
-
-/// `tokens` with every token, identifiers included, at exactly `span`: an
-/// expression made of them is then reported at `span`, never widened to the
-/// whole attribute (tokens of two contexts join to the macro's call site).
-/// Only for tokens naming nothing local to the expansion.
-fn respan_all(tokens: TokenStream, span: Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|mut t| {
-            if let proc_macro2::TokenTree::Group(g) = &t {
-                let mut group =
-                    proc_macro2::Group::new(g.delimiter(), respan_all(g.stream(), span));
-                group.set_span(span);
-                t = proc_macro2::TokenTree::Group(group);
-            } else {
-                t.set_span(span);
-            }
-            t
-        })
-        .collect()
 }
 
 /// The last segment of a fallback's path, as a type name for a message.
@@ -81,8 +60,8 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
     // the span it is given, the user's `fallback = path`, never widened to
     // the whole attribute.
     let err = Ident::new("__resil_err", Span::call_site());
-    let cov = Ident::new("__resil_cov", Span::mixed_site());
-    let site = Ident::new("__RESIL_FALLBACK", Span::mixed_site());
+    let cov = mixed("__resil_cov");
+    let site = mixed("__RESIL_FALLBACK");
     let args_ty = quote!((#(#arg_types,)*));
     // The protected fn's parameters as messages show them: an `impl Trait`
     // parameter (`_` in `arg_types`) as `resil::checks::ImplTrait`.

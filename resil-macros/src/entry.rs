@@ -8,8 +8,9 @@ use crate::diag::Errors;
 use crate::expand::expand as codegen;
 use crate::fallback;
 use crate::item::ItemFn;
-use crate::model::Model;
-use crate::order::Aspect;
+use crate::model::{resil_aspect, Model};
+use crate::valid;
+use resil_options::Aspect;
 
 pub(crate) fn expand(aspect: Aspect, args: TokenStream, input: TokenStream) -> TokenStream {
     let item: ItemFn = match syn::parse2(input.clone()) {
@@ -39,11 +40,49 @@ pub(crate) fn expand(aspect: Aspect, args: TokenStream, input: TokenStream) -> T
     };
     let mut errors = Errors::new();
     let model = Model::from_syn(aspect, args, item, &mut errors);
-    let plan = model.validate(&mut errors);
+    let plan = valid::check(model, &mut errors);
     match (errors.finish(), plan) {
         (Ok(()), Some(plan)) => codegen(plan),
         (Err(e), _) => fallback::with_error(input, e),
-        (Ok(()), None) => unreachable!("validate returns no plan only after reporting an error"),
+        (Ok(()), None) => unreachable!("`check` returns no plan only after reporting an error"),
+    }
+}
+
+/// The order the expansion of `input`'s resil attributes nests them in,
+/// outermost first, as `[::resil::options::Aspect::…]` (see
+/// `__expansion_order`): the model and the rules of [`expand`], with the
+/// first resil attribute standing for the one expanding.
+pub(crate) fn expansion_order(input: TokenStream) -> TokenStream {
+    let mut item: ItemFn = match syn::parse2(input) {
+        Ok(item) => item,
+        Err(e) => return e.to_compile_error(),
+    };
+    let Some(at) = item.attrs.iter().position(|a| resil_aspect(a).is_some()) else {
+        return syn::Error::new(
+            proc_macro2::Span::call_site(),
+            "expected a fn with resil attributes",
+        )
+        .to_compile_error();
+    };
+    let attr = item.attrs.remove(at);
+    let aspect = resil_aspect(&attr).expect("found by `resil_aspect`");
+    let args = match attr.meta {
+        syn::Meta::List(list) => list.tokens,
+        _ => TokenStream::new(),
+    };
+    let mut errors = Errors::new();
+    let model = Model::from_syn(aspect, args, item, &mut errors);
+    let plan = valid::check(model, &mut errors);
+    match (errors.finish(), plan) {
+        (Ok(()), Some(plan)) => {
+            let krate = &plan.krate;
+            let aspects = plan.layers.iter().map(|l| {
+                syn::Ident::new(&format!("{:?}", l.aspect), proc_macro2::Span::call_site())
+            });
+            quote::quote!([#(#krate::options::Aspect::#aspects),*])
+        }
+        (Err(e), _) => e.to_compile_error(),
+        (Ok(()), None) => unreachable!("`check` returns no plan only after reporting an error"),
     }
 }
 

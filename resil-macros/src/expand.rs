@@ -19,8 +19,9 @@ use syn::{AttrStyle, FnArg, Ident, Pat, PatIdent, Path, Type};
 
 use crate::check;
 use crate::model::PROTECTED_MARKER;
-use crate::order::Aspect;
+use crate::respan::{mixed, respan};
 use crate::valid::{Layer, Plan};
+use resil_options::Aspect;
 
 /// How one parameter is passed on.
 struct Param {
@@ -38,10 +39,6 @@ fn private(krate: &TokenStream) -> TokenStream {
 /// `__private`) so their diagnostics print `resil::checks::…`.
 fn checks(krate: &TokenStream) -> TokenStream {
     quote!(#krate::checks)
-}
-
-fn mixed(name: &str) -> Ident {
-    Ident::new(name, Span::mixed_site())
 }
 
 /// Replaces the `self` keyword in `tokens` by `with` (not `self::` paths).
@@ -364,30 +361,6 @@ fn error_type(ret: &Type) -> Option<&Type> {
     types.next()
 }
 
-/// `tokens` with every token (and group) at `span`; identifiers keep their
-/// own hygiene.
-pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|mut t| {
-            match &mut t {
-                TokenTree::Group(g) => {
-                    let mut group =
-                        proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
-                    group.set_span(span);
-                    t = TokenTree::Group(group);
-                }
-                TokenTree::Ident(i) => {
-                    let s = span.resolved_at(i.span());
-                    i.set_span(s);
-                }
-                other => other.set_span(span),
-            }
-            t
-        })
-        .collect()
-}
-
 /// The parameter's type for the fallback check, `_` where it cannot be
 /// written in an expression (`impl Trait`).
 fn arg_type(arg: &FnArg) -> TokenStream {
@@ -494,11 +467,11 @@ fn outer_call(
             quote!(#p::around_adaptive_bulkhead(#h, || #inner))
         }
         (aspect, true) => {
-            let f = format_ident!("around_{}_async", aspect.as_str());
+            let f = format_ident!("around_{}_async", aspect.name());
             quote!(#p::#f(#h, #inner))
         }
         (aspect, false) => {
-            let f = format_ident!("around_{}", aspect.as_str());
+            let f = format_ident!("around_{}", aspect.name());
             quote!(#p::#f(#h, || #inner))
         }
     }

@@ -17,10 +17,10 @@ mod expand;
 mod fallback;
 mod item;
 mod model;
-mod order;
+mod respan;
 mod valid;
 
-use crate::order::Aspect;
+use resil_options::Aspect;
 
 /// Protects a fn with the registry's circuit breaker `name`.
 ///
@@ -81,19 +81,11 @@ use crate::order::Aspect;
 /// # Order
 ///
 /// Attributes on one fn build one stack, in one fixed order whatever order
-/// they are written in — Resilience4j's default aspect order:
-///
-/// ```text
-/// Retry( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( call )))))
-/// ```
-///
-/// | | default order | `order = [circuit_breaker, retry]` |
-/// |---|---|---|
-/// | breaker samples per logical call with 3 failing attempts | 3 | 1 |
-/// | breaker timing | one attempt | all attempts and backoffs |
-/// | time limit (`time_limiter` inside `retry`) | per attempt; worst case ≈ attempts × timeout + waits | (unchanged) |
-/// | rate-limiter permits | one per attempt | one per attempt |
-/// | an open breaker | returned at once, not retried | refuses before any attempt |
+/// they are written in: the one aspect table, `resil::options::ORDER`,
+/// whose documentation gives the order (Resilience4j's default aspect
+/// order, with `hedge` and `chaos`) and what each nesting changes. The tower
+/// layer (`resil::tower::ResilienceLayer`) applies its aspects in the same
+/// table.
 ///
 /// The override is given once, on any of the fn's resil attributes, and must
 /// list each of them exactly once:
@@ -365,8 +357,7 @@ pub fn time_limiter(args: TokenStream, item: TokenStream) -> TokenStream {
 /// or failed with an error the instance hedges on, it runs again beside it,
 /// up to `max-hedged-attempts` more times, and the first good answer wins
 /// (the others are dropped, giving back what they held). Async fns only. In
-/// the fixed order it sits just inside `retry`:
-/// `Retry( Hedge( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( Chaos( call )))))))`,
+/// the fixed order (`resil::options::ORDER`) it sits just inside `retry`,
 /// so every hedged attempt takes its own breaker permit, rate-limiter
 /// permission, timeout and bulkhead slot, and the retry sees one outcome per
 /// hedged group. The body must be safe to run more than once at a time (a
@@ -446,4 +437,15 @@ pub fn chaos(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_derive(ErrorClass, attributes(error_class))]
 pub fn derive_error_class(input: TokenStream) -> TokenStream {
     derive_error_class::expand(input.into()).into()
+}
+
+/// Not public API: the aspects of the resil attributes on the fn it is
+/// given, in the order their expansion nests them (outermost first), as
+/// `[resil::options::Aspect; N]`. For tests comparing the attributes'
+/// order with the tower layer's (`ResilienceLayer::ORDER`): it runs the
+/// same model and rules as the attributes, and emits nothing else.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __expansion_order(item: TokenStream) -> TokenStream {
+    entry::expansion_order(item.into()).into()
 }

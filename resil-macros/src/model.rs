@@ -9,7 +9,7 @@ use syn::{Attribute, Meta};
 use crate::attr::AspectArgs;
 use crate::diag::Errors;
 use crate::item::ItemFn;
-use crate::order::Aspect;
+use resil_options::Aspect;
 
 /// The marker item every expansion puts in the rewritten body, so a resil
 /// attribute that could not be recognised as a sibling (a renamed import) and

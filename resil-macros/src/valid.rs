@@ -15,7 +15,7 @@ use crate::attr::{AspectArgs, BulkheadKind, Override};
 use crate::diag::Errors;
 use crate::item::ItemFn;
 use crate::model::Model;
-use crate::order::{default_order_text, Aspect, ORDER};
+use resil_options::{order_text, Aspect, ORDER};
 
 /// What to build, validated.
 pub(crate) struct Plan {
@@ -342,229 +342,290 @@ fn mut_reference_arg(arg: &FnArg) -> Option<Span> {
     }
 }
 
-impl Model {
-    /// Checks every rule; on success, the plan to expand.
-    pub(crate) fn validate(self, errors: &mut Errors) -> Option<Plan> {
-        let Model {
-            item,
-            aspects,
-            already_protected,
-        } = self;
-        if already_protected {
-            errors.push(syn::Error::new(
-                aspects[0].span,
-                format!("this fn is protected already by a resil attribute above it, which could not see this one: a renamed resil attribute is not recognised as a sibling; write `#[resil::{}(…)]`", aspects[0].aspect),
-            ));
-        }
-        let sig = &item.sig;
-        if let Some(c) = &sig.constness {
-            errors.push(syn::Error::new(
-                c.span,
-                "a resil attribute cannot protect a `const fn`: protection happens at run time; remove `const`",
-            ));
-        }
-        // The protected fn returns `Result<T, E>`. A type alias is left to the
-        // generated check; a missing return type is certainly wrong.
-        let future = match (&item.async_trait, &sig.asyncness, &sig.output) {
-            (None, None, ReturnType::Type(_, ty)) => future_output(ty).map(|out| (ty, out)),
-            _ => None,
-        };
-        if let Some((ty, out)) = future {
-            errors.push(syn::Error::new_spanned(
-                ty,
-                format!(
-                    "a resil attribute protects an `async fn`, not a fn returning a future; write `async fn {}{}({}) -> {}`",
-                    sig.ident,
-                    pretty(sig.generics.to_token_stream()),
-                    pretty(sig.inputs.to_token_stream()),
-                    pretty(out.to_token_stream()),
-                ),
-            ));
-        } else if let Some((borrowed, owned)) = item.output().and_then(borrowed_in) {
-            errors.push(syn::Error::new_spanned(
-                item.output(),
-                format!(
-                    "the `Ok` and error types of a protected fn must be `'static`: resil classifies results by type, and a retry or a fallback outlives the call; `{borrowed}` borrows, return an owned {owned} instead"
-                ),
-            ));
-        }
-        match (&item.async_trait, &sig.output) {
-            _ if future.is_some() => {}
-            (None, ReturnType::Default) => errors.push(syn::Error::new(
-                sig.ident.span(),
-                format!(
-                    "a protected fn must return `Result<T, E>`: resil needs an error to count and to retry on; give `{}` a `Result` return type",
-                    sig.ident
-                ),
-            )),
-            (None, ReturnType::Type(_, ty)) if !looks_like_result(ty) => errors.push(
-                syn::Error::new(
-                    ty.span(),
-                    format!(
-                        "a protected fn must return `Result<T, E>`, not `{}`: resil needs an error to count and to retry on",
-                        ty.to_token_stream().to_string().replace(" < ", "<").replace(" >", ">").replace("& ", "&")
-                    ),
-                ),
-            ),
-            _ => {}
-        }
-
-        // One attribute per aspect.
-        let mut seen: Vec<Aspect> = Vec::new();
-        for a in &aspects {
-            if seen.contains(&a.aspect) {
-                errors.push(syn::Error::new(
-                    a.span,
-                    format!("duplicate `{}` attribute: a fn has at most one of each; merge their arguments into one", a.aspect),
-                ));
-            }
-            seen.push(a.aspect);
-        }
-
-        // One fallback list and one order per fn.
-        let mut fallback: Option<&(Vec<Path>, Span)> = None;
-        let mut order: Option<&(Vec<Ident>, Span)> = None;
-        let mut krate: Option<&(Path, Span)> = None;
-        for a in &aspects {
-            if let Some(k) = &a.krate {
-                if krate.is_some() {
-                    errors.push(syn::Error::new(
-                        k.1,
-                        "a fn has one `crate`; give it on one attribute only",
-                    ));
-                } else {
-                    krate = Some(k);
-                }
-            }
-            if let Some(f) = &a.fallback {
-                if fallback.is_some() {
-                    errors.push(syn::Error::new(
-                        f.1,
-                        "a fn has one fallback list; give every fallback in one `fallback = [first, second]`",
-                    ));
-                } else {
-                    fallback = Some(f);
-                }
-            }
-            if let Some(o) = &a.order {
-                if order.is_some() {
-                    errors.push(syn::Error::new(
-                        o.1,
-                        "a fn has one `order`; give it on one attribute only",
-                    ));
-                } else {
-                    order = Some(o);
-                }
-            }
-        }
-
-        let mut layers = Vec::new();
-        for a in &aspects {
-            if let Some(layer) = check_aspect(a, &item, future.is_some(), errors) {
-                layers.push(layer);
-            }
-        }
-
-        // The order: the table, or a complete, repetition-free override.
-        match order {
-            None => layers.sort_by_key(|l| l.aspect.rank()),
-            Some((idents, span)) => {
-                let mut listed: Vec<Aspect> = Vec::new();
-                for ident in idents {
-                    match Aspect::from_name(&ident.to_string()) {
-                        None => errors.push(syn::Error::new(
-                            ident.span(),
-                            format!("unknown aspect `{ident}` in `order`; expected one of {}", default_order_text()),
-                        )),
-                        Some(a) if listed.contains(&a) => errors.push(syn::Error::new(
-                            ident.span(),
-                            format!("`{a}` appears twice in `order`; list each attribute once"),
-                        )),
-                        Some(a) if !seen.contains(&a) => errors.push(syn::Error::new(
-                            ident.span(),
-                            format!("`order` lists `{a}`, but the fn has no `#[resil::{a}]`; list exactly the fn's attributes"),
-                        )),
-                        Some(a) => listed.push(a),
-                    }
-                }
-                let missing: Vec<&str> = ORDER
-                    .iter()
-                    .filter(|a| seen.contains(a) && !listed.contains(a))
-                    .map(|a| a.as_str())
-                    .collect();
-                if !missing.is_empty() {
-                    errors.push(syn::Error::new(
-                        *span,
-                        format!("`order` must list every resil attribute on the fn, outermost first; add `{}`", missing.join("`, `")),
-                    ));
-                }
-                layers.sort_by_key(|l| listed.iter().position(|&a| a == l.aspect));
-            }
-        }
-
-        // A thread-pool bulkhead runs the (blocking) body on its own threads: it
-        // must be the innermost layer and the fn async.
-        if let Some(pos) = layers.iter().position(|l| l.thread_pool) {
-            let bulkhead = aspects.iter().find(|a| a.aspect == Aspect::Bulkhead);
-            let at = bulkhead
-                .and_then(|b| b.kind.map(|k| k.1))
-                .unwrap_or(Span::call_site());
-            if future.is_some() {
-                // Reported above, with the `async fn` to write.
-            } else if !item.is_async() {
-                errors.push(syn::Error::new(
-                    at,
-                    "a thread-pool bulkhead hands the body to its own threads and must be awaited; make the fn `async` (its body stays blocking code) or use `kind = \"semaphore\"`",
-                ));
-            } else if pos + 1 != layers.len() {
-                errors.push(syn::Error::new(
-                    at,
-                    "a thread-pool bulkhead runs the blocking body itself, so it must be innermost; put `bulkhead` last in `order`",
-                ));
-            }
-        }
-
-        // Retry attempts of an async fn each need their own future; one that
-        // holds an exclusive borrow cannot be made again while the retry holds
-        // the closure that makes them.
-        let has_retry = layers.iter().any(|l| l.aspect == Aspect::Retry);
-        if has_retry && item.is_async() {
-            for arg in &sig.inputs {
-                if let Some(span) = mut_reference_arg(arg) {
-                    errors.push(syn::Error::new(
-                        span,
-                        "`retry` cannot re-use an `&mut` argument across the attempts of an async fn; take it by shared reference (with interior mutability) or by value (`Clone`)",
-                    ));
-                }
-            }
-        } else if layers.iter().any(|l| l.aspect == Aspect::Hedge) {
-            for arg in &sig.inputs {
-                if let Some(span) = mut_reference_arg(arg) {
-                    errors.push(syn::Error::new(
-                        span,
-                        "`hedge` runs attempts side by side, so they cannot share an `&mut` argument; take it by shared reference (with interior mutability) or by value (`Clone`)",
-                    ));
-                }
-            }
-        }
-
-        let fallbacks = fallback.map(|f| f.0.clone()).unwrap_or_default();
-        if !errors.is_empty() {
-            return None;
-        }
-        let krate = match krate {
+/// Every rule, each named, in the order their errors are reported: the fn,
+/// then each attribute, then the stack they build (as serde_derive's
+/// `internals/check.rs`). On success, the plan to expand.
+pub(crate) fn check(model: Model, errors: &mut Errors) -> Option<Plan> {
+    let Model {
+        item,
+        aspects,
+        already_protected,
+    } = model;
+    check_not_protected_twice(already_protected, &aspects, errors);
+    check_not_const(&item, errors);
+    let returns_future = check_output(&item, errors);
+    let seen = check_one_attribute_per_aspect(&aspects, errors);
+    let once = check_once_per_fn(&aspects, errors);
+    let mut layers = check_aspects(&aspects, &item, returns_future, errors);
+    check_order(&mut layers, once.order, &seen, errors);
+    check_thread_pool(&layers, &aspects, &item, returns_future, errors);
+    check_mut_arguments(&layers, &item, errors);
+    if !errors.is_empty() {
+        return None;
+    }
+    Some(Plan {
+        item,
+        layers,
+        fallbacks: once.fallback.map(|f| f.0.clone()).unwrap_or_default(),
+        krate: match once.krate {
             Some((path, _)) => path.to_token_stream(),
             None => quote!(::resil),
-        };
-        Some(Plan {
-            item,
-            layers,
-            fallbacks,
-            krate,
-        })
+        },
+    })
+}
+
+/// A fn an expansion protected already (a renamed resil attribute above
+/// could not see this one).
+fn check_not_protected_twice(already_protected: bool, aspects: &[AspectArgs], errors: &mut Errors) {
+    if already_protected {
+        errors.push(syn::Error::new(
+            aspects[0].span,
+            format!("this fn is protected already by a resil attribute above it, which could not see this one: a renamed resil attribute is not recognised as a sibling; write `#[resil::{}(…)]`", aspects[0].aspect),
+        ));
     }
 }
 
+/// Protection happens at run time: no `const fn`.
+fn check_not_const(item: &ItemFn, errors: &mut Errors) {
+    if let Some(c) = &item.sig.constness {
+        errors.push(syn::Error::new(
+            c.span,
+            "a resil attribute cannot protect a `const fn`: protection happens at run time; remove `const`",
+        ));
+    }
+}
+
+/// The protected fn returns `Result<T, E>` with `'static` types, from an
+/// `async fn` rather than a fn returning a future. A type alias is left to
+/// the generated check; a missing return type is certainly wrong. Returns
+/// whether the fn returns a future (its own error is reported here, and
+/// later rules stay quiet about it).
+fn check_output(item: &ItemFn, errors: &mut Errors) -> bool {
+    let sig = &item.sig;
+    let future = match (&item.async_trait, &sig.asyncness, &sig.output) {
+        (None, None, ReturnType::Type(_, ty)) => future_output(ty).map(|out| (ty, out)),
+        _ => None,
+    };
+    if let Some((ty, out)) = future {
+        errors.push(syn::Error::new_spanned(
+            ty,
+            format!(
+                "a resil attribute protects an `async fn`, not a fn returning a future; write `async fn {}{}({}) -> {}`",
+                sig.ident,
+                pretty(sig.generics.to_token_stream()),
+                pretty(sig.inputs.to_token_stream()),
+                pretty(out.to_token_stream()),
+            ),
+        ));
+        return true;
+    }
+    if let Some((borrowed, owned)) = item.output().and_then(borrowed_in) {
+        errors.push(syn::Error::new_spanned(
+            item.output(),
+            format!(
+                "the `Ok` and error types of a protected fn must be `'static`: resil classifies results by type, and a retry or a fallback outlives the call; `{borrowed}` borrows, return an owned {owned} instead"
+            ),
+        ));
+    }
+    match (&item.async_trait, &sig.output) {
+        (None, ReturnType::Default) => errors.push(syn::Error::new(
+            sig.ident.span(),
+            format!(
+                "a protected fn must return `Result<T, E>`: resil needs an error to count and to retry on; give `{}` a `Result` return type",
+                sig.ident
+            ),
+        )),
+        (None, ReturnType::Type(_, ty)) if !looks_like_result(ty) => errors.push(
+            syn::Error::new(
+                ty.span(),
+                format!(
+                    "a protected fn must return `Result<T, E>`, not `{}`: resil needs an error to count and to retry on",
+                    ty.to_token_stream().to_string().replace(" < ", "<").replace(" >", ">").replace("& ", "&")
+                ),
+            ),
+        ),
+        _ => {}
+    }
+    false
+}
+
+/// One attribute per aspect. Returns the aspects the fn has.
+fn check_one_attribute_per_aspect(aspects: &[AspectArgs], errors: &mut Errors) -> Vec<Aspect> {
+    let mut seen: Vec<Aspect> = Vec::new();
+    for a in aspects {
+        if seen.contains(&a.aspect) {
+            errors.push(syn::Error::new(
+                a.span,
+                format!("duplicate `{}` attribute: a fn has at most one of each; merge their arguments into one", a.aspect),
+            ));
+        }
+        seen.push(a.aspect);
+    }
+    seen
+}
+
+/// The arguments a fn gives once, on any one of its attributes.
+struct OncePerFn<'a> {
+    fallback: Option<&'a (Vec<Path>, Span)>,
+    order: Option<&'a (Vec<Ident>, Span)>,
+    krate: Option<&'a (Path, Span)>,
+}
+
+/// One `crate`, one fallback list and one `order` per fn.
+fn check_once_per_fn<'a>(aspects: &'a [AspectArgs], errors: &mut Errors) -> OncePerFn<'a> {
+    let mut once = OncePerFn {
+        fallback: None,
+        order: None,
+        krate: None,
+    };
+    for a in aspects {
+        if let Some(k) = &a.krate {
+            if once.krate.is_some() {
+                errors.push(syn::Error::new(
+                    k.1,
+                    "a fn has one `crate`; give it on one attribute only",
+                ));
+            } else {
+                once.krate = Some(k);
+            }
+        }
+        if let Some(f) = &a.fallback {
+            if once.fallback.is_some() {
+                errors.push(syn::Error::new(
+                    f.1,
+                    "a fn has one fallback list; give every fallback in one `fallback = [first, second]`",
+                ));
+            } else {
+                once.fallback = Some(f);
+            }
+        }
+        if let Some(o) = &a.order {
+            if once.order.is_some() {
+                errors.push(syn::Error::new(
+                    o.1,
+                    "a fn has one `order`; give it on one attribute only",
+                ));
+            } else {
+                once.order = Some(o);
+            }
+        }
+    }
+    once
+}
+
+/// Each attribute's own rules ([`check_aspect`]), in the order written.
+fn check_aspects(
+    aspects: &[AspectArgs],
+    item: &ItemFn,
+    returns_future: bool,
+    errors: &mut Errors,
+) -> Vec<Layer> {
+    aspects
+        .iter()
+        .filter_map(|a| check_aspect(a, item, returns_future, errors))
+        .collect()
+}
+
+/// The order: the one table (`resil_options::ORDER`), or a complete,
+/// repetition-free `order = [...]`; sorts `layers` by it.
+fn check_order(
+    layers: &mut [Layer],
+    order: Option<&(Vec<Ident>, Span)>,
+    seen: &[Aspect],
+    errors: &mut Errors,
+) {
+    let Some((idents, span)) = order else {
+        layers.sort_by_key(|l| l.aspect.rank());
+        return;
+    };
+    let mut listed: Vec<Aspect> = Vec::new();
+    for ident in idents {
+        match Aspect::from_name(&ident.to_string()) {
+            None => errors.push(syn::Error::new(
+                ident.span(),
+                format!("unknown aspect `{ident}` in `order`; expected one of {}", order_text()),
+            )),
+            Some(a) if listed.contains(&a) => errors.push(syn::Error::new(
+                ident.span(),
+                format!("`{a}` appears twice in `order`; list each attribute once"),
+            )),
+            Some(a) if !seen.contains(&a) => errors.push(syn::Error::new(
+                ident.span(),
+                format!("`order` lists `{a}`, but the fn has no `#[resil::{a}]`; list exactly the fn's attributes"),
+            )),
+            Some(a) => listed.push(a),
+        }
+    }
+    let missing: Vec<&str> = ORDER
+        .iter()
+        .filter(|a| seen.contains(a) && !listed.contains(a))
+        .map(|a| a.name())
+        .collect();
+    if !missing.is_empty() {
+        errors.push(syn::Error::new(
+            *span,
+            format!(
+                "`order` must list every resil attribute on the fn, outermost first; add `{}`",
+                missing.join("`, `")
+            ),
+        ));
+    }
+    layers.sort_by_key(|l| listed.iter().position(|&a| a == l.aspect));
+}
+
+/// A thread-pool bulkhead runs the (blocking) body on its own threads: it
+/// must be the innermost layer and the fn async.
+fn check_thread_pool(
+    layers: &[Layer],
+    aspects: &[AspectArgs],
+    item: &ItemFn,
+    returns_future: bool,
+    errors: &mut Errors,
+) {
+    let Some(pos) = layers.iter().position(|l| l.thread_pool) else {
+        return;
+    };
+    let bulkhead = aspects.iter().find(|a| a.aspect == Aspect::Bulkhead);
+    let at = bulkhead
+        .and_then(|b| b.kind.map(|k| k.1))
+        .unwrap_or(Span::call_site());
+    if returns_future {
+        // Reported by `check_output`, with the `async fn` to write.
+    } else if !item.is_async() {
+        errors.push(syn::Error::new(
+            at,
+            "a thread-pool bulkhead hands the body to its own threads and must be awaited; make the fn `async` (its body stays blocking code) or use `kind = \"semaphore\"`",
+        ));
+    } else if pos + 1 != layers.len() {
+        errors.push(syn::Error::new(
+            at,
+            "a thread-pool bulkhead runs the blocking body itself, so it must be innermost; put `bulkhead` last in `order`",
+        ));
+    }
+}
+
+/// Retry attempts of an async fn each need their own future; one that holds
+/// an exclusive borrow cannot be made again while the retry holds the
+/// closure that makes them. Hedged attempts run side by side, so they
+/// cannot share one either.
+fn check_mut_arguments(layers: &[Layer], item: &ItemFn, errors: &mut Errors) {
+    let has_retry = layers.iter().any(|l| l.aspect == Aspect::Retry);
+    let message = if has_retry && item.is_async() {
+        "`retry` cannot re-use an `&mut` argument across the attempts of an async fn; take it by shared reference (with interior mutability) or by value (`Clone`)"
+    } else if layers.iter().any(|l| l.aspect == Aspect::Hedge) {
+        "`hedge` runs attempts side by side, so they cannot share an `&mut` argument; take it by shared reference (with interior mutability) or by value (`Clone`)"
+    } else {
+        return;
+    };
+    for arg in &item.sig.inputs {
+        if let Some(span) = mut_reference_arg(arg) {
+            errors.push(syn::Error::new(span, message));
+        }
+    }
+}
+
+/// One attribute's own rules: its `name`, what its aspect needs of the fn,
+/// and its literal settings.
 fn check_aspect(
     a: &AspectArgs,
     item: &ItemFn,

@@ -21,8 +21,13 @@
 //! ```
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
+mod aspect;
 pub mod case;
 pub mod duration;
+mod suggest;
+
+pub use self::aspect::{in_order, order_text, Aspect, ORDER};
+pub use self::suggest::closest;
 
 /// One kind of primitive, and its part of the `resilience4j` tree.
 ///
@@ -214,21 +219,7 @@ pub fn attribute_keys(section: Section) -> impl Iterator<Item = String> {
 /// and `_`, so `failure-rate-threshold`, `failure_rate_threshold` and
 /// `failureRateThreshold` are the same key (Spring's relaxed binding).
 pub fn same_key(a: &str, b: &str) -> bool {
-    let mut a = a
-        .chars()
-        .filter(|c| *c != '-' && *c != '_')
-        .flat_map(char::to_lowercase);
-    let mut b = b
-        .chars()
-        .filter(|c| *c != '-' && *c != '_')
-        .flat_map(char::to_lowercase);
-    loop {
-        match (a.next(), b.next()) {
-            (None, None) => return true,
-            (x, y) if x == y => continue,
-            _ => return false,
-        }
-    }
+    suggest::compared(a).eq(suggest::compared(b))
 }
 
 /// The type of an option's value in a config file.

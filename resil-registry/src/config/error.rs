@@ -403,68 +403,14 @@ pub(crate) fn quoted_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> 
         .join(", ")
 }
 
-/// The candidate closest to `word` by edit distance (ignoring case, `-` and
-/// `_`), if it is close enough to be a likely typo: at most a third of the
-/// word's length, and at least 1 and at most 3 edits.
-pub(crate) fn closest<'a>(
-    word: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
-    let norm = super::schema::normalize(word);
-    let limit = (norm.chars().count() / 3).clamp(1, 3);
-    candidates
-        .into_iter()
-        .map(|c| (levenshtein(&norm, &super::schema::normalize(c)), c))
-        .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
-
-fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                diagonal
-            } else {
-                1 + diagonal.min(above).min(row[j])
-            };
-            diagonal = above;
-        }
-    }
-    row[b.len()]
-}
+/// The candidate closest to `word`, if it is a likely typo of it: the option
+/// table's one did-you-mean, which the attributes use too, so a typo gets the
+/// same suggestion in a file, an environment variable and an attribute.
+pub(crate) use resil_options::closest;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn edit_distance_and_suggestions() {
-        assert_eq!(levenshtein("kitten", "sitting"), 3);
-        assert_eq!(levenshtein("", "abc"), 3);
-        assert_eq!(levenshtein("same", "same"), 0);
-        let keys = [
-            "failure-rate-threshold",
-            "slow-call-rate-threshold",
-            "max-attempts",
-        ];
-        assert_eq!(
-            closest("failure-rate-treshold", keys),
-            Some("failure-rate-threshold")
-        );
-        assert_eq!(
-            closest("failure_rate_threshhold", keys),
-            Some("failure-rate-threshold")
-        );
-        assert_eq!(closest("max-atempts", keys), Some("max-attempts"));
-        assert_eq!(closest("colour", keys), None);
-        assert_eq!(closest("ab", ["ac"]), Some("ac"));
-    }
 
     #[test]
     fn the_error_lists_every_problem_one_per_line_sorted_by_path() {

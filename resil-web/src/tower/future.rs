@@ -25,8 +25,8 @@ use tokio::time::Sleep;
 use tower_service::Service;
 
 use super::classify::{Classify, Verdict};
-use super::layer::Shared;
 use super::respond::{Refusal, Respond};
+use super::shared::Shared;
 
 pin_project! {
     /// The future of a [`Resilience`](super::Resilience) service's `call`.

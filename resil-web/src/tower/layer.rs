@@ -2,39 +2,19 @@
 
 use std::fmt;
 
-use resil_core::bulkhead::Bulkhead;
-use resil_core::circuit_breaker::CircuitBreaker;
-use resil_core::rate_limiter::RateLimiter;
-use resil_core::time_limiter::TimeLimiter;
-use resil_registry::{Handle, Registry};
+use resil_options::Aspect;
+use resil_registry::Registry;
 use tower_layer::Layer;
 
 use super::classify::BreakerPredicates;
 use super::respond::AsErrors;
 use super::service::Resilience;
+use super::shared::Shared;
 
-/// What every service of one layer shares: the instances, the classifier
-/// and the refusal mapping. Leaked once per built layer (see the module's
-/// *Costs*), so response futures borrow the instances for `'static`.
-///
-/// Laid out for a server whose caches go cold between requests: what every
-/// request reads (the handles, then the classifier and the refusal mapping,
-/// a pointer each for the HTTP ones) comes first, from the start of a cache
-/// line, and the name, read only by errors and `Debug`, last.
-#[repr(C, align(64))]
-pub(crate) struct Shared<C, R> {
-    pub(crate) breaker: Option<Handle<CircuitBreaker>>,
-    pub(crate) limiter: Option<Handle<RateLimiter>>,
-    pub(crate) time_limiter: Option<Handle<TimeLimiter>>,
-    pub(crate) bulkhead: Option<Handle<Bulkhead>>,
-    pub(crate) classify: C,
-    pub(crate) respond: R,
-    pub(crate) name: String,
-}
-
-/// A [`Layer`] applying a named stack of registry instances to a service:
-/// CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( service )))), the
-/// attributes' order, with whichever of them the builder chose.
+/// A [`Layer`] applying a named stack of registry instances to a service,
+/// with whichever aspects the builder chose, in the attributes' order
+/// ([`ResilienceLayer::ORDER`]: the shared table [`resil_options::ORDER`]
+/// restricted to the aspects a layer applies).
 ///
 /// `Clone` and `Copy`-cheap: every service it makes shares the same instances.
 pub struct ResilienceLayer<C: 'static = BreakerPredicates, R: 'static = AsErrors> {
@@ -42,6 +22,26 @@ pub struct ResilienceLayer<C: 'static = BreakerPredicates, R: 'static = AsErrors
 }
 
 impl ResilienceLayer {
+    /// The aspects a layer applies, outermost first:
+    /// CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( service )))).
+    ///
+    /// Derived from the one table the attribute macros sort by,
+    /// [`resil_options::ORDER`] (where the order and its consequences are
+    /// documented), so a layer and `#[resil::…]` attributes on a fn nest
+    /// the same instances the same way. The layer's response future is a
+    /// flat state machine, hand-tuned for a request that allocates nothing,
+    /// so its nesting is written in its code rather than looped over at run
+    /// time; compile-time assertions (in `service.rs`) tie that code to this
+    /// order, so a change of the table that the state machine does not
+    /// follow fails to build instead of silently disagreeing.
+    pub const ORDER: [Aspect; 4] = resil_options::in_order([
+        // A set, sorted by the table: written alphabetically on purpose.
+        Aspect::Bulkhead,
+        Aspect::CircuitBreaker,
+        Aspect::RateLimiter,
+        Aspect::TimeLimiter,
+    ]);
+
     /// A builder for the instances called `name` in `registry`, choosing no
     /// aspect yet.
     pub fn builder<'r>(registry: &'r Registry, name: &str) -> Builder<'r> {
@@ -62,6 +62,15 @@ impl<C: 'static, R: 'static> ResilienceLayer<C, R> {
     /// The name the instances were looked up by.
     pub fn name(&self) -> &str {
         &self.shared.name
+    }
+
+    /// The aspects this layer applies, outermost first (those of
+    /// [`ResilienceLayer::ORDER`] the builder chose).
+    pub fn aspects(&self) -> impl Iterator<Item = Aspect> + 'static {
+        let shared = self.shared;
+        ResilienceLayer::ORDER
+            .into_iter()
+            .filter(move |&aspect| shared.applies(aspect))
     }
 
     #[cfg(feature = "axum")]
@@ -101,8 +110,8 @@ impl<S, C: 'static, R: 'static> Layer<S> for ResilienceLayer<C, R> {
 
 /// Chooses a layer's aspects, classifier and refusal mapping.
 ///
-/// The aspects always apply in the attributes' order, whatever order they
-/// are chosen in.
+/// The aspects always apply in the attributes' order
+/// ([`ResilienceLayer::ORDER`]), whatever order they are chosen in.
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct Builder<'r, C = BreakerPredicates, R = AsErrors> {
     registry: &'r Registry,

@@ -2,9 +2,9 @@
 //!
 //! [`ResilienceLayer`] applies what the attributes apply to a fn, to a tower
 //! [`Service`](tower_service::Service): the same instances (looked up by name
-//! in a [`Registry`](resil_registry::Registry)), in the same fixed order,
-//! CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( service )))), with the
-//! same permits and the same accounting.
+//! in a [`Registry`](resil_registry::Registry)), in the same fixed order
+//! ([`ResilienceLayer::ORDER`], from the one table [`resil_options::ORDER`]),
+//! with the same permits and the same accounting.
 //!
 //! ```
 //! use resil_registry::Registry;
@@ -90,6 +90,7 @@ mod http;
 mod layer;
 mod respond;
 mod service;
+mod shared;
 
 pub use self::classify::{BreakerPredicates, Classify, Verdict};
 pub use self::future::ResponseFuture;

@@ -4,12 +4,43 @@ use std::fmt;
 use std::task::{Context, Poll};
 
 use resil_core::Error;
+use resil_options::Aspect;
 use tower_service::Service;
 
 use super::classify::Classify;
 use super::future::{body, ResponseFuture};
-use super::layer::Shared;
+use super::layer::ResilienceLayer;
 use super::respond::Respond;
+use super::shared::Shared;
+
+// The layer's nesting is written in its code (`call` below, `body` and the
+// response future in `future.rs`), a flat state machine rather than a loop
+// over the table, for speed. Each assertion ties one step of that code to
+// the one aspect table (`resil_options::ORDER`, which
+// `ResilienceLayer::ORDER` is sorted by; together they fix all of it): a
+// change of order there that the code does not follow fails to build here.
+const _: () = {
+    use Aspect::{Bulkhead, CircuitBreaker, RateLimiter, TimeLimiter};
+    /// The aspect's position in the layer's order (it must have one).
+    const fn at(aspect: Aspect) -> usize {
+        let mut i = 0;
+        while i < ResilienceLayer::ORDER.len() {
+            if ResilienceLayer::ORDER[i] as u8 == aspect as u8 {
+                return i;
+            }
+            i += 1;
+        }
+        panic!("the state machine applies an aspect `ResilienceLayer::ORDER` lacks")
+    }
+    // `call` asks the breaker first: its permit records the limiter's refusal.
+    assert!(at(CircuitBreaker) < at(RateLimiter));
+    // The time limiter's side starts after the limiter's wait (`running`,
+    // and `watch` after the `Until::Permit` sleep), so that wait is untimed.
+    assert!(at(RateLimiter) < at(TimeLimiter));
+    // `body` (the bulkhead's slot) runs inside the timed part, so a wait
+    // for a slot is timed.
+    assert!(at(TimeLimiter) < at(Bulkhead));
+};
 
 /// A service protected by a [`ResilienceLayer`](super::ResilienceLayer).
 pub struct Resilience<S, C: 'static, R: 'static> {
@@ -70,8 +101,9 @@ where
     #[inline]
     fn call(&mut self, req: Req) -> Self::Future {
         let shared = self.shared;
-        // Outermost first: the breaker, then the rate limiter, as the
-        // attributes order them. A refusal never calls the inner service.
+        // Outermost first (`ResilienceLayer::ORDER`, asserted above): the
+        // breaker, then the rate limiter. A refusal never calls the inner
+        // service.
         let permit = match &shared.breaker {
             Some(breaker) => {
                 let breaker = breaker.get();
