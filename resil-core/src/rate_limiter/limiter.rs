@@ -397,7 +397,7 @@ impl Inner {
     fn drain(&self) {
         let drained = self.cycles.drain(self.precise_now());
         self.events.publish_with(|| {
-            RateLimiterEvent::new(&self.name, RateLimiterEventKind::Drained, drained)
+            RateLimiterEvent::with_detail(&self.name, RateLimiterEventKind::Drained, drained)
         });
     }
 
@@ -428,7 +428,7 @@ impl Inner {
             } else {
                 RateLimiterEventKind::FailedAcquire
             };
-            RateLimiterEvent::new(&self.name, kind, permits)
+            RateLimiterEvent::with_detail(&self.name, kind, permits)
         });
     }
 

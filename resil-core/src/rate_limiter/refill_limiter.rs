@@ -315,7 +315,7 @@ impl Inner {
             } else {
                 RateLimiterEventKind::FailedAcquire
             };
-            RateLimiterEvent::new(&self.name, kind, permits)
+            RateLimiterEvent::with_detail(&self.name, kind, permits)
         });
     }
 
@@ -364,7 +364,7 @@ impl Inner {
     fn drain(&self) {
         let drained = self.bucket.drain(self.precise_now());
         self.events.publish_with(|| {
-            RateLimiterEvent::new(&self.name, RateLimiterEventKind::Drained, drained)
+            RateLimiterEvent::with_detail(&self.name, RateLimiterEventKind::Drained, drained)
         });
     }
 }
