@@ -766,7 +766,7 @@ fn a_transition_to_the_current_state_publishes_nothing_and_reset_publishes_reset
     assert!(events.drain().is_empty());
     cb.transition_to_forced_open().unwrap();
     cb.reset();
-    let kinds: Vec<_> = events.drain().into_iter().map(|e| *e.kind()).collect();
+    let kinds: Vec<_> = events.drain().into_iter().map(|e| e.kind()).collect();
     assert_eq!(
         kinds,
         [
@@ -798,7 +798,7 @@ fn events_report_outcomes_refusals_thresholds_and_transitions_in_order() {
     let _ = cb.call(|| Err::<(), _>(InsufficientBalance));
     let _ = fail(&cb);
     let _ = succeed(&cb);
-    let kinds: Vec<_> = events.drain().into_iter().map(|e| *e.kind()).collect();
+    let kinds: Vec<_> = events.drain().into_iter().map(|e| e.kind()).collect();
     let zero = Duration::ZERO;
     assert_eq!(
         kinds,
@@ -870,12 +870,12 @@ async fn with_a_runtime_the_automatic_transition_fires_on_a_timer() {
         from: State::Open,
         to: State::HalfOpen,
     };
-    let kinds: Vec<_> = events.drain().into_iter().map(|e| *e.kind()).collect();
+    let kinds: Vec<_> = events.drain().into_iter().map(|e| e.kind()).collect();
     assert_eq!(kinds.last(), Some(&to_half_open), "{kinds:?}");
 
     tokio::time::advance(SECS(3) + MS(1)).await;
     tokio::task::yield_now().await;
-    let kinds: Vec<_> = events.drain().into_iter().map(|e| *e.kind()).collect();
+    let kinds: Vec<_> = events.drain().into_iter().map(|e| e.kind()).collect();
     assert_eq!(
         kinds,
         [CircuitBreakerEventKind::StateTransition {

@@ -135,7 +135,7 @@ fn reset_is_always_allowed_and_publishes_a_reset_event() {
         cb.reset();
         assert_eq!(cb.state(), State::Closed);
         assert_eq!(
-            events.drain().last().map(|e| *e.kind()),
+            events.drain().last().map(|e| e.kind()),
             Some(CircuitBreakerEventKind::Reset)
         );
     }
@@ -303,7 +303,7 @@ async fn the_timer_leaves_open_strictly_after_the_wait() {
     );
     tokio::time::advance(MS(1)).await;
     tokio::task::yield_now().await;
-    let kinds: Vec<_> = events.drain().into_iter().map(|e| *e.kind()).collect();
+    let kinds: Vec<_> = events.drain().into_iter().map(|e| e.kind()).collect();
     assert_eq!(
         kinds,
         [CircuitBreakerEventKind::StateTransition {

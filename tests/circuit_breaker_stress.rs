@@ -57,7 +57,7 @@ fn exactly_n_half_open_probes_are_admitted_across_racing_threads_in_every_round(
             .drain()
             .iter()
             .filter(|e| {
-                *e.kind()
+                e.kind()
                     == CircuitBreakerEventKind::StateTransition {
                         from: State::Open,
                         to: State::HalfOpen,

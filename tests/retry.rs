@@ -16,6 +16,7 @@ use resil::error::{CallNotPermitted, DeadlineExceeded, RetryBudgetExhausted, Tim
 use resil::event::EventStream;
 use resil::retry::{
     IntervalFunction, Retry, RetryBudget, RetryBudgetConfig, RetryCause, RetryConfig, RetryEvent,
+    RetryEventKind,
 };
 use resil::{Error, ErrorKind};
 
@@ -202,16 +203,15 @@ fn a_call_that_recovers_succeeds_with_retry_and_returns_the_value() {
     assert_eq!(
         events.drain(),
         [
-            RetryEvent::Retry {
-                name: "inventory".into(),
-                attempt: 1,
-                wait: MS(500),
-                cause: RetryCause::Error,
-            },
-            RetryEvent::Success {
-                name: "inventory".into(),
-                attempts: 2,
-            },
+            RetryEvent::new(
+                "inventory",
+                RetryEventKind::Retry {
+                    attempt: 1,
+                    wait: MS(500),
+                    cause: RetryCause::Error,
+                }
+            ),
+            RetryEvent::new("inventory", RetryEventKind::Success { attempts: 2 }),
         ]
     );
     let m = retry.metrics();
@@ -269,14 +269,19 @@ fn an_error_no_retry_predicate_accepts_publishes_ignored_error_not_error() {
     let events = events.drain();
     assert_eq!(
         events[1],
-        RetryEvent::IgnoredError {
-            name: "inventory".into(),
-            attempts: 2,
-            cause: RetryCause::Error,
-        }
+        RetryEvent::new(
+            "inventory",
+            RetryEventKind::IgnoredError {
+                attempts: 2,
+                cause: RetryCause::Error,
+            }
+        )
     );
     assert_eq!(events.len(), 2, "{events:?}");
-    assert!(matches!(events[0], RetryEvent::Retry { attempt: 1, .. }));
+    assert!(matches!(
+        events[0].kind(),
+        RetryEventKind::Retry { attempt: 1, .. }
+    ));
 }
 
 #[test]
@@ -336,11 +341,13 @@ fn ignore_wins_over_retry_and_is_counted_apart_from_failures() {
     assert_eq!((calls, clock.elapsed()), (1, Duration::ZERO));
     assert_eq!(
         events.drain(),
-        [RetryEvent::IgnoredError {
-            name: "inventory".into(),
-            attempts: 1,
-            cause: RetryCause::Error,
-        }]
+        [RetryEvent::new(
+            "inventory",
+            RetryEventKind::IgnoredError {
+                attempts: 1,
+                cause: RetryCause::Error,
+            }
+        )]
     );
     let m = retry.metrics();
     assert_eq!(m.ignored_error_calls(), 1);
@@ -381,11 +388,13 @@ fn a_retried_result_that_never_recovers_returns_the_last_value_and_counts_as_fai
     let last = events.drain().pop().unwrap();
     assert_eq!(
         last,
-        RetryEvent::Error {
-            name: "inventory".into(),
-            attempts: 3,
-            cause: RetryCause::Result,
-        }
+        RetryEvent::new(
+            "inventory",
+            RetryEventKind::Error {
+                attempts: 3,
+                cause: RetryCause::Result,
+            }
+        )
     );
     let m = retry.metrics();
     assert_eq!(m.failed_calls_with_retry(), 1);
@@ -408,11 +417,13 @@ fn an_open_breaker_inside_the_retry_is_not_retried_in_a_tight_loop() {
     assert_eq!((calls, clock.elapsed()), (1, Duration::ZERO));
     assert_eq!(
         events.drain(),
-        [RetryEvent::IgnoredError {
-            name: "inventory".into(),
-            attempts: 1,
-            cause: RetryCause::Rejection(ErrorKind::CallNotPermitted),
-        }]
+        [RetryEvent::new(
+            "inventory",
+            RetryEventKind::IgnoredError {
+                attempts: 1,
+                cause: RetryCause::Rejection(ErrorKind::CallNotPermitted),
+            }
+        )]
     );
     assert_eq!(retry.metrics().failed_calls_without_retry(), 1);
 }
@@ -497,7 +508,7 @@ fn a_burst_of_failures_exhausts_the_budget_and_later_calls_fail_fast() {
     let refused = events
         .drain()
         .into_iter()
-        .filter(|e| matches!(e, RetryEvent::RetryBudgetExhausted { .. }))
+        .filter(|e| matches!(e.kind(), RetryEventKind::RetryBudgetExhausted { .. }))
         .count();
     assert_eq!(refused, 5);
 }
@@ -629,11 +640,13 @@ async fn a_deadline_that_cannot_fit_the_next_backoff_ends_the_call_without_waiti
     );
     assert_eq!(
         events.drain().pop(),
-        Some(RetryEvent::DeadlineExceeded {
-            name: "inventory".into(),
-            attempts: 3,
-            wait: Some(MS(400)),
-        })
+        Some(RetryEvent::new(
+            "inventory",
+            RetryEventKind::DeadlineExceeded {
+                attempts: 3,
+                wait: Some(MS(400)),
+            }
+        ))
     );
     let m = retry.metrics();
     assert_eq!(m.deadline_exceeded_calls(), 1);
@@ -927,11 +940,13 @@ fn an_interval_bi_function_can_stop_retrying_early() {
     assert_eq!((calls, clock.elapsed()), (2, MS(100)));
     assert_eq!(
         events.drain().pop(),
-        Some(RetryEvent::Error {
-            name: "inventory".into(),
-            attempts: 2,
-            cause: RetryCause::Error,
-        })
+        Some(RetryEvent::new(
+            "inventory",
+            RetryEventKind::Error {
+                attempts: 2,
+                cause: RetryCause::Error,
+            }
+        ))
     );
     assert_eq!(retry.metrics().failed_calls_with_retry(), 1);
 }
@@ -962,11 +977,13 @@ fn fail_after_max_attempts_turns_the_last_retried_value_into_an_error() {
     assert_eq!(clock.elapsed(), MS(1000));
     assert_eq!(
         events.drain().pop(),
-        Some(RetryEvent::Error {
-            name: "inventory".into(),
-            attempts: 3,
-            cause: RetryCause::Result,
-        })
+        Some(RetryEvent::new(
+            "inventory",
+            RetryEventKind::Error {
+                attempts: 3,
+                cause: RetryCause::Result,
+            }
+        ))
     );
     // Every discarded value reached the hook, the last one included.
     assert_eq!(*consumed.lock(), [(1, None), (2, None), (3, None)]);
@@ -1120,11 +1137,13 @@ fn predicates_written_for_a_rejection_struct_classify_inner_rejections() {
     assert_eq!(retry.metrics().ignored_error_calls(), 1);
     assert_eq!(
         events.drain(),
-        [RetryEvent::IgnoredError {
-            name: "inventory".into(),
-            attempts: 1,
-            cause: RetryCause::Rejection(ErrorKind::RequestNotPermitted),
-        }]
+        [RetryEvent::new(
+            "inventory",
+            RetryEventKind::IgnoredError {
+                attempts: 1,
+                cause: RetryCause::Rejection(ErrorKind::RequestNotPermitted),
+            }
+        )]
     );
 
     // The call's own errors keep following the predicates for their type: a

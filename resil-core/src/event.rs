@@ -11,12 +11,170 @@
 //! by the first [`subscribe`](EventPublisher::subscribe): a primitive nobody
 //! listens to carries no channel, only a few words, which matters when a
 //! registry holds thousands of instances.
+//!
+//! Every primitive's event is one generic type, [`Event<K>`]: the instance's
+//! name and what happened, a kind `K` implementing [`EventKind`]
+//! (`CircuitBreakerEvent` is `Event<CircuitBreakerEventKind>`, and so on).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use tokio::sync::broadcast;
+
+/// What a primitive's events say happened: the kinds of [`Event`].
+///
+/// Each primitive has one kind enum (`CircuitBreakerEventKind`,
+/// `RetryEventKind`, …); its variant docs give Resilience4j's event-type
+/// names, which [`label`](Self::label) returns.
+///
+/// # What is notable
+///
+/// [`is_notable`](Self::is_notable) is `true` for what an operator must see:
+/// a change of the instance itself — a state transition, a reset, a manual
+/// override, fault injection switched on or off (or expiring), a limit
+/// moving, a failure or slow-call rate crossing its threshold. It is `false`
+/// for every per-call event (a permit granted or refused, a call finished, a
+/// retry, a timeout, an injected fault, a Redis verdict): those come at the
+/// call rate and belong in metrics, not in a log line each.
+pub trait EventKind: Copy + fmt::Debug + Send + Sync + 'static {
+    /// What an event of this kind carries besides its name and kind (`()`
+    /// for most; a rate limiter's permit count, a time limiter's elapsed
+    /// time, …).
+    type Detail: Clone + PartialEq + Send + Sync + 'static;
+
+    /// The event type's name in `Debug` output (`"CircuitBreakerEvent"`).
+    const EVENT: &'static str;
+
+    /// What published it, as the `Display` line starts
+    /// (`"circuit breaker"`, `"rate limiter"`).
+    const SOURCE: &'static str;
+
+    /// Resilience4j's event-type name for the kind (`"SUCCESS"`, `"ERROR"`,
+    /// `"NOT_PERMITTED"`, `"STATE_TRANSITION"`, …).
+    fn label(&self) -> &'static str;
+
+    /// Whether an operator must see it (see the [trait docs](EventKind)).
+    fn is_notable(&self) -> bool;
+
+    /// Writes what the `Display` line says after `{SOURCE} '{name}'`.
+    fn fmt_line(&self, detail: &Self::Detail, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+
+    /// Adds the detail's fields to the event's `Debug` output, after `name`
+    /// and `kind` (nothing by default).
+    fn fmt_detail(detail: &Self::Detail, out: &mut fmt::DebugStruct<'_, '_>) {
+        let _ = (detail, out);
+    }
+}
+
+/// One thing that happened to a named primitive instance, as delivered to its
+/// subscribers: the instance's name and the [kind](EventKind) of event, plus
+/// the kind's detail.
+///
+/// Each primitive names its instantiation (`CircuitBreakerEvent`,
+/// `RateLimiterEvent`, …); accessors of a primitive's detail (a rate
+/// limiter's `permits`, a hedge's `attempt`) are on that instantiation.
+pub struct Event<K: EventKind> {
+    name: Arc<str>,
+    kind: K,
+    detail: K::Detail,
+}
+
+impl<K: EventKind> Event<K> {
+    /// An event of `kind` at the instance named `name`, with `detail`.
+    #[inline]
+    pub(crate) fn with_detail(name: &Arc<str>, kind: K, detail: K::Detail) -> Self {
+        Event {
+            name: Arc::clone(name),
+            kind,
+            detail,
+        }
+    }
+
+    /// The name of the instance that published the event.
+    #[inline]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What happened.
+    #[inline]
+    pub fn kind(&self) -> K {
+        self.kind
+    }
+
+    /// Resilience4j's event-type name ([`EventKind::label`]).
+    #[inline]
+    pub fn label(&self) -> &'static str {
+        self.kind.label()
+    }
+
+    /// Whether an operator must see it ([`EventKind::is_notable`]).
+    #[inline]
+    pub fn is_notable(&self) -> bool {
+        self.kind.is_notable()
+    }
+
+    #[inline]
+    pub(crate) fn detail(&self) -> &K::Detail {
+        &self.detail
+    }
+}
+
+impl<K: EventKind<Detail = ()>> Event<K> {
+    /// An event of `kind` at the instance named `name` (for a kind without
+    /// detail; a test can build the events it expects).
+    pub fn new(name: impl Into<Arc<str>>, kind: K) -> Self {
+        Event {
+            name: name.into(),
+            kind,
+            detail: (),
+        }
+    }
+
+    /// [`new`](Self::new) for a publisher holding the name.
+    #[inline]
+    pub(crate) fn of(name: &Arc<str>, kind: K) -> Self {
+        Event::with_detail(name, kind, ())
+    }
+}
+
+impl<K: EventKind> Clone for Event<K> {
+    fn clone(&self) -> Self {
+        Event {
+            name: Arc::clone(&self.name),
+            kind: self.kind,
+            detail: self.detail.clone(),
+        }
+    }
+}
+
+impl<K: EventKind + PartialEq> PartialEq for Event<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.kind == other.kind && self.detail == other.detail
+    }
+}
+
+impl<K: EventKind + Eq> Eq for Event<K> where K::Detail: Eq {}
+
+/// `{EVENT} { name: "…", kind: …, <detail fields> }`.
+impl<K: EventKind> fmt::Debug for Event<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = f.debug_struct(K::EVENT);
+        out.field("name", &&*self.name).field("kind", &self.kind);
+        K::fmt_detail(&self.detail, &mut out);
+        out.finish()
+    }
+}
+
+/// `{SOURCE} '{name}'` and what the kind says (`bulkhead 'reports':
+/// call_rejected`).
+impl<K: EventKind> fmt::Display for Event<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} '{}'", K::SOURCE, self.name)?;
+        self.kind.fmt_line(&self.detail, f)
+    }
+}
 
 /// How many events a subscriber may fall behind before it starts losing the
 /// oldest ones.

@@ -166,7 +166,7 @@ impl AdaptiveInner {
         if self.sem.try_acquire() {
             let inflight = self.sem.snapshot().0;
             self.events.publish_with(|| {
-                AdaptiveBulkheadEvent::new(&self.name, AdaptiveBulkheadEventKind::CallPermitted)
+                AdaptiveBulkheadEvent::of(&self.name, AdaptiveBulkheadEventKind::CallPermitted)
             });
             Ok(AdaptivePermit {
                 inner: self,
@@ -183,7 +183,7 @@ impl AdaptiveInner {
     fn rejected(&self) -> BulkheadFull {
         self.rejected.fetch_add(1, Ordering::Relaxed);
         self.events.publish_with(|| {
-            AdaptiveBulkheadEvent::new(&self.name, AdaptiveBulkheadEventKind::CallRejected)
+            AdaptiveBulkheadEvent::of(&self.name, AdaptiveBulkheadEventKind::CallRejected)
         });
         BulkheadFull::by(&self.refusal_name)
     }
@@ -196,7 +196,7 @@ impl AdaptiveInner {
         }
         self.sem.release();
         self.events.publish_with(|| {
-            AdaptiveBulkheadEvent::new(&self.name, AdaptiveBulkheadEventKind::CallFinished)
+            AdaptiveBulkheadEvent::of(&self.name, AdaptiveBulkheadEventKind::CallFinished)
         });
     }
 
@@ -235,7 +235,7 @@ impl AdaptiveInner {
     #[cold]
     fn limit_changed(&self, from: u32, to: u32) {
         self.events.publish_with(|| {
-            AdaptiveBulkheadEvent::new(
+            AdaptiveBulkheadEvent::of(
                 &self.name,
                 AdaptiveBulkheadEventKind::LimitChanged { from, to },
             )

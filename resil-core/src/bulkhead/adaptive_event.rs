@@ -1,17 +1,14 @@
 //! What an adaptive bulkhead reports to its subscribers, and its metrics.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
+
+use crate::event::{Event, EventKind};
 
 /// Something that happened at an [`AdaptiveBulkhead`](super::AdaptiveBulkhead),
 /// delivered to every stream from
 /// [`AdaptiveBulkhead::subscribe`](super::AdaptiveBulkhead::subscribe).
-#[derive(Clone, PartialEq, Eq)]
-pub struct AdaptiveBulkheadEvent {
-    name: Arc<str>,
-    kind: AdaptiveBulkheadEventKind,
-}
+pub type AdaptiveBulkheadEvent = Event<AdaptiveBulkheadEventKind>;
 
 /// The kinds of [`AdaptiveBulkheadEvent`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,39 +54,28 @@ impl fmt::Display for AdaptiveBulkheadEventKind {
     }
 }
 
-impl AdaptiveBulkheadEvent {
-    pub(crate) fn new(name: &Arc<str>, kind: AdaptiveBulkheadEventKind) -> Self {
-        AdaptiveBulkheadEvent {
-            name: Arc::clone(name),
-            kind,
+impl EventKind for AdaptiveBulkheadEventKind {
+    type Detail = ();
+    const EVENT: &'static str = "AdaptiveBulkheadEvent";
+    const SOURCE: &'static str = "adaptive bulkhead";
+
+    /// `CALL_PERMITTED`, `CALL_REJECTED`, `CALL_FINISHED`, `LIMIT_CHANGED`.
+    fn label(&self) -> &'static str {
+        match self {
+            AdaptiveBulkheadEventKind::CallPermitted => "CALL_PERMITTED",
+            AdaptiveBulkheadEventKind::CallRejected => "CALL_REJECTED",
+            AdaptiveBulkheadEventKind::CallFinished => "CALL_FINISHED",
+            AdaptiveBulkheadEventKind::LimitChanged { .. } => "LIMIT_CHANGED",
         }
     }
 
-    /// The bulkhead's name.
-    #[inline]
-    pub fn name(&self) -> &str {
-        &self.name
+    /// A limit change; not a call's events.
+    fn is_notable(&self) -> bool {
+        matches!(self, AdaptiveBulkheadEventKind::LimitChanged { .. })
     }
 
-    /// What happened.
-    #[inline]
-    pub fn kind(&self) -> AdaptiveBulkheadEventKind {
-        self.kind
-    }
-}
-
-impl fmt::Debug for AdaptiveBulkheadEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AdaptiveBulkheadEvent")
-            .field("name", &&*self.name)
-            .field("kind", &self.kind)
-            .finish()
-    }
-}
-
-impl fmt::Display for AdaptiveBulkheadEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "adaptive bulkhead '{}': {}", self.name, self.kind)
+    fn fmt_line(&self, (): &(), f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, ": {self}")
     }
 }
 
@@ -160,9 +146,8 @@ mod tests {
 
     #[test]
     fn event_formats_are_pinned() {
-        let name: Arc<str> = Arc::from("inventory");
         let e = AdaptiveBulkheadEvent::new(
-            &name,
+            "inventory",
             AdaptiveBulkheadEventKind::LimitChanged { from: 20, to: 26 },
         );
         assert_eq!(
@@ -174,6 +159,8 @@ mod tests {
             "AdaptiveBulkheadEvent { name: \"inventory\", kind: LimitChanged { from: 20, to: 26 } }"
         );
         assert_eq!(e.kind().as_str(), "limit_changed");
+        assert_eq!(e.label(), "LIMIT_CHANGED");
+        assert!(e.is_notable());
         assert_eq!(
             AdaptiveBulkheadEventKind::CallRejected.as_str(),
             "call_rejected"

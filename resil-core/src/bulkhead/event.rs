@@ -1,17 +1,14 @@
 //! What a bulkhead reports to its subscribers.
 
 use std::fmt;
-use std::sync::Arc;
+
+use crate::event::{Event, EventKind};
 
 /// Something that happened to a call at a [`Bulkhead`](super::Bulkhead),
 /// delivered to every stream from [`Bulkhead::subscribe`](super::Bulkhead::subscribe)
 /// (Resilience4j's `BulkheadOnCallPermittedEvent`, `…RejectedEvent`,
 /// `…FinishedEvent`).
-#[derive(Clone, PartialEq, Eq)]
-pub struct BulkheadEvent {
-    name: Arc<str>,
-    kind: BulkheadEventKind,
-}
+pub type BulkheadEvent = Event<BulkheadEventKind>;
 
 /// The kinds of [`BulkheadEvent`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,39 +42,27 @@ impl fmt::Display for BulkheadEventKind {
     }
 }
 
-impl BulkheadEvent {
-    pub(crate) fn new(name: &Arc<str>, kind: BulkheadEventKind) -> Self {
-        BulkheadEvent {
-            name: Arc::clone(name),
-            kind,
+impl EventKind for BulkheadEventKind {
+    type Detail = ();
+    const EVENT: &'static str = "BulkheadEvent";
+    const SOURCE: &'static str = "bulkhead";
+
+    /// `CALL_PERMITTED`, `CALL_REJECTED`, `CALL_FINISHED`.
+    fn label(&self) -> &'static str {
+        match self {
+            BulkheadEventKind::CallPermitted => "CALL_PERMITTED",
+            BulkheadEventKind::CallRejected => "CALL_REJECTED",
+            BulkheadEventKind::CallFinished => "CALL_FINISHED",
         }
     }
 
-    /// The bulkhead's name.
-    #[inline]
-    pub fn name(&self) -> &str {
-        &self.name
+    /// Never: every bulkhead event is about one call.
+    fn is_notable(&self) -> bool {
+        false
     }
 
-    /// What happened.
-    #[inline]
-    pub fn kind(&self) -> BulkheadEventKind {
-        self.kind
-    }
-}
-
-impl fmt::Debug for BulkheadEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BulkheadEvent")
-            .field("name", &&*self.name)
-            .field("kind", &self.kind)
-            .finish()
-    }
-}
-
-impl fmt::Display for BulkheadEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "bulkhead '{}': {}", self.name, self.kind)
+    fn fmt_line(&self, (): &(), f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, ": {self}")
     }
 }
 
@@ -87,7 +72,7 @@ mod tests {
 
     #[test]
     fn event_formats_are_pinned() {
-        let e = BulkheadEvent::new(&Arc::from("reports"), BulkheadEventKind::CallRejected);
+        let e = BulkheadEvent::new("reports", BulkheadEventKind::CallRejected);
         assert_eq!(e.to_string(), "bulkhead 'reports': call_rejected");
         assert_eq!(
             format!("{e:?}"),
@@ -95,5 +80,6 @@ mod tests {
         );
         assert_eq!(BulkheadEventKind::CallPermitted.as_str(), "call_permitted");
         assert_eq!(BulkheadEventKind::CallFinished.as_str(), "call_finished");
+        assert_eq!(e.label(), "CALL_REJECTED");
     }
 }

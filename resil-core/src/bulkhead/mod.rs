@@ -182,7 +182,7 @@ impl Inner {
     #[inline]
     fn permitted(&self) -> BulkheadPermit<'_> {
         self.events
-            .publish_with(|| BulkheadEvent::new(&self.name, BulkheadEventKind::CallPermitted));
+            .publish_with(|| BulkheadEvent::of(&self.name, BulkheadEventKind::CallPermitted));
         BulkheadPermit::new(self)
     }
 
@@ -191,7 +191,7 @@ impl Inner {
     fn finish(&self) {
         self.sem.release();
         self.events
-            .publish_with(|| BulkheadEvent::new(&self.name, BulkheadEventKind::CallFinished));
+            .publish_with(|| BulkheadEvent::of(&self.name, BulkheadEventKind::CallFinished));
     }
 
     /// No slot within the wait: count it, tell subscribers, say why.
@@ -215,7 +215,7 @@ impl Inner {
     fn count_rejection(&self) {
         self.rejected.fetch_add(1, Ordering::Relaxed);
         self.events
-            .publish_with(|| BulkheadEvent::new(&self.name, BulkheadEventKind::CallRejected));
+            .publish_with(|| BulkheadEvent::of(&self.name, BulkheadEventKind::CallRejected));
     }
 
     /// The non-waiting start of every acquisition: `Some` outcome if the

@@ -4,14 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::event::{Event, EventKind};
+
 /// Something a [`Chaos`](super::Chaos) instance did, delivered to every stream
 /// from [`Chaos::subscribe`](super::Chaos::subscribe).
-#[derive(Clone, PartialEq, Eq)]
-pub struct ChaosEvent {
-    name: Arc<str>,
-    kind: ChaosEventKind,
-    reason: Option<Arc<str>>,
-}
+pub type ChaosEvent = Event<ChaosEventKind>;
 
 /// The kinds of [`ChaosEvent`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,50 +53,51 @@ impl fmt::Display for ChaosEventKind {
 }
 
 impl ChaosEvent {
-    pub(crate) fn new(name: &Arc<str>, kind: ChaosEventKind, reason: Option<Arc<str>>) -> Self {
-        ChaosEvent {
-            name: Arc::clone(name),
-            kind,
-            reason,
-        }
-    }
-
-    /// The instance's name.
-    #[inline]
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// What happened.
-    #[inline]
-    pub fn kind(&self) -> ChaosEventKind {
-        self.kind
-    }
-
     /// Why injection was switched on or off, as management said.
     #[inline]
     pub fn reason(&self) -> Option<&str> {
-        self.reason.as_deref()
+        self.detail().as_deref()
     }
 }
 
-impl fmt::Debug for ChaosEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ChaosEvent")
-            .field("name", &&*self.name)
-            .field("kind", &self.kind)
-            .field("reason", &self.reason.as_deref())
-            .finish()
-    }
-}
+/// The detail is the reason ([`ChaosEvent::reason`]).
+impl EventKind for ChaosEventKind {
+    type Detail = Option<Arc<str>>;
+    const EVENT: &'static str = "ChaosEvent";
+    const SOURCE: &'static str = "chaos";
 
-impl fmt::Display for ChaosEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "chaos '{}': {}", self.name, self.kind)?;
-        if let Some(reason) = &self.reason {
+    /// `ENABLED`, `DISABLED`, `EXPIRED`, `LATENCY_INJECTED`,
+    /// `ERROR_INJECTED`, `RESULT_INJECTED`.
+    fn label(&self) -> &'static str {
+        match self {
+            ChaosEventKind::Enabled { .. } => "ENABLED",
+            ChaosEventKind::Disabled => "DISABLED",
+            ChaosEventKind::Expired => "EXPIRED",
+            ChaosEventKind::LatencyInjected => "LATENCY_INJECTED",
+            ChaosEventKind::ErrorInjected => "ERROR_INJECTED",
+            ChaosEventKind::ResultInjected => "RESULT_INJECTED",
+        }
+    }
+
+    /// Injection switched on, off, or expiring; not a fault injected into a
+    /// call.
+    fn is_notable(&self) -> bool {
+        matches!(
+            self,
+            ChaosEventKind::Enabled { .. } | ChaosEventKind::Disabled | ChaosEventKind::Expired
+        )
+    }
+
+    fn fmt_line(&self, reason: &Option<Arc<str>>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, ": {self}")?;
+        if let Some(reason) = reason {
             write!(f, " ({reason})")?;
         }
         Ok(())
+    }
+
+    fn fmt_detail(reason: &Option<Arc<str>>, out: &mut fmt::DebugStruct<'_, '_>) {
+        out.field("reason", &reason.as_deref());
     }
 }
 
@@ -145,7 +143,7 @@ mod tests {
 
     #[test]
     fn event_formats_are_pinned() {
-        let e = ChaosEvent::new(
+        let e = ChaosEvent::with_detail(
             &Arc::from("inventory-query"),
             ChaosEventKind::Enabled {
                 ttl: Some(Duration::from_secs(600)),
@@ -163,5 +161,8 @@ mod tests {
         );
         assert_eq!(ChaosEventKind::ErrorInjected.as_str(), "error_injected");
         assert_eq!(ChaosEventKind::Expired.to_string(), "expired");
+        assert_eq!(e.label(), "ENABLED");
+        assert!(e.is_notable());
+        assert!(!ChaosEventKind::ErrorInjected.is_notable());
     }
 }

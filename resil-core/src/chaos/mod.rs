@@ -133,8 +133,9 @@ impl Inner {
             .compare_exchange(until, OFF, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
         {
-            self.events
-                .publish_with(|| ChaosEvent::new(&self.name, ChaosEventKind::Expired, None));
+            self.events.publish_with(|| {
+                ChaosEvent::with_detail(&self.name, ChaosEventKind::Expired, None)
+            });
         }
         false
     }
@@ -183,7 +184,7 @@ impl Inner {
 
     fn publish(&self, kind: ChaosEventKind) {
         self.events
-            .publish_with(|| ChaosEvent::new(&self.name, kind, None));
+            .publish_with(|| ChaosEvent::with_detail(&self.name, kind, None));
     }
 
     pub(crate) fn clock_sleep(&self, delay: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> {
@@ -196,7 +197,7 @@ impl Inner {
         self.until.store(until, Ordering::Release);
         drop(current);
         self.events
-            .publish_with(|| ChaosEvent::new(&self.name, kind, Some(reason)));
+            .publish_with(|| ChaosEvent::with_detail(&self.name, kind, Some(reason)));
     }
 }
 

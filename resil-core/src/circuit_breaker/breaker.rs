@@ -775,10 +775,7 @@ impl Inner {
     #[inline]
     fn publish(&self, kind: impl FnOnce() -> CircuitBreakerEventKind) {
         if let Some(events) = self.events.get() {
-            events.publish_with(|| CircuitBreakerEvent {
-                name: Arc::clone(&self.name),
-                kind: kind(),
-            });
+            events.publish_with(|| CircuitBreakerEvent::of(&self.name, kind()));
         }
     }
 

@@ -1,29 +1,14 @@
 //! What a circuit breaker publishes to its subscribers.
 
-use std::sync::Arc;
+use std::fmt;
 use std::time::Duration;
 
 use super::State;
+use crate::event::{Event, EventKind};
 
 /// One thing that happened to a circuit breaker, as delivered by
 /// [`CircuitBreaker::subscribe`](super::CircuitBreaker::subscribe).
-#[derive(Debug, Clone, PartialEq)]
-pub struct CircuitBreakerEvent {
-    pub(crate) name: Arc<str>,
-    pub(crate) kind: CircuitBreakerEventKind,
-}
-
-impl CircuitBreakerEvent {
-    /// The breaker's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// What happened.
-    pub fn kind(&self) -> &CircuitBreakerEventKind {
-        &self.kind
-    }
-}
+pub type CircuitBreakerEvent = Event<CircuitBreakerEventKind>;
 
 /// What happened, with Resilience4j's event names in the variant docs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -68,4 +53,84 @@ pub enum CircuitBreakerEventKind {
     },
     /// `RESET`: the breaker was reset to a fresh CLOSED state.
     Reset,
+}
+
+impl EventKind for CircuitBreakerEventKind {
+    type Detail = ();
+    const EVENT: &'static str = "CircuitBreakerEvent";
+    const SOURCE: &'static str = "circuit breaker";
+
+    fn label(&self) -> &'static str {
+        match self {
+            CircuitBreakerEventKind::Success { .. } => "SUCCESS",
+            CircuitBreakerEventKind::Error { .. } => "ERROR",
+            CircuitBreakerEventKind::IgnoredError { .. } => "IGNORED_ERROR",
+            CircuitBreakerEventKind::NotPermitted { .. } => "NOT_PERMITTED",
+            CircuitBreakerEventKind::StateTransition { .. } => "STATE_TRANSITION",
+            CircuitBreakerEventKind::FailureRateExceeded { .. } => "FAILURE_RATE_EXCEEDED",
+            CircuitBreakerEventKind::SlowCallRateExceeded { .. } => "SLOW_CALL_RATE_EXCEEDED",
+            CircuitBreakerEventKind::Reset => "RESET",
+        }
+    }
+
+    /// Transitions, resets and rates crossing their thresholds; not a call's
+    /// outcome or refusal.
+    fn is_notable(&self) -> bool {
+        matches!(
+            self,
+            CircuitBreakerEventKind::StateTransition { .. }
+                | CircuitBreakerEventKind::FailureRateExceeded { .. }
+                | CircuitBreakerEventKind::SlowCallRateExceeded { .. }
+                | CircuitBreakerEventKind::Reset
+        )
+    }
+
+    fn fmt_line(&self, (): &(), f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, ": {}", self.label())?;
+        match self {
+            CircuitBreakerEventKind::Success { elapsed }
+            | CircuitBreakerEventKind::Error { elapsed }
+            | CircuitBreakerEventKind::IgnoredError { elapsed } => write!(f, " after {elapsed:?}"),
+            CircuitBreakerEventKind::NotPermitted { state } => write!(f, " while {state}"),
+            CircuitBreakerEventKind::StateTransition { from, to } => write!(f, " {from} -> {to}"),
+            CircuitBreakerEventKind::FailureRateExceeded { rate }
+            | CircuitBreakerEventKind::SlowCallRateExceeded { rate } => write!(f, " ({rate}%)"),
+            CircuitBreakerEventKind::Reset => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_formats_are_pinned() {
+        let e = CircuitBreakerEvent::new(
+            "a",
+            CircuitBreakerEventKind::Success {
+                elapsed: Duration::from_millis(1),
+            },
+        );
+        // The actuator reads the Resilience4j type from this `Debug` line.
+        assert_eq!(
+            format!("{e:?}"),
+            "CircuitBreakerEvent { name: \"a\", kind: Success { elapsed: 1ms } }"
+        );
+        assert_eq!(e.to_string(), "circuit breaker 'a': SUCCESS after 1ms");
+        let e = CircuitBreakerEvent::new(
+            "a",
+            CircuitBreakerEventKind::StateTransition {
+                from: State::Closed,
+                to: State::Open,
+            },
+        );
+        assert_eq!(
+            e.to_string(),
+            "circuit breaker 'a': STATE_TRANSITION CLOSED -> OPEN"
+        );
+        assert_eq!(e.label(), "STATE_TRANSITION");
+        assert!(e.is_notable());
+        assert!(!CircuitBreakerEventKind::NotPermitted { state: State::Open }.is_notable());
+    }
 }

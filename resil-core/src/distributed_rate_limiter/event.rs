@@ -3,18 +3,14 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::event::{Event, EventKind};
+
 use super::backend::BackendFailure;
 use super::config::FailurePolicy;
 
 /// An acquisition at a [`DistributedRateLimiter`](super::DistributedRateLimiter),
 /// published to [`subscribe`](super::DistributedRateLimiter::subscribe)rs.
-#[derive(Clone, PartialEq, Eq)]
-pub struct DistributedRateLimiterEvent {
-    name: Arc<str>,
-    kind: DistributedRateLimiterEventKind,
-    permits: u32,
-    cause: Option<Arc<str>>,
-}
+pub type DistributedRateLimiterEvent = Event<DistributedRateLimiterEventKind>;
 
 /// The kinds of [`DistributedRateLimiterEvent`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,69 +61,76 @@ impl fmt::Display for DistributedRateLimiterEventKind {
 }
 
 impl DistributedRateLimiterEvent {
-    pub(crate) fn new(
+    pub(crate) fn acquisition(
         name: &Arc<str>,
         kind: DistributedRateLimiterEventKind,
         permits: u32,
     ) -> Self {
-        DistributedRateLimiterEvent {
-            name: Arc::clone(name),
-            kind,
-            permits,
-            cause: None,
-        }
+        Event::with_detail(name, kind, (permits, None))
     }
 
-    pub(crate) fn with_cause(mut self, cause: &Arc<str>) -> Self {
-        self.cause = Some(Arc::clone(cause));
-        self
+    pub(crate) fn failure(
+        name: &Arc<str>,
+        kind: DistributedRateLimiterEventKind,
+        permits: u32,
+        cause: &Arc<str>,
+    ) -> Self {
+        Event::with_detail(name, kind, (permits, Some(Arc::clone(cause))))
     }
 
     /// For a `BackendFailure`: what went wrong, in words (`connection
     /// refused: …`, `authentication failed: …`, `not a Redis server …`, `no
     /// answer within 100ms`). Never contains the URL's password.
     pub fn cause(&self) -> Option<&str> {
-        self.cause.as_deref()
-    }
-
-    /// The limiter's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// What happened.
-    pub fn kind(&self) -> DistributedRateLimiterEventKind {
-        self.kind
+        self.detail().1.as_deref()
     }
 
     /// How many permits were asked for.
     pub fn permits(&self) -> u32 {
-        self.permits
+        self.detail().0
     }
 }
 
-impl fmt::Debug for DistributedRateLimiterEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DistributedRateLimiterEvent")
-            .field("name", &&*self.name)
-            .field("kind", &self.kind)
-            .field("permits", &self.permits)
-            .field("cause", &self.cause.as_deref())
-            .finish()
-    }
-}
+/// The detail is the permit count and, for a backend failure, its cause
+/// ([`DistributedRateLimiterEvent::permits`],
+/// [`cause`](DistributedRateLimiterEvent::cause)).
+impl EventKind for DistributedRateLimiterEventKind {
+    type Detail = (u32, Option<Arc<str>>);
+    const EVENT: &'static str = "DistributedRateLimiterEvent";
+    const SOURCE: &'static str = "distributed rate limiter";
 
-impl fmt::Display for DistributedRateLimiterEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "distributed rate limiter '{}': {} of {} permit(s)",
-            self.name, self.kind, self.permits
-        )?;
-        match &self.cause {
+    /// `SUCCESSFUL_ACQUIRE`, `FAILED_ACQUIRE`, `BACKEND_FAILURE`,
+    /// `FALLBACK_ACQUIRE`.
+    fn label(&self) -> &'static str {
+        match self {
+            DistributedRateLimiterEventKind::SuccessfulAcquire => "SUCCESSFUL_ACQUIRE",
+            DistributedRateLimiterEventKind::FailedAcquire => "FAILED_ACQUIRE",
+            DistributedRateLimiterEventKind::BackendFailure(_) => "BACKEND_FAILURE",
+            DistributedRateLimiterEventKind::FallbackAcquire { .. } => "FALLBACK_ACQUIRE",
+        }
+    }
+
+    /// Never: every event is one acquisition's (a backend outage shows as
+    /// one failure per call, counted in the metrics).
+    fn is_notable(&self) -> bool {
+        false
+    }
+
+    fn fmt_line(
+        &self,
+        (permits, cause): &(u32, Option<Arc<str>>),
+        f: &mut fmt::Formatter<'_>,
+    ) -> fmt::Result {
+        write!(f, ": {self} of {permits} permit(s)")?;
+        match cause {
             Some(cause) => write!(f, ": {cause}"),
             None => Ok(()),
         }
+    }
+
+    fn fmt_detail((permits, cause): &(u32, Option<Arc<str>>), out: &mut fmt::DebugStruct<'_, '_>) {
+        out.field("permits", permits)
+            .field("cause", &cause.as_deref());
     }
 }
 
@@ -138,7 +141,7 @@ mod tests {
     #[test]
     fn event_formats_are_pinned() {
         let name = Arc::from("checkout");
-        let e = DistributedRateLimiterEvent::new(
+        let e = DistributedRateLimiterEvent::acquisition(
             &name,
             DistributedRateLimiterEventKind::FallbackAcquire {
                 policy: FailurePolicy::FailClosed,
@@ -150,7 +153,7 @@ mod tests {
             e.to_string(),
             "distributed rate limiter 'checkout': fallback_acquire (fail_closed: refused) of 2 permit(s)"
         );
-        let e = DistributedRateLimiterEvent::new(
+        let e = DistributedRateLimiterEvent::acquisition(
             &name,
             DistributedRateLimiterEventKind::BackendFailure(BackendFailure::Timeout),
             1,

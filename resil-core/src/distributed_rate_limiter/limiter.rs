@@ -440,12 +440,12 @@ impl Inner {
             "no turn within {waited:?}: the lease refills ahead of it got no timely answer"
         ));
         self.events.publish_with(|| {
-            DistributedRateLimiterEvent::new(
+            DistributedRateLimiterEvent::failure(
                 &self.name,
                 DistributedRateLimiterEventKind::BackendFailure(failure),
                 permits,
+                &cause,
             )
-            .with_cause(&cause)
         });
         let decision = self.policy.decide_now(permits);
         self.decided(permits, decision)
@@ -501,8 +501,7 @@ impl Inner {
                     "the distributed rate limiter got no verdict from Redis"
                 );
                 self.events.publish_with(|| {
-                    DistributedRateLimiterEvent::new(&self.name, kind, permits)
-                        .with_cause(&failure.cause)
+                    DistributedRateLimiterEvent::failure(&self.name, kind, permits, &failure.cause)
                 });
                 Err(failure.kind)
             }
@@ -596,7 +595,7 @@ impl Inner {
 
     fn publish(&self, kind: DistributedRateLimiterEventKind, permits: u32) {
         self.events
-            .publish_with(|| DistributedRateLimiterEvent::new(&self.name, kind, permits));
+            .publish_with(|| DistributedRateLimiterEvent::acquisition(&self.name, kind, permits));
     }
 }
 

@@ -1,17 +1,13 @@
 //! What a hedging instance reports to its subscribers.
 
 use std::fmt;
-use std::sync::Arc;
+
+use crate::event::{Event, EventKind};
 
 /// Something that happened to a hedged call, delivered to every stream from
 /// [`Hedging::subscribe`](super::Hedging::subscribe) (Polly's `OnHedging`,
 /// plus how each call ended).
-#[derive(Clone, PartialEq, Eq)]
-pub struct HedgingEvent {
-    name: Arc<str>,
-    kind: HedgingEventKind,
-    attempt: u32,
-}
+pub type HedgingEvent = Event<HedgingEventKind>;
 
 /// The kinds of [`HedgingEvent`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -52,51 +48,43 @@ impl fmt::Display for HedgingEventKind {
 }
 
 impl HedgingEvent {
-    pub(crate) fn new(name: &Arc<str>, kind: HedgingEventKind, attempt: u32) -> Self {
-        HedgingEvent {
-            name: Arc::clone(name),
-            kind,
-            attempt,
-        }
-    }
-
-    /// The hedging instance's name.
-    #[inline]
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// What happened.
-    #[inline]
-    pub fn kind(&self) -> HedgingEventKind {
-        self.kind
-    }
-
     /// The attempt concerned: 0 is the first, 1 the first hedge, …; for
     /// `AllFailed`, how many attempts were made in all.
     #[inline]
     pub fn attempt(&self) -> u32 {
-        self.attempt
+        *self.detail()
     }
 }
 
-impl fmt::Debug for HedgingEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HedgingEvent")
-            .field("name", &&*self.name)
-            .field("kind", &self.kind)
-            .field("attempt", &self.attempt)
-            .finish()
-    }
-}
+/// The detail is the attempt ([`HedgingEvent::attempt`]).
+impl EventKind for HedgingEventKind {
+    type Detail = u32;
+    const EVENT: &'static str = "HedgingEvent";
+    const SOURCE: &'static str = "hedging";
 
-impl fmt::Display for HedgingEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "hedging '{}': {} (attempt {})",
-            self.name, self.kind, self.attempt
-        )
+    /// `HEDGE_STARTED`, `WON_BY_PRIMARY`, `WON_BY_HEDGE`, `ALL_FAILED`,
+    /// `BUDGET_EXHAUSTED`.
+    fn label(&self) -> &'static str {
+        match self {
+            HedgingEventKind::HedgeStarted => "HEDGE_STARTED",
+            HedgingEventKind::WonByPrimary => "WON_BY_PRIMARY",
+            HedgingEventKind::WonByHedge => "WON_BY_HEDGE",
+            HedgingEventKind::AllFailed => "ALL_FAILED",
+            HedgingEventKind::BudgetExhausted => "BUDGET_EXHAUSTED",
+        }
+    }
+
+    /// Never: every event is about one call.
+    fn is_notable(&self) -> bool {
+        false
+    }
+
+    fn fmt_line(&self, attempt: &u32, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, ": {self} (attempt {attempt})")
+    }
+
+    fn fmt_detail(attempt: &u32, out: &mut fmt::DebugStruct<'_, '_>) {
+        out.field("attempt", attempt);
     }
 }
 
@@ -106,7 +94,11 @@ mod tests {
 
     #[test]
     fn event_formats_are_pinned() {
-        let e = HedgingEvent::new(&Arc::from("quotes"), HedgingEventKind::WonByHedge, 1);
+        let e = HedgingEvent::with_detail(
+            &std::sync::Arc::from("quotes"),
+            HedgingEventKind::WonByHedge,
+            1,
+        );
         assert_eq!(e.to_string(), "hedging 'quotes': won_by_hedge (attempt 1)");
         assert_eq!(
             format!("{e:?}"),

@@ -159,7 +159,11 @@ where
                         *this.started += 1;
                         Counters::add(&inner.counters.hedges_started);
                         inner.events.publish_with(|| {
-                            HedgingEvent::new(&inner.name, HedgingEventKind::HedgeStarted, attempt)
+                            HedgingEvent::with_detail(
+                                &inner.name,
+                                HedgingEventKind::HedgeStarted,
+                                attempt,
+                            )
                         });
                         let fut = (this.factory)(attempt);
                         this.hedges.push((attempt, Box::pin(fut)));
@@ -178,7 +182,7 @@ where
                 Counters::add(&inner.counters.all_failed);
                 let attempts = *this.started;
                 inner.events.publish_with(|| {
-                    HedgingEvent::new(&inner.name, HedgingEventKind::AllFailed, attempts)
+                    HedgingEvent::with_detail(&inner.name, HedgingEventKind::AllFailed, attempts)
                 });
                 let exit = this.exit.take().expect("a hedged call completes once");
                 return Poll::Ready(exit(last));
@@ -202,7 +206,11 @@ where
             if !budget.withdraw() {
                 Counters::add(&inner.counters.budget_refused);
                 inner.events.publish_with(|| {
-                    HedgingEvent::new(&inner.name, HedgingEventKind::BudgetExhausted, attempt)
+                    HedgingEvent::with_detail(
+                        &inner.name,
+                        HedgingEventKind::BudgetExhausted,
+                        attempt,
+                    )
                 });
                 return false;
             }
@@ -228,9 +236,9 @@ where
         this.guard.done = true;
         if attempt == 0 {
             inner.counters.won_by_primary.increment();
-            inner
-                .events
-                .publish_with(|| HedgingEvent::new(&inner.name, HedgingEventKind::WonByPrimary, 0));
+            inner.events.publish_with(|| {
+                HedgingEvent::with_detail(&inner.name, HedgingEventKind::WonByPrimary, 0)
+            });
         } else {
             Self::won_by_hedge(inner, attempt);
         }
@@ -247,8 +255,8 @@ where
     #[cold]
     fn won_by_hedge(inner: &Inner, attempt: u32) {
         Counters::add(&inner.counters.won_by_hedge);
-        inner
-            .events
-            .publish_with(|| HedgingEvent::new(&inner.name, HedgingEventKind::WonByHedge, attempt));
+        inner.events.publish_with(|| {
+            HedgingEvent::with_detail(&inner.name, HedgingEventKind::WonByHedge, attempt)
+        });
     }
 }

@@ -38,6 +38,8 @@
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
+use parking_lot::Mutex;
+
 /// Division by a divisor fixed at construction, as a multiply and shifts
 /// (Granlund & Montgomery, "Division by invariant integers using
 /// multiplication", 1994, figure 4.1): a 64-bit `div` costs 10–40 cycles, this
@@ -211,7 +213,7 @@ impl ScheduleCell {
 
 /// Permits granted by [`Cycles::acquire`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Grant {
+pub struct Grant {
     /// Nanoseconds until the cycle holding the last permit starts; 0 = now.
     pub(crate) wait: u64,
     /// The permit numbers taken: `[start, end)`.
@@ -239,7 +241,7 @@ pub(crate) enum Fast {
 
 /// Why [`Cycles::acquire`] granted nothing. Nothing was consumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Refusal {
+pub enum Refusal {
     /// More permits than a cycle holds: no wait can ever grant them.
     ExceedsLimit { limit: u32 },
     /// The permits come free only after `wait` nanoseconds, longer than allowed.
@@ -265,14 +267,21 @@ struct Hot {
     hint: AtomicU64,
 }
 
-/// The rate limiter's state. Time is passed in as readings of the limiter's
-/// clock; cycles count from `origin`, the reading at creation.
+/// The cycle algorithm's state, the type parameter of
+/// [`RateLimiter`](super::RateLimiter) (`Limiter<Cycles>`): Resilience4j's
+/// `AtomicRateLimiter`, at most `limit_for_period` permits per
+/// `limit_refresh_period` cycle. Only a [`Limiter`](super::Limiter) uses it.
+///
+/// Time is passed in as readings of the limiter's clock; cycles count from
+/// `origin`, the reading at creation.
 #[derive(Debug)]
-pub(crate) struct Cycles {
+pub struct Cycles {
     hot: Padded<Hot>,
     schedule: ScheduleCell,
     period: Divider,
     origin: u64,
+    /// Serialises `change_limit_for_period` (the schedule's single writer).
+    pub(crate) changes: Mutex<()>,
 }
 
 impl Cycles {
@@ -285,6 +294,7 @@ impl Cycles {
             schedule: ScheduleCell::new(Schedule::initial(limit)),
             period: Divider::new(period_nanos),
             origin,
+            changes: Mutex::new(()),
         }
     }
 

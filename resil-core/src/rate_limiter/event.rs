@@ -1,17 +1,13 @@
 //! What a rate limiter reports to its subscribers.
 
 use std::fmt;
-use std::sync::Arc;
+
+use crate::event::{Event, EventKind};
 
 /// An acquisition at a [`RateLimiter`](super::RateLimiter), published to
 /// [`subscribe`](super::RateLimiter::subscribe)rs (Resilience4j's
 /// `RateLimiterOnSuccessEvent` and `RateLimiterOnFailureEvent`).
-#[derive(Clone, PartialEq, Eq)]
-pub struct RateLimiterEvent {
-    name: Arc<str>,
-    kind: RateLimiterEventKind,
-    permits: u32,
-}
+pub type RateLimiterEvent = Event<RateLimiterEventKind>;
 
 /// The kinds of [`RateLimiterEvent`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,50 +43,40 @@ impl fmt::Display for RateLimiterEventKind {
 }
 
 impl RateLimiterEvent {
-    pub(crate) fn new(name: &Arc<str>, kind: RateLimiterEventKind, permits: u32) -> Self {
-        RateLimiterEvent {
-            name: Arc::clone(name),
-            kind,
-            permits,
-        }
-    }
-
-    /// The rate limiter's name.
-    #[inline]
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// What happened.
-    #[inline]
-    pub fn kind(&self) -> RateLimiterEventKind {
-        self.kind
-    }
-
     /// How many permits were asked for.
     #[inline]
     pub fn permits(&self) -> u32 {
-        self.permits
+        *self.detail()
     }
 }
 
-impl fmt::Debug for RateLimiterEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RateLimiterEvent")
-            .field("name", &&*self.name)
-            .field("kind", &self.kind)
-            .field("permits", &self.permits)
-            .finish()
-    }
-}
+/// The detail is the permit count ([`RateLimiterEvent::permits`]).
+impl EventKind for RateLimiterEventKind {
+    type Detail = u32;
+    const EVENT: &'static str = "RateLimiterEvent";
+    const SOURCE: &'static str = "rate limiter";
 
-impl fmt::Display for RateLimiterEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "rate limiter '{}': {} of {} permit(s)",
-            self.name, self.kind, self.permits
-        )
+    /// `SUCCESSFUL_ACQUIRE`, `FAILED_ACQUIRE`, `DRAINED`.
+    fn label(&self) -> &'static str {
+        match self {
+            RateLimiterEventKind::SuccessfulAcquire => "SUCCESSFUL_ACQUIRE",
+            RateLimiterEventKind::FailedAcquire => "FAILED_ACQUIRE",
+            RateLimiterEventKind::Drained => "DRAINED",
+        }
+    }
+
+    /// Never: acquisitions are per call, and a drain comes from a call's
+    /// outcome or an explicit `drain_permissions`.
+    fn is_notable(&self) -> bool {
+        false
+    }
+
+    fn fmt_line(&self, permits: &u32, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, ": {self} of {permits} permit(s)")
+    }
+
+    fn fmt_detail(permits: &u32, out: &mut fmt::DebugStruct<'_, '_>) {
+        out.field("permits", permits);
     }
 }
 
@@ -100,7 +86,11 @@ mod tests {
 
     #[test]
     fn event_formats_are_pinned() {
-        let e = RateLimiterEvent::new(&Arc::from("read"), RateLimiterEventKind::FailedAcquire, 2);
+        let e = RateLimiterEvent::with_detail(
+            &std::sync::Arc::from("read"),
+            RateLimiterEventKind::FailedAcquire,
+            2,
+        );
         assert_eq!(
             e.to_string(),
             "rate limiter 'read': failed_acquire of 2 permit(s)"
@@ -113,5 +103,6 @@ mod tests {
             RateLimiterEventKind::SuccessfulAcquire.as_str(),
             "successful_acquire"
         );
+        assert_eq!(e.label(), "FAILED_ACQUIRE");
     }
 }

@@ -1,6 +1,8 @@
 //! Rate limiters: Resilience4j's `AtomicRateLimiter` (cycle-based permits with
 //! reservation, [`RateLimiter`]) and its 2.x `RefillRateLimiter` (a refilling
-//! token bucket for smooth pacing, [`RefillRateLimiter`]).
+//! token bucket for smooth pacing, [`RefillRateLimiter`]). Both are one
+//! handle, [`Limiter`], over their algorithm's state ([`Cycles`],
+//! [`Bucket`]): they acquire, wait, call, drain and publish the same way.
 //!
 //! Time is cut into cycles of `limit_refresh_period`, counted on the injected
 //! monotonic clock from the limiter's creation. Each cycle grants
@@ -81,6 +83,7 @@ mod config;
 mod cycle;
 mod drain;
 mod event;
+mod handle;
 mod limiter;
 mod metrics;
 mod refill;
@@ -89,9 +92,12 @@ mod refill_limiter;
 mod refusal;
 
 pub use self::config::{RateLimiterConfig, RateLimiterConfigBuilder, MAX_LIMIT_REFRESH_PERIOD};
+pub use self::cycle::Cycles;
 pub use self::event::{RateLimiterEvent, RateLimiterEventKind};
-pub use self::limiter::{RateLimiter, COARSE_PERIOD};
+pub use self::handle::{Algorithm, Limiter, COARSE_PERIOD};
+pub use self::limiter::RateLimiter;
 pub use self::metrics::RateLimiterMetrics;
+pub use self::refill::Bucket;
 pub use self::refill_config::{RefillRateLimiterConfig, RefillRateLimiterConfigBuilder};
 pub use self::refill_limiter::RefillRateLimiter;
 pub use self::refusal::{AcquireError, ExceedsLimit};

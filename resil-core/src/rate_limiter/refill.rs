@@ -28,9 +28,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cycle::{Grant, Refusal};
 
-/// The bucket: `full_at` on its own cache line, plus the fixed shape.
+/// The refilling token bucket's state, the type parameter of
+/// [`RefillRateLimiter`](super::RefillRateLimiter) (`Limiter<Bucket>`):
+/// `full_at` on its own cache line, plus the fixed shape. Only a
+/// [`Limiter`](super::Limiter) uses it.
 #[derive(Debug)]
-pub(crate) struct Bucket {
+pub struct Bucket {
     full_at: Padded,
     /// Nanoseconds per permit (`limit_refresh_period / limit_for_period`).
     interval: u64,

@@ -431,7 +431,7 @@ impl RetryConfigBuilder {
     /// `intervalBiFunction`): `Err(&e)` for an error, `Ok(&v)` for a value
     /// that `retry_on_result` retries. Return `Some(wait)`, or `None` to stop
     /// retrying now: the call then ends on this outcome as if its attempts had
-    /// run out (an [`RetryEvent::Error`](super::RetryEvent::Error), the value
+    /// run out (an [`RetryEventKind::Error`](super::RetryEventKind::Error), the value
     /// or the error returned).
     ///
     /// Written for one pair of types; an outcome of other types (another call

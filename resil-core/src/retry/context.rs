@@ -4,7 +4,7 @@ use std::any::Any;
 use std::time::Duration;
 
 use super::config::{Attempted, ErrorClass};
-use super::event::{RetryCause, RetryEvent};
+use super::event::{RetryCause, RetryEvent, RetryEventKind};
 use super::metrics::{Outcome, Refusal};
 use super::Inner;
 use crate::deadline;
@@ -85,13 +85,15 @@ impl<'a> Context<'a> {
 
     #[cold]
     fn deadline_spent(&mut self) -> Refusal {
-        self.retry
-            .events
-            .publish_with(|| RetryEvent::DeadlineExceeded {
-                name: self.retry.name.clone(),
-                attempts: self.attempts,
-                wait: None,
-            });
+        self.retry.events.publish_with(|| {
+            RetryEvent::new(
+                self.retry.name.clone(),
+                RetryEventKind::DeadlineExceeded {
+                    attempts: self.attempts,
+                    wait: None,
+                },
+            )
+        });
         self.finish(Outcome::Failure, Some(Refusal::Deadline));
         Refusal::Deadline
     }
@@ -128,9 +130,13 @@ impl<'a> Context<'a> {
     #[cold]
     #[inline(never)]
     fn succeeded_after_retries(&self) {
-        self.retry.events.publish_with(|| RetryEvent::Success {
-            name: self.retry.name.clone(),
-            attempts: self.attempts,
+        self.retry.events.publish_with(|| {
+            RetryEvent::new(
+                self.retry.name.clone(),
+                RetryEventKind::Success {
+                    attempts: self.attempts,
+                },
+            )
         });
     }
 
@@ -208,32 +214,42 @@ impl<'a> Context<'a> {
         };
         // The backoff must end with time left for the attempt after it.
         if deadline::remaining().is_some_and(|left| wait >= left) {
-            retry.events.publish_with(|| RetryEvent::DeadlineExceeded {
-                name: retry.name.clone(),
-                attempts: self.attempts,
-                wait: Some(wait),
+            retry.events.publish_with(|| {
+                RetryEvent::new(
+                    retry.name.clone(),
+                    RetryEventKind::DeadlineExceeded {
+                        attempts: self.attempts,
+                        wait: Some(wait),
+                    },
+                )
             });
             self.finish(Outcome::Failure, Some(Refusal::Deadline));
             return Verdict::Refuse(Refusal::Deadline);
         }
         if let Some(budget) = retry.config.budget() {
             if !budget.withdraw() {
-                retry
-                    .events
-                    .publish_with(|| RetryEvent::RetryBudgetExhausted {
-                        name: retry.name.clone(),
-                        attempts: self.attempts,
-                        cause,
-                    });
+                retry.events.publish_with(|| {
+                    RetryEvent::new(
+                        retry.name.clone(),
+                        RetryEventKind::RetryBudgetExhausted {
+                            attempts: self.attempts,
+                            cause,
+                        },
+                    )
+                });
                 self.finish(Outcome::Failure, Some(Refusal::Budget));
                 return Verdict::Refuse(Refusal::Budget);
             }
         }
-        retry.events.publish_with(|| RetryEvent::Retry {
-            name: retry.name.clone(),
-            attempt: self.attempts,
-            wait,
-            cause,
+        retry.events.publish_with(|| {
+            RetryEvent::new(
+                retry.name.clone(),
+                RetryEventKind::Retry {
+                    attempt: self.attempts,
+                    wait,
+                    cause,
+                },
+            )
         });
         Verdict::Wait(wait)
     }
@@ -242,10 +258,14 @@ impl<'a> Context<'a> {
     /// `retry_on_error`, or a refusal `retry_on_rejection` turns down): the
     /// call ends with it. Resilience4j publishes IGNORED_ERROR for all of them.
     fn not_retryable(&self, cause: RetryCause) {
-        self.retry.events.publish_with(|| RetryEvent::IgnoredError {
-            name: self.retry.name.clone(),
-            attempts: self.attempts,
-            cause,
+        self.retry.events.publish_with(|| {
+            RetryEvent::new(
+                self.retry.name.clone(),
+                RetryEventKind::IgnoredError {
+                    attempts: self.attempts,
+                    cause,
+                },
+            )
         });
     }
 
@@ -253,10 +273,14 @@ impl<'a> Context<'a> {
     /// call fails with the last attempt's outcome, or, for a retried value
     /// under `fail_after_max_attempts`, with `MaxRetriesExceeded`.
     fn give_up(&mut self, cause: RetryCause) -> Verdict {
-        self.retry.events.publish_with(|| RetryEvent::Error {
-            name: self.retry.name.clone(),
-            attempts: self.attempts,
-            cause,
+        self.retry.events.publish_with(|| {
+            RetryEvent::new(
+                self.retry.name.clone(),
+                RetryEventKind::Error {
+                    attempts: self.attempts,
+                    cause,
+                },
+            )
         });
         if cause == RetryCause::Result && self.retry.config.fail_after_max_attempts() {
             self.finish(Outcome::Failure, Some(Refusal::MaxRetries));

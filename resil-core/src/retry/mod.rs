@@ -29,7 +29,7 @@
 //! | runs out of attempts on a retried result | `Ok(last value)` (counted as failed), or with [`fail_after_max_attempts`](RetryConfigBuilder::fail_after_max_attempts) `Err(Error::MaxRetriesExceeded)` |
 //! | is stopped early by [`interval_bi_function`](RetryConfigBuilder::interval_bi_function) returning `None` | the attempt's own outcome, as if the attempts had run out |
 //! | fails with a non-retryable, ignored, or last-attempt error | `Err(Error::Call(e))` (nested: the inner `Error<E>` as is) |
-//! | is refused a retry by the budget | `Err(Error::RetryBudgetExhausted)`; the last error is dropped (its cause is in the [`RetryEvent::RetryBudgetExhausted`] event) |
+//! | is refused a retry by the budget | `Err(Error::RetryBudgetExhausted)`; the last error is dropped (its cause is in the [`RetryEventKind::RetryBudgetExhausted`] event) |
 //! | has no time left in its [deadline](crate::deadline) for the next attempt or backoff | `Err(Error::DeadlineExceeded)` naming this retry |
 //!
 //! # Order
@@ -73,7 +73,7 @@ pub use self::budget::{RetryBudget, RetryBudgetConfig, RetryBudgetConfigBuilder}
 pub use self::config::{
     RetryConfig, RetryConfigBuilder, DEFAULT_MAX_ATTEMPTS, DEFAULT_WAIT_DURATION,
 };
-pub use self::event::{RetryCause, RetryEvent};
+pub use self::event::{RetryCause, RetryEvent, RetryEventKind};
 // The retry's waits: the type lives in `crate::interval`, shared with the circuit
 // breaker's OPEN backoff, and is re-exported here where retry users look for it.
 pub use self::metrics::RetryMetrics;

@@ -1,7 +1,8 @@
 //! What a thread-pool bulkhead reports about each submitted task.
 
 use std::fmt;
-use std::sync::Arc;
+
+use crate::event::{Event, EventKind};
 
 /// Resilience4j's `BulkheadEvent.Type` for a thread-pool bulkhead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,33 +35,25 @@ impl fmt::Display for ThreadPoolBulkheadEventKind {
 
 /// One task's progress, published to the streams of
 /// [`ThreadPoolBulkhead::subscribe`](super::ThreadPoolBulkhead::subscribe).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ThreadPoolBulkheadEvent {
-    pub(super) name: Arc<str>,
-    pub(super) kind: ThreadPoolBulkheadEventKind,
-}
+pub type ThreadPoolBulkheadEvent = Event<ThreadPoolBulkheadEventKind>;
 
-impl ThreadPoolBulkheadEvent {
-    /// The bulkhead's name.
-    #[inline]
-    pub fn name(&self) -> &str {
-        &self.name
+impl EventKind for ThreadPoolBulkheadEventKind {
+    type Detail = ();
+    const EVENT: &'static str = "ThreadPoolBulkheadEvent";
+    const SOURCE: &'static str = "thread-pool bulkhead";
+
+    /// [`as_str`](Self::as_str).
+    fn label(&self) -> &'static str {
+        self.as_str()
     }
 
-    /// What happened.
-    #[inline]
-    pub fn kind(&self) -> ThreadPoolBulkheadEventKind {
-        self.kind
+    /// Never: every event is about one task.
+    fn is_notable(&self) -> bool {
+        false
     }
-}
 
-impl fmt::Display for ThreadPoolBulkheadEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "thread-pool bulkhead '{}' recorded {}",
-            self.name, self.kind
-        )
+    fn fmt_line(&self, (): &(), f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, " recorded {self}")
     }
 }
 
@@ -70,13 +63,15 @@ mod tests {
 
     #[test]
     fn events_display_a_stable_line() {
-        let event = ThreadPoolBulkheadEvent {
-            name: "reports".into(),
-            kind: ThreadPoolBulkheadEventKind::CallRejected,
-        };
+        let event =
+            ThreadPoolBulkheadEvent::new("reports", ThreadPoolBulkheadEventKind::CallRejected);
         assert_eq!(
             event.to_string(),
             "thread-pool bulkhead 'reports' recorded CALL_REJECTED"
+        );
+        assert_eq!(
+            format!("{event:?}"),
+            "ThreadPoolBulkheadEvent { name: \"reports\", kind: CallRejected }"
         );
     }
 }

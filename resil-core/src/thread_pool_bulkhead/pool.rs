@@ -308,10 +308,8 @@ impl Pool {
 
     #[inline]
     fn publish(&self, kind: ThreadPoolBulkheadEventKind) {
-        self.events.publish_with(|| ThreadPoolBulkheadEvent {
-            name: Arc::clone(&self.name),
-            kind,
-        });
+        self.events
+            .publish_with(|| ThreadPoolBulkheadEvent::of(&self.name, kind));
     }
 }
 

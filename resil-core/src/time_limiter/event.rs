@@ -1,8 +1,9 @@
 //! What a time limiter reports about each call it waited for.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
+
+use crate::event::{Event, EventKind};
 
 /// How a time-limited call ended, as Resilience4j's `TimeLimiterEvent.Type`
 /// (`SUCCESS`, `ERROR`, `TIMEOUT`) plus the end-to-end deadline.
@@ -39,65 +40,69 @@ impl fmt::Display for TimeLimiterEventKind {
 }
 
 /// One call's outcome, published to the streams of [`TimeLimiter::subscribe`](super::TimeLimiter::subscribe).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TimeLimiterEvent {
-    pub(super) name: Arc<str>,
-    pub(super) kind: TimeLimiterEventKind,
-    pub(super) elapsed: Option<Duration>,
-}
+pub type TimeLimiterEvent = Event<TimeLimiterEventKind>;
 
 impl TimeLimiterEvent {
-    /// The time limiter's name.
-    #[inline]
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// How the call ended.
-    #[inline]
-    pub fn kind(&self) -> TimeLimiterEventKind {
-        self.kind
-    }
-
     /// How long the limiter waited, read from its clock; `None` when the
     /// subscription began while this call was already in flight (the start of a
     /// call is only timed while someone listens).
     #[inline]
     pub fn elapsed(&self) -> Option<Duration> {
-        self.elapsed
+        *self.detail()
     }
 }
 
-impl fmt::Display for TimeLimiterEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "time limiter '{}' recorded {}", self.name, self.kind)?;
-        if let Some(elapsed) = self.elapsed {
+/// The detail is the elapsed time ([`TimeLimiterEvent::elapsed`]).
+impl EventKind for TimeLimiterEventKind {
+    type Detail = Option<Duration>;
+    const EVENT: &'static str = "TimeLimiterEvent";
+    const SOURCE: &'static str = "time limiter";
+
+    /// [`as_str`](Self::as_str).
+    fn label(&self) -> &'static str {
+        self.as_str()
+    }
+
+    /// Never: every event is one call's outcome.
+    fn is_notable(&self) -> bool {
+        false
+    }
+
+    fn fmt_line(&self, elapsed: &Option<Duration>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, " recorded {self}")?;
+        if let Some(elapsed) = elapsed {
             write!(f, " after {elapsed:?}")?;
         }
         Ok(())
+    }
+
+    fn fmt_detail(elapsed: &Option<Duration>, out: &mut fmt::DebugStruct<'_, '_>) {
+        out.field("elapsed", elapsed);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn events_display_a_stable_lowercase_line() {
-        let event = TimeLimiterEvent {
-            name: "inventory".into(),
-            kind: TimeLimiterEventKind::Timeout,
-            elapsed: Some(Duration::from_millis(800)),
-        };
+        let name: Arc<str> = "inventory".into();
+        let event = TimeLimiterEvent::with_detail(
+            &name,
+            TimeLimiterEventKind::Timeout,
+            Some(Duration::from_millis(800)),
+        );
         assert_eq!(
             event.to_string(),
             "time limiter 'inventory' recorded TIMEOUT after 800ms"
         );
-        let event = TimeLimiterEvent {
-            elapsed: None,
-            kind: TimeLimiterEventKind::Success,
-            ..event
-        };
+        assert_eq!(
+            format!("{event:?}"),
+            "TimeLimiterEvent { name: \"inventory\", kind: Timeout, elapsed: Some(800ms) }"
+        );
+        let event = TimeLimiterEvent::with_detail(&name, TimeLimiterEventKind::Success, None);
         assert_eq!(
             event.to_string(),
             "time limiter 'inventory' recorded SUCCESS"

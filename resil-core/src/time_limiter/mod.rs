@@ -399,10 +399,9 @@ impl TimeLimiter {
     #[inline]
     fn publish(&self, kind: TimeLimiterEventKind, started: Option<u64>) {
         let inner = &*self.inner;
-        inner.events.publish_with(|| TimeLimiterEvent {
-            name: Arc::clone(&inner.name),
-            kind,
-            elapsed: started.map(|t0| clock::elapsed(t0, inner.clock.now_nanos())),
+        inner.events.publish_with(|| {
+            let elapsed = started.map(|t0| clock::elapsed(t0, inner.clock.now_nanos()));
+            TimeLimiterEvent::with_detail(&inner.name, kind, elapsed)
         });
     }
 }

@@ -1,0 +1,598 @@
+//! The rate limiter handle, written once over its algorithm: acquire, wait,
+//! call.
+//!
+//! [`Limiter<A>`] holds what every local rate limiter has — the name, the
+//! clock, the events, the waiting count, the run-time timeout, the drain
+//! predicate — and the algorithm's state `A` ([`Cycles`](super::Cycles) or
+//! [`Bucket`](super::Bucket)), as governor is generic over its state.
+//! [`RateLimiter`](super::RateLimiter) and
+//! [`RefillRateLimiter`](super::RefillRateLimiter) are its two instantiations.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::cycle::{Grant, Refusal};
+use super::{
+    AcquireError, ExceedsLimit, RateLimiterEvent, RateLimiterEventKind, RateLimiterMetrics,
+};
+use crate::clock::{self, Clock, CoarseClock, SharedClock, SystemClock};
+use crate::cold_box::ColdBox;
+use crate::deadline;
+use crate::error::{DeadlineExceeded, Error, RequestNotPermitted, SharedName};
+use crate::event::{EventPublisher, EventStream};
+use crate::guarded::{Acquire, Guarded};
+
+/// The shortest refresh period [`RateLimiter::new`](super::RateLimiter::new)
+/// times with the [`CoarseClock`] (for a [`RefillRateLimiter`](super::RefillRateLimiter),
+/// the shortest interval between two permits): 50 coarse ticks, so the
+/// clock's error stays within 2 % of a cycle.
+pub const COARSE_PERIOD: std::time::Duration = clock::COARSE_TICK.saturating_mul(50);
+
+/// A rate-limiting algorithm a [`Limiter`] runs: [`Cycles`](super::Cycles)
+/// (Resilience4j's `AtomicRateLimiter`) or [`Bucket`](super::Bucket) (its
+/// `RefillRateLimiter`). Sealed: implemented by those two only.
+pub trait Algorithm: sealed::Machinery {}
+
+pub(crate) mod sealed {
+    use std::fmt;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::super::cycle::{Grant, Refusal};
+
+    /// What [`Limiter`](super::Limiter) needs of its algorithm.
+    pub trait Machinery: Send + Sync + Sized + 'static {
+        /// The configuration the algorithm is built from.
+        type Config: Clone + fmt::Debug + Send + Sync + 'static;
+
+        /// The handle's name in `Debug` output.
+        const NAME: &'static str;
+
+        /// Whether a request for more permits than the algorithm can ever
+        /// grant is over its capacity (a bucket) rather than its limit per
+        /// period (cycles).
+        const LIMIT_IS_CAPACITY: bool;
+
+        /// Whether [`available`](Self::available) is read on the precise
+        /// clock (the bucket) rather than the possibly coarse one.
+        const PRECISE_AVAILABLE: bool;
+
+        /// The state at clock reading `origin`.
+        fn build(config: &Self::Config, origin: u64) -> Self;
+
+        /// The time between refills that picks the clock: the coarse one at
+        /// [`COARSE_PERIOD`](super::COARSE_PERIOD) or more.
+        fn refill_period(config: &Self::Config) -> Duration;
+
+        /// The configured `timeout_duration`.
+        fn timeout(config: &Self::Config) -> Duration;
+
+        /// The configuration in force: the one at creation with the
+        /// run-time `timeout` (and whatever else changed in the state).
+        fn config_now(&self, config: &Self::Config, timeout: Duration) -> Self::Config;
+
+        /// Whether the config's `drain_permissions_on_result` accepts `result`.
+        fn drains<T: 'static, E: 'static>(
+            config: &Self::Config,
+            result: &Result<T, E>,
+            name: &Arc<str>,
+            warned_foreign: &AtomicBool,
+        ) -> bool;
+
+        /// Takes `permits` if they are free now (`clock` read at most once);
+        /// `false` took nothing and leaves the decision to
+        /// [`acquire_at`](Self::acquire_at).
+        fn acquire_fast(&self, permits: u32, clock: impl FnOnce() -> u64) -> bool;
+
+        /// Takes `permits` at reading `now`, or reserves them if they come
+        /// within `max_wait()` nanoseconds; consumes nothing on refusal.
+        fn acquire_at(
+            &self,
+            permits: u32,
+            now: u64,
+            max_wait: impl FnMut() -> u64,
+        ) -> Result<Grant, Refusal>;
+
+        /// Gives back an unused reservation if it is still the latest.
+        fn give_back(&self, grant: &Grant);
+
+        /// Drains the free permits at `now`; how many there were.
+        fn drain(&self, now: u64) -> u32;
+
+        /// Permits free at `now`; negative while reservations wait.
+        fn available(&self, now: u64) -> i64;
+
+        /// The algorithm's own fields in the handle's `Debug` output, after
+        /// `config`.
+        fn debug_fields(&self, out: &mut fmt::DebugStruct<'_, '_>);
+    }
+}
+
+/// A local rate limiter: the handle shared by [`RateLimiter`](super::RateLimiter)
+/// (`Limiter<Cycles>`) and [`RefillRateLimiter`](super::RefillRateLimiter)
+/// (`Limiter<Bucket>`); see those for what each algorithm does.
+///
+/// A cheap `Clone` handle: clones share the same permits. Permits are per
+/// instance, never per cluster (see the [module docs](super)).
+pub struct Limiter<A: Algorithm> {
+    pub(super) inner: Arc<Inner<A>>,
+}
+
+impl<A: Algorithm> Clone for Limiter<A> {
+    #[inline]
+    fn clone(&self) -> Self {
+        Limiter {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+pub(super) struct Inner<A: Algorithm> {
+    pub(super) state: A,
+    clock: SharedClock,
+    name: Arc<str>,
+    /// The name every refusal carries (built once; see [`SharedName`]).
+    refusal_name: SharedName,
+    /// The configuration at creation; the timeout (and a cycle limiter's
+    /// limit) may change since.
+    pub(super) config: A::Config,
+    /// `timeout_duration` in nanoseconds (saturated), changeable at run time.
+    timeout: AtomicU64,
+    waiting: AtomicU32,
+    events: EventPublisher<RateLimiterEvent>,
+    /// Set once a call's types met a drain predicate written for others.
+    warned_foreign: AtomicBool,
+}
+
+impl<A: Algorithm> Limiter<A> {
+    /// A rate limiter named `name`, timed by the system's monotonic clock.
+    ///
+    /// The clock is chosen by the refresh period (for a refilling limiter,
+    /// the time between two permits). Periods of at least [`COARSE_PERIOD`]
+    /// (every per-second or per-minute quota) read the [`CoarseClock`]: one
+    /// atomic load instead of a TSC read, and its ±1 ms error is at most 2 %
+    /// of a cycle and always on the safe side (a coarse reading trails real
+    /// time, so a new cycle's permits are handed out up to a millisecond
+    /// late, never early, and computed waits are never short). Shorter
+    /// periods read the [`SystemClock`] (nanoseconds).
+    pub fn new(name: impl Into<Arc<str>>, config: A::Config) -> Self {
+        if A::refill_period(&config) >= COARSE_PERIOD {
+            Self::with_clock(name, config, CoarseClock)
+        } else {
+            Self::with_clock(name, config, SystemClock)
+        }
+    }
+
+    /// A rate limiter timed by `clock` (a [`ManualClock`](crate::clock::ManualClock)
+    /// in tests, a [`TokioClock`](crate::clock::TokioClock) under paused tokio time).
+    /// Sync waits sleep through [`Clock::sleep`], async waits await
+    /// [`Clock::sleep_async`].
+    pub fn with_clock(name: impl Into<Arc<str>>, config: A::Config, clock: impl Clock) -> Self {
+        let clock = SharedClock::new(clock);
+        let origin = clock.now_nanos();
+        let name = name.into();
+        Limiter {
+            inner: Arc::new(Inner {
+                state: A::build(&config, origin),
+                clock,
+                refusal_name: SharedName::new(Arc::clone(&name)),
+                name,
+                timeout: AtomicU64::new(clock::nanos(A::timeout(&config))),
+                config,
+                waiting: AtomicU32::new(0),
+                events: EventPublisher::default(),
+                warned_foreign: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// The name given at creation.
+    #[inline]
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The configuration in force: the one at creation with run-time changes
+    /// of the timeout (and, for the cycle limiter, of the limit for cycles
+    /// after the current).
+    pub fn config(&self) -> A::Config {
+        self.inner
+            .state
+            .config_now(&self.inner.config, self.timeout_duration())
+    }
+
+    fn timeout_duration(&self) -> Duration {
+        Duration::from_nanos(self.inner.timeout.load(Ordering::Relaxed))
+    }
+
+    /// Permits free now; negative while permits still to come are reserved
+    /// (Resilience4j `availablePermissions`).
+    pub fn available_permissions(&self) -> i64 {
+        let now = if A::PRECISE_AVAILABLE {
+            self.inner.precise_now()
+        } else {
+            self.inner.now()
+        };
+        self.inner.state.available(now)
+    }
+
+    /// A snapshot of the permits and the waiting callers.
+    pub fn metrics(&self) -> RateLimiterMetrics {
+        RateLimiterMetrics {
+            available_permissions: self.available_permissions(),
+            number_of_waiting_threads: self.inner.waiting.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Every acquisition (and drain) from now on, successful or not.
+    pub fn subscribe(&self) -> EventStream<RateLimiterEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Runs `f` once it has a permit, waiting (by sleeping the thread through the
+    /// clock) for a reserved one up to `timeout_duration`.
+    ///
+    /// Refused with [`Error::RequestNotPermitted`] when no permit comes free in
+    /// time, or [`Error::DeadlineExceeded`] when the wait would outlast the
+    /// task's [deadline](crate::deadline); `f` then does not run.
+    ///
+    /// With `drain_permissions_on_result` set, an outcome it accepts drains
+    /// the free permits.
+    #[inline]
+    pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+        T: 'static,
+        E: 'static,
+    {
+        self.acquire_permission(1)?;
+        let result = f();
+        self.inner.on_result(&result);
+        result.map_err(Error::Call)
+    }
+
+    /// Awaits `fut` once it has a permit, awaiting the clock's timer (no thread
+    /// blocked) for a reserved one up to `timeout_duration`. `fut` is not polled
+    /// before the permit is there.
+    ///
+    /// Refused as [`call`](Self::call). Dropping the returned future while it
+    /// waits gives the reserved permit back if no later caller reserved behind
+    /// it; otherwise the permit stays consumed, as in Resilience4j (later
+    /// callers' waits were computed behind it).
+    ///
+    /// `fut` is stored once and polled in place (an `async fn` would hold it
+    /// twice); a free permit is taken on the first poll without building any
+    /// wait state.
+    #[inline]
+    pub fn call_async<T, E, F>(
+        &self,
+        fut: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, F, A>
+    where
+        F: Future<Output = Result<T, E>>,
+        T: 'static,
+        E: 'static,
+    {
+        Guarded::new(
+            fut,
+            move || self.acquire_for_call(),
+            move |(), result: Result<T, E>| {
+                self.inner.on_result(&result);
+                result.map_err(Error::Call)
+            },
+        )
+    }
+
+    /// [`call_async`](Self::call_async) around a future that is itself
+    /// protected (it returns `Result<T, resil::Error<E>>`): one flat
+    /// `resil::Error<E>`, an inner refusal staying a refusal, polled in place.
+    ///
+    /// The drain predicate sees the outcome as with `call_async`: a predicate
+    /// written for `Result<T, E>` matches the call's own error inside the
+    /// `resil::Error<E>`.
+    #[inline]
+    pub fn call_async_nested<T, E, F>(
+        &self,
+        fut: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, F, A>
+    where
+        F: Future<Output = Result<T, Error<E>>>,
+        T: 'static,
+        E: 'static,
+    {
+        Guarded::new(
+            fut,
+            move || self.acquire_for_call(),
+            move |(), result: Result<T, Error<E>>| {
+                self.inner.on_result(&result);
+                result
+            },
+        )
+    }
+
+    /// One permit for a `call_async*` future's first poll: at once, or a
+    /// wait for a reserved one. Boxed: only a waiting call pays for its wait
+    /// state (it allocates a timer anyway), every other call's future stays a
+    /// pointer smaller.
+    #[inline]
+    #[allow(clippy::type_complexity)]
+    fn acquire_for_call(
+        &self,
+    ) -> Result<
+        Acquire<(), ColdBox<impl Future<Output = Result<(), AcquireError>> + '_>>,
+        AcquireError,
+    > {
+        // The common case returns without building a `Grant`: the result
+        // stays two words, in registers.
+        if self.inner.take_now(1) {
+            return Ok(Acquire::Now(()));
+        }
+        let grant = self.inner.reserve_slow(1)?;
+        Ok(if grant.wait == 0 {
+            Acquire::Now(())
+        } else {
+            Acquire::Wait(ColdBox::pin(self.wait_for(grant)))
+        })
+    }
+
+    /// Drains the free permits (Resilience4j `drainPermissions`):
+    /// acquisitions wait for, or are refused until, the next ones come.
+    /// Reservations already made are kept.
+    pub fn drain_permissions(&self) {
+        self.inner.drain();
+    }
+
+    /// Takes `permits` only if they are free now: never waits, never
+    /// reserves. `false` consumed nothing.
+    #[inline]
+    pub fn try_acquire_permission(&self, permits: u32) -> bool {
+        let inner = &*self.inner;
+        let granted = inner.state.acquire_fast(permits, || inner.now())
+            || inner
+                .state
+                .acquire_at(permits, inner.precise_now(), || 0)
+                .is_ok();
+        inner.publish(granted, permits);
+        granted
+    }
+
+    /// Takes `permits`, sleeping the thread (through the clock) until they
+    /// are due if they are not free now (Resilience4j `acquirePermission`).
+    /// Refuses at once, consuming nothing, when the wait would exceed
+    /// `timeout_duration` or the task's deadline, or `permits` exceeds what
+    /// the limiter can ever grant at once (`limit_for_period`, a bucket's
+    /// `permit_capacity`).
+    #[inline]
+    pub fn acquire_permission(&self, permits: u32) -> Result<(), AcquireError> {
+        let grant = self.inner.reserve(permits)?;
+        if grant.wait > 0 {
+            self.inner.sleep(grant.wait);
+        }
+        Ok(())
+    }
+
+    /// [`acquire_permission`](Self::acquire_permission) for async code: awaits
+    /// the clock's timer instead of sleeping a thread. Dropping the future while
+    /// it waits gives the reservation back if it is still the latest one.
+    pub async fn acquire_permission_async(&self, permits: u32) -> Result<(), AcquireError> {
+        let grant = self.inner.reserve(permits)?;
+        if grant.wait > 0 {
+            self.wait_for(grant).await?;
+        }
+        Ok(())
+    }
+
+    /// Waits out a reservation; dropped early, it gives the reservation back
+    /// if it is still the latest one.
+    async fn wait_for(&self, grant: Grant) -> Result<(), AcquireError> {
+        let reserved = Reserved::new(&self.inner, grant);
+        self.inner
+            .clock
+            .sleep_async(Duration::from_nanos(grant.wait))
+            .await;
+        reserved.used();
+        Ok(())
+    }
+
+    /// Reserves `permits` without waiting and returns how long the caller must
+    /// wait before using them (zero if they are free now); refuses as
+    /// [`acquire_permission`](Self::acquire_permission) (Resilience4j
+    /// `reservePermission`). A reservation is consumed whether or not the
+    /// caller waits for it.
+    pub fn reserve_permission(&self, permits: u32) -> Result<Duration, AcquireError> {
+        self.inner
+            .reserve(permits)
+            .map(|grant| Duration::from_nanos(grant.wait))
+    }
+
+    /// Changes `timeout_duration` at run time (Resilience4j
+    /// `changeTimeoutDuration`): it applies to acquisitions that start after the
+    /// change; callers already waiting keep their wake-up time.
+    pub fn change_timeout_duration(&self, timeout_duration: Duration) {
+        self.inner
+            .timeout
+            .store(clock::nanos(timeout_duration), Ordering::Relaxed);
+    }
+}
+
+impl<A: Algorithm> Inner<A> {
+    /// Applies `drain_permissions_on_result` to a finished call.
+    #[inline]
+    fn on_result<T: 'static, E: 'static>(&self, result: &Result<T, E>) {
+        if A::drains(&self.config, result, &self.name, &self.warned_foreign) {
+            self.drain();
+        }
+    }
+
+    #[cold]
+    fn drain(&self) {
+        let drained = self.state.drain(self.precise_now());
+        self.events.publish_with(|| {
+            RateLimiterEvent::with_detail(&self.name, RateLimiterEventKind::Drained, drained)
+        });
+    }
+
+    /// A reading of the limiter's clock.
+    #[inline]
+    pub(super) fn now(&self) -> u64 {
+        self.clock.now_nanos()
+    }
+
+    /// A reading for the slow path, where a refusal or a wait is decided: on
+    /// the coarse clock it is the precise one, so a caller that waited out a
+    /// cycle is never refused because the coarse reading lags.
+    pub(super) fn precise_now(&self) -> u64 {
+        self.clock.precise_now_nanos()
+    }
+
+    #[inline(never)]
+    fn sleep(&self, nanos: u64) {
+        let _waiting = Waiting::enter(&self.waiting);
+        self.clock.sleep(Duration::from_nanos(nanos));
+    }
+
+    #[inline]
+    fn publish(&self, granted: bool, permits: u32) {
+        self.events.publish_with(|| {
+            let kind = if granted {
+                RateLimiterEventKind::SuccessfulAcquire
+            } else {
+                RateLimiterEventKind::FailedAcquire
+            };
+            RateLimiterEvent::with_detail(&self.name, kind, permits)
+        });
+    }
+
+    /// Takes or reserves `permits`, allowing a wait up to the timeout and the
+    /// deadline; consumes nothing on refusal.
+    #[inline]
+    fn reserve(&self, permits: u32) -> Result<Grant, AcquireError> {
+        if self.take_now(permits) {
+            Ok(Grant::NOW)
+        } else {
+            self.reserve_slow(permits)
+        }
+    }
+
+    /// Takes `permits` if they are free now (and publishes the grant);
+    /// `false` leaves everything to [`reserve_slow`](Self::reserve_slow).
+    #[inline]
+    fn take_now(&self, permits: u32) -> bool {
+        if self.state.acquire_fast(permits, || self.now()) {
+            self.publish(true, permits);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// [`reserve`](Self::reserve) when the fast path could not grant: reads
+    /// the precise time and takes the full path.
+    #[inline(never)]
+    fn reserve_slow(&self, permits: u32) -> Result<Grant, AcquireError> {
+        // Both limits are read only when a wait is needed: the deadline is a
+        // task-local look-up the immediate path does not pay for.
+        let mut limits = None;
+        let outcome = self.state.acquire_at(permits, self.precise_now(), || {
+            wait_allowed(&self.timeout, &mut limits)
+        });
+        self.publish(outcome.is_ok(), permits);
+        outcome.map_err(|refusal| self.refused(permits, refusal, limits))
+    }
+
+    /// The error for a refused acquisition: a wait within the timeout refused
+    /// only because of the deadline is `DeadlineExceeded`.
+    #[cold]
+    fn refused(&self, permits: u32, refusal: Refusal, limits: Option<(u64, u64)>) -> AcquireError {
+        let name = &self.refusal_name;
+        match refusal {
+            Refusal::ExceedsLimit { limit } if A::LIMIT_IS_CAPACITY => {
+                AcquireError::ExceedsLimit(ExceedsLimit::capacity(name, permits, limit))
+            }
+            Refusal::ExceedsLimit { limit } => {
+                AcquireError::ExceedsLimit(ExceedsLimit::new(name, permits, limit))
+            }
+            Refusal::WaitTooLong { wait } => match limits {
+                Some((timeout, _)) if wait <= timeout => {
+                    AcquireError::DeadlineExceeded(DeadlineExceeded::by_shared(name))
+                }
+                _ => AcquireError::NotPermitted(RequestNotPermitted::by(name)),
+            },
+        }
+    }
+}
+
+/// The wait a reservation may take: the timeout, cut to the task's deadline.
+/// Records `(timeout, budget)` in `limits` for [`Inner::refused`].
+fn wait_allowed(timeout: &AtomicU64, limits: &mut Option<(u64, u64)>) -> u64 {
+    let timeout = timeout.load(Ordering::Relaxed);
+    // A wait that ends at the deadline leaves no time for the call.
+    let budget =
+        deadline::remaining().map_or(u64::MAX, |left| clock::nanos(left).saturating_sub(1));
+    *limits = Some((timeout, budget));
+    timeout.min(budget)
+}
+
+impl<A: Algorithm> fmt::Debug for Limiter<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = f.debug_struct(A::NAME);
+        out.field("name", &&*self.inner.name)
+            .field("config", &self.config());
+        self.inner.state.debug_fields(&mut out);
+        out.field("available_permissions", &self.available_permissions())
+            .finish()
+    }
+}
+
+/// Counts a caller in `number_of_waiting_threads` while it lives.
+struct Waiting<'a>(&'a AtomicU32);
+
+impl<'a> Waiting<'a> {
+    fn enter(count: &'a AtomicU32) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A reservation being waited for by an async caller. Dropped before
+/// [`used`](Reserved::used) (the caller's future was cancelled), it gives its
+/// permits back if they are still the latest taken.
+struct Reserved<'a, A: Algorithm> {
+    inner: &'a Inner<A>,
+    grant: Grant,
+    used: bool,
+    _waiting: Waiting<'a>,
+}
+
+impl<'a, A: Algorithm> Reserved<'a, A> {
+    fn new(inner: &'a Inner<A>, grant: Grant) -> Self {
+        Reserved {
+            inner,
+            grant,
+            used: false,
+            _waiting: Waiting::enter(&inner.waiting),
+        }
+    }
+
+    fn used(mut self) {
+        self.used = true;
+    }
+}
+
+impl<A: Algorithm> Drop for Reserved<'_, A> {
+    fn drop(&mut self) {
+        if !self.used {
+            self.inner.state.give_back(&self.grant);
+        }
+    }
+}
