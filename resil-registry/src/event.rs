@@ -139,19 +139,6 @@ pub(crate) fn describe_event(what: &RegistryEventKind) -> String {
     }
 }
 
-/// Whether an instance event is worth a log line (transitions, rejections).
-pub(crate) fn is_notable(description: &str) -> bool {
-    [
-        "StateTransition",
-        "NotPermitted",
-        "Rejected",
-        "Timeout",
-        "Full",
-    ]
-    .iter()
-    .any(|w| description.contains(w))
-}
-
 /// Publishes the registry's events (instances added, removed, replaced,
 /// switched) in order, numbered, with the registry's clock.
 pub struct Publisher {

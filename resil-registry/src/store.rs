@@ -14,11 +14,10 @@ use resil_core::clock::{Clock, SharedClock};
 use resil_core::event::EventStream;
 
 use crate::config::FileConfig;
-use crate::event::is_notable;
 use crate::handle::Slot;
 use crate::kind::Kind;
 use crate::primitive::{Located, Primitive};
-use crate::telemetry::describe::Describe;
+use crate::telemetry::describe::{Describe, Notable};
 use crate::telemetry::ring::RecordedEvent;
 
 /// A code setting: a builder transformation attached to a config or instance.
@@ -95,7 +94,7 @@ pub(crate) struct Entry<P: Primitive> {
 
 impl<P: Primitive> Entry<P> {
     /// Moves the events the instance published since the last collection
-    /// into its ring, logging transitions and rejections.
+    /// into its ring, logging the notable ones (the event type says which).
     pub(crate) fn drain(&self, clock: &SharedClock) {
         let Some(capture) = &self.capture else {
             return;
@@ -104,7 +103,7 @@ impl<P: Primitive> Entry<P> {
         let at = std::time::Duration::from_nanos(clock.now_nanos());
         for event in events {
             let description = format!("{event:?}");
-            if is_notable(&description) {
+            if event.is_notable() {
                 tracing::info!(kind = %P::KIND, name = self.slot.load_name(), event = %description, "instance event");
             }
             self.slot.ring.push(RecordedEvent {

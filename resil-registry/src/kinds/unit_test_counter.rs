@@ -20,7 +20,7 @@ use crate::config::render::Render;
 use crate::config::schema::Val;
 use crate::kind::Kind;
 use crate::primitive::{Hooks, NoTwins, Primitive};
-use crate::telemetry::describe::{Describe, Metric, Telemetry};
+use crate::telemetry::describe::{Describe, Metric, Notable, Telemetry};
 use crate::telemetry::health::Status;
 
 pub(crate) mod types;
@@ -120,6 +120,13 @@ impl Telemetry for Counter {
         } else {
             (Status::Up, None)
         }
+    }
+}
+
+/// A count is per-call news, never a log line of its own.
+impl Notable for u64 {
+    fn is_notable(&self) -> bool {
+        false
     }
 }
 

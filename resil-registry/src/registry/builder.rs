@@ -51,8 +51,9 @@ impl RegistryBuilder {
     }
 
     /// Also record each instance's own events (calls, rejections, state
-    /// transitions) in its ring of recent events, and log transitions and
-    /// rejections with `tracing` when they are collected (on each snapshot,
+    /// transitions) in its ring of recent events, and log the notable ones
+    /// (transitions, resets, limit changes, chaos switches; never a per-call
+    /// event such as a rejection) with `tracing` when they are collected (on each snapshot,
     /// health check or metrics publication, and by
     /// [`Registry::collect_instance_events`]). Off by default: subscribing
     /// makes every primitive build and send an event per call, which is a

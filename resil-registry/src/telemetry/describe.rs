@@ -2,7 +2,7 @@
 //! configuration as key/value pairs, and its health. The trait and the
 //! metric type; each kind's impl is in its module (`kinds/`).
 
-use resil_core::event::EventStream;
+use resil_core::event::{Event, EventKind, EventStream};
 
 use crate::config::render::{rendered, Render};
 
@@ -107,11 +107,26 @@ pub trait Telemetry {
     }
 }
 
+/// Whether an event deserves a log line of its own: the event's type says,
+/// never its `Debug` text. resil-core's events answer with their kind's
+/// [`is_notable`](resil_core::event::EventKind::is_notable): a change of the
+/// instance itself (a transition, a reset, a limit), never a per-call event.
+pub trait Notable {
+    /// Whether an operator must see it.
+    fn is_notable(&self) -> bool;
+}
+
+impl<K: EventKind> Notable for Event<K> {
+    fn is_notable(&self) -> bool {
+        Event::is_notable(self)
+    }
+}
+
 /// What telemetry needs from a primitive beyond a reading of now: its own
 /// events, and its configuration's defaults.
 pub trait Describe: Telemetry {
     /// The primitive's own event type.
-    type Event: std::fmt::Debug + Clone + Send + 'static;
+    type Event: Notable + std::fmt::Debug + Clone + Send + 'static;
     /// A subscription to the primitive's own events.
     fn subscribe_events(&self) -> EventStream<Self::Event>;
     /// The configuration values of Resilience4j's defaults, same keys.
