@@ -2,7 +2,9 @@
 //! (produced by a fallback instead of the live call), by the cause that sent
 //! the call to the fallback, and how many fallbacks failed themselves. These
 //! are counted apart from the primitives' own metrics, which only ever see
-//! live results.
+//! live results, and shown in the registry's snapshot
+//! ([`Snapshot::fallbacks`](crate::registry_crate::Snapshot::fallbacks)) and
+//! its published metrics (`resil_fallback_calls{name, kind=degraded|failed, cause}`).
 //!
 //! ```
 //! # #[derive(Debug)] struct PriceError;
@@ -23,51 +25,4 @@
 //! assert_eq!(m.failed(), 0);
 //! ```
 
-use crate::checks::{KINDS, SITES};
-use crate::ErrorKind;
-
-/// A snapshot of the fallback counters of one protected fn.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FallbackMetrics {
-    degraded: [u64; KINDS.len()],
-    failed: u64,
-}
-
-impl FallbackMetrics {
-    /// Results a fallback produced because the call ended with `cause`
-    /// (`ErrorKind::Call` for the call's own error).
-    pub fn degraded(&self, cause: ErrorKind) -> u64 {
-        KINDS
-            .iter()
-            .position(|&k| k == cause)
-            .map_or(0, |i| self.degraded[i])
-    }
-
-    /// Results a fallback produced, whatever the cause.
-    pub fn degraded_total(&self) -> u64 {
-        self.degraded.iter().sum()
-    }
-
-    /// Fallbacks that returned an error of their own (it propagated to the
-    /// caller).
-    pub fn failed(&self) -> u64 {
-        self.failed
-    }
-}
-
-/// The counters of the protected fn at `path` (`module_path!()` + `::` + the
-/// fn's name; for a method, the fn's name alone after the module path). All
-/// zero for a fn whose fallback never ran.
-pub fn metrics(path: &str) -> FallbackMetrics {
-    let sites = SITES
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let mut out = FallbackMetrics::default();
-    for site in sites.iter().filter(|s| s.key() == path) {
-        for (i, kind) in KINDS.iter().enumerate() {
-            out.degraded[i] += site.degraded_by(*kind);
-        }
-        out.failed += site.failed_count();
-    }
-    out
-}
+pub use resil_registry::fallback::{metrics, FallbackMetrics};

@@ -170,3 +170,48 @@ fn a_rejection_fallback_leaves_call_errors_to_the_caller() {
     assert_eq!(guarded(false), Ok(1));
     assert_eq!(guarded(true), Err(Plain));
 }
+
+#[path = "support/recorder.rs"]
+mod recorder;
+
+#[resil::retry(name = "macros-fallback-stock", max_attempts = 1, fallback = stock_unknown)]
+fn stock(sku: &str) -> Result<u32, PriceError> {
+    if sku == "broken" {
+        return Err(PriceError::Rejected("no such sku".to_owned()));
+    }
+    Err(PriceError::Unavailable)
+}
+
+fn stock_unknown(sku: &str, why: PriceError) -> Result<u32, PriceError> {
+    match sku {
+        "broken" => Err(why),
+        _ => Ok(0),
+    }
+}
+
+#[test]
+fn the_registry_s_snapshot_and_metrics_show_what_the_fallbacks_did() {
+    let path = concat!(module_path!(), "::stock");
+    assert_eq!(stock("a"), Ok(0));
+    assert_eq!(stock("b"), Ok(0));
+    assert!(stock("broken").is_err());
+
+    let snapshot = registry().snapshot();
+    let f = snapshot
+        .fallbacks
+        .iter()
+        .find(|f| f.name == path)
+        .expect("the fn's fallback ran, so the snapshot lists it");
+    assert_eq!(f.degraded, vec![("call", 3)]);
+    assert_eq!(f.failed, 1);
+
+    let recorder = recorder::Remember::default();
+    metrics::with_local_recorder(&recorder, || registry().publish_metrics());
+    let key = |kind: &str, cause: Option<&str>| match cause {
+        Some(cause) => format!("resil_fallback_calls{{cause={cause},kind={kind},name={path}}}"),
+        None => format!("resil_fallback_calls{{kind={kind},name={path}}}"),
+    };
+    assert_eq!(recorder.get(&key("degraded", Some("call"))), Some(3.0));
+    assert_eq!(recorder.get(&key("failed", None)), Some(1.0));
+    assert_eq!(recorder.get(&key("degraded", Some("timeout"))), None);
+}

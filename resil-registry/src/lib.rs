@@ -64,6 +64,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod config;
+pub mod fallback;
 
 mod chain;
 mod classes;
@@ -103,5 +104,5 @@ pub use crate::store::DEFAULT_EVENT_BUFFER_SIZE;
 pub use crate::telemetry::health::{ComponentHealth, Health, Status};
 pub use crate::telemetry::ring::RecordedEvent;
 pub use crate::telemetry::snapshot::{
-    ConfigValue, InstanceSnapshot, MetricSnapshot, OverrideSnapshot, Snapshot,
+    ConfigValue, FallbackSnapshot, InstanceSnapshot, MetricSnapshot, OverrideSnapshot, Snapshot,
 };

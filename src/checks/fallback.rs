@@ -17,14 +17,12 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 use resil_core::error::{
     BulkheadFull, CallNotPermitted, DeadlineExceeded, MaxRetriesExceeded, RequestNotPermitted,
     RetryBudgetExhausted, Timeout,
 };
-use resil_core::{Error, ErrorKind, Rejection};
+use resil_core::{Error, Rejection};
 
 /// Marker: a fallback with no error parameter.
 pub struct NoError;
@@ -428,90 +426,6 @@ where
     f.invoke(args, err).into_future()
 }
 
-/// How many results of one protected fn its fallbacks produced, by the cause
-/// that sent the call to a fallback, and how many fallbacks failed themselves.
-pub struct FallbackSite {
-    key: &'static str,
-    registered: std::sync::Once,
-    degraded: [AtomicU64; KINDS.len()],
-    failed: AtomicU64,
-}
-
-pub(crate) const KINDS: [ErrorKind; 8] = [
-    ErrorKind::Call,
-    ErrorKind::CallNotPermitted,
-    ErrorKind::BulkheadFull,
-    ErrorKind::RequestNotPermitted,
-    ErrorKind::Timeout,
-    ErrorKind::RetryBudgetExhausted,
-    ErrorKind::MaxRetriesExceeded,
-    ErrorKind::DeadlineExceeded,
-];
-
-pub(crate) static SITES: Mutex<Vec<&'static FallbackSite>> = Mutex::new(Vec::new());
-
-impl FallbackSite {
-    /// A site for the fn at path `key` (`module::fn`).
-    #[allow(clippy::declare_interior_mutable_const)]
-    pub const fn new(key: &'static str) -> Self {
-        #[allow(clippy::declare_interior_mutable_const)]
-        const ZERO: AtomicU64 = AtomicU64::new(0);
-        FallbackSite {
-            key,
-            registered: std::sync::Once::new(),
-            degraded: [ZERO; KINDS.len()],
-            failed: AtomicU64::new(0),
-        }
-    }
-
-    /// Counts one result degraded because of `cause`.
-    #[inline]
-    pub fn degraded<E>(&'static self, cause: &Error<E>) {
-        self.registered.call_once(|| {
-            SITES
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .push(self)
-        });
-        let kind = cause.kind();
-        let i = KINDS.iter().position(|&k| k == kind).unwrap_or(0);
-        self.degraded[i].fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Counts the fallback's own failure, and returns its result as it was.
-    #[inline]
-    pub fn finished<R: FallbackResult>(&'static self, result: R) -> R {
-        if result.is_err() {
-            self.failed.fetch_add(1, Ordering::Relaxed);
-        }
-        result
-    }
-
-    pub(crate) fn key(&self) -> &'static str {
-        self.key
-    }
-
-    pub(crate) fn degraded_by(&self, kind: ErrorKind) -> u64 {
-        KINDS
-            .iter()
-            .position(|&k| k == kind)
-            .map_or(0, |i| self.degraded[i].load(Ordering::Relaxed))
-    }
-
-    pub(crate) fn failed_count(&self) -> u64 {
-        self.failed.load(Ordering::Relaxed)
-    }
-}
-
-/// A fallback's result, which may itself be an error.
-pub trait FallbackResult {
-    /// Whether the fallback failed.
-    fn is_err(&self) -> bool;
-}
-
-impl<T, E> FallbackResult for Result<T, E> {
-    #[inline]
-    fn is_err(&self) -> bool {
-        Result::is_err(self)
-    }
-}
+/// The per-call-site fallback counters live in resil-registry, whose
+/// snapshot and metrics show them.
+pub use resil_registry::fallback::{FallbackResult, FallbackSite};

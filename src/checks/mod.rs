@@ -8,7 +8,6 @@ mod fallback;
 mod fit;
 
 pub use self::fallback::*;
-pub(crate) use self::fallback::{KINDS, SITES};
 pub use self::fit::*;
 
 use resil_core::{Error, Rejection};

@@ -66,6 +66,18 @@ pub(crate) fn publish(registry: &Registry) {
         }
     }
     for_each_kind(&mut Publish(registry));
+    for (name, m) in crate::fallback::all() {
+        for (cause, n) in m.by_cause() {
+            let labels = vec![
+                Label::new("name", name),
+                Label::new("kind", "degraded"),
+                Label::new("cause", cause.as_str()),
+            ];
+            metrics::counter!("resil_fallback_calls", labels).absolute(n);
+        }
+        let labels = vec![Label::new("name", name), Label::new("kind", "failed")];
+        metrics::counter!("resil_fallback_calls", labels).absolute(m.failed());
+    }
     for kind in Kind::ALL {
         metrics::counter!(
             "resil_registry_refused_instances",

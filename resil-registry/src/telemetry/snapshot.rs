@@ -24,6 +24,24 @@ use crate::store::{for_each_kind, KindVisitor};
 pub struct Snapshot {
     /// Sorted by kind, then name.
     pub instances: Vec<InstanceSnapshot>,
+    /// What the fallbacks of annotated fns did, per protected fn whose
+    /// fallback ran (process-wide: see [`fallback`](crate::fallback)),
+    /// sorted by the fn's path.
+    pub fallbacks: Vec<FallbackSnapshot>,
+}
+
+/// The fallback counters of one protected fn, as the snapshot shows them.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct FallbackSnapshot {
+    /// The fn's path (`inventory::query_inventory`).
+    pub name: &'static str,
+    /// Results a fallback produced instead of the live call, by the cause
+    /// that sent the call there (`call`, `call_not_permitted`, `timeout`, …);
+    /// causes that never did are left out.
+    pub degraded: Vec<(&'static str, u64)>,
+    /// Fallbacks that failed themselves (their error reached the caller).
+    pub failed: u64,
 }
 
 impl Snapshot {
@@ -178,7 +196,18 @@ impl Registry {
         };
         for_each_kind(&mut collect);
         let instances = collect.instances;
-        Snapshot { instances }
+        let fallbacks = crate::fallback::all()
+            .into_iter()
+            .map(|(name, m)| FallbackSnapshot {
+                name,
+                degraded: m.by_cause().map(|(k, n)| (k.as_str(), n)).collect(),
+                failed: m.failed(),
+            })
+            .collect();
+        Snapshot {
+            instances,
+            fallbacks,
+        }
     }
 
     /// The twins of kind `P` (the rate limiter's Redis-backed limiters,
