@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use resil_core::clock::{Clock, SharedClock};
-use resil_core::event::{EventPublisher, EventStream};
+use resil_core::event::{Event, EventKind, EventPublisher, EventStream};
 
 use crate::kind::Kind;
 use crate::overrides::Transition;
+use crate::telemetry::describe::Notable;
 use crate::telemetry::ring::{RecordedEvent, Ring};
 
 /// One change to the registry's set of instances.
@@ -203,5 +204,12 @@ impl Publisher {
             name,
             what,
         });
+    }
+}
+
+/// resil-core's events say themselves whether they are notable.
+impl<K: EventKind> Notable for Event<K> {
+    fn is_notable(&self) -> bool {
+        Event::is_notable(self)
     }
 }

@@ -2,7 +2,7 @@
 //! configuration as key/value pairs, and its health. The trait and the
 //! metric type; each kind's impl is in its module (`kinds/`).
 
-use resil_core::event::{Event, EventKind, EventStream};
+use resil_core::event::EventStream;
 
 use crate::config::render::{rendered, Render};
 
@@ -109,17 +109,12 @@ pub trait Telemetry {
 
 /// Whether an event deserves a log line of its own: the event's type says,
 /// never its `Debug` text. resil-core's events answer with their kind's
-/// [`is_notable`](resil_core::event::EventKind::is_notable): a change of the
-/// instance itself (a transition, a reset, a limit), never a per-call event.
+/// [`is_notable`](resil_core::event::EventKind::is_notable) (`event.rs`): a
+/// change of the instance itself (a transition, a reset, a limit), never a
+/// per-call event.
 pub trait Notable {
     /// Whether an operator must see it.
     fn is_notable(&self) -> bool;
-}
-
-impl<K: EventKind> Notable for Event<K> {
-    fn is_notable(&self) -> bool {
-        Event::is_notable(self)
-    }
 }
 
 /// What telemetry needs from a primitive beyond a reading of now: its own
