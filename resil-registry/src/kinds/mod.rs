@@ -7,8 +7,8 @@
 //! machinery (`config/`, `store.rs`, `registry/`, `telemetry/`) holds traits
 //! and walks the list below; it names no kind.
 //!
-//! Adding a kind is one module here (its `Primitive`, `Hooks`, `Apply`,
-//! `Render` and `Describe` impls), one line in [`kinds!`], and its `Kind`
+//! Adding a kind is one module here (its `Primitive`, `Hooks`, `Apply`, `Bind`,
+//! `Render`, `Telemetry` and `Describe` impls), one line in [`kinds!`], and its `Kind`
 //! variant and option rows in resil-options. The unit test
 //! `unit_test_counter` does exactly that, and gets snapshot, health and
 //! metrics for it.
