@@ -196,15 +196,15 @@ pub trait Twins<B>: Default + Send + Sync + 'static {
     }
 
     /// A reload from `old` to `new`: the rebuilds it makes, with an error for
-    /// each twin (or instance of `local` names) it cannot move. Validates
-    /// only.
+    /// each twin (or instance of the kind, whose names `local` lists when
+    /// asked) it cannot move. Validates only.
     fn reloaded(
         &self,
         _classes: &ErrorClasses,
         _old: &FileConfig,
         _new: &FileConfig,
         _code: &CodeSettings<B>,
-        _local: &[String],
+        _local: &dyn Fn() -> Vec<String>,
         _errors: &mut Vec<RegistryError>,
     ) -> Self::Pending {
         Self::Pending::default()

@@ -391,7 +391,8 @@ impl<P: Primitive> KindReload for Staged<'_, P> {
     ) {
         registry.check_file_names::<P>(new, problems);
         self.changes = registry.validate::<P>(old, new, &self.code, errors);
-        let local = registry.names::<P>();
+        // The kind's own names, only for a kind whose twins ask.
+        let local = || registry.names::<P>();
         let twins = &registry.store::<P>().twins;
         let classes = &registry.inner.classes;
         self.twins = twins.reloaded(classes, old, new, &self.code, &local, errors);

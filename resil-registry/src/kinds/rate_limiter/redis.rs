@@ -106,7 +106,7 @@ impl Twins<RateLimiterConfigBuilder> for RedisTwins {
         old: &FileConfig,
         new: &FileConfig,
         code: &CodeSettings<RateLimiterConfigBuilder>,
-        local: &[String],
+        local: &dyn Fn() -> Vec<String>,
         errors: &mut Vec<RegistryError>,
     ) -> Vec<Rebuild> {
         let mut rebuilds = Vec::new();
@@ -125,10 +125,10 @@ impl Twins<RateLimiterConfigBuilder> for RedisTwins {
                 Err(e) => errors.push(e),
             }
         }
-        for name in local {
-            let was = is_redis_backed(old.rate_limiter().for_name(name));
-            if !was && is_redis_backed(new.rate_limiter().for_name(name)) {
-                errors.push(backend_change(name, "local", "redis"));
+        for name in local() {
+            let was = is_redis_backed(old.rate_limiter().for_name(&name));
+            if !was && is_redis_backed(new.rate_limiter().for_name(&name)) {
+                errors.push(backend_change(&name, "local", "redis"));
             }
         }
         rebuilds
