@@ -4,42 +4,19 @@
 //! `…_concurrent_calls`, `…_available_concurrent_calls`, `…_min_rtt_seconds`
 //! and `resilience4j_bulkhead_adaptive_calls{kind=rejected|dropped|sampled}`.
 
-use std::sync::Arc;
-
 use resil_core::bulkhead::{
     AdaptiveBulkhead, AdaptiveBulkheadConfig, AdaptiveBulkheadConfigBuilder,
 };
-use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
 
-use super::created;
+use super::primitive;
 use super::{bind, plain_options};
 use crate::kind::Kind;
-use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::primitive::{Hooks, NoTwins};
 use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
-impl Primitive for AdaptiveBulkhead {
-    type Config = AdaptiveBulkheadConfig;
-    type Builder = AdaptiveBulkheadConfigBuilder;
-    const KIND: Kind = Kind::AdaptiveBulkhead;
-
-    fn default_builder() -> AdaptiveBulkheadConfigBuilder {
-        AdaptiveBulkheadConfig::builder()
-    }
-
-    fn to_builder(config: &AdaptiveBulkheadConfig) -> AdaptiveBulkheadConfigBuilder {
-        config.to_builder()
-    }
-
-    fn create(name: Arc<str>, config: AdaptiveBulkheadConfig, clock: Option<&SharedClock>) -> Self {
-        created!(AdaptiveBulkhead, name, config, clock)
-    }
-
-    fn config_of(&self) -> AdaptiveBulkheadConfig {
-        self.config()
-    }
-}
+primitive!(AdaptiveBulkhead: AdaptiveBulkheadConfig => AdaptiveBulkheadConfigBuilder, Kind::AdaptiveBulkhead);
 
 impl Hooks for AdaptiveBulkhead {
     type Settings = AdaptiveBulkheadConfigBuilder;

@@ -1,40 +1,17 @@
 //! The semaphore bulkhead: its file options, its in-place update (every
 //! setting has a run-time setter), health and metrics.
 
-use std::sync::Arc;
-
 use resil_core::bulkhead::{Bulkhead, BulkheadConfig, BulkheadConfigBuilder};
-use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
 
-use super::created;
+use super::primitive;
 use super::{bind, plain_options};
 use crate::kind::Kind;
-use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::primitive::{Hooks, NoTwins};
 use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
-impl Primitive for Bulkhead {
-    type Config = BulkheadConfig;
-    type Builder = BulkheadConfigBuilder;
-    const KIND: Kind = Kind::Bulkhead;
-
-    fn default_builder() -> BulkheadConfigBuilder {
-        BulkheadConfig::builder()
-    }
-
-    fn to_builder(config: &BulkheadConfig) -> BulkheadConfigBuilder {
-        config.to_builder()
-    }
-
-    fn create(name: Arc<str>, config: BulkheadConfig, clock: Option<&SharedClock>) -> Self {
-        created!(Bulkhead, name, config, clock)
-    }
-
-    fn config_of(&self) -> BulkheadConfig {
-        self.config()
-    }
-}
+primitive!(Bulkhead: BulkheadConfig => BulkheadConfigBuilder, Kind::Bulkhead);
 
 impl Hooks for Bulkhead {
     type Settings = BulkheadConfigBuilder;

@@ -12,11 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use resil_core::chaos::{Chaos, ChaosConfig, ChaosConfigBuilder, ChaosStatus};
-use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
 
 use super::bind;
-use super::created;
+use super::primitive;
 use crate::classes::{ErrorClasses, ErrorList, Injections};
 use crate::config::apply::{duration, f64_of, Apply, Values};
 use crate::config::bind::Bind;
@@ -28,31 +27,11 @@ use crate::event::RegistryEventKind;
 use crate::handle::Handle;
 use crate::kind::Kind;
 use crate::overrides::Overrides;
-use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::primitive::{Hooks, NoTwins};
 use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
-impl Primitive for Chaos {
-    type Config = ChaosConfig;
-    type Builder = ChaosConfigBuilder;
-    const KIND: Kind = Kind::Chaos;
-
-    fn default_builder() -> ChaosConfigBuilder {
-        ChaosConfig::builder()
-    }
-
-    fn to_builder(config: &ChaosConfig) -> ChaosConfigBuilder {
-        config.to_builder()
-    }
-
-    fn create(name: Arc<str>, config: ChaosConfig, clock: Option<&SharedClock>) -> Self {
-        created!(Chaos, name, config, clock)
-    }
-
-    fn config_of(&self) -> ChaosConfig {
-        self.config().clone()
-    }
-}
+primitive!(Chaos: ChaosConfig => ChaosConfigBuilder, Kind::Chaos);
 
 impl Hooks for Chaos {
     type Settings = ChaosConfigBuilder;

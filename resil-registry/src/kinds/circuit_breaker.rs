@@ -12,7 +12,7 @@ use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
 
 use super::bind;
-use super::created;
+use super::primitive;
 use crate::classes::{ErrorClasses, ErrorList};
 use crate::config::apply::{backoff, choice, duration, Apply, Values};
 use crate::config::bind::Bind;
@@ -21,31 +21,11 @@ use crate::config::resolved::{ErrorNames, Resolved};
 use crate::config::schema::{Val, SLIDING_WINDOW_TYPES, STATES};
 use crate::kind::Kind;
 use crate::overrides::{Overrides, Transition};
-use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::primitive::{Hooks, NoTwins};
 use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
-impl Primitive for CircuitBreaker {
-    type Config = CircuitBreakerConfig;
-    type Builder = CircuitBreakerConfigBuilder;
-    const KIND: Kind = Kind::CircuitBreaker;
-
-    fn default_builder() -> CircuitBreakerConfigBuilder {
-        CircuitBreakerConfig::builder()
-    }
-
-    fn to_builder(config: &CircuitBreakerConfig) -> CircuitBreakerConfigBuilder {
-        config.to_builder()
-    }
-
-    fn create(name: Arc<str>, config: CircuitBreakerConfig, clock: Option<&SharedClock>) -> Self {
-        created!(CircuitBreaker, name, config, clock)
-    }
-
-    fn config_of(&self) -> CircuitBreakerConfig {
-        self.config().clone()
-    }
-}
+primitive!(CircuitBreaker: CircuitBreakerConfig => CircuitBreakerConfigBuilder, Kind::CircuitBreaker);
 
 impl Hooks for CircuitBreaker {
     type Settings = CircuitBreakerConfigBuilder;

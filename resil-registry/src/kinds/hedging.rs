@@ -4,41 +4,18 @@
 //! (every call ends in exactly one) and
 //! `resil_hedging_hedges{kind=started|budget_refused}`.
 
-use std::sync::Arc;
-
-use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
 use resil_core::hedging::{Hedging, HedgingConfig, HedgingConfigBuilder};
 
-use super::created;
+use super::primitive;
 use super::{bind, plain_options};
 use crate::classes::{ErrorClasses, ErrorList};
 use crate::config::resolved::{ErrorNames, Resolved};
 use crate::kind::Kind;
-use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::primitive::{Hooks, NoTwins};
 use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 
-impl Primitive for Hedging {
-    type Config = HedgingConfig;
-    type Builder = HedgingConfigBuilder;
-    const KIND: Kind = Kind::Hedging;
-
-    fn default_builder() -> HedgingConfigBuilder {
-        HedgingConfig::builder()
-    }
-
-    fn to_builder(config: &HedgingConfig) -> HedgingConfigBuilder {
-        config.to_builder()
-    }
-
-    fn create(name: Arc<str>, config: HedgingConfig, clock: Option<&SharedClock>) -> Self {
-        created!(Hedging, name, config, clock)
-    }
-
-    fn config_of(&self) -> HedgingConfig {
-        self.config().clone()
-    }
-}
+primitive!(Hedging: HedgingConfig => HedgingConfigBuilder, Kind::Hedging);
 
 impl Hooks for Hedging {
     type Settings = HedgingConfigBuilder;

@@ -95,6 +95,42 @@ macro_rules! created {
 }
 use created;
 
+/// The [`Primitive`](crate::primitive::Primitive) impl of a kind whose
+/// config round-trips through `to_builder()` and which reads the registry's
+/// clock: every kind but the time limiter and the thread-pool bulkhead.
+macro_rules! primitive {
+    ($ty:ident: $config:ident => $builder:ident, $kind:expr) => {
+        impl $crate::primitive::Primitive for $ty {
+            type Config = $config;
+            type Builder = $builder;
+            const KIND: $crate::kind::Kind = $kind;
+
+            fn default_builder() -> $builder {
+                $config::builder()
+            }
+
+            fn to_builder(config: &$config) -> $builder {
+                config.to_builder()
+            }
+
+            fn create(
+                name: std::sync::Arc<str>,
+                config: $config,
+                clock: Option<&resil_core::clock::SharedClock>,
+            ) -> Self {
+                $crate::kinds::created!($ty, name, config, clock)
+            }
+
+            // Some configs are returned by value, some by reference.
+            #[allow(clippy::clone_on_copy)]
+            fn config_of(&self) -> $config {
+                self.config().clone()
+            }
+        }
+    };
+}
+use primitive;
+
 /// The one list of kinds, in the registry's fixed order (the order of
 /// [`Kind::ALL`](crate::Kind::ALL)): each line is the kind's field name,
 /// its three registry accessors (`get`, `try_get`, `configure`), the

@@ -2,19 +2,17 @@
 //! update of a limit or timeout, health and metrics. The twins themselves
 //! (feature `redis`) are the Redis module, `rate_limiter/redis.rs`.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
 use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig, RateLimiterConfigBuilder};
 
-use super::created;
+use super::primitive;
 use super::{bind, plain_options};
 use crate::kind::Kind;
+use crate::primitive::Hooks;
 #[cfg(not(feature = "redis"))]
 use crate::primitive::Twins;
-use crate::primitive::{Hooks, Primitive};
 use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
@@ -60,27 +58,7 @@ pub(crate) enum RateChange {
     Timeout(Duration),
 }
 
-impl Primitive for RateLimiter {
-    type Config = RateLimiterConfig;
-    type Builder = RateLimiterConfigBuilder;
-    const KIND: Kind = Kind::RateLimiter;
-
-    fn default_builder() -> RateLimiterConfigBuilder {
-        RateLimiterConfig::builder()
-    }
-
-    fn to_builder(config: &RateLimiterConfig) -> RateLimiterConfigBuilder {
-        config.to_builder()
-    }
-
-    fn create(name: Arc<str>, config: RateLimiterConfig, clock: Option<&SharedClock>) -> Self {
-        created!(RateLimiter, name, config, clock)
-    }
-
-    fn config_of(&self) -> RateLimiterConfig {
-        self.config()
-    }
-}
+primitive!(RateLimiter: RateLimiterConfig => RateLimiterConfigBuilder, Kind::RateLimiter);
 
 impl Hooks for RateLimiter {
     type Settings = RateLimiterConfigBuilder;

@@ -1,14 +1,11 @@
 //! The retry: its file options (the backoff keys become an interval
 //! function), its error lists and its metrics.
 
-use std::sync::Arc;
-
-use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
 use resil_core::retry::{Retry, RetryConfig, RetryConfigBuilder};
 
 use super::bind;
-use super::created;
+use super::primitive;
 use crate::classes::{ErrorClasses, ErrorList};
 use crate::config::apply::{backoff, duration, Apply, Values};
 use crate::config::bind::Bind;
@@ -16,30 +13,10 @@ use crate::config::render::{backoff_values, Render};
 use crate::config::resolved::{ErrorNames, Resolved};
 use crate::config::schema::Val;
 use crate::kind::Kind;
-use crate::primitive::{Hooks, NoTwins, Primitive};
+use crate::primitive::{Hooks, NoTwins};
 use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
 
-impl Primitive for Retry {
-    type Config = RetryConfig;
-    type Builder = RetryConfigBuilder;
-    const KIND: Kind = Kind::Retry;
-
-    fn default_builder() -> RetryConfigBuilder {
-        RetryConfig::builder()
-    }
-
-    fn to_builder(config: &RetryConfig) -> RetryConfigBuilder {
-        config.to_builder()
-    }
-
-    fn create(name: Arc<str>, config: RetryConfig, clock: Option<&SharedClock>) -> Self {
-        created!(Retry, name, config, clock)
-    }
-
-    fn config_of(&self) -> RetryConfig {
-        self.config().clone()
-    }
-}
+primitive!(Retry: RetryConfig => RetryConfigBuilder, Kind::Retry);
 
 impl Hooks for Retry {
     type Settings = RetryConfigBuilder;
