@@ -56,13 +56,23 @@ impl<T> Mine<'_, T> {
     /// add.
     #[inline]
     pub(crate) fn increment(&self, field: impl FnOnce(&T) -> &AtomicU64) {
+        self.add(field, 1);
+    }
+
+    /// Adds `n` to the counter `field` picks, as [`increment`](Self::increment)
+    /// adds one.
+    #[inline]
+    pub(crate) fn add(&self, field: impl FnOnce(&T) -> &AtomicU64, n: u64) {
         let counter = field(self.value);
         if self.alone {
             // The only writer: no increment can come between the load and the
             // store, and readers see every value in order.
-            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            counter.store(
+                counter.load(Ordering::Relaxed).wrapping_add(n),
+                Ordering::Relaxed,
+            );
         } else {
-            counter.fetch_add(1, Ordering::Relaxed);
+            counter.fetch_add(n, Ordering::Relaxed);
         }
     }
 }

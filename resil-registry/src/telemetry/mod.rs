@@ -7,7 +7,9 @@
 //! publication asks.
 
 pub(crate) mod describe;
+pub(crate) mod exposition;
 pub(crate) mod health;
+pub(crate) mod histogram;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod ring;
