@@ -107,6 +107,36 @@ impl Striped<AtomicU64> {
     }
 }
 
+/// A counter bumped on a hot path by many threads: each thread counts on a
+/// cache line of its own (a plain load and store for the first two threads
+/// to count, a locked add on a shared stripe for the others), and reading
+/// sums the stripes. 320 bytes.
+///
+/// ```
+/// let requests = resil_core::Counter::default();
+/// std::thread::scope(|s| {
+///     for _ in 0..4 {
+///         s.spawn(|| (0..1000).for_each(|_| requests.increment()));
+///     }
+/// });
+/// assert_eq!(requests.get(), 4000);
+/// ```
+#[derive(Debug, Default)]
+pub struct Counter(Striped<AtomicU64>);
+
+impl Counter {
+    /// Adds one.
+    #[inline]
+    pub fn increment(&self) {
+        self.0.increment();
+    }
+
+    /// The count: every increment that happened before this read.
+    pub fn get(&self) -> u64 {
+        self.0.sum()
+    }
+}
+
 /// A thread's stripe: unset until its first count, then a leased or a shared
 /// stripe. Dropped when the thread exits, giving a lease back.
 struct Lease(Cell<usize>);

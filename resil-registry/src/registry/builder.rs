@@ -88,6 +88,7 @@ impl RegistryBuilder {
                 event_buffer_size: self.event_buffer_size.unwrap_or(DEFAULT_EVENT_BUFFER_SIZE),
                 record_instance_events: self.record_instance_events,
                 percentiles_histogram: self.percentiles_histogram,
+                layers: Default::default(),
                 classes: ErrorClasses::default(),
                 events: Publisher::new(ttl_clock),
                 file: RwLock::new(Arc::new(FileConfig::default())),

@@ -56,6 +56,8 @@ pub(crate) struct Inner {
     /// The builder's histogram switch (see
     /// [`RegistryBuilder::percentiles_histogram`]).
     pub(crate) percentiles_histogram: bool,
+    /// The tower layers' request counts, by name.
+    pub(crate) layers: crate::telemetry::layer::Layers,
     pub(crate) classes: ErrorClasses,
     /// The registry's events.
     pub(crate) events: Publisher,

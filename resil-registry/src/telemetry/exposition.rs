@@ -72,6 +72,7 @@ pub(crate) fn samples(registry: &Registry) -> Vec<Sample> {
             metric: Metric::counter(FALLBACK_CALLS, None, m.failed()),
         });
     }
+    registry.inner.layers.samples(&mut out);
     for kind in Kind::ALL {
         out.push(Sample {
             labels: vec![("kind", kind.as_str().to_owned())],

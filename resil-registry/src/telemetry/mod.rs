@@ -10,6 +10,7 @@ pub(crate) mod describe;
 pub(crate) mod exposition;
 pub(crate) mod health;
 pub(crate) mod histogram;
+pub(crate) mod layer;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod ring;
