@@ -321,7 +321,10 @@ async fn the_layer_counts_every_request_it_finished_as_passed_or_by_what_refused
         "resilience4j_ratelimiter_calls_total{kind=\"failed\",name=\"counted\"} 2",
         "resilience4j_ratelimiter_calls_total{kind=\"successful\",name=\"counted\"} 2",
     ] {
-        assert!(text.lines().any(|l| l == line), "missing `{line}` in\n{text}");
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing `{line}` in\n{text}"
+        );
     }
 }
 
