@@ -297,7 +297,8 @@ impl CallTimer {
 /// Unlike [`Metrics`](super::Metrics), nothing here is reset by a
 /// transition. Permitted calls in DISABLED are not recorded (the breaker
 /// records nothing in DISABLED, as Resilience4j's disabled state publishes
-/// no event).
+/// no event), nor are calls whose permit was dropped unrecorded (a
+/// cancelled future, a panic): they had no outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallTotals {
     successful: CallTimer,
