@@ -33,6 +33,7 @@ use parking_lot::RwLockWriteGuard;
 use crate::config::{ConfigFileError, FileConfig, Problem};
 use crate::error::RegistryError;
 use crate::event::RegistryEventKind;
+use crate::handle::{Handle, Slot};
 use crate::primitive::{Pending, Primitive, Twins};
 use crate::registry::{plan, Registry};
 use crate::store::{for_each_kind, CodeSettings, KindVisitor};
@@ -82,6 +83,10 @@ pub struct ReloadReport {
     /// How many existing instances the reload left untouched.
     pub unchanged: usize,
 }
+
+/// A value built from the loaded file ([`Registry::follow_file`]), rebuilt
+/// from each newly installed file; `false` once no handle to it is left.
+pub(crate) type Follower = Box<dyn Fn(&FileConfig) -> bool + Send + Sync>;
 
 /// One instance's change, validated, waiting to be applied.
 struct Change<P: Primitive> {
@@ -263,7 +268,68 @@ impl Registry {
         );
         // The settings guards are released here, after every change is in.
         drop(kinds);
+        let file = self.file();
+        self.inner.followers.lock().retain(|follow| follow(&file));
         Ok(report)
+    }
+
+    /// A handle to a value built from the registry's config file by `build`:
+    /// built now from the file in force, and rebuilt from the new file by
+    /// every reload that installs one (a refused reload changes nothing).
+    /// Like an instance's [`Handle`], each dereference is one atomic load and
+    /// sees the value most recently installed, so a handle cached anywhere
+    /// (a tower layer, a `static`) follows the file. resil-web's
+    /// `HttpClassifier::follow` builds a classifier this way from the file's
+    /// `resil.http` keys.
+    ///
+    /// A rebuilt value equal to the current one is not installed. A replaced
+    /// value is retired, not freed, until the last handle is dropped (see
+    /// [`Handle`]). Once every handle is dropped, the next reload forgets
+    /// `build`. `build` runs under the registry's reload lock, so it must not
+    /// load or reload a file itself; if it panics during a reload, the
+    /// previous value stays and the panic is logged.
+    ///
+    /// ```
+    /// # #[cfg(feature = "yaml")] {
+    /// use resil_registry::config::FileConfig;
+    /// use resil_registry::Registry;
+    ///
+    /// let registry = Registry::new();
+    /// let size = registry.follow_file("cache-size", |file| {
+    ///     file.property("app.cache.size").and_then(|v| v.parse::<u32>().ok()).unwrap_or(100)
+    /// });
+    /// assert_eq!(*size, 100);
+    /// registry.reload(FileConfig::from_yaml_str("app.cache.size: 250").unwrap()).unwrap();
+    /// assert_eq!(*size, 250);
+    /// # }
+    /// ```
+    pub fn follow_file<T>(
+        &self,
+        name: &str,
+        build: impl Fn(&FileConfig) -> T + Send + Sync + 'static,
+    ) -> Handle<T>
+    where
+        T: PartialEq + Send + Sync + 'static,
+    {
+        // No reload between the first build and the follower's registration.
+        let _one_at_a_time = self.inner.reload_lock.lock();
+        let slot = Slot::shared(name.into(), build(&self.file()), 0);
+        let weak = Arc::downgrade(&slot);
+        self.inner.followers.lock().push(Box::new(move |file| {
+            let Some(slot) = weak.upgrade() else {
+                return false;
+            };
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(file))) {
+                Ok(value) if *slot.load() != value => slot.replace(value),
+                Ok(_) => {}
+                Err(_) => tracing::error!(
+                    name = slot.load_name(),
+                    "rebuilding a value from the reloaded config file panicked; the previous value stays"
+                ),
+            }
+            true
+        }));
+        Handle::from_slot(slot)
     }
 
     /// Every error-class name the file uses (in every entry, used or not)
