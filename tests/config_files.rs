@@ -1349,7 +1349,8 @@ fn a_misspelled_key_gets_the_suggestion_an_attribute_gets() {
 // `resilience4j` tree (issue 27, item 5: `ignore-statuses: [404]` printed
 // "config OK" and the breaker opened on 404s).
 
-const INVENTORY_YAML: &str = "resilience4j:\n  circuitbreaker:\n    instances:\n      inventory-query: {}\n";
+const INVENTORY_YAML: &str =
+    "resilience4j:\n  circuitbreaker:\n    instances:\n      inventory-query: {}\n";
 
 #[test]
 fn a_misspelled_resil_http_key_in_yaml_is_an_error_with_its_line_the_keys_and_a_suggestion() {
@@ -1454,7 +1455,8 @@ fn a_resil_http_name_that_is_no_instance_of_the_file_suggests_the_close_one() {
         "resilience4j.retry.configs.default.max-attempts: 2\nresil.http.instances.default: {}\n",
     ));
     assert!(
-        p.to_string().contains("the file configures none under `resilience4j`"),
+        p.to_string()
+            .contains("the file configures none under `resilience4j`"),
         "{p}"
     );
 }

@@ -628,7 +628,10 @@ mod tests {
                     map(vec![
                         (
                             "record-status",
-                            Value::List(vec![Value::Str("500-599".into()), Value::Str("60x".into())]),
+                            Value::List(vec![
+                                Value::Str("500-599".into()),
+                                Value::Str("60x".into()),
+                            ]),
                         ),
                         ("ignore-status", Value::Bool(true)),
                         ("success-status", Value::List(vec![Value::Float(2.5)])),
@@ -655,7 +658,11 @@ mod tests {
                  and as `ignore_status`)",
             ]
         );
-        assert!(section.instance("a").unwrap().get(StatusKey::RecordStatus).is_none());
+        assert!(section
+            .instance("a")
+            .unwrap()
+            .get(StatusKey::RecordStatus)
+            .is_none());
     }
 
     #[test]
@@ -709,7 +716,13 @@ mod tests {
         let mut first = entry(Some("500"), Some("404"));
         first.merge(entry(Some("503"), None));
         let a = first.instance("a").unwrap();
-        assert_eq!(a.get(StatusKey::RecordStatus).unwrap().ranges(), [(503, 503)]);
-        assert_eq!(a.get(StatusKey::IgnoreStatus).unwrap().ranges(), [(404, 404)]);
+        assert_eq!(
+            a.get(StatusKey::RecordStatus).unwrap().ranges(),
+            [(503, 503)]
+        );
+        assert_eq!(
+            a.get(StatusKey::IgnoreStatus).unwrap().ranges(),
+            [(404, 404)]
+        );
     }
 }
