@@ -1482,3 +1482,45 @@ fn other_resil_keys_are_errors_too_and_bad_status_sets_keep_their_precise_messag
     let file = yaml(&format!("{INVENTORY_YAML}resil: {{}}\napp: {{}}\n")).unwrap();
     assert_eq!(file.ignored_keys(), ["app"]);
 }
+
+#[test]
+fn resil_http_environment_overrides_replace_a_files_set_and_a_typo_is_an_error() {
+    use resil::config::StatusKey;
+
+    let text =
+        format!("{INVENTORY_YAML}resil.http.instances.inventory-query.ignore-status: [409]\n");
+    let file = env(
+        &text,
+        &[(
+            "RESIL_HTTP_INSTANCES_INVENTORY_QUERY_IGNORE_STATUS",
+            "404,409",
+        )],
+    )
+    .unwrap();
+    let entry = file.http().instance("inventory-query").unwrap();
+    assert_eq!(
+        entry.get(StatusKey::IgnoreStatus).unwrap().ranges(),
+        [(404, 404), (409, 409)]
+    );
+    let p = only_problem(env(
+        &text,
+        &[(
+            "RESIL_HTTP_INSTANCES_INVENTORY_QUERY_IGNORE_STATUSES",
+            "404",
+        )],
+    ));
+    assert_eq!(p.kind(), ProblemKind::UnknownVariable);
+    assert_eq!(
+        p.suggestion(),
+        Some("RESIL_HTTP_INSTANCES_INVENTORY_QUERY_IGNORE_STATUS")
+    );
+    // A name that is no instance of the file: the same check as in the file.
+    let p = only_problem(env(
+        &text,
+        &[(
+            "RESIL_HTTP_INSTANCES_INVENTORY_QUERIES_IGNORE_STATUS",
+            "404",
+        )],
+    ));
+    assert_eq!(p.suggestion(), Some("inventory-query"), "{p}");
+}

@@ -19,6 +19,11 @@
 //! `HttpClassifier` reads the validated sets ([`FileConfig::http`]), so this
 //! crate needs no HTTP dependency.
 //!
+//! `RESIL_HTTP_INSTANCES_<NAME>_<KEY>=404,409` sets one key after the file,
+//! as the `RESIL_<KIND>_…` overrides do for `resilience4j` (`<KEY>` in upper
+//! snake case: `IGNORE_STATUS`); a variable that names no key is an error
+//! with a did-you-mean.
+//!
 //! # Names
 //!
 //! A classifier is named after the instance it classifies for, so its name
@@ -273,6 +278,117 @@ impl HttpSection {
         }
     }
 }
+
+impl HttpSection {
+    /// Applies the `RESIL_HTTP_INSTANCES_<NAME>_<KEY>` overrides among
+    /// `vars` (in name order), after the file: `<KEY>` is a status key in
+    /// upper snake case (`IGNORE_STATUS`), the value a comma-separated set.
+    /// `<NAME>` finds the classifier (else the instance or named config of
+    /// `configured`) whose name reads the same in upper case with `_` for
+    /// every other character than a letter or digit; another name is taken
+    /// in lower case with `-` for `_`, for the name check to judge.
+    pub(crate) fn apply_env(
+        &mut self,
+        vars: &[(String, String)],
+        configured: &[&str],
+        problems: &mut Vec<Problem>,
+    ) {
+        let mut ours: Vec<&(String, String)> = vars
+            .iter()
+            .filter(|(k, _)| k.starts_with(ENV_PREFIX))
+            .collect();
+        ours.sort();
+        for (var, value) in ours {
+            if let Err(problem) = self.apply_one(var, value, configured) {
+                problems.push(problem.with_env_var(var));
+            }
+        }
+    }
+
+    // One call per variable, on a cold path: the problem is returned unboxed.
+    #[allow(clippy::result_large_err)]
+    fn apply_one(&mut self, var: &str, value: &str, configured: &[&str]) -> Result<(), Problem> {
+        let tokens: Vec<&str> = var[ENV_PREFIX.len()..].split('_').collect();
+        let shape = || {
+            Problem::new(
+                ProblemKind::UnknownVariable,
+                None,
+                format!("`{var}` is not an override: write `RESIL_HTTP_INSTANCES_<NAME>_<KEY>`"),
+            )
+        };
+        let Some((section, rest)) = tokens.split_first() else {
+            return Err(shape());
+        };
+        if !section.eq_ignore_ascii_case("INSTANCES")
+            || rest.len() < 2
+            || rest.iter().any(|t| t.is_empty())
+        {
+            return Err(shape());
+        }
+        // The longest key that ends the variable (keys have 2 or 3 words).
+        let Some((at, key)) = (1..rest.len())
+            .find_map(|at| StatusKey::from_key(&rest[at..].join("-")).map(|k| (at, k)))
+        else {
+            let keys = StatusKey::ALL.map(|k| k.key().replace('-', "_").to_ascii_uppercase());
+            let suggestion = (1..rest.len()).find_map(|at| {
+                let written = rest[at..].join("_");
+                closest(&written, keys.iter().map(String::as_str))
+                    .map(|k| format!("{}{k}", &var[..var.len() - written.len()]))
+            });
+            let mut message = format!("`{var}` does not end with an HTTP classifier key");
+            if let Some(s) = &suggestion {
+                message.push_str(&format!("; did you mean `{s}`?"));
+            }
+            message.push_str(&format!(" (keys: {})", quoted_list(&keys)));
+            return Err(Problem::new(ProblemKind::UnknownVariable, None, message)
+                .with_suggestion(suggestion));
+        };
+        let name_env = rest[..at].join("_").to_ascii_uppercase();
+        let matching = |names: Vec<&str>| -> Result<Option<String>, Problem> {
+            let mut found: Vec<&str> = names
+                .into_iter()
+                .filter(|n| super::env::env_form(n) == name_env)
+                .collect();
+            found.sort_unstable();
+            found.dedup();
+            match found.as_slice() {
+                [] => Ok(None),
+                [one] => Ok(Some((*one).to_owned())),
+                several => Err(Problem::new(
+                    ProblemKind::UnknownVariable,
+                    Some(HTTP_INSTANCES.to_owned()),
+                    format!(
+                        "`{var}` is ambiguous: {} all read `{name_env}`; rename one of them",
+                        quoted_list(several.iter())
+                    ),
+                )),
+            }
+        };
+        let name = match matching(self.instances.keys().map(String::as_str).collect())? {
+            Some(name) => name,
+            None => matching(configured.to_vec())?
+                .unwrap_or_else(|| name_env.to_ascii_lowercase().replace('_', "-")),
+        };
+        let entry_path = format!("{HTTP_INSTANCES}.{name}");
+        let path = format!("{entry_path}.{key}");
+        let ranges = parse_status_ranges(value).map_err(|e| {
+            Problem::new(
+                ProblemKind::InvalidValue,
+                Some(path.clone()),
+                format!("invalid `{var}` (sets `{path}`): {e}"),
+            )
+        })?;
+        let entry = self.instances.entry(name).or_insert_with(|| HttpEntry {
+            path: entry_path,
+            lists: Default::default(),
+        });
+        entry.lists[key.index()] = Some(StatusList { ranges, path });
+        Ok(())
+    }
+}
+
+/// The prefix of the `resil.http` overrides.
+const ENV_PREFIX: &str = "RESIL_HTTP_";
 
 fn unknown_name(path: &str, name: &str, configured: &[&str]) -> Problem {
     let suggestion = closest(name, configured.iter().copied());
@@ -694,6 +810,78 @@ mod tests {
         assert!(problems[1]
             .to_string()
             .ends_with("add one, e.g. `resilience4j.circuitbreaker.instances.prices: {}`)"));
+    }
+
+    #[test]
+    fn environment_overrides_set_a_key_of_the_classifier_their_name_reads_as() {
+        let vars = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let (mut section, _) = read(map(vec![(
+            "http",
+            map(vec![(
+                "instances",
+                map(vec![(
+                    "inventory-query",
+                    map(vec![("ignore-status", Value::Int(409))]),
+                )]),
+            )]),
+        )]));
+        let mut problems = Vec::new();
+        section.apply_env(
+            &vars(&[
+                (
+                    "RESIL_HTTP_INSTANCES_INVENTORY_QUERY_IGNORE_STATUS",
+                    "404, 409",
+                ),
+                ("RESIL_HTTP_INSTANCES_PRICES_RETRY_AFTER_STATUS", "503"),
+                ("RESIL_CONFIG", "resil.yaml"),
+            ]),
+            &["prices"],
+            &mut problems,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        let ranges = |name: &str, key| {
+            section
+                .instance(name)
+                .unwrap()
+                .get(key)
+                .unwrap()
+                .ranges()
+                .to_vec()
+        };
+        assert_eq!(
+            ranges("inventory-query", StatusKey::IgnoreStatus),
+            [(404, 404), (409, 409)]
+        );
+        assert_eq!(ranges("prices", StatusKey::RetryAfterStatus), [(503, 503)]);
+
+        section.apply_env(
+            &vars(&[
+                ("RESIL_HTTP_INSTANCES_PRICES_IGNORE_STATUSES", "404"),
+                ("RESIL_HTTP_INSTANCES_PRICES_RECORD_STATUS", "5xx"),
+                ("RESIL_HTTP_PORT", "80"),
+            ]),
+            &["prices"],
+            &mut problems,
+        );
+        let messages: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            messages,
+            [
+                "`RESIL_HTTP_INSTANCES_PRICES_IGNORE_STATUSES` does not end with an HTTP \
+                 classifier key; did you mean `RESIL_HTTP_INSTANCES_PRICES_IGNORE_STATUS`? \
+                 (keys: `RECORD_STATUS`, `IGNORE_STATUS`, `SUCCESS_STATUS`, `RETRY_AFTER_STATUS`)",
+                "invalid `RESIL_HTTP_INSTANCES_PRICES_RECORD_STATUS` (sets \
+                 `resil.http.instances.prices.record-status`): invalid status `5xx` in `5xx`: \
+                 expected a status code (100-999) or a range of them such as `500-599`",
+                "`RESIL_HTTP_PORT` is not an override: write `RESIL_HTTP_INSTANCES_<NAME>_<KEY>`",
+            ]
+        );
+        assert!(problems.iter().all(|p| p.env_var().is_some()));
     }
 
     #[test]

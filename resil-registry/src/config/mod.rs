@@ -25,6 +25,11 @@
 //! Keys are Resilience4j's kebab-case names; `snake_case` and `camelCase` are
 //! the same key. Config and instance names are taken as written.
 //!
+//! Beside it, resil's own namespace `resil` holds the HTTP classifiers'
+//! status sets (`resil.http.instances.<name>.record-status`, …; see
+//! [`HttpSection`]), checked by the same loader. Every other top-level key
+//! is the application's.
+//!
 //! # Values
 //!
 //! Durations: `500ms`, `10s`, `1m`, `2h` (units `ns`, `us`, `ms`, `s`, `m`, `h`,
@@ -509,7 +514,9 @@ impl FileConfig {
         let mut late = Vec::new();
         env::apply(&mut merged, vars.iter().map(|(k, v)| (k, v)), &mut late);
         let mut config = FileConfig::resolve(merged, origin, &mut late);
-        merged_http.check_names(&config.sections.configured_names(), &mut late);
+        let configured = config.sections.configured_names();
+        merged_http.apply_env(&vars, &configured, &mut late);
+        merged_http.check_names(&configured, &mut late);
         config.http = merged_http;
         for problem in &mut late {
             problem.locate(&all_lines);
