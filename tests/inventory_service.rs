@@ -43,12 +43,14 @@ use tokio::sync::{Mutex, MutexGuard};
 
 const TOKEN: &str = "inventory-test-token-9d2e";
 
-/// The downstream's classifier, from the example's file.
+/// The downstream's classifier, following the process-wide registry's file
+/// (the example's).
 fn classifier() -> resil_web::http::HttpClassifier {
     static CLASSIFIER: OnceLock<resil_web::http::HttpClassifier> = OnceLock::new();
     CLASSIFIER
         .get_or_init(|| {
-            service::classifier(&FileConfig::from_file(service::CONFIG).unwrap()).unwrap()
+            clock();
+            service::classifier(resil::registry())
         })
         .clone()
 }

@@ -1031,3 +1031,40 @@ async fn a_layer_follows_its_instance_through_a_reconfiguration() {
         resil::ErrorKind::CallNotPermitted
     );
 }
+
+// Reproduces issue 27 (item 5): the layer's classifier did not follow a
+// reload of the file it came from.
+#[tokio::test]
+async fn a_layer_classifies_by_the_reloaded_files_sets_without_being_rebuilt() {
+    let file = |http: &str| {
+        resil::config::FileConfig::from_yaml_str(&format!(
+            "resilience4j.circuitbreaker.instances.inv:\n  sliding-window-size: 10\n  \
+             minimum-number-of-calls: 10\nresil.http.instances.inv:\n{http}"
+        ))
+        .unwrap()
+    };
+    let registry = Registry::new();
+    registry
+        .reload(file("  record-status: [400-599]\n"))
+        .unwrap();
+    let layer = server_layer(
+        &registry,
+        "inv",
+        HttpClassifier::follow(&registry, "inv"),
+        |b| b.circuit_breaker(),
+    );
+    let url = serve(layer, Arc::new(Downstream::default())).await;
+    let client = reqwest::Client::new();
+    let get = |code: u16| client.get(format!("{url}/status/{code}")).send();
+    assert_eq!(get(404).await.unwrap().status(), 404);
+    let breaker = registry.circuit_breaker("inv");
+    assert_eq!(breaker.metrics().failed_calls(), 1);
+
+    registry
+        .reload(file("  record-status: [400-599]\n  ignore-status: [404]\n"))
+        .unwrap();
+    assert_eq!(get(404).await.unwrap().status(), 404);
+    assert_eq!(get(409).await.unwrap().status(), 409);
+    let m = breaker.metrics();
+    assert_eq!((m.failed_calls(), m.ignored_calls()), (2, 1));
+}

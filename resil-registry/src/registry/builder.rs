@@ -93,6 +93,7 @@ impl RegistryBuilder {
                 events: Publisher::new(ttl_clock),
                 file: RwLock::new(Arc::new(FileConfig::default())),
                 reload_lock: Mutex::new(()),
+                followers: Mutex::new(Vec::new()),
                 sites: Mutex::new(HashMap::new()),
             }),
         }

@@ -67,6 +67,10 @@ pub(crate) struct Inner {
     pub(crate) file: RwLock<Arc<FileConfig>>,
     /// One load or reload at a time.
     pub(crate) reload_lock: Mutex<()>,
+    /// Values built from the loaded file ([`Registry::follow_file`]),
+    /// rebuilt by each reload; a follower whose handles are all gone says so
+    /// and is dropped.
+    pub(crate) followers: Mutex<Vec<crate::reload::Follower>>,
     /// The first attribute call site that set literals for each instance.
     pub(crate) sites: Mutex<HashMap<(Kind, String), &'static AttributeSite>>,
 }
