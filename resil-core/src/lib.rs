@@ -41,3 +41,4 @@ pub mod time_limiter;
 pub use crate::error::{ConfigError, Error, ErrorKind};
 pub use crate::interval::IntervalFunction;
 pub use crate::rejection::Rejection;
+pub use crate::striped::Counter;

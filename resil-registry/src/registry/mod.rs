@@ -53,6 +53,11 @@ pub(crate) struct Inner {
     pub(crate) max_per_kind: usize,
     pub(crate) event_buffer_size: usize,
     pub(crate) record_instance_events: bool,
+    /// The builder's histogram switch (see
+    /// [`RegistryBuilder::percentiles_histogram`]).
+    pub(crate) percentiles_histogram: bool,
+    /// The tower layers' request counts, by name.
+    pub(crate) layers: crate::telemetry::layer::Layers,
     pub(crate) classes: ErrorClasses,
     /// The registry's events.
     pub(crate) events: Publisher,
@@ -161,6 +166,15 @@ impl Registry {
         Arc::clone(&self.inner.file.read())
     }
 
+    /// Whether the breakers' call timers keep a histogram under `file`.
+    fn histograms(&self, file: &FileConfig) -> bool {
+        crate::telemetry::histogram::wanted(
+            file,
+            self.inner.percentiles_histogram,
+            crate::telemetry::histogram::BREAKER_CALLS,
+        )
+    }
+
     /// Resolves the configuration of instance `name` of kind `P` from
     /// `file` and the kind's code settings `code` (see
     /// [`resolve_layers`](resolve::resolve_layers)).
@@ -261,6 +275,7 @@ impl Registry {
                 }
                 let name = Arc::clone(v.key());
                 let instance = P::create(Arc::clone(&name), config, self.inner.clock.as_ref());
+                instance.instrument(self.histograms(&file));
                 let capture = self
                     .inner
                     .record_instance_events
@@ -486,6 +501,7 @@ impl Registry {
                 .rebuilt(Arc::clone(&name), &config, clock)
                 .unwrap_or_else(|| (P::create(Arc::clone(&name), config, clock), false));
             carried = kept;
+            instance.instrument(self.histograms(&self.file()));
             P::before_install(&self.inner.overrides, &name, current, &instance, carried);
             entry.drain(&self.inner.ttl_clock);
             if let Some(capture) = &entry.capture {

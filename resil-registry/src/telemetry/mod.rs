@@ -7,7 +7,10 @@
 //! publication asks.
 
 pub(crate) mod describe;
+pub(crate) mod exposition;
 pub(crate) mod health;
+pub(crate) mod histogram;
+pub(crate) mod layer;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod ring;
