@@ -19,6 +19,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use tokio::sync::broadcast;
 
@@ -65,6 +66,28 @@ pub trait EventKind: Copy + fmt::Debug + Send + Sync + 'static {
     fn fmt_detail(detail: &Self::Detail, out: &mut fmt::DebugStruct<'_, '_>) {
         let _ = (detail, out);
     }
+
+    /// Hands each structured field of the event to `visit`: what a log line
+    /// or an actuator's event record shows besides the type (a breaker's
+    /// `from` and `to` states, a call's `elapsed` time, a retry's
+    /// `attempts`). Names are snake_case and stable. Nothing by default.
+    fn visit_fields(&self, detail: &Self::Detail, visit: &mut dyn FnMut(&'static str, Field<'_>)) {
+        let _ = (detail, visit);
+    }
+}
+
+/// The value of one structured field of an event ([`EventKind::visit_fields`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum Field<'a> {
+    /// A word or a text (a state's name, a reason).
+    Str(&'a str),
+    /// A count.
+    U64(u64),
+    /// A rate, in percent.
+    Percent(f64),
+    /// A duration.
+    Duration(Duration),
 }
 
 /// One thing that happened to a named primitive instance, as delivered to its
@@ -118,6 +141,12 @@ impl<K: EventKind> Event<K> {
     #[inline]
     pub(crate) fn detail(&self) -> &K::Detail {
         &self.detail
+    }
+
+    /// Hands each structured field of the event to `visit`
+    /// ([`EventKind::visit_fields`]).
+    pub fn visit_fields(&self, visit: &mut dyn FnMut(&'static str, Field<'_>)) {
+        self.kind.visit_fields(&self.detail, visit);
     }
 }
 
@@ -184,10 +213,27 @@ pub const DEFAULT_EVENT_CAPACITY: usize = 256;
 ///
 /// Holds no channel until the first [`subscribe`](Self::subscribe): creating
 /// one allocates nothing.
+///
+/// # Notable events and the tap
+///
+/// A primitive publishes what an operator must see (a state transition, a
+/// reset, fault injection switched on or off: see [`EventKind::is_notable`])
+/// through [`publish_notable_with`](Self::publish_notable_with), and every
+/// per-call event through [`publish_with`](Self::publish_with). A
+/// [tap](Self::tap_notable) sees every notable event synchronously, on the
+/// thread and inside the `tracing` span where it happened, even with nobody
+/// subscribed; per-call publishing never looks at the tap, so a tap costs the
+/// call path nothing (a registry taps every instance to keep a history of
+/// transitions that per-call events cannot evict).
 pub struct EventPublisher<T> {
     channel: OnceLock<Channel<T>>,
+    tap: OnceLock<NotableTap<T>>,
     capacity: usize,
 }
+
+/// A synchronous observer of a publisher's notable events
+/// ([`EventPublisher::tap_notable`]).
+pub type NotableTap<T> = Box<dyn Fn(&T) + Send + Sync>;
 
 /// The broadcast channel and its subscriber count, created on first subscribe.
 struct Channel<T> {
@@ -201,6 +247,7 @@ impl<T: Clone + Send + 'static> EventPublisher<T> {
     pub const fn new(capacity: usize) -> Self {
         EventPublisher {
             channel: OnceLock::new(),
+            tap: OnceLock::new(),
             capacity: if capacity == 0 { 1 } else { capacity },
         }
     }
@@ -224,6 +271,40 @@ impl<T: Clone + Send + 'static> EventPublisher<T> {
                 send(c, make);
             }
         }
+    }
+
+    /// Publishes a notable event (see the [type docs](Self#notable-events-and-the-tap)):
+    /// `make` builds it when someone subscribed or a tap is set; the tap sees
+    /// it first, synchronously, then subscribers receive it. Off the call
+    /// path (a transition, a reset, a switch), so it is never inlined there.
+    #[cold]
+    #[inline(never)]
+    pub fn publish_notable_with(&self, make: impl FnOnce() -> T) {
+        let channel = self
+            .channel
+            .get()
+            .filter(|c| c.subscribers.load(Ordering::Relaxed) != 0);
+        let tap = self.tap.get();
+        if channel.is_none() && tap.is_none() {
+            return;
+        }
+        let event = make();
+        if let Some(tap) = tap {
+            tap(&event);
+        }
+        if let Some(c) = channel {
+            let _ = c.tx.send(event);
+        }
+    }
+
+    /// Sets the tap that sees every notable event synchronously (see the
+    /// [type docs](Self#notable-events-and-the-tap)). One tap per publisher:
+    /// returns `false`, leaving the first in place, when one is already set.
+    /// The tap runs while the primitive decides a transition (a breaker
+    /// holds its lock): it must be quick and must not call back into the
+    /// primitive.
+    pub fn tap_notable(&self, tap: impl Fn(&T) + Send + Sync + 'static) -> bool {
+        self.tap.set(Box::new(tap)).is_ok()
     }
 
     /// A new subscription that receives every event published from now on.
@@ -256,6 +337,7 @@ impl<T> fmt::Debug for EventPublisher<T> {
             .map_or(0, |c| c.subscribers.load(Ordering::Relaxed));
         f.debug_struct("EventPublisher")
             .field("subscribers", &subscribers)
+            .field("tapped", &self.tap.get().is_some())
             .finish()
     }
 }
@@ -376,6 +458,38 @@ mod tests {
         }
         assert_eq!(stream.drain(), vec![6, 7, 8, 9]);
         assert_eq!(stream.missed(), 6);
+    }
+
+    #[test]
+    fn a_tap_sees_notable_events_without_subscribers_and_never_per_call_ones() {
+        let publisher = EventPublisher::<u32>::new(4);
+        let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        assert!(publisher.tap_notable(move |e| sink.lock().push(*e)));
+        assert!(!publisher.tap_notable(|_| {}), "one tap per publisher");
+        let mut built = false;
+        publisher.publish_with(|| {
+            built = true;
+            1
+        });
+        assert!(!built, "a tap does not make per-call events get built");
+        publisher.publish_notable_with(|| 2);
+        let mut stream = publisher.subscribe();
+        publisher.publish_notable_with(|| 3);
+        publisher.publish_with(|| 4);
+        assert_eq!(*seen.lock(), vec![2, 3]);
+        assert_eq!(stream.drain(), vec![3, 4], "subscribers get both");
+    }
+
+    #[test]
+    fn without_tap_or_subscriber_a_notable_event_is_never_built() {
+        let publisher = EventPublisher::<u32>::new(4);
+        let mut built = false;
+        publisher.publish_notable_with(|| {
+            built = true;
+            1
+        });
+        assert!(!built);
     }
 
     #[test]

@@ -173,6 +173,8 @@ pub(crate) struct Inner {
     config: Mutex<BulkheadConfig>,
     clock: SharedClock,
     events: EventPublisher<BulkheadEvent>,
+    /// Rejections since the last aggregated log line (see [`crate::log`]).
+    refusals_logged: crate::log::RefusalLog,
 }
 
 impl Inner {
@@ -218,6 +220,8 @@ impl Inner {
 
     fn count_rejection(&self) {
         self.rejected.fetch_add(1, Ordering::Relaxed);
+        self.refusals_logged
+            .refused("bulkhead", &self.name, "calls rejected", &self.clock);
         self.events
             .publish_with(|| BulkheadEvent::of(&self.name, BulkheadEventKind::CallRejected));
     }
@@ -278,6 +282,7 @@ impl Bulkhead {
                 config: Mutex::new(config),
                 clock: SharedClock::new(clock),
                 events: EventPublisher::default(),
+                refusals_logged: crate::log::RefusalLog::new(),
             }),
         }
     }

@@ -133,7 +133,13 @@ impl Inner {
             .compare_exchange(until, OFF, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
         {
-            self.events.publish_with(|| {
+            tracing::info!(
+                target: "resil::chaos",
+                name = &*self.name,
+                "chaos '{}': fault injection expired",
+                self.name
+            );
+            self.events.publish_notable_with(|| {
                 ChaosEvent::with_detail(&self.name, ChaosEventKind::Expired, None)
             });
         }
@@ -197,7 +203,7 @@ impl Inner {
         self.until.store(until, Ordering::Release);
         drop(current);
         self.events
-            .publish_with(|| ChaosEvent::with_detail(&self.name, kind, Some(reason)));
+            .publish_notable_with(|| ChaosEvent::with_detail(&self.name, kind, Some(reason)));
     }
 }
 
@@ -327,6 +333,14 @@ impl Chaos {
     /// Every event published from now on.
     pub fn subscribe(&self) -> EventStream<ChaosEvent> {
         self.inner.events.subscribe()
+    }
+
+    /// Sets the tap that sees injection switched on, off or expiring
+    /// synchronously, subscribed or not (see
+    /// [`EventPublisher::tap_notable`](crate::event::EventPublisher::tap_notable));
+    /// injected faults never reach it. `false` if a tap is set already.
+    pub fn tap_notable(&self, tap: impl Fn(&ChaosEvent) + Send + Sync + 'static) -> bool {
+        self.inner.events.tap_notable(tap)
     }
 
     /// Runs `f`, or (while enabled) delays it on the clock's blocking

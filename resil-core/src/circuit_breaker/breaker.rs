@@ -5,7 +5,7 @@ use std::fmt;
 use std::future::{Future, Pending};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -24,6 +24,7 @@ use crate::clock::{self, Clock, SharedClock};
 use crate::error::{CallNotPermitted, Error, SharedName};
 use crate::event::{EventPublisher, EventStream};
 use crate::guarded::{Acquire, Guarded};
+use crate::log::RefusalLog;
 
 /// A circuit breaker: stops calling a dependency whose recent calls mostly failed
 /// or were slow, and probes it carefully before trusting it again.
@@ -72,6 +73,8 @@ pub(crate) struct Inner {
     /// The cumulative call timers and refusals (shared with the breakers a
     /// reload builds from this one).
     totals: Arc<Totals>,
+    /// Refusals since the last aggregated log line (see [`crate::log`]).
+    refusals_logged: RefusalLog,
     pub(crate) inspects_values: bool,
     pub(crate) name: Arc<str>,
     /// The refusals OPEN, HALF_OPEN and FORCED_OPEN hand out, built once
@@ -79,7 +82,7 @@ pub(crate) struct Inner {
     refusals: [CallNotPermitted; 3],
     pub(crate) clock: SharedClock,
     pub(crate) config: CircuitBreakerConfig,
-    events: OnceLock<EventPublisher<CircuitBreakerEvent>>,
+    events: EventPublisher<CircuitBreakerEvent>,
     me: Weak<Inner>,
     /// The CLOSED / METRICS_ONLY window: recorded without the lock (see
     /// [`Inner::complete`]), reset under it.
@@ -126,6 +129,44 @@ enum Timer {
 #[inline]
 fn due(now: u64, until: u64) -> bool {
     now > until
+}
+
+/// Why a breaker changed state, as its log line says.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reason {
+    /// A new breaker entering its `initial_state`, or a reconfigured one
+    /// taking over its predecessor's state: not logged.
+    Initial,
+    FailureRateExceeded,
+    SlowCallRateExceeded,
+    BothRatesExceeded,
+    /// `transition_on_result` / `transition_on_error` asked for OPEN.
+    ResultTransition,
+    ProbesPassed,
+    OpenWaitElapsed,
+    HalfOpenWaitElapsed,
+    /// A `transition_to_*` call (an operator's, through a registry).
+    Requested,
+    Reset,
+}
+
+impl Reason {
+    fn as_str(self) -> &'static str {
+        match self {
+            Reason::Initial => "initial state",
+            Reason::FailureRateExceeded => "failure rate reached its threshold",
+            Reason::SlowCallRateExceeded => "slow-call rate reached its threshold",
+            Reason::BothRatesExceeded => "failure and slow-call rates reached their thresholds",
+            Reason::ResultTransition => {
+                "a result or error asked to open (transition_on_result / transition_on_error)"
+            }
+            Reason::ProbesPassed => "half-open probes passed",
+            Reason::OpenWaitElapsed => "wait duration in open state elapsed",
+            Reason::HalfOpenWaitElapsed => "max wait duration in half-open state elapsed",
+            Reason::Requested => "requested (transition_to_*)",
+            Reason::Reset => "reset",
+        }
+    }
 }
 
 impl CircuitBreaker {
@@ -178,6 +219,7 @@ impl CircuitBreaker {
             untyped_reported: AtomicBool::new(false),
             not_permitted: AtomicU64::new(0),
             totals,
+            refusals_logged: RefusalLog::new(),
             inspects_values: config.inspects_values(),
             refusals: {
                 let name = SharedName::new(Arc::clone(&name));
@@ -187,7 +229,7 @@ impl CircuitBreaker {
             name,
             clock,
             config,
-            events: OnceLock::new(),
+            events: EventPublisher::default(),
             me: me.clone(),
             window,
             core: Mutex::new(Core {
@@ -203,7 +245,7 @@ impl CircuitBreaker {
             // Nobody can have subscribed yet, so entering the initial state
             // publishes nothing.
             let mut core = inner.core.lock();
-            inner.transition_locked(&mut core, initial, None);
+            inner.transition_locked(&mut core, initial, None, Reason::Initial);
         }
         CircuitBreaker { inner }
     }
@@ -337,10 +379,16 @@ impl CircuitBreaker {
     /// Subscribes to this breaker's events. Without subscribers, publishing
     /// costs one atomic load and no event is built.
     pub fn subscribe(&self) -> EventStream<CircuitBreakerEvent> {
-        self.inner
-            .events
-            .get_or_init(EventPublisher::default)
-            .subscribe()
+        self.inner.events.subscribe()
+    }
+
+    /// Sets the tap that sees this breaker's notable events (transitions,
+    /// resets, thresholds crossed) synchronously, while the transition is
+    /// decided, subscribed or not; per-call events never reach it and cost
+    /// nothing more. One tap per breaker: `false` if one is set already. See
+    /// [`EventPublisher::tap_notable`] for what the tap must not do.
+    pub fn tap_notable(&self, tap: impl Fn(&CircuitBreakerEvent) + Send + Sync + 'static) -> bool {
+        self.inner.events.tap_notable(tap)
     }
 
     /// Asks for permission to make one call. CLOSED, DISABLED and METRICS_ONLY
@@ -631,8 +679,8 @@ impl CircuitBreaker {
     pub fn reset(&self) {
         let inner = &*self.inner;
         let mut core = inner.core.lock();
-        inner.transition_locked(&mut core, State::Closed, None);
-        inner.publish(|| CircuitBreakerEventKind::Reset);
+        inner.transition_locked(&mut core, State::Closed, None, Reason::Reset);
+        inner.publish_notable(CircuitBreakerEventKind::Reset);
     }
 
     /// A new breaker with `config` that carries this one on (a registry
@@ -687,9 +735,9 @@ impl CircuitBreaker {
                 let now = old.clock.precise_now_nanos();
                 let rest = old.open_until.load(Ordering::Acquire).saturating_sub(now);
                 let rest = Duration::from_nanos(rest).max(MIN_OPEN_WAIT);
-                inner.transition_locked(&mut core, State::Open, Some(rest));
+                inner.transition_locked(&mut core, State::Open, Some(rest), Reason::Initial);
             }
-            other => inner.transition_locked(&mut core, other, None),
+            other => inner.transition_locked(&mut core, other, None, Reason::Initial),
         }
         inner.window.copy_from(&old.window);
         core.ignored = old_core.ignored;
@@ -835,15 +883,27 @@ impl Inner {
 
     #[inline]
     fn publish(&self, kind: impl FnOnce() -> CircuitBreakerEventKind) {
-        if let Some(events) = self.events.get() {
-            events.publish_with(|| CircuitBreakerEvent::of(&self.name, kind()));
-        }
+        self.events
+            .publish_with(|| CircuitBreakerEvent::of(&self.name, kind()));
+    }
+
+    /// Publishes a notable event: to the tap and subscribers (see
+    /// [`EventPublisher::publish_notable_with`]).
+    fn publish_notable(&self, kind: CircuitBreakerEventKind) {
+        self.events
+            .publish_notable_with(|| CircuitBreakerEvent::of(&self.name, kind));
     }
 
     #[cold]
     fn reject(&self, state: State) -> CallNotPermitted {
         self.not_permitted.fetch_add(1, Ordering::Relaxed);
         self.totals.not_permitted();
+        self.refusals_logged.refused(
+            "circuit breaker",
+            &self.name,
+            "calls not permitted",
+            &self.clock,
+        );
         self.publish(|| CircuitBreakerEventKind::NotPermitted { state });
         let i = match state {
             State::Open => 0,
@@ -1120,7 +1180,12 @@ impl Inner {
                         if !self.check_thresholds(&mut core, state, total, minimum)
                             && total.calls >= u64::from(minimum)
                         {
-                            self.transition_locked(&mut core, State::Closed, None);
+                            self.transition_locked(
+                                &mut core,
+                                State::Closed,
+                                None,
+                                Reason::ProbesPassed,
+                            );
                         }
                     }
                     _ => debug_assert!(false, "no permit is granted in {state}"),
@@ -1132,10 +1197,15 @@ impl Inner {
         {
             match transition {
                 ResultTransition::Stay => {}
-                ResultTransition::Open => self.transition_locked(&mut core, State::Open, None),
-                ResultTransition::OpenFor(wait) => {
-                    self.transition_locked(&mut core, State::Open, Some(wait))
+                ResultTransition::Open => {
+                    self.transition_locked(&mut core, State::Open, None, Reason::ResultTransition)
                 }
+                ResultTransition::OpenFor(wait) => self.transition_locked(
+                    &mut core,
+                    State::Open,
+                    Some(wait),
+                    Reason::ResultTransition,
+                ),
             }
         }
     }
@@ -1166,13 +1236,20 @@ impl Inner {
             core.thresholds_reported = true;
         }
         if failure_exceeded {
-            self.publish(|| CircuitBreakerEventKind::FailureRateExceeded { rate: failure_rate });
+            self.publish_notable(CircuitBreakerEventKind::FailureRateExceeded {
+                rate: failure_rate,
+            });
         }
         if slow_exceeded {
-            self.publish(|| CircuitBreakerEventKind::SlowCallRateExceeded { rate: slow_rate });
+            self.publish_notable(CircuitBreakerEventKind::SlowCallRateExceeded { rate: slow_rate });
         }
         if state != State::MetricsOnly {
-            self.transition_locked(core, State::Open, None);
+            let reason = match (failure_exceeded, slow_exceeded) {
+                (true, true) => Reason::BothRatesExceeded,
+                (true, false) => Reason::FailureRateExceeded,
+                _ => Reason::SlowCallRateExceeded,
+            };
+            self.transition_locked(core, State::Open, None, reason);
         }
         true
     }
@@ -1191,14 +1268,14 @@ impl Inner {
                 if w.state() == State::Open
                     && due(now, self.open_until.load(Ordering::Acquire)) =>
             {
-                self.transition_locked(&mut core, State::HalfOpen, None)
+                self.transition_locked(&mut core, State::HalfOpen, None, Reason::OpenWaitElapsed)
             }
             Timer::HalfOpenExpired
                 if w.state() == State::HalfOpen
                     && due(now, self.half_open_until.load(Ordering::Acquire)) =>
             {
                 let to = self.config.transition_to_state_after_wait_duration;
-                self.transition_locked(&mut core, to, None)
+                self.transition_locked(&mut core, to, None, Reason::HalfOpenWaitElapsed)
             }
             _ => {}
         }
@@ -1213,18 +1290,26 @@ impl Inner {
         if !from.can_transition_to(to) {
             return Err(IllegalTransition::new(Arc::clone(&self.name), from, to));
         }
-        self.transition_locked(&mut core, to, wait);
+        self.transition_locked(&mut core, to, wait, Reason::Requested);
         Ok(())
     }
 
     /// Enters `to` (re-entering the current state starts it afresh and publishes
-    /// nothing). Every transition bumps the epoch.
+    /// nothing). Every transition bumps the epoch. A change of state is
+    /// logged (see [`crate::log`]) and published as a notable event here,
+    /// synchronously, for `reason` (except a new breaker's initial state).
     ///
     /// OPEN with the configured wait (`wait: None`) is a counted opening and
     /// advances the interval function's attempt count; OPEN for an explicit
     /// `wait` does not. The wait is computed before anything changes, so a
     /// panicking interval function cannot leave a transition half done.
-    fn transition_locked(&self, core: &mut Core, to: State, wait: Option<Duration>) {
+    fn transition_locked(
+        &self,
+        core: &mut Core,
+        to: State,
+        wait: Option<Duration>,
+        reason: Reason,
+    ) {
         let open_wait = match (to, wait) {
             (State::Open, Some(wait)) => Some(wait),
             (State::Open, None) => Some(self.open_wait(core.attempts.saturating_add(1))),
@@ -1232,6 +1317,8 @@ impl Inner {
         };
         let from_word = self.load();
         let from = from_word.state();
+        // What the metrics show now, before the transition resets it.
+        let left = (from != to && reason != Reason::Initial).then(|| self.shown_total(core));
         if let Some(timer) = core.timer.take() {
             timer.abort();
         }
@@ -1285,8 +1372,50 @@ impl Inner {
         }
         self.word
             .store(Word::new(epoch, to, slots).0, Ordering::Release);
-        if from != to {
-            self.publish(|| CircuitBreakerEventKind::StateTransition { from, to });
+        if let Some(left) = left {
+            self.log_transition(left, from, to, reason);
+            self.publish_notable(CircuitBreakerEventKind::StateTransition { from, to });
+        }
+    }
+
+    /// The window the metrics show, with the minimum number of calls its
+    /// rates need (as [`CircuitBreaker::metrics`] reads it).
+    fn shown_total(&self, core: &Core) -> (Aggregate, u32) {
+        match core.shown {
+            Shown::Main => (
+                self.window.total(self.clock.now_nanos()),
+                self.config.minimum_number_of_calls(),
+            ),
+            Shown::Probes => (core.probes, self.config.half_open_minimum_number_of_calls()),
+        }
+    }
+
+    /// The transition's log line: WARN when it refuses calls from now on
+    /// (OPEN, FORCED_OPEN), INFO otherwise, with the window it leaves.
+    /// `left` is the window the state leaves ([`shown_total`](Self::shown_total)).
+    #[cold]
+    fn log_transition(&self, left: (Aggregate, u32), from: State, to: State, reason: Reason) {
+        let (total, minimum) = left;
+        let rate = |part: u64| {
+            (total.calls >= u64::from(minimum) && total.calls > 0)
+                .then(|| part as f64 * 100.0 / total.calls as f64)
+        };
+        let failure_rate = rate(total.failed).unwrap_or(-1.0);
+        let slow_call_rate = rate(total.slow).unwrap_or(-1.0);
+        let (name, from, to, reason) = (&*self.name, from.as_str(), to.as_str(), reason.as_str());
+        let buffered_calls = total.calls;
+        if matches!(to, "OPEN" | "FORCED_OPEN") {
+            tracing::warn!(
+                target: "resil::circuit_breaker",
+                name, from, to, failure_rate, slow_call_rate, buffered_calls, reason,
+                "circuit breaker '{name}' {from} -> {to}: {reason}"
+            );
+        } else {
+            tracing::info!(
+                target: "resil::circuit_breaker",
+                name, from, to, failure_rate, slow_call_rate, buffered_calls, reason,
+                "circuit breaker '{name}' {from} -> {to}: {reason}"
+            );
         }
     }
 

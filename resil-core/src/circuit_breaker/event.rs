@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::State;
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, Field};
 
 /// One thing that happened to a circuit breaker, as delivered by
 /// [`CircuitBreaker::subscribe`](super::CircuitBreaker::subscribe).
@@ -85,6 +85,30 @@ impl EventKind for CircuitBreakerEventKind {
         )
     }
 
+    /// `from` and `to` for a transition, `elapsed` for a call's outcome,
+    /// `state` for a refusal, `rate` for a threshold crossed.
+    fn visit_fields(&self, (): &(), visit: &mut dyn FnMut(&'static str, Field<'_>)) {
+        match *self {
+            CircuitBreakerEventKind::Success { elapsed }
+            | CircuitBreakerEventKind::Error { elapsed }
+            | CircuitBreakerEventKind::IgnoredError { elapsed } => {
+                visit("elapsed", Field::Duration(elapsed));
+            }
+            CircuitBreakerEventKind::NotPermitted { state } => {
+                visit("state", Field::Str(state.as_str()));
+            }
+            CircuitBreakerEventKind::StateTransition { from, to } => {
+                visit("from", Field::Str(from.as_str()));
+                visit("to", Field::Str(to.as_str()));
+            }
+            CircuitBreakerEventKind::FailureRateExceeded { rate }
+            | CircuitBreakerEventKind::SlowCallRateExceeded { rate } => {
+                visit("rate", Field::Percent(f64::from(rate)));
+            }
+            CircuitBreakerEventKind::Reset => {}
+        }
+    }
+
     fn fmt_line(&self, (): &(), f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, ": {}", self.label())?;
         match self {
@@ -112,7 +136,6 @@ mod tests {
                 elapsed: Duration::from_millis(1),
             },
         );
-        // The actuator reads the Resilience4j type from this `Debug` line.
         assert_eq!(
             format!("{e:?}"),
             "CircuitBreakerEvent { name: \"a\", kind: Success { elapsed: 1ms } }"
@@ -130,6 +153,15 @@ mod tests {
             "circuit breaker 'a': STATE_TRANSITION CLOSED -> OPEN"
         );
         assert_eq!(e.label(), "STATE_TRANSITION");
+        let mut fields = Vec::new();
+        e.visit_fields(&mut |k, v| fields.push((k, format!("{v:?}"))));
+        assert_eq!(
+            fields,
+            [
+                ("from", "Str(\"CLOSED\")".to_owned()),
+                ("to", "Str(\"OPEN\")".to_owned())
+            ]
+        );
         assert!(e.is_notable());
         assert!(!CircuitBreakerEventKind::NotPermitted { state: State::Open }.is_notable());
     }

@@ -149,6 +149,8 @@ pub(super) struct Inner<A: Algorithm> {
     /// Acquisitions refused.
     refused: AtomicU64,
     events: EventPublisher<RateLimiterEvent>,
+    /// Refusals since the last aggregated log line (see [`crate::log`]).
+    refusals_logged: crate::log::RefusalLog,
     /// Set once a call's types met a drain predicate written for others.
     warned_foreign: AtomicBool,
 }
@@ -192,6 +194,7 @@ impl<A: Algorithm> Limiter<A> {
                 granted: Striped::default(),
                 refused: AtomicU64::new(0),
                 events: EventPublisher::default(),
+                refusals_logged: crate::log::RefusalLog::new(),
                 warned_foreign: AtomicBool::new(false),
             }),
         }
@@ -522,6 +525,8 @@ impl<A: Algorithm> Inner<A> {
     /// only because of the deadline is `DeadlineExceeded`.
     #[cold]
     fn refused(&self, permits: u32, refusal: Refusal, limits: Option<(u64, u64)>) -> AcquireError {
+        self.refusals_logged
+            .refused("rate limiter", &self.name, "calls refused", &self.clock);
         let name = &self.refusal_name;
         match refusal {
             Refusal::ExceedsLimit { limit } if A::LIMIT_IS_CAPACITY => {

@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::error::ErrorKind;
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, Field};
 
 /// Why an attempt counted as failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -140,6 +140,23 @@ impl EventKind for RetryEventKind {
     /// Never: every retry event is about one call.
     fn is_notable(&self) -> bool {
         false
+    }
+
+    /// `attempts` (for `RETRY`, the attempt that failed), `wait` when there
+    /// is one.
+    fn visit_fields(&self, (): &(), visit: &mut dyn FnMut(&'static str, Field<'_>)) {
+        let (attempts, wait) = match *self {
+            RetryEventKind::Retry { attempt, wait, .. } => (attempt, Some(wait)),
+            RetryEventKind::DeadlineExceeded { attempts, wait } => (attempts, wait),
+            RetryEventKind::Success { attempts }
+            | RetryEventKind::Error { attempts, .. }
+            | RetryEventKind::IgnoredError { attempts, .. }
+            | RetryEventKind::RetryBudgetExhausted { attempts, .. } => (attempts, None),
+        };
+        visit("attempts", Field::U64(u64::from(attempts)));
+        if let Some(wait) = wait {
+            visit("wait", Field::Duration(wait));
+        }
     }
 
     fn fmt_line(&self, (): &(), f: &mut fmt::Formatter<'_>) -> fmt::Result {
