@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
-use resil_core::clock::{Clock, SharedClock};
 use resil_core::event::{Event, EventKind, EventPublisher, EventStream};
 
+use crate::config::duration::format_duration;
 use crate::kind::Kind;
 use crate::overrides::Transition;
 use crate::telemetry::describe::Notable;
-use crate::telemetry::ring::{RecordedEvent, Ring};
+use crate::telemetry::ring::{FieldValue, RecordedEvent, Ring, WallClock};
 
 /// One change to the registry's set of instances.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +71,10 @@ pub enum RegistryEventKind {
         /// The keys the sites disagree on.
         keys: Vec<String>,
     },
+    /// A notable event of the instance itself (a breaker's transition or
+    /// reset, a chaos instance's expiry), published when it happened and
+    /// recorded in the instance's history as shown.
+    Instance(RecordedEvent),
     /// A manual override's TTL passed: the breaker went back to its previous mode.
     OverrideExpired {
         /// The transition that ended the override.
@@ -92,8 +96,87 @@ pub enum RegistryEventKind {
     },
 }
 
-/// The line an event leaves in an instance's ring.
-pub(crate) fn describe_event(what: &RegistryEventKind) -> String {
+impl RegistryEventKind {
+    /// The event type as the instance's history and the actuator show it:
+    /// `ADDED`, `REMOVED`, `REPLACED`, `RECONFIGURED`, `MANUAL_TRANSITION`,
+    /// `ATTRIBUTE_CONFLICT`, `OVERRIDE_EXPIRED`, `CHAOS_SWITCHED`, or the
+    /// instance's own event type.
+    pub fn event_type(&self) -> &'static str {
+        match self {
+            RegistryEventKind::Added => "ADDED",
+            RegistryEventKind::Removed => "REMOVED",
+            RegistryEventKind::Replaced { .. } => "REPLACED",
+            RegistryEventKind::Reconfigured { .. } => "RECONFIGURED",
+            RegistryEventKind::ManualTransition { .. } => "MANUAL_TRANSITION",
+            RegistryEventKind::AttributeConflict { .. } => "ATTRIBUTE_CONFLICT",
+            RegistryEventKind::OverrideExpired { .. } => "OVERRIDE_EXPIRED",
+            RegistryEventKind::ChaosSwitched { .. } => "CHAOS_SWITCHED",
+            RegistryEventKind::Instance(e) => e.event_type,
+        }
+    }
+
+    /// What happened, in words (`manual transition to forced_open, reason:
+    /// INC-7, ttl: 1m`).
+    pub fn describe(&self) -> String {
+        describe_event(self)
+    }
+
+    /// The structured fields: `cause` and `state_carried_over` of a
+    /// replacement, `to`, `reason` and `ttl` (seconds) of a manual transition
+    /// or chaos switch, …; an instance's event's own fields.
+    pub fn fields(&self) -> Vec<(&'static str, FieldValue)> {
+        let text = |s: &str| FieldValue::Text(s.to_owned());
+        let ttl = |t: &Option<Duration>| t.map(|t| ("ttl", FieldValue::Number(t.as_secs_f64())));
+        match self {
+            RegistryEventKind::Added | RegistryEventKind::Removed => Vec::new(),
+            RegistryEventKind::Replaced {
+                cause,
+                state_carried_over,
+            } => vec![
+                ("cause", text(cause)),
+                (
+                    "state_carried_over",
+                    text(if *state_carried_over { "true" } else { "false" }),
+                ),
+            ],
+            RegistryEventKind::Reconfigured { cause } => vec![("cause", text(cause))],
+            RegistryEventKind::ManualTransition { to, reason, ttl: t } => {
+                let mut out = vec![("to", text(to.as_str()))];
+                out.extend(reason.as_deref().map(|r| ("reason", text(r))));
+                out.extend(ttl(t));
+                out
+            }
+            RegistryEventKind::AttributeConflict {
+                first,
+                second,
+                keys,
+            } => vec![
+                ("first", text(first)),
+                ("second", text(second)),
+                ("keys", text(&keys.join(", "))),
+            ],
+            RegistryEventKind::OverrideExpired { to, reason } => {
+                vec![("to", text(to.as_str())), ("reason", text(reason))]
+            }
+            RegistryEventKind::ChaosSwitched {
+                enabled,
+                reason,
+                ttl: t,
+            } => {
+                let mut out = vec![
+                    ("enabled", text(if *enabled { "true" } else { "false" })),
+                    ("reason", text(reason)),
+                ];
+                out.extend(ttl(t));
+                out
+            }
+            RegistryEventKind::Instance(e) => e.fields.clone(),
+        }
+    }
+}
+
+/// The line an event leaves in an instance's history.
+fn describe_event(what: &RegistryEventKind) -> String {
     match what {
         RegistryEventKind::Added => "added".to_owned(),
         RegistryEventKind::Removed => "removed".to_owned(),
@@ -115,7 +198,8 @@ pub(crate) fn describe_event(what: &RegistryEventKind) -> String {
                 .as_deref()
                 .map(|r| format!(", reason: {r}"))
                 .unwrap_or_default(),
-            ttl.map(|t| format!(", ttl: {t:?}")).unwrap_or_default()
+            ttl.map(|t| format!(", ttl: {}", format_duration(t)))
+                .unwrap_or_default()
         ),
         RegistryEventKind::OverrideExpired { to, reason } => {
             format!("manual override ({reason}) expired: back to {to}")
@@ -127,7 +211,8 @@ pub(crate) fn describe_event(what: &RegistryEventKind) -> String {
         } => format!(
             "chaos injection switched {}, reason: {reason}{}",
             if *enabled { "on" } else { "off" },
-            ttl.map(|t| format!(", ttl: {t:?}")).unwrap_or_default()
+            ttl.map(|t| format!(", ttl: {}", format_duration(t)))
+                .unwrap_or_default()
         ),
         RegistryEventKind::AttributeConflict {
             first,
@@ -137,6 +222,7 @@ pub(crate) fn describe_event(what: &RegistryEventKind) -> String {
             "the attribute at {second} gives other settings ({}) than the one at {first}: not applied",
             keys.join(", ")
         ),
+        RegistryEventKind::Instance(e) => e.description.clone(),
     }
 }
 
@@ -145,17 +231,47 @@ pub(crate) fn describe_event(what: &RegistryEventKind) -> String {
 pub struct Publisher {
     events: EventPublisher<RegistryEvent>,
     seq: AtomicU64,
-    clock: SharedClock,
+    wall: WallClock,
 }
 
 impl Publisher {
-    /// A publisher timing its recorded events with `clock`.
-    pub(crate) fn new(clock: SharedClock) -> Publisher {
+    /// A publisher timing its recorded events with `wall`.
+    pub(crate) fn new(wall: WallClock) -> Publisher {
         Publisher {
             events: EventPublisher::default(),
             seq: AtomicU64::new(0),
-            clock,
+            wall,
         }
+    }
+
+    /// The registry's wall clock.
+    pub(crate) fn wall(&self) -> &WallClock {
+        &self.wall
+    }
+
+    /// Records an instance's notable `event` in its `history` now and tells
+    /// subscribers at once (an SSE stream pushes it as it happens). Called
+    /// by the instance's tap, on the thread where it happened.
+    pub(crate) fn instance_event<E: Notable>(
+        &self,
+        kind: Kind,
+        name: &Arc<str>,
+        event: &E,
+        history: &Ring,
+    ) {
+        let recorded = self.wall.record(
+            "instance",
+            event.event_type(),
+            event.describe(),
+            event.fields(),
+        );
+        history.push(recorded.clone());
+        self.events.publish_with(|| RegistryEvent {
+            seq: self.seq.fetch_add(1, Ordering::Relaxed),
+            kind,
+            name: Arc::clone(name),
+            what: RegistryEventKind::Instance(recorded),
+        });
     }
 
     /// A subscription to every event from now on.
@@ -174,7 +290,8 @@ impl Publisher {
     }
 
     /// Publishes `what` happened to instance `name` of `kind`, and records
-    /// it in the instance's `ring` when given.
+    /// it in the instance's history `ring` when given. Logged at INFO
+    /// (DEBUG for an instance added or removed).
     pub(crate) fn publish(
         &self,
         kind: Kind,
@@ -187,13 +304,19 @@ impl Publisher {
         if ring.is_none() && !self.events.is_active() && !tracing::enabled!(tracing::Level::DEBUG) {
             return;
         }
-        tracing::debug!(kind = %kind, name = &*name, event = ?what, "registry");
+        let event_type = what.event_type();
+        if matches!(what, RegistryEventKind::Added | RegistryEventKind::Removed) {
+            tracing::debug!(target: "resil::registry", kind = %kind, name = &*name, event_type, "{kind} '{name}': {}", describe_event(&what));
+        } else {
+            tracing::info!(target: "resil::registry", kind = %kind, name = &*name, event_type, "{kind} '{name}': {}", describe_event(&what));
+        }
         if let Some(ring) = ring {
-            ring.push(RecordedEvent {
-                at: std::time::Duration::from_nanos(self.clock.now_nanos()),
-                source: "registry",
-                description: describe_event(&what),
-            });
+            ring.push(self.wall.record(
+                "registry",
+                event_type,
+                describe_event(&what),
+                what.fields(),
+            ));
         }
         // Numbered only when someone listens: a locked add per creation
         // waits for every store the creation made, which cost a tenth of
@@ -207,9 +330,24 @@ impl Publisher {
     }
 }
 
-/// resil-core's events say themselves whether they are notable.
+/// resil-core's events say themselves whether they are notable, their type
+/// (`label`), their words (`Display`) and their fields.
 impl<K: EventKind> Notable for Event<K> {
     fn is_notable(&self) -> bool {
         Event::is_notable(self)
+    }
+
+    fn event_type(&self) -> &'static str {
+        self.label()
+    }
+
+    fn describe(&self) -> String {
+        self.to_string()
+    }
+
+    fn fields(&self) -> Vec<(&'static str, FieldValue)> {
+        let mut out = Vec::new();
+        self.visit_fields(&mut |k, v| out.push((k, FieldValue::from(v))));
+        out
     }
 }

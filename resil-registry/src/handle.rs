@@ -39,13 +39,18 @@ pub(crate) struct Slot<T> {
     /// the slot.
     retired: Mutex<Vec<Box<T>>>,
     name: Arc<str>,
-    /// Recent events about this instance, for the snapshot (the registry's
-    /// entries; empty and unallocated for a detached instance).
+    /// The instance's recent per-call events, when the registry records
+    /// them (empty and unallocated otherwise).
     pub(crate) ring: Ring,
+    /// The instance's notable events (transitions, resets, manual
+    /// overrides, reloads, chaos switches), kept apart so per-call events
+    /// never evict them (unallocated until the first).
+    pub(crate) history: Ring,
 }
 
 impl<T> Slot<T> {
-    /// A slot holding `value`, whose ring keeps up to `ring_capacity` events.
+    /// A slot holding `value`, whose ring and history each keep up to
+    /// `ring_capacity` events.
     pub(crate) fn shared(name: Arc<str>, value: T, ring_capacity: usize) -> Arc<Self> {
         let slot = Arc::new(Slot {
             current: AtomicPtr::new(ptr::null_mut()),
@@ -53,6 +58,7 @@ impl<T> Slot<T> {
             retired: Mutex::new(Vec::new()),
             name,
             ring: Ring::new(ring_capacity),
+            history: Ring::new(ring_capacity),
         });
         // Before the `Arc` is shared: no reader can see the null.
         slot.current
@@ -90,6 +96,11 @@ impl<T> Slot<T> {
 
     /// The registry name.
     pub(crate) fn load_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The registry name, shared.
+    pub(crate) fn name(&self) -> &Arc<str> {
         &self.name
     }
 

@@ -66,7 +66,7 @@ impl Registry {
             Kind::CircuitBreaker,
             name.into(),
             what,
-            entry.as_ref().map(|e| &e.slot.ring),
+            entry.as_ref().map(|e| &e.slot.history),
         );
     }
 
@@ -417,7 +417,7 @@ impl Registry {
             P::KIND,
             name.into(),
             what,
-            entry.as_ref().map(|e| &e.slot.ring),
+            entry.as_ref().map(|e| &e.slot.history),
         );
         Ok(())
     }

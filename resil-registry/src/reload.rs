@@ -451,7 +451,7 @@ impl Registry {
                     RegistryEventKind::Reconfigured {
                         cause: "reload".into(),
                     },
-                    entry.as_ref().map(|e| &e.slot.ring),
+                    entry.as_ref().map(|e| &e.slot.history),
                 );
                 report.updated_in_place.push(label);
                 continue;

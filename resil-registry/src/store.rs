@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use dashmap::DashMap;
 use parking_lot::{Mutex, RwLock};
-use resil_core::clock::{Clock, SharedClock};
 use resil_core::event::EventStream;
 
 use crate::config::FileConfig;
@@ -18,7 +17,7 @@ use crate::handle::Slot;
 use crate::kind::Kind;
 use crate::primitive::{Located, Primitive};
 use crate::telemetry::describe::{Describe, Notable};
-use crate::telemetry::ring::RecordedEvent;
+use crate::telemetry::ring::WallClock;
 
 /// A code setting: a builder transformation attached to a config or instance.
 pub(crate) type CodeFn<B> = Arc<dyn Fn(B) -> B + Send + Sync>;
@@ -87,30 +86,41 @@ impl<B> Default for CodeSettings<B> {
 pub(crate) struct Entry<P: Primitive> {
     pub(crate) slot: Arc<Slot<P>>,
     /// A subscription to the instance's own events, when the registry
-    /// records them (drained into the slot's ring on each snapshot). Boxed:
+    /// records them (drained into the slot's rings on each snapshot). Boxed:
     /// it is rarely on, and the map's buckets stay two pointers wide.
     pub(crate) capture: Option<Box<Mutex<EventStream<<P as Describe>::Event>>>>,
 }
 
 impl<P: Primitive> Entry<P> {
     /// Moves the events the instance published since the last collection
-    /// into its ring, logging the notable ones (the event type says which).
-    pub(crate) fn drain(&self, clock: &SharedClock) {
+    /// into its ring of recent events, logged at DEBUG. Notable events of a
+    /// kind that taps them are in its history already (recorded when they
+    /// happened); a kind that does not tap them has them put in its history
+    /// here, timed at collection.
+    pub(crate) fn drain(&self, wall: &WallClock) {
         let Some(capture) = &self.capture else {
             return;
         };
         let events = capture.lock().drain();
-        let at = std::time::Duration::from_nanos(clock.now_nanos());
         for event in events {
-            let description = format!("{event:?}");
-            if event.is_notable() {
-                tracing::info!(kind = %P::KIND, name = self.slot.load_name(), event = %description, "instance event");
+            let notable = event.is_notable();
+            if notable && P::TAPS_NOTABLE {
+                continue;
             }
-            self.slot.ring.push(RecordedEvent {
-                at,
-                source: "instance",
-                description,
-            });
+            let description = event.describe();
+            tracing::debug!(
+                target: "resil::events",
+                kind = %P::KIND,
+                name = self.slot.load_name(),
+                event_type = event.event_type(),
+                "{description}"
+            );
+            let recorded = wall.record("instance", event.event_type(), description, event.fields());
+            if notable {
+                self.slot.history.push(recorded);
+            } else {
+                self.slot.ring.push(recorded);
+            }
         }
     }
 }

@@ -40,7 +40,25 @@ fn forced_open_with_a_ttl_reverts_by_itself_on_the_registry_clock_and_reports_it
     assert!(registry.manual_override("inventory").is_none());
     assert!(cb.call(|| Ok::<_, ()>(())).is_ok());
 
-    let got = events.drain();
+    let (transitions, got): (Vec<_>, Vec<_>) = events
+        .drain()
+        .into_iter()
+        .partition(|e| matches!(e.what, RegistryEventKind::Instance(_)));
+    // The breaker's own transitions, as they happened.
+    let seen: Vec<String> = transitions
+        .iter()
+        .map(|e| match &e.what {
+            RegistryEventKind::Instance(r) => r.description.clone(),
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "circuit breaker 'inventory': STATE_TRANSITION CLOSED -> FORCED_OPEN",
+            "circuit breaker 'inventory': STATE_TRANSITION FORCED_OPEN -> CLOSED"
+        ]
+    );
     assert_eq!(got.len(), 2);
     match &got[0].what {
         RegistryEventKind::ManualTransition { to, reason, ttl } => {

@@ -82,17 +82,35 @@ fn the_snapshot_shows_state_metrics_config_with_provenance_tags_and_the_override
     );
     assert_eq!(o.since, Duration::from_secs(7));
     assert_eq!(o.until, Some(Duration::from_secs(67)));
-    assert_eq!(i.health, Status::Down);
-    let events: Vec<&str> = i
-        .recent_events
+    // Not allowed to fail the summary (the default): DEGRADED, as health says.
+    assert_eq!(i.health, Status::Degraded);
+    assert_eq!(
+        i.health_reason.as_deref(),
+        Some("FORCED_OPEN by an operator: INC-7")
+    );
+    let events: Vec<(&str, &str)> = i
+        .history
         .iter()
-        .map(|e| e.description.as_str())
+        .map(|e| (e.event_type, e.description.as_str()))
         .collect();
     assert_eq!(
         events,
-        ["manual transition to forced_open, reason: INC-7, ttl: 60s"]
+        [
+            (
+                "STATE_TRANSITION",
+                "circuit breaker 'inventory': STATE_TRANSITION CLOSED -> FORCED_OPEN"
+            ),
+            (
+                "MANUAL_TRANSITION",
+                "manual transition to forced_open, reason: INC-7, ttl: 1m"
+            )
+        ]
     );
-    assert_eq!(i.recent_events[0].at, Duration::from_secs(7));
+    assert_eq!(i.history[1].at, Duration::from_secs(7));
+    assert!(
+        i.recent_events.is_empty(),
+        "per-call events are not recorded"
+    );
     let r = snap.instance(Kind::Retry, "payments").unwrap();
     assert_eq!(r.state, None);
     assert_eq!(r.config_value("max-attempts").unwrap().source, "default");
@@ -105,9 +123,9 @@ fn the_snapshot_shows_state_metrics_config_with_provenance_tags_and_the_override
     }
     let snap = registry.snapshot();
     let i = snap.instance(Kind::CircuitBreaker, "inventory").unwrap();
-    assert_eq!(i.recent_events.len(), 3);
+    assert_eq!(i.history.len(), 3);
     assert!(i
-        .recent_events
+        .history
         .iter()
         .all(|e| e.description.starts_with("replaced by configure")));
 }
@@ -123,19 +141,22 @@ fn instance_events_are_recorded_only_when_asked() {
     let _ = cb.call(|| Err::<(), _>(1));
     let snap = registry.snapshot();
     let i = snap.instance(Kind::CircuitBreaker, "x").unwrap();
+    let calls: Vec<&str> = i.recent_events.iter().map(|e| e.event_type).collect();
+    assert_eq!(calls, ["ERROR", "ERROR"], "per-call events, when recorded");
     assert!(
-        i.recent_events
+        i.history
             .iter()
-            .any(|e| e.source == "instance" && e.description.contains("Open")),
+            .any(|e| e.source == "instance"
+                && e.field("to").and_then(|v| v.as_str()) == Some("OPEN")),
         "{:?}",
-        i.recent_events
+        i.history
     );
     let quiet = Registry::new();
     let cb = quiet.circuit_breaker("x");
     let _ = cb.call(|| Err::<(), _>(1));
     let snap = quiet.snapshot();
     let i = snap.instance(Kind::CircuitBreaker, "x").unwrap();
-    assert!(i.recent_events.iter().all(|e| e.source == "registry"));
+    assert!(i.recent_events.is_empty());
 }
 
 #[test]

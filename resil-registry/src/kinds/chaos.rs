@@ -272,6 +272,12 @@ impl Describe for Chaos {
         self.subscribe()
     }
 
+    const TAPS_NOTABLE: bool = true;
+
+    fn tap_notable(&self, tap: resil_core::event::NotableTap<Self::Event>) {
+        Chaos::tap_notable(self, tap);
+    }
+
     fn default_values() -> Vec<(&'static str, String)> {
         describe_config(&ChaosConfig::default())
     }

@@ -345,6 +345,12 @@ impl Describe for CircuitBreaker {
         self.subscribe()
     }
 
+    const TAPS_NOTABLE: bool = true;
+
+    fn tap_notable(&self, tap: resil_core::event::NotableTap<Self::Event>) {
+        CircuitBreaker::tap_notable(self, tap);
+    }
+
     fn default_values() -> Vec<(&'static str, String)> {
         describe_config(&CircuitBreakerConfig::default())
     }

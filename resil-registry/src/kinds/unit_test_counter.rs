@@ -129,6 +129,18 @@ impl Notable for u64 {
     fn is_notable(&self) -> bool {
         false
     }
+
+    fn event_type(&self) -> &'static str {
+        "COUNTED"
+    }
+
+    fn describe(&self) -> String {
+        format!("counted call {self}")
+    }
+
+    fn fields(&self) -> Vec<(&'static str, crate::telemetry::ring::FieldValue)> {
+        vec![("count", crate::telemetry::ring::FieldValue::Count(*self))]
+    }
 }
 
 impl Describe for Counter {

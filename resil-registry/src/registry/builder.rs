@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use parking_lot::{Mutex, RwLock};
 use resil_core::clock::{Clock, SharedClock};
@@ -13,6 +14,7 @@ use crate::store::{Stores, DEFAULT_EVENT_BUFFER_SIZE};
 
 use super::{Inner, Registry, DEFAULT_MAX_INSTANCES_PER_KIND};
 use crate::event::Publisher;
+use crate::telemetry::ring::WallClock;
 
 /// Builds a [`Registry`] with a clock or a different cap.
 #[derive(Debug, Clone, Default)]
@@ -22,6 +24,8 @@ pub struct RegistryBuilder {
     event_buffer_size: Option<usize>,
     record_instance_events: bool,
     percentiles_histogram: bool,
+    wall_clock_origin: Option<SystemTime>,
+    refusal_log_interval: Option<Duration>,
 }
 
 impl RegistryBuilder {
@@ -44,21 +48,24 @@ impl RegistryBuilder {
         self
     }
 
-    /// How many recent events the snapshot keeps per instance (default
-    /// [`DEFAULT_EVENT_BUFFER_SIZE`]; at least 1).
+    /// How many events the snapshot keeps per instance, in its history of
+    /// notable events and in its ring of recent per-call events each
+    /// (default [`DEFAULT_EVENT_BUFFER_SIZE`]; at least 1).
     pub fn event_buffer_size(mut self, size: usize) -> Self {
         self.event_buffer_size = Some(size);
         self
     }
 
-    /// Also record each instance's own events (calls, rejections, state
-    /// transitions) in its ring of recent events, and log the notable ones
-    /// (transitions, resets, limit changes, chaos switches; never a per-call
-    /// event such as a rejection) with `tracing` when they are collected (on each snapshot,
-    /// health check or metrics publication, and by
-    /// [`Registry::collect_instance_events`]). Off by default: subscribing
-    /// makes every primitive build and send an event per call, which is a
-    /// cost on the call path.
+    /// Also record each instance's per-call events (calls, rejections,
+    /// retries) in its ring of recent events, logged at DEBUG when they are
+    /// collected (on each snapshot, health check or metrics publication,
+    /// and by [`Registry::collect_instance_events`]). Off by default:
+    /// subscribing makes every primitive build and send an event per call,
+    /// which is a cost on the call path.
+    ///
+    /// Notable events need no recording: a breaker's transitions and resets
+    /// and a chaos instance's switches are kept in the instance's history
+    /// when they happen, whatever this says, and logged by the primitive.
     pub fn record_instance_events(mut self, on: bool) -> Self {
         self.record_instance_events = on;
         self
@@ -75,9 +82,39 @@ impl RegistryBuilder {
         self
     }
 
+    /// The wall-clock time that the registry clock's reading at build
+    /// stands for (default: now). Events' wall-clock `creation_time` is this
+    /// plus the registry clock's time since; with a
+    /// [`ManualClock`](resil_core::clock::ManualClock) a test controls both.
+    /// (On the system clock, timestamps follow monotonic time from the
+    /// registry's start: a wall-clock adjustment after it does not move
+    /// them.)
+    pub fn wall_clock_origin(mut self, at: SystemTime) -> Self {
+        self.wall_clock_origin = Some(at);
+        self
+    }
+
+    /// How often, at most, each instance logs one aggregated line about the
+    /// calls it refused (a breaker not permitting, a bulkhead full, a rate
+    /// limiter out of permits); default
+    /// [`DEFAULT_REFUSAL_LOG_INTERVAL`](resil_core::log::DEFAULT_REFUSAL_LOG_INTERVAL),
+    /// 10 s. Process-wide (see [`resil_core::log`]): building a registry
+    /// with it sets it for every instance.
+    pub fn refusal_log_interval(mut self, every: Duration) -> Self {
+        self.refusal_log_interval = Some(every);
+        self
+    }
+
     /// The registry.
     pub fn build(self) -> Registry {
         let ttl_clock = self.clock.clone().unwrap_or_else(SharedClock::system);
+        if let Some(every) = self.refusal_log_interval {
+            resil_core::log::set_refusal_log_interval(every);
+        }
+        let wall = WallClock::new(
+            ttl_clock.clone(),
+            self.wall_clock_origin.unwrap_or_else(SystemTime::now),
+        );
         Registry {
             inner: Arc::new(Inner {
                 stores: Stores::default(),
@@ -90,7 +127,7 @@ impl RegistryBuilder {
                 percentiles_histogram: self.percentiles_histogram,
                 layers: Default::default(),
                 classes: ErrorClasses::default(),
-                events: Publisher::new(ttl_clock),
+                events: Publisher::new(wall),
                 file: RwLock::new(Arc::new(FileConfig::default())),
                 reload_lock: Mutex::new(()),
                 followers: Mutex::new(Vec::new()),

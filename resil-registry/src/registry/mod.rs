@@ -285,6 +285,7 @@ impl Registry {
                     .record_instance_events
                     .then(|| Box::new(Mutex::new(instance.subscribe_events())));
                 let slot = Slot::shared(Arc::clone(&name), instance, ring_capacity);
+                self.tap(&slot, slot.load());
                 v.insert(Entry {
                     slot: Arc::clone(&slot),
                     capture,
@@ -506,8 +507,9 @@ impl Registry {
                 .unwrap_or_else(|| (P::create(Arc::clone(&name), config, clock), false));
             carried = kept;
             instance.instrument(self.histograms(&self.file()));
+            self.tap(&entry.slot, &instance);
             P::before_install(&self.inner.overrides, &name, current, &instance, carried);
-            entry.drain(&self.inner.ttl_clock);
+            entry.drain(self.inner.events.wall());
             if let Some(capture) = &entry.capture {
                 *capture.lock() = instance.subscribe_events();
             }
@@ -519,7 +521,7 @@ impl Registry {
                     cause: cause.into(),
                     state_carried_over: carried,
                 },
-                Some(&entry.slot.ring),
+                Some(&entry.slot.history),
             );
         }
         carried
@@ -537,10 +539,11 @@ impl Registry {
                 name: name.to_owned(),
             });
         };
-        entry.drain(&self.inner.ttl_clock);
+        entry.drain(self.inner.events.wall());
         if let Some(capture) = &entry.capture {
             *capture.lock() = instance.subscribe_events();
         }
+        self.tap(&entry.slot, &instance);
         entry.slot.replace(instance);
         self.inner.events.publish(
             P::KIND,
@@ -549,9 +552,30 @@ impl Registry {
                 cause: "replace".into(),
                 state_carried_over: false,
             },
-            Some(&entry.slot.ring),
+            Some(&entry.slot.history),
         );
         Ok(())
+    }
+
+    /// Hands the notable events of `instance` (the slot's, or about to be)
+    /// to the slot's history and the registry's subscribers as they happen
+    /// (see [`Describe::tap_notable`](crate::telemetry::describe::Describe::tap_notable)).
+    /// Holds neither the slot nor the registry: a tap outliving either does
+    /// nothing.
+    fn tap<P: Primitive>(&self, slot: &Arc<Slot<P>>, instance: &P) {
+        if !P::TAPS_NOTABLE {
+            return;
+        }
+        let slot = Arc::downgrade(slot);
+        let inner = Arc::downgrade(&self.inner);
+        instance.tap_notable(Box::new(move |event| {
+            let (Some(slot), Some(inner)) = (slot.upgrade(), inner.upgrade()) else {
+                return;
+            };
+            inner
+                .events
+                .instance_event(P::KIND, slot.name(), event, &slot.history);
+        }));
     }
 
     /// Removes the instance of kind `P` called `name`. Handles still holding

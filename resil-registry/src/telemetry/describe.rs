@@ -2,11 +2,12 @@
 //! configuration as key/value pairs, and its health. The trait and the
 //! metric type; each kind's impl is in its module (`kinds/`).
 
-use resil_core::event::EventStream;
+use resil_core::event::{EventStream, NotableTap};
 
 use crate::config::render::{rendered, Render};
 
 use super::health::Status;
+use super::ring::FieldValue;
 
 /// What a metric is: a count of what happened since the instance was
 /// created, a reading of what it holds now, or a timer of the calls it made.
@@ -215,14 +216,21 @@ pub trait Telemetry {
     }
 }
 
-/// Whether an event deserves a log line of its own: the event's type says,
-/// never its `Debug` text. resil-core's events answer with their kind's
-/// [`is_notable`](resil_core::event::EventKind::is_notable) (`event.rs`): a
+/// What the registry records of an instance's event: whether it is notable
+/// (kept in the instance's history, never evicted by per-call events), its
+/// type, its words and its structured fields; never its `Debug` text.
+/// resil-core's events answer from their kind (`event.rs`): notable is a
 /// change of the instance itself (a transition, a reset, a limit), never a
 /// per-call event.
 pub trait Notable {
     /// Whether an operator must see it.
     fn is_notable(&self) -> bool;
+    /// The event type (Resilience4j's name: `STATE_TRANSITION`, …).
+    fn event_type(&self) -> &'static str;
+    /// What happened, in words.
+    fn describe(&self) -> String;
+    /// Its structured fields.
+    fn fields(&self) -> Vec<(&'static str, FieldValue)>;
 }
 
 /// What telemetry needs from a primitive beyond a reading of now: its own
@@ -232,6 +240,16 @@ pub trait Describe: Telemetry {
     type Event: Notable + std::fmt::Debug + Clone + Send + 'static;
     /// A subscription to the primitive's own events.
     fn subscribe_events(&self) -> EventStream<Self::Event>;
+    /// Whether the primitive hands its notable events to a tap
+    /// ([`tap_notable`](Self::tap_notable)) when they happen; the registry
+    /// then keeps them in the instance's history with the time they
+    /// happened, whether or not per-call events are recorded.
+    const TAPS_NOTABLE: bool = false;
+    /// Sets the tap that sees the primitive's notable events synchronously
+    /// (only called when [`TAPS_NOTABLE`](Self::TAPS_NOTABLE)).
+    fn tap_notable(&self, tap: NotableTap<Self::Event>) {
+        let _ = tap;
+    }
     /// The configuration values of Resilience4j's defaults, same keys.
     fn default_values() -> Vec<(&'static str, String)>
     where

@@ -51,7 +51,11 @@ pub struct ComponentHealth {
     pub kind: &'static str,
     /// The instance name.
     pub name: String,
-    /// Its status (after `allow-health-indicator-to-fail`).
+    /// Resilience4j's state name, for kinds that have states (as the
+    /// snapshot shows it).
+    pub state: Option<&'static str>,
+    /// Its status (after `allow-health-indicator-to-fail`): the same verdict
+    /// the snapshot, the dashboard and the event stream show.
     pub status: Status,
     /// Why, when not UP.
     pub reason: Option<String>,

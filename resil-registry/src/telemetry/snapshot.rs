@@ -75,11 +75,22 @@ pub struct InstanceSnapshot {
     pub tags: BTreeMap<String, String>,
     /// A manual override in force (breakers only).
     pub manual_override: Option<OverrideSnapshot>,
-    /// Its own health (before the registry's opt-outs).
+    /// Its health: the one verdict [`Registry::health`], the actuator's
+    /// health endpoint, its dashboard and its event stream all show (after
+    /// `allow-health-indicator-to-fail`: an OPEN breaker not allowed to fail
+    /// the summary is DEGRADED everywhere).
     pub health: Status,
-    /// Why, when not UP.
+    /// Why, when not UP (an operator's reason for a manual override).
     pub health_reason: Option<String>,
-    /// Recent events, oldest first (bounded).
+    /// Whether it takes part in the health summary
+    /// (`register-health-indicator`).
+    pub health_indicator: bool,
+    /// Its notable events, oldest first: transitions, resets, manual
+    /// overrides, reloads, chaos switches, recorded when they happened
+    /// (bounded; per-call events never evict them).
+    pub history: Vec<RecordedEvent>,
+    /// Its recent per-call events, oldest first, when the registry records
+    /// them ([`RegistryBuilder::record_instance_events`](crate::RegistryBuilder::record_instance_events); bounded).
     pub recent_events: Vec<RecordedEvent>,
 }
 
@@ -174,7 +185,7 @@ impl Registry {
         impl KindVisitor for Collect<'_> {
             fn visit<P: Primitive>(&mut self) {
                 for entry in self.0.store::<P>().entries.iter() {
-                    entry.drain(&self.0.inner.ttl_clock);
+                    entry.drain(self.0.inner.events.wall());
                 }
             }
         }
@@ -262,7 +273,7 @@ impl Registry {
                     }
                 })
                 .collect();
-            let (health, health_reason) = instance.health();
+            let verdict = self.verdict::<P>(name, instance);
             InstanceSnapshot {
                 kind: P::KIND.as_str(),
                 state: instance.state_label(),
@@ -270,8 +281,10 @@ impl Registry {
                 config,
                 tags: self.tags::<P>(name),
                 manual_override: None,
-                health,
-                health_reason,
+                health: verdict.status,
+                health_reason: verdict.reason,
+                health_indicator: verdict.takes_part,
+                history: Vec::new(),
                 recent_events: Vec::new(),
                 name: name.to_owned(),
             }
@@ -282,13 +295,14 @@ impl Registry {
         for name in self.names::<P>() {
             // Take what the entry holds and let its shard go before reading
             // settings: locks are always taken settings first, then shard.
-            let (handle, recent_events) = {
+            let (handle, history, recent_events) = {
                 let Some(entry) = self.store::<P>().entries.get(name.as_str()) else {
                     continue;
                 };
-                entry.drain(&self.inner.ttl_clock);
+                entry.drain(self.inner.events.wall());
                 (
                     Handle::from_slot(Arc::clone(&entry.slot)),
+                    entry.slot.history.to_vec(),
                     entry.slot.ring.to_vec(),
                 )
             };
@@ -313,7 +327,7 @@ impl Registry {
                     }
                 })
                 .collect();
-            let (health, health_reason) = instance.health();
+            let verdict = self.verdict::<P>(&name, instance);
             let manual_override = match P::KIND {
                 Kind::CircuitBreaker => self.inner.overrides.get(&name).map(|o| OverrideSnapshot {
                     mode: o.mode.as_str(),
@@ -331,8 +345,10 @@ impl Registry {
                 config,
                 tags: self.tags::<P>(&name),
                 manual_override,
-                health,
-                health_reason,
+                health: verdict.status,
+                health_reason: verdict.reason,
+                health_indicator: verdict.takes_part,
+                history,
                 recent_events,
                 name,
             });
@@ -368,20 +384,17 @@ impl Registry {
     fn health_twins<P: Primitive>(&self, out: &mut Vec<ComponentHealth>) {
         let twins = &self.store::<P>().twins;
         for name in twins.names() {
-            let (register, _) = self.health_settings::<P>(&name);
-            if !register {
-                continue;
-            }
-            // A twin is never DOWN on its own (a Redis-backed limiter's
-            // failure policy decides at worst).
             twins.with(&name, &mut |instance| {
-                let (status, reason) = instance.health();
-                out.push(ComponentHealth {
-                    kind: P::KIND.as_str(),
-                    name: name.clone(),
-                    status,
-                    reason,
-                });
+                let verdict = self.verdict::<P>(&name, instance);
+                if verdict.takes_part {
+                    out.push(ComponentHealth {
+                        kind: P::KIND.as_str(),
+                        name: name.clone(),
+                        state: instance.state_label(),
+                        status: verdict.status,
+                        reason: verdict.reason,
+                    });
+                }
             });
         }
     }
@@ -392,25 +405,45 @@ impl Registry {
             let Some(handle) = self.find::<P>(&name) else {
                 continue;
             };
-            let (register, allow_fail) = self.health_settings::<P>(&name);
-            if !register {
-                continue;
+            let instance: &P = &handle;
+            let verdict = self.verdict::<P>(&name, instance);
+            if verdict.takes_part {
+                out.push(ComponentHealth {
+                    kind: P::KIND.as_str(),
+                    state: instance.state_label(),
+                    name,
+                    status: verdict.status,
+                    reason: verdict.reason,
+                });
             }
-            let (mut status, mut reason) = handle.health();
-            if P::KIND == Kind::CircuitBreaker {
-                if let Some(o) = self.inner.overrides.get(&name) {
-                    reason = Some(format!("{} by an operator: {}", o.mode, o.reason));
-                }
+        }
+    }
+
+    /// The one health verdict on instance `name` of kind `P` that every
+    /// reader shows ([`health`](Self::health), [`snapshot`](Self::snapshot),
+    /// and through them the actuator's health, dashboard and event stream):
+    /// the instance's own status and reason, an operator's reason for a
+    /// breaker's manual override, and DOWN shown as DEGRADED unless the
+    /// instance may fail the summary (`allow-health-indicator-to-fail`).
+    pub(crate) fn verdict<P: Primitive>(
+        &self,
+        name: &str,
+        instance: &(impl Telemetry + ?Sized),
+    ) -> Verdict {
+        let (takes_part, allow_fail) = self.health_settings::<P>(name);
+        let (mut status, mut reason) = instance.health();
+        if P::KIND == Kind::CircuitBreaker {
+            if let Some(o) = self.inner.overrides.get(name) {
+                reason = Some(format!("{} by an operator: {}", o.mode, o.reason));
             }
-            if status == Status::Down && !allow_fail {
-                status = Status::Degraded;
-            }
-            out.push(ComponentHealth {
-                kind: P::KIND.as_str(),
-                name,
-                status,
-                reason: if status == Status::Up { None } else { reason },
-            });
+        }
+        if status == Status::Down && !allow_fail {
+            status = Status::Degraded;
+        }
+        Verdict {
+            status,
+            reason: if status == Status::Up { None } else { reason },
+            takes_part,
         }
     }
 
@@ -496,6 +529,14 @@ impl Registry {
             .map(|p| (p.key, p.source.to_string()))
             .collect()
     }
+}
+
+/// One instance's health as every reader shows it ([`Registry::verdict`]).
+pub(crate) struct Verdict {
+    pub(crate) status: Status,
+    pub(crate) reason: Option<String>,
+    /// Whether it takes part in the summary.
+    pub(crate) takes_part: bool,
 }
 
 /// An instance's metrics as the snapshot shows them.
