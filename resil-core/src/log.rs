@@ -122,6 +122,13 @@ impl Default for RefusalLog {
 /// Writes one aggregated refusal line.
 fn write(source: &'static str, name: &str, what: &str, report: Report) {
     let Report { refused, since } = report;
+    let singular;
+    let what = if refused == 1 {
+        singular = what.replacen("calls", "call", 1);
+        &singular
+    } else {
+        what
+    };
     match since {
         Some(since) => {
             let seconds = since.as_secs_f64();
@@ -136,11 +143,6 @@ fn write(source: &'static str, name: &str, what: &str, report: Report) {
             );
         }
         None => {
-            let what = if refused == 1 {
-                what.replacen("calls", "call", 1)
-            } else {
-                what.to_owned()
-            };
             tracing::info!(
                 target: "resil::refusals",
                 source,
