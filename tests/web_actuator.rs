@@ -515,7 +515,7 @@ async fn the_event_stream_shows_an_operators_transition_live() {
     registry
         .force_open("inventory", None, "maintenance")
         .unwrap();
-    let event = sse_until(&mut response, &mut buffer, "registry", "ManualTransition").await;
+    let event = sse_until(&mut response, &mut buffer, "registry", "MANUAL_TRANSITION").await;
     assert_eq!(
         (event["kind"].as_str(), event["name"].as_str()),
         (Some("circuit_breaker"), Some("inventory"))

@@ -66,6 +66,7 @@
 pub mod config;
 pub mod fallback;
 
+mod audit;
 mod chain;
 mod classes;
 mod error;
@@ -82,6 +83,7 @@ mod reload;
 mod store;
 mod telemetry;
 
+pub use crate::audit::{ManagementOutcome, ManagementRequests};
 pub use crate::classes::{
     java_simple_names, ErrorClass, ErrorList, ERROR_KIND_NAMES, WELL_KNOWN_JAVA_NAMES,
 };
@@ -104,7 +106,7 @@ pub use crate::store::DEFAULT_EVENT_BUFFER_SIZE;
 pub use crate::telemetry::describe::MetricKind;
 pub use crate::telemetry::health::{ComponentHealth, Health, Status};
 pub use crate::telemetry::layer::LayerCounts;
-pub use crate::telemetry::ring::RecordedEvent;
+pub use crate::telemetry::ring::{FieldValue, RecordedEvent};
 pub use crate::telemetry::snapshot::{
     ConfigValue, FallbackSnapshot, InstanceSnapshot, MetricSnapshot, OverrideSnapshot, Snapshot,
 };

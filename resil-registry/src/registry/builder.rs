@@ -132,6 +132,7 @@ impl RegistryBuilder {
                 reload_lock: Mutex::new(()),
                 followers: Mutex::new(Vec::new()),
                 sites: Mutex::new(HashMap::new()),
+                audit: Default::default(),
             }),
         }
     }

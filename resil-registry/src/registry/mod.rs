@@ -73,6 +73,8 @@ pub(crate) struct Inner {
     pub(crate) followers: Mutex<Vec<crate::reload::Follower>>,
     /// The first attribute call site that set literals for each instance.
     pub(crate) sites: Mutex<HashMap<(Kind, String), &'static AttributeSite>>,
+    /// Management requests by outcome.
+    pub(crate) audit: crate::audit::Audit,
 }
 
 /// Named, shared instances of the nine primitives and their configuration.

@@ -28,6 +28,8 @@ pub struct Snapshot {
     /// fallback ran (process-wide: see [`fallback`](crate::fallback)),
     /// sorted by the fn's path.
     pub fallbacks: Vec<FallbackSnapshot>,
+    /// Management requests by outcome ([`Registry::management_requests`]).
+    pub management_requests: crate::audit::ManagementRequests,
 }
 
 /// The fallback counters of one protected fn, as the snapshot shows them.
@@ -230,6 +232,7 @@ impl Registry {
         Snapshot {
             instances,
             fallbacks,
+            management_requests: self.management_requests(),
         }
     }
 

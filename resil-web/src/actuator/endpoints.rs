@@ -4,7 +4,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use resil_registry::{InstanceSnapshot, Kind, Snapshot};
+use resil_registry::{FieldValue, InstanceSnapshot, Kind, RecordedEvent, Snapshot};
 use serde_json::{json, Map, Value};
 
 use super::{error, Shared};
@@ -132,25 +132,49 @@ pub(crate) const EVENT_PATHS: [(&str, EventKind); 5] = [
 #[derive(Clone, Copy)]
 pub(crate) struct EventKind(Kind, &'static str, &'static str);
 
-/// `Success { elapsed: 1ms }` → `SUCCESS`, `StateTransition { … }` →
-/// `STATE_TRANSITION`: Resilience4j's event type names, from the event's
-/// variant name (the word after `kind: ` in the recorded description).
-pub(crate) fn event_type(description: &str) -> String {
-    let after = description
-        .split_once("kind: ")
-        .map_or(description, |(_, rest)| rest);
-    let word: String = after
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric())
-        .collect();
-    let mut out = String::new();
-    for (i, c) in word.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            out.push('_');
+/// The event endpoint of `kind`: its path, list key and name key.
+pub(crate) fn event_keys(kind: Kind) -> Option<(&'static str, &'static str, &'static str)> {
+    EVENT_PATHS
+        .iter()
+        .find(|(_, k)| k.0 == kind)
+        .map(|(path, k)| (*path, k.1, k.2))
+}
+
+/// One instance event as Resilience4j's `*EventDTO` shows it: the
+/// instance's name under `name_key`, `type`, `creationTime` (ISO-8601 wall
+/// clock), and the type's own fields (a breaker's `stateTransition`
+/// `CLOSED_TO_OPEN` and `durationInMs`, a retry's `numberOfAttempts`); plus
+/// resil's `description`, the event in words.
+pub(crate) fn event_dto(kind: Kind, name_key: &str, name: &str, e: &RecordedEvent) -> Value {
+    let mut dto = json!({
+        name_key: name,
+        "type": e.event_type,
+        "creationTime": e.creation_time,
+    });
+    let text = |k: &str| e.field(k).and_then(FieldValue::as_str);
+    let number = |k: &str| match e.field(k) {
+        Some(FieldValue::Number(n)) => Some(*n),
+        Some(FieldValue::Count(n)) => Some(*n as f64),
+        _ => None,
+    };
+    match kind {
+        Kind::CircuitBreaker => {
+            if let (Some(from), Some(to)) = (text("from"), text("to")) {
+                dto["stateTransition"] = json!(format!("{from}_TO_{to}"));
+            }
+            if let Some(elapsed) = number("elapsed") {
+                dto["durationInMs"] = json!((elapsed * 1000.0).round() as u64);
+            }
         }
-        out.push(c.to_ascii_uppercase());
+        Kind::Retry => {
+            if let Some(attempts) = number("attempts") {
+                dto["numberOfAttempts"] = json!(attempts as u64);
+            }
+        }
+        _ => {}
     }
-    out
+    dto["description"] = json!(e.description);
+    dto
 }
 
 pub(crate) async fn events(
@@ -170,45 +194,26 @@ pub(crate) async fn events(
             );
         }
     }
-    let mut out = Vec::new();
+    // The instance's own events (its history of transitions and resets, and
+    // its recorded per-call events); the registry's events about it
+    // (replaced, manual override, …) are in the snapshot and the stream.
+    let mut out: Vec<(std::time::Duration, Value)> = Vec::new();
     for i in of_kind(&snapshot, kind) {
         if name.as_deref().is_some_and(|n| n != i.name) {
             continue;
         }
-        for e in &i.recent_events {
-            let ty = event_type(&e.description);
-            if event_type_filter
-                .as_deref()
-                .is_some_and(|want| !want.eq_ignore_ascii_case(&ty))
+        for e in i.history.iter().chain(&i.recent_events) {
+            if e.source != "instance"
+                || event_type_filter
+                    .as_deref()
+                    .is_some_and(|want| !want.eq_ignore_ascii_case(e.event_type))
             {
                 continue;
             }
-            out.push(json!({
-                name_key: i.name,
-                "type": ty,
-                "creationTime": e.at.as_millis() as u64,
-                "description": e.description,
-            }));
+            out.push((e.at, event_dto(kind, name_key, &i.name, e)));
         }
     }
-    out.sort_by_key(|e| e["creationTime"].as_u64());
+    out.sort_by_key(|(at, _)| *at);
+    let out: Vec<Value> = out.into_iter().map(|(_, v)| v).collect();
     Json(json!({ key: out })).into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::event_type;
-
-    #[test]
-    fn event_types_are_resilience4j_names() {
-        assert_eq!(
-            event_type("CircuitBreakerEvent { name: \"a\", kind: Success { elapsed: 1ms } }"),
-            "SUCCESS"
-        );
-        assert_eq!(
-            event_type("X { kind: StateTransition { from: Closed, to: Open } }"),
-            "STATE_TRANSITION"
-        );
-        assert_eq!(event_type("X { kind: NotPermitted }"), "NOT_PERMITTED");
-    }
 }

@@ -75,8 +75,9 @@ pub(crate) async fn readiness(axum::extract::State(ctx): Shared) -> Response {
 }
 
 pub(crate) async fn health(axum::extract::State(ctx): Shared) -> Response {
+    // One reading: each component's status is the registry's one verdict,
+    // the same the dashboard and the event stream show.
     let health = ctx.registry.health();
-    let snapshot = ctx.registry.snapshot();
     let (ready, down) = readiness_of(&ctx, &health);
     let mut components = Map::new();
     components.insert("liveness".into(), json!({ "status": "UP" }));
@@ -96,14 +97,8 @@ pub(crate) async fn health(axum::extract::State(ctx): Shared) -> Response {
         if let Some(reason) = &c.reason {
             details["reason"] = json!(reason);
         }
-        if let Some(i) = snapshot
-            .instances
-            .iter()
-            .find(|i| i.kind == c.kind && i.name == c.name)
-        {
-            if let Some(state) = i.state {
-                details["state"] = json!(state);
-            }
+        if let Some(state) = c.state {
+            details["state"] = json!(state);
         }
         entry["details"][&c.name] = details;
         let worst = match (entry["status"].as_str(), c.status) {

@@ -1,5 +1,13 @@
 //! The state-changing endpoints: every request is authorized first, and a
 //! bad request changes nothing.
+//!
+//! Every attempt is audited: one log line (target `resil::management`;
+//! INFO when granted, WARN when refused with 401 or 403) with the method,
+//! the path, the outcome and the remote address when the server provides it
+//! (`into_make_service_with_connect_info::<SocketAddr>`), never a header or
+//! the token; and one count in the registry's
+//! [`management_requests`](resil_registry::Registry::management_requests)
+//! (`resil_management_requests_total{outcome=granted|unauthorized|forbidden}`).
 
 use std::time::Duration;
 
@@ -9,7 +17,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use resil_registry::config::parse_duration;
-use resil_registry::{RegistryError, Transition};
+use resil_registry::{ManagementOutcome, RegistryError, Transition};
 use serde_json::{json, Map, Value};
 
 use super::auth::Denied;
@@ -28,7 +36,9 @@ async fn authorized(ctx: &Ctx, request: Request) -> Result<Map<String, Value>, R
             "management endpoints are not enabled",
         ));
     };
-    match authorize.authorize(&parts) {
+    let verdict = authorize.authorize(&parts);
+    audit(ctx, &parts, &verdict);
+    match verdict {
         Ok(()) => {}
         Err(Denied::Unauthorized) => {
             let mut r = error(StatusCode::UNAUTHORIZED, "authentication required");
@@ -80,6 +90,42 @@ async fn authorized(ctx: &Ctx, request: Request) -> Result<Map<String, Value>, R
             .or_insert_with(|| Value::String(v.to_owned()));
     }
     Ok(fields)
+}
+
+/// One log line and one count per management attempt (see the module
+/// docs). The path without its query (a reason may be personal), no header.
+fn audit(ctx: &Ctx, parts: &axum::http::request::Parts, verdict: &Result<(), Denied>) {
+    let outcome = match verdict {
+        Ok(()) => ManagementOutcome::Granted,
+        Err(Denied::Unauthorized) => ManagementOutcome::Unauthorized,
+        Err(Denied::Forbidden) => ManagementOutcome::Forbidden,
+    };
+    ctx.registry.count_management_request(outcome);
+    let remote = parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.to_string());
+    let remote = remote.as_deref().unwrap_or("unknown");
+    let method = parts.method.as_str();
+    let path = parts.uri.path();
+    match outcome {
+        ManagementOutcome::Granted => tracing::info!(
+            target: "resil::management",
+            outcome = outcome.as_str(),
+            method,
+            path,
+            remote,
+            "management request granted: {method} {path} from {remote}"
+        ),
+        _ => tracing::warn!(
+            target: "resil::management",
+            outcome = outcome.as_str(),
+            method,
+            path,
+            remote,
+            "management request refused ({outcome}): {method} {path} from {remote}"
+        ),
+    }
 }
 
 fn bad(field: &str, got: &Value, expected: &str) -> Problem {

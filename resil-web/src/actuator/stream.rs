@@ -1,14 +1,19 @@
 //! `/actuator/stream/events`: a server-sent-events stream of live events,
 //! as Resilience4j's reactive endpoints stream them.
 //!
-//! Two event types: `registry` for each registry event as it happens (an
-//! instance added, replaced or reconfigured, an operator's transition, an
-//! override expiring), its data `{"kind", "name", "event"}`; and
-//! `instances`, the state and metrics of every instance, sent at once on
-//! connection and then every stream interval (one second by default) when
-//! something changed. A client that falls behind misses registry events
-//! (counted in the next `instances` as `missedEvents`), never blocks the
-//! registry.
+//! Two event types: `registry` for each event as it happens — an instance
+//! added, replaced or reconfigured, an operator's transition, an override
+//! expiring, and an instance's own notable event (a breaker's transition,
+//! pushed the moment it happens, not on the next tick) — its data `{"kind",
+//! "name", "type", "description", "fields"}` plus, for an instance's event,
+//! `creationTime` and the Resilience4j event record (`event`: for a breaker,
+//! `{"circuitBreakerName", "type": "STATE_TRANSITION", "creationTime",
+//! "stateTransition": "CLOSED_TO_OPEN", …}`); and `instances`, the state,
+//! health and metrics of every instance, sent at once on connection and
+//! then every stream interval (one second by default) when something
+//! changed. Health is the registry's one verdict, as `/actuator/health`
+//! shows it. A client that falls behind misses registry events (counted in
+//! the next `instances` as `missedEvents`), never blocks the registry.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -19,10 +24,10 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::IntoResponse;
 use futures_util::stream::{self, Stream};
 use resil_core::event::EventStream;
-use resil_registry::{RegistryEvent, Snapshot};
+use resil_registry::{RegistryEvent, RegistryEventKind, Snapshot};
 use serde_json::{json, Value};
 
-use super::endpoints::breaker_details;
+use super::endpoints::{breaker_details, event_dto};
 use super::{Ctx, Shared};
 
 /// Every instance's state and metrics, for a dashboard.
@@ -66,14 +71,26 @@ struct Feed {
 }
 
 fn registry_event(e: &RegistryEvent) -> Event {
-    Event::default().event("registry").data(
-        json!({
-            "kind": e.kind.as_str(),
-            "name": &*e.name,
-            "event": format!("{:?}", e.what),
-        })
-        .to_string(),
-    )
+    let fields: serde_json::Map<String, Value> = e
+        .what
+        .fields()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), json!(v)))
+        .collect();
+    let mut data = json!({
+        "kind": e.kind.as_str(),
+        "name": &*e.name,
+        "type": e.what.event_type(),
+        "description": e.what.describe(),
+        "fields": fields,
+    });
+    if let RegistryEventKind::Instance(recorded) = &e.what {
+        data["creationTime"] = json!(recorded.creation_time);
+        if let Some((_, _, name_key)) = super::endpoints::event_keys(e.kind) {
+            data["event"] = event_dto(e.kind, name_key, &e.name, recorded);
+        }
+    }
+    Event::default().event("registry").data(data.to_string())
 }
 
 pub(crate) async fn events(State(ctx): Shared) -> impl IntoResponse {
