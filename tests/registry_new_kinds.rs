@@ -197,7 +197,11 @@ fn management_switches_chaos_on_with_a_ttl_and_it_turns_off_at_expiry_on_the_man
     assert!(status.enabled());
     assert_eq!(status.reason(), Some("drill 3: inventory down"));
     assert_eq!(status.expires_in(), Some(Duration::from_secs(60)));
-    match &events.try_recv().unwrap().what {
+    // The chaos instance's own ENABLED event comes first (its history).
+    let switched = std::iter::from_fn(|| events.try_recv())
+        .find(|e| !matches!(e.what, RegistryEventKind::Instance(_)))
+        .unwrap();
+    match &switched.what {
         RegistryEventKind::ChaosSwitched {
             enabled: true,
             reason,
@@ -257,11 +261,9 @@ fn management_switches_chaos_on_with_a_ttl_and_it_turns_off_at_expiry_on_the_man
     let i = snapshot.instance(Kind::Chaos, "inventory-query").unwrap();
     assert_eq!(i.state, Some("DISABLED"));
     assert!(
-        i.recent_events
-            .iter()
-            .any(|e| e.description.contains("Expired")),
+        i.history.iter().any(|e| e.event_type == "EXPIRED"),
         "{:?}",
-        i.recent_events
+        i.history
     );
 
     // Without a TTL it stays on until switched off.

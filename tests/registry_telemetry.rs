@@ -20,7 +20,13 @@ fn the_snapshot_and_the_health_serialize_to_json() {
     assert_eq!(i["name"], "inventory");
     assert_eq!(i["state"], "FORCED_OPEN");
     assert_eq!(i["manual_override"]["reason"], "INC-1");
-    assert_eq!(i["health"], "DOWN");
+    // The one verdict health gives: not allowed to fail, so DEGRADED.
+    assert_eq!(i["health"], "DEGRADED");
+    assert_eq!(i["history"][0]["event_type"], "STATE_TRANSITION");
+    assert_eq!(
+        i["history"][0]["fields"][1],
+        serde_json::json!(["to", "FORCED_OPEN"])
+    );
     assert!(i["config"]
         .as_array()
         .unwrap()

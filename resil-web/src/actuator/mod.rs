@@ -23,9 +23,9 @@
 //! | `GET /actuator/circuitbreakers` | `{"circuitBreakers": {name: details}}` (Resilience4j 2's shape) |
 //! | `GET /actuator/circuitbreakers/{name}` | one breaker's details (404 when unknown) |
 //! | `GET /actuator/ratelimiters`, `retries`, `bulkheads`, `timelimiters` | `{"rateLimiters": [names]}`, `{"retries": …}`, `{"bulkheads": …}`, `{"timeLimiters": …}` |
-//! | `GET /actuator/circuitbreakerevents` (also `/{name}` and `/{name}/{eventType}`), `ratelimiterevents`, `retryevents`, `bulkheadevents`, `timelimiterevents` | `{"circuitBreakerEvents": [{"circuitBreakerName", "type", "creationTime", "description"}]}`, … |
+//! | `GET /actuator/circuitbreakerevents` (also `/{name}` and `/{name}/{eventType}`), `ratelimiterevents`, `retryevents`, `bulkheadevents`, `timelimiterevents` | Resilience4j's event DTOs: `{"circuitBreakerEvents": [{"circuitBreakerName", "type", "creationTime": "2026-12-02T07:00:00.123Z", "stateTransition": "CLOSED_TO_OPEN", "durationInMs", "description"}]}`, `{"retryEvents": [{"retryName", "type", "creationTime", "numberOfAttempts", …}]}`, …; oldest first |
 //! | `GET /actuator/metrics`, `/actuator/metrics/{name}` | Actuator's metrics endpoint: `{"names"}`, and `{"name", "measurements", "availableTags"}` with `?tag=kind:failed` filters |
-//! | `GET /actuator/stream/events` | server-sent events: `registry` events as they happen, `instances` (every instance's state and metrics) on connection and when they change |
+//! | `GET /actuator/stream/events` | server-sent events: `registry` events as they happen (an instance's transition included, pushed at once), `instances` (every instance's state, health and metrics) on connection and when they change |
 //! | `GET /actuator/dashboard` | a live page of every instance (state, failure and slow rates, buffered and not-permitted calls, bulkhead and limiter headroom), updated from the event stream, with the management actions when they are enabled |
 //! | `GET /actuator/dashboard/instances` | `{"instances": […]}`, the page's snapshot: what the stream's `instances` event carries |
 //! | `GET /actuator/prometheus` (feature `prometheus`) | the Prometheus text format with Resilience4j's names, counters ending in `_total` |
@@ -44,12 +44,28 @@
 //! `allow-health-indicator-to-fail`) and taking part in it
 //! (`register-health-indicator`) can make readiness `OUT_OF_SERVICE`.
 //!
+//! # One health verdict
+//!
+//! `/actuator/health`, `/actuator/dashboard/instances` and the stream's
+//! `instances` show each instance's status from the registry's one verdict
+//! (`Registry::health`, the snapshot's `health`): an OPEN or FORCED_OPEN
+//! breaker not allowed to fail the summary is DEGRADED in all three.
+//!
+//! # Management is audited
+//!
+//! Every attempt at a state-changing endpoint, granted or refused (401,
+//! 403), is one log line (target `resil::management`, with the remote
+//! address when the server provides `ConnectInfo<SocketAddr>`, never a header
+//! or the token) and one count in
+//! [`Registry::management_requests`](resil_registry::Registry::management_requests).
+//!
 //! # Differences from Resilience4j's JSON
 //!
-//! Event `creationTime` is the registry clock's reading in milliseconds (not
-//! a wall-clock timestamp), an event carries a `description` instead of
-//! per-type fields, and events are the instance's recent ones as the
-//! registry records them (`RegistryBuilder::record_instance_events`).
+//! Events are the instance's history of notable events (transitions,
+//! resets: always kept, never evicted by per-call events) and, when the
+//! registry records them (`RegistryBuilder::record_instance_events`), its
+//! recent per-call events; each also carries `description`, the event in
+//! words. `errorMessage` is never set: events carry no error value.
 //! Instance lists of limiters, retries, bulkheads and time limiters are
 //! name lists, as in Resilience4j 1.x.
 
