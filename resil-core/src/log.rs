@@ -4,7 +4,11 @@
 //!   the caller's current span): a breaker opening or forced open is `WARN`,
 //!   half-opening, closing or any other change of mode is `INFO`, with the
 //!   fields `name`, `from`, `to`, `failure_rate`, `slow_call_rate`,
-//!   `buffered_calls` and `reason` (target `resil::circuit_breaker`).
+//!   `buffered_calls` and `reason` (target `resil::circuit_breaker`). The
+//!   line is written while the breaker decides the transition, under its
+//!   lock, so lines come in the order of the transitions: a subscriber that
+//!   blocks on a write delays only the calls that need that lock (a failure
+//!   while CLOSED, a probe), for the few transitions an outage makes.
 //! * **Refusals**, aggregated: a breaker refusing a call, a full bulkhead, a
 //!   rate limiter out of permits add at most one `INFO` line per instance per
 //!   [interval](set_refusal_log_interval) (10 s by default), such as
