@@ -17,7 +17,9 @@
 //! (`CircuitBreakerEvent` is `Event<CircuitBreakerEventKind>`, and so on).
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::marker::PhantomData;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -227,8 +229,14 @@ pub const DEFAULT_EVENT_CAPACITY: usize = 256;
 /// transitions that per-call events cannot evict).
 pub struct EventPublisher<T> {
     channel: OnceLock<Channel<T>>,
-    tap: OnceLock<NotableTap<T>>,
-    capacity: usize,
+    /// Null, or the tap, set once from `Box::into_raw` and freed by `Drop`.
+    /// One thin pointer: every primitive holds a publisher, and a
+    /// `OnceLock<NotableTap>` would take twice the space (a rate limiter
+    /// would grow by a cache line).
+    tap: AtomicPtr<NotableTap<T>>,
+    /// At most `u32::MAX`; a `u32` keeps the publisher small.
+    capacity: u32,
+    _owns_tap: PhantomData<NotableTap<T>>,
 }
 
 /// A synchronous observer of a publisher's notable events
@@ -247,8 +255,15 @@ impl<T: Clone + Send + 'static> EventPublisher<T> {
     pub const fn new(capacity: usize) -> Self {
         EventPublisher {
             channel: OnceLock::new(),
-            tap: OnceLock::new(),
-            capacity: if capacity == 0 { 1 } else { capacity },
+            tap: AtomicPtr::new(ptr::null_mut()),
+            _owns_tap: PhantomData,
+            capacity: if capacity == 0 {
+                1
+            } else if capacity > u32::MAX as usize {
+                u32::MAX
+            } else {
+                capacity as u32
+            },
         }
     }
 
@@ -284,7 +299,7 @@ impl<T: Clone + Send + 'static> EventPublisher<T> {
             .channel
             .get()
             .filter(|c| c.subscribers.load(Ordering::Relaxed) != 0);
-        let tap = self.tap.get();
+        let tap = self.tap();
         if channel.is_none() && tap.is_none() {
             return;
         }
@@ -304,14 +319,35 @@ impl<T: Clone + Send + 'static> EventPublisher<T> {
     /// holds its lock): it must be quick and must not call back into the
     /// primitive.
     pub fn tap_notable(&self, tap: impl Fn(&T) + Send + Sync + 'static) -> bool {
-        self.tap.set(Box::new(tap)).is_ok()
+        let tap: Box<NotableTap<T>> = Box::new(Box::new(tap));
+        let tap = Box::into_raw(tap);
+        match self
+            .tap
+            .compare_exchange(ptr::null_mut(), tap, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(_) => {
+                // SAFETY: `tap` came from `Box::into_raw` just above and was
+                // never shared.
+                drop(unsafe { Box::from_raw(tap) });
+                false
+            }
+        }
+    }
+
+    /// The tap, if one is set.
+    fn tap(&self) -> Option<&NotableTap<T>> {
+        let tap = self.tap.load(Ordering::Acquire);
+        // SAFETY: non-null only once set from `Box::into_raw`, never
+        // replaced, and freed only by `Drop`, which has `&mut self`.
+        unsafe { tap.as_ref() }
     }
 
     /// A new subscription that receives every event published from now on.
     /// The first one allocates the channel.
     pub fn subscribe(&self) -> EventStream<T> {
         let c = self.channel.get_or_init(|| Channel {
-            tx: broadcast::channel(self.capacity).0,
+            tx: broadcast::channel(self.capacity as usize).0,
             subscribers: Arc::new(AtomicUsize::new(0)),
         });
         c.subscribers.fetch_add(1, Ordering::Relaxed);
@@ -337,8 +373,19 @@ impl<T> fmt::Debug for EventPublisher<T> {
             .map_or(0, |c| c.subscribers.load(Ordering::Relaxed));
         f.debug_struct("EventPublisher")
             .field("subscribers", &subscribers)
-            .field("tapped", &self.tap.get().is_some())
+            .field("tapped", &!self.tap.load(Ordering::Relaxed).is_null())
             .finish()
+    }
+}
+
+impl<T> Drop for EventPublisher<T> {
+    fn drop(&mut self) {
+        let tap = std::mem::replace(self.tap.get_mut(), ptr::null_mut());
+        if !tap.is_null() {
+            // SAFETY: set once from `Box::into_raw`; `&mut self`: no reader
+            // is left, and it is freed exactly once, here.
+            drop(unsafe { Box::from_raw(tap) });
+        }
     }
 }
 

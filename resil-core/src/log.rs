@@ -52,15 +52,14 @@ pub fn refusal_log_interval() -> Duration {
     Duration::from_nanos(REFUSAL_LOG_INTERVAL_NANOS.load(Ordering::Relaxed))
 }
 
-/// `last` before the first line.
-const NEVER: u64 = u64::MAX;
-
-/// One instance's refusal tally: refusals since its last line, and when that
-/// line was written (clock nanos).
+/// One instance's refusal tally, in one word (8 bytes in every primitive
+/// that refuses): the high half is when the last line was written, in
+/// milliseconds of the clock plus one (0: never), wrapping every 49 days; the
+/// low half counts the refusals since (up to 4 294 967 295 within one
+/// interval).
 #[derive(Debug)]
 pub(crate) struct RefusalLog {
-    count: AtomicU64,
-    last: AtomicU64,
+    word: AtomicU64,
 }
 
 /// What a refusal's line says: how many calls were refused since the last
@@ -71,32 +70,57 @@ pub(crate) struct Report {
     pub(crate) since: Option<Duration>,
 }
 
+const COUNT: u64 = 0xFFFF_FFFF;
+
+/// A clock reading as the tally's stamp: milliseconds plus one, never 0.
+fn stamp(now_nanos: u64) -> u32 {
+    match ((now_nanos / 1_000_000) as u32).wrapping_add(1) {
+        0 => 1,
+        s => s,
+    }
+}
+
 impl RefusalLog {
     /// An empty tally.
     pub(crate) const fn new() -> RefusalLog {
         RefusalLog {
-            count: AtomicU64::new(0),
-            last: AtomicU64::new(NEVER),
+            word: AtomicU64::new(0),
         }
     }
 
-    /// Counts one refusal at `now` and returns the line to write when one is
-    /// due (the interval since the last line has passed, or there was none):
-    /// one caller per interval wins it, with every refusal counted since.
+    /// Counts one refusal at `now` (clock nanos) and returns the line to
+    /// write when one is due (the interval since the last line has passed,
+    /// or there was none): one caller per interval wins it, with every
+    /// refusal counted since.
     pub(crate) fn count(&self, now: u64, interval: u64) -> Option<Report> {
-        self.count.fetch_add(1, Ordering::Relaxed);
-        let last = self.last.load(Ordering::Relaxed);
-        if last != NEVER && now.saturating_sub(last) < interval {
+        let interval_ms = (interval / 1_000_000).max(1);
+        let prev = self.word.fetch_add(1, Ordering::Relaxed);
+        let last = (prev >> 32) as u32;
+        let now = stamp(now);
+        let since_ms = u64::from(now.wrapping_sub(last));
+        if last != 0 && since_ms < interval_ms {
             return None;
         }
-        self.last
-            .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
-            .ok()?;
-        let refused = self.count.swap(0, Ordering::AcqRel);
-        Some(Report {
-            refused,
-            since: (last != NEVER).then(|| Duration::from_nanos(now.saturating_sub(last))),
-        })
+        let mut current = prev.wrapping_add(1);
+        loop {
+            if (current >> 32) as u32 != last {
+                return None; // another refusal wrote the line
+            }
+            match self.word.compare_exchange_weak(
+                current,
+                u64::from(now) << 32,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    return Some(Report {
+                        refused: current & COUNT,
+                        since: (last != 0).then(|| Duration::from_millis(since_ms)),
+                    })
+                }
+                Err(actual) => current = actual,
+            }
+        }
     }
 
     /// Counts one refusal by `source` (`circuit breaker`, …) `name` and
@@ -114,6 +138,12 @@ impl RefusalLog {
         if let Some(report) = self.count(clock.now_nanos(), interval) {
             write(source, name, what, report);
         }
+    }
+
+    /// Refusals counted since the last line.
+    #[cfg(test)]
+    fn pending(&self) -> u64 {
+        self.word.load(Ordering::Relaxed) & COUNT
     }
 }
 
@@ -204,9 +234,9 @@ mod tests {
                 since: None
             }
         );
-        assert_eq!(lines[1].1.since, Some(Duration::from_nanos(10 * S + 1)));
+        assert_eq!(lines[1].1.since, Some(Duration::from_secs(10)));
         let reported: u64 = lines.iter().map(|(_, r)| r.refused).sum();
-        let pending = log.count.load(Ordering::Relaxed);
+        let pending = log.pending();
         assert_eq!(reported + pending, 35_001, "nothing lost, nothing twice");
     }
 
@@ -238,7 +268,7 @@ mod tests {
             }
         });
         assert_eq!(lines.load(Ordering::Relaxed), 1);
-        let total = counted.load(Ordering::Relaxed) + log.count.load(Ordering::Relaxed);
+        let total = counted.load(Ordering::Relaxed) + log.pending();
         assert_eq!(total, 100_000);
     }
 
