@@ -31,6 +31,11 @@ const FALLBACK_CALLS: Family = Family::new(
     "Results of a protected fn's fallbacks: degraded answers by the cause they handled, and fallbacks that failed (kind)",
 );
 
+const MANAGEMENT_REQUESTS: Family = Family::new(
+    "resil_management_requests",
+    "Attempts to change an instance through a management endpoint, by how they were answered (outcome): granted, or refused with 401 or 403",
+);
+
 const REFUSED_INSTANCES: Family = Family::new(
     "resil_registry_refused_instances",
     "Instances the registry refused to create because their kind reached max-instances-per-kind",
@@ -73,6 +78,13 @@ pub(crate) fn samples(registry: &Registry) -> Vec<Sample> {
         });
     }
     registry.inner.layers.samples(&mut out);
+    let management = registry.management_requests();
+    for outcome in crate::audit::ManagementOutcome::ALL {
+        out.push(Sample {
+            labels: vec![("outcome", outcome.as_str().to_owned())],
+            metric: Metric::counter(MANAGEMENT_REQUESTS, None, management.count(outcome)),
+        });
+    }
     for kind in Kind::ALL {
         out.push(Sample {
             labels: vec![("kind", kind.as_str().to_owned())],
