@@ -258,10 +258,12 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         TokenStream::new()
     };
     let out = mixed("__resil_out");
+    let (trace, span, end) = call_trace(&krate, &plan.layers, &all, &out);
     let run = if is_async {
-        quote!(let #out = { #top_rebind #expr }.await;)
+        quote!(let #out = #p::in_span(&#span, { #top_rebind #expr }).await;)
     } else {
-        quote!(let #out = { #top_rebind #expr };)
+        let entered = mixed("__resil_entered");
+        quote!(let #out = { let #entered = #span.enter(); #top_rebind #expr };)
     };
 
     let ret_span = ret.span();
@@ -312,7 +314,9 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         #result_check
         #pool_args
         #sites
+        #trace
         #run
+        #end
         #finish
     };
 
@@ -340,6 +344,85 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         #(#attrs)*
         #vis #sig #group
     }
+}
+
+/// The call's `resil.call` span: the site's `static CallTrace` (instance,
+/// aspects outermost first, each aspect's instance name), the span made
+/// from it (with the breaker's state when there is a breaker), and the
+/// statement that gives it the outcome. The outcome's own error is named
+/// through its type (which needs `E: 'static`) when a primitive of the
+/// stack already requires that; a stack of bulkheads and a time limiter
+/// only may return a borrowing error, named by its type's path.
+fn call_trace(
+    krate: &TokenStream,
+    layers: &[Layer],
+    handles: &Ident,
+    out: &Ident,
+) -> (TokenStream, Ident, TokenStream) {
+    let p = private(krate);
+    let instance = layers.first().map(|l| l.name.as_str()).unwrap_or_default();
+    let aspects = layers
+        .iter()
+        .map(|l| l.aspect.name())
+        .collect::<Vec<_>>()
+        .join(",");
+    let name_of = |aspect: Aspect| match layers.iter().find(|l| l.aspect == aspect) {
+        Some(l) => {
+            let name = &l.name;
+            quote!(::core::option::Option::Some(#name))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let retry = name_of(Aspect::Retry);
+    let hedging = name_of(Aspect::Hedge);
+    let circuit_breaker = name_of(Aspect::CircuitBreaker);
+    let rate_limiter = name_of(Aspect::RateLimiter);
+    let time_limiter = name_of(Aspect::TimeLimiter);
+    let bulkhead = name_of(Aspect::Bulkhead);
+    let chaos = name_of(Aspect::Chaos);
+    let breaker = match layers
+        .iter()
+        .position(|l| l.aspect == Aspect::CircuitBreaker)
+    {
+        Some(i) => {
+            let index = syn::Index::from(i);
+            quote!(::core::option::Option::Some(&#handles.#index))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let trace = mixed("__RESIL_TRACE");
+    let span = mixed("__resil_span");
+    let statics = quote! {
+        static #trace: #p::CallTrace = #p::CallTrace {
+            instance: #instance,
+            aspects: #aspects,
+            retry: #retry,
+            hedging: #hedging,
+            circuit_breaker: #circuit_breaker,
+            rate_limiter: #rate_limiter,
+            time_limiter: #time_limiter,
+            bulkhead: #bulkhead,
+            chaos: #chaos,
+        };
+        let #span = #p::call_span(&#trace, #breaker);
+    };
+    let needs_static = layers.iter().any(|l| {
+        l.thread_pool
+            || matches!(
+                l.aspect,
+                Aspect::Retry
+                    | Aspect::Hedge
+                    | Aspect::CircuitBreaker
+                    | Aspect::RateLimiter
+                    | Aspect::Chaos
+            )
+    });
+    let end = if needs_static {
+        quote!(#p::end_call(&#span, &#trace, &#out);)
+    } else {
+        quote!(#p::end_call_borrowed(&#span, &#trace, &#out);)
+    };
+    (statics, span, end)
 }
 
 /// `E` in `Result<T, E>` as written (any path ending in `Result` with two
