@@ -188,3 +188,83 @@ async fn a_call_an_open_breaker_refuses_carries_the_refusal_event_and_its_error_
         "no retry, no attempt span"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_tower_layer_labels_a_503_a_connect_failure_and_a_refusal_apart() {
+    use resil::Registry;
+    use resil_web::http::{HttpClassifier, HttpError};
+    use resil_web::tower::ResilienceLayer;
+    use tower::{service_fn, Layer, ServiceExt};
+
+    let registry = Registry::new();
+    registry
+        .configure_rate_limiter("traces-tower", |b| {
+            b.limit_for_period(2)
+                .limit_refresh_period(Duration::from_secs(60))
+                .timeout_duration(Duration::ZERO)
+        })
+        .unwrap();
+    let layer = ResilienceLayer::builder(&registry, "traces-tower")
+        .circuit_breaker()
+        .rate_limiter()
+        .classify(HttpClassifier::default())
+        .build();
+    let (exporter, _provider, _guard) = otel();
+    let answers = std::sync::Mutex::new(0u32);
+    let svc = layer.layer(service_fn(|_: ()| {
+        let n = {
+            let mut a = answers.lock().unwrap();
+            *a += 1;
+            *a
+        };
+        async move {
+            match n {
+                1 => Ok(http::Response::builder().status(503).body(()).unwrap()),
+                _ => Err(HttpError::transport(std::io::Error::from(
+                    std::io::ErrorKind::ConnectionRefused,
+                ))),
+            }
+        }
+    }));
+    let answered = svc.clone().oneshot(()).await.unwrap();
+    assert_eq!(answered.status(), 503);
+    svc.clone().oneshot(()).await.unwrap_err();
+    let refused = svc.oneshot(()).await.unwrap_err();
+    assert_eq!(refused.kind(), resil::ErrorKind::RequestNotPermitted);
+
+    let spans = exporter.get_finished_spans().unwrap();
+    let calls: Vec<&SpanData> = spans.iter().filter(|s| s.name == "resil.call").collect();
+    assert_eq!(calls.len(), 3, "one span a request: {spans:#?}");
+    let seen: Vec<(Option<String>, Option<String>)> = calls
+        .iter()
+        .map(|s| (attr(s, "error.type"), attr(s, "ratelimiter.result")))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Some("503".into()), Some("permitted".into())),
+            (Some("connect".into()), Some("permitted".into())),
+            (
+                Some("request_not_permitted".into()),
+                Some("rejected".into())
+            ),
+        ]
+    );
+    for call in &calls {
+        assert_eq!(
+            attr(call, "resil.instance").as_deref(),
+            Some("traces-tower")
+        );
+        assert_eq!(
+            attr(call, "resil.aspects").as_deref(),
+            Some("circuit_breaker,rate_limiter")
+        );
+        assert_eq!(
+            attr(call, "circuitbreaker.state").as_deref(),
+            Some("CLOSED")
+        );
+    }
+    let refusal = &calls[2].events;
+    assert_eq!(refusal.len(), 1);
+    assert_eq!(refusal.iter().next().unwrap().name, "request not permitted");
+}

@@ -319,6 +319,7 @@ impl HttpClassifierBuilder {
 
     /// The classifier.
     pub fn build(self) -> HttpClassifier {
+        super::error::register_error_type();
         let record = match (self.record, self.success) {
             (Some(record), _) => record,
             (None, Some(_)) => StatusSet::new(),
