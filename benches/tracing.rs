@@ -6,10 +6,12 @@
 //! * `no spans`: the primitives composed by hand, the retry's loop without
 //!   its attempt span (`call_*nested_without_spans`, the same loop);
 //! * `spans`: the same composition with every span a protected call makes:
-//!   the `resil.call` span as the expansion makes it (`__private::call_span`,
-//!   polled inside it, `end_call`) and the retry's `resil.attempt` span;
+//!   the `resil.call` span as the expansion makes it (the stack run through
+//!   `__private::traced_call` / `traced_async`) and the retry's
+//!   `resil.attempt` span;
 //! * `annotated`: the attribute macros' expansion (spans included).
 //!
+//! A fourth group puts the `resil.call` span alone around the bare call.
 //! After criterion's figures, an interleaved comparison prints the median
 //! difference per call and ratio of `spans` over `no spans`, and the
 //! counting allocator prints allocations per call (zero for all three).
@@ -27,7 +29,7 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use resil::__private::{call_span, end_call, in_span, CallTrace};
+use resil::__private::{traced_async, traced_call, CallTrace};
 use resil::{registry, Error, Rejection};
 
 mod support;
@@ -145,13 +147,11 @@ fn sync_stack(c: &mut Criterion) {
         (
             "spans",
             Box::new(|x| {
-                let span = call_span(&TRACE, Some(&breaker_handle));
-                let out = {
-                    let _entered = span.enter();
+                traced_call(&TRACE, Some(&breaker_handle), || {
                     retry.call_nested(|| breaker.call_nested(|| bulkhead.call(|| op(x))))
-                };
-                end_call(&span, &TRACE, &out);
-                out.map_err(fn_error).unwrap()
+                })
+                .map_err(fn_error)
+                .unwrap()
             }),
         ),
         ("annotated", Box::new(|x| annotated(x).unwrap())),
@@ -179,18 +179,13 @@ fn async_stack(c: &mut Criterion) {
         (
             "spans",
             Box::new(|x| {
-                ready(async move {
-                    let span = call_span(&TRACE, Some(breaker_handle));
-                    let out = in_span(
-                        &span,
-                        retry.call_async_nested(|| {
-                            breaker.call_async_nested(bulkhead.call_async(op_async(x)))
-                        }),
-                    )
-                    .await;
-                    end_call(&span, &TRACE, &out);
-                    out
-                })
+                ready(traced_async(
+                    &TRACE,
+                    Some(breaker_handle),
+                    retry.call_async_nested(|| {
+                        breaker.call_async_nested(bulkhead.call_async(op_async(x)))
+                    }),
+                ))
                 .map_err(fn_error)
                 .unwrap()
             }),
@@ -201,6 +196,54 @@ fn async_stack(c: &mut Criterion) {
         ),
     ];
     bench_group(c, "tracing off: retry+breaker+bulkhead, async", &contenders);
+}
+
+/// The `resil.call` span alone around the bare call, sync and async.
+fn one_span(c: &mut Criterion) {
+    let contenders: Vec<Contender<'_>> = vec![
+        (
+            "bare",
+            Box::new(|x| op(x).map_err(Error::Call).map_err(fn_error).unwrap()),
+        ),
+        (
+            "in the call's span",
+            Box::new(|x| {
+                traced_call(&TRACE, None, || op(x).map_err(Error::Call))
+                    .map_err(fn_error)
+                    .unwrap()
+            }),
+        ),
+    ];
+    bench_group(
+        c,
+        "tracing off: one span around the bare call, sync",
+        &contenders,
+    );
+    let contenders: Vec<Contender<'_>> = vec![
+        (
+            "bare",
+            Box::new(|x| {
+                ready(async move { op_async(x).await.map_err(Error::Call) })
+                    .map_err(fn_error)
+                    .unwrap()
+            }),
+        ),
+        (
+            "in the call's span",
+            Box::new(|x| {
+                ready(traced_async(&TRACE, None, async move {
+                    op_async(x).await.map_err(Error::Call)
+                }))
+                .map_err(fn_error)
+                .unwrap()
+            }),
+        ),
+    ];
+    bench_group(
+        c,
+        "tracing off: one span around the bare call, async",
+        &contenders,
+    );
 }
 
 /// `b` against `a`, robust to a busy machine: rounds of a few thousand
@@ -246,6 +289,6 @@ fn interleaved(group: &str, a: &Contender<'_>, b: &Contender<'_>) {
 criterion_group! {
     name = benches;
     config = support::criterion();
-    targets = sync_stack, async_stack
+    targets = one_span, sync_stack, async_stack
 }
 criterion_main!(benches);

@@ -268,3 +268,47 @@ async fn the_tower_layer_labels_a_503_a_connect_failure_and_a_refusal_apart() {
     assert_eq!(refusal.len(), 1);
     assert_eq!(refusal.iter().next().unwrap().name, "request not permitted");
 }
+
+static HEDGED_RUNS: AtomicU32 = AtomicU32::new(0);
+
+#[resil::hedge(name = "traces-hedge")]
+async fn hedged_price(sku: &str) -> Result<String, PriceError> {
+    // The primary fails at once: a hedge starts without waiting.
+    match HEDGED_RUNS.fetch_add(1, Ordering::SeqCst) {
+        0 => Err(PriceError::Status(503)),
+        _ => Ok(format!("{sku}: 42")),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hedged_call_has_a_span_for_the_primary_and_one_for_the_hedge() {
+    let (exporter, _provider, _guard) = otel();
+    assert_eq!(hedged_price("sku-3").await, Ok("sku-3: 42".to_owned()));
+
+    let spans = exporter.get_finished_spans().unwrap();
+    let call = spans
+        .iter()
+        .find(|s| s.name == "resil.call")
+        .expect("the call's span");
+    assert_eq!(attr(call, "hedging.name").as_deref(), Some("traces-hedge"));
+    let mut attempts: Vec<(Option<String>, Option<String>, Option<String>)> = spans
+        .iter()
+        .filter(|s| s.name == "resil.attempt")
+        .inspect(|s| assert_eq!(s.parent_span_id, call.span_context.span_id()))
+        .map(|s| {
+            (
+                attr(s, "hedging.attempt"),
+                attr(s, "hedging.primary"),
+                attr(s, "error.type"),
+            )
+        })
+        .collect();
+    attempts.sort();
+    assert_eq!(
+        attempts,
+        [
+            (Some("1".into()), Some("true".into()), Some("503".into())),
+            (Some("2".into()), Some("false".into()), None),
+        ]
+    );
+}

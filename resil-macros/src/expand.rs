@@ -258,12 +258,11 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         TokenStream::new()
     };
     let out = mixed("__resil_out");
-    let (trace, span, end) = call_trace(&krate, &plan.layers, &all, &out);
+    let (trace, traced, args) = call_trace(&krate, &plan.layers, &all, is_async);
     let run = if is_async {
-        quote!(let #out = #p::in_span(&#span, { #top_rebind #expr }).await;)
+        quote!(let #out = #traced(#args, { #top_rebind #expr }).await;)
     } else {
-        let entered = mixed("__resil_entered");
-        quote!(let #out = { let #entered = #span.enter(); #top_rebind #expr };)
+        quote!(let #out = #traced(#args, || { #top_rebind #expr });)
     };
 
     let ret_span = ret.span();
@@ -316,7 +315,6 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         #sites
         #trace
         #run
-        #end
         #finish
     };
 
@@ -347,18 +345,16 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
 }
 
 /// The call's `resil.call` span: the site's `static CallTrace` (instance,
-/// aspects outermost first, each aspect's instance name), the span made
-/// from it (with the breaker's state when there is a breaker), and the
-/// statement that gives it the outcome. The outcome's own error is named
-/// through its type (which needs `E: 'static`) when a primitive of the
-/// stack already requires that; a stack of bulkheads and a time limiter
-/// only may return a borrowing error, named by its type's path.
+/// aspects outermost first, each aspect's instance name), and the call of
+/// `__private::traced_*` the stack runs through and its first arguments
+/// (the trace and the breaker's handle, for its state; the stack's closure
+/// or future comes last).
 fn call_trace(
     krate: &TokenStream,
     layers: &[Layer],
     handles: &Ident,
-    out: &Ident,
-) -> (TokenStream, Ident, TokenStream) {
+    is_async: bool,
+) -> (TokenStream, TokenStream, TokenStream) {
     let p = private(krate);
     let instance = layers.first().map(|l| l.name.as_str()).unwrap_or_default();
     let aspects = layers
@@ -391,7 +387,6 @@ fn call_trace(
         None => quote!(::core::option::Option::None),
     };
     let trace = mixed("__RESIL_TRACE");
-    let span = mixed("__resil_span");
     let statics = quote! {
         static #trace: #p::CallTrace = #p::CallTrace {
             instance: #instance,
@@ -404,25 +399,14 @@ fn call_trace(
             bulkhead: #bulkhead,
             chaos: #chaos,
         };
-        let #span = #p::call_span(&#trace, #breaker);
     };
-    let needs_static = layers.iter().any(|l| {
-        l.thread_pool
-            || matches!(
-                l.aspect,
-                Aspect::Retry
-                    | Aspect::Hedge
-                    | Aspect::CircuitBreaker
-                    | Aspect::RateLimiter
-                    | Aspect::Chaos
-            )
-    });
-    let end = if needs_static {
-        quote!(#p::end_call(&#span, &#trace, &#out);)
+    let f = if is_async {
+        "traced_async"
     } else {
-        quote!(#p::end_call_borrowed(&#span, &#trace, &#out);)
+        "traced_call"
     };
-    (statics, span, end)
+    let f = Ident::new(f, Span::call_site());
+    (statics, quote!(#p::#f), quote!(&#trace, #breaker))
 }
 
 /// `E` in `Result<T, E>` as written (any path ending in `Result` with two

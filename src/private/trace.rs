@@ -2,12 +2,24 @@
 //! from the site's [`CallTrace`] (a `static`), entered while the stack runs
 //! (on every poll of an async fn's stack), and given the call's outcome at
 //! the end. One `tracing` callsite for every protected fn, at INFO: with no
-//! subscriber interested a call pays its interest check (one relaxed load)
-//! and carries a disabled span; nothing is recorded or allocated.
+//! subscriber interested a call pays `tracing`'s level check (one relaxed
+//! load); nothing is recorded or allocated.
+//!
+//! Every operation on an enabled span runs out of line (`LeanSpan`), and
+//! the outcome is read inline by value (its error's kind) before anything
+//! is recorded (see [`outcome`]), so a disabled span leaves the protected
+//! call's code as it was. An async call's future carries the span and
+//! records the outcome as it completes.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use pin_project_lite::pin_project;
 
 use resil_core::circuit_breaker::CircuitBreaker;
-pub use resil_core::trace::in_span;
-use resil_core::trace::{error_type, refused, TARGET};
+pub use resil_core::trace::LeanSpan;
+use resil_core::trace::{info_enabled, refused_by, TARGET};
 use resil_core::{Error, ErrorKind};
 use resil_registry::Handle;
 use tracing::field::Empty;
@@ -39,7 +51,20 @@ pub struct CallTrace {
 /// The call's span; with a breaker in the stack, its state as the call
 /// begins (read only when the span is enabled).
 #[inline(always)]
-pub fn call_span(trace: &'static CallTrace, breaker: Option<&Handle<CircuitBreaker>>) -> Span {
+pub fn call_span(trace: &'static CallTrace, breaker: Option<&Handle<CircuitBreaker>>) -> LeanSpan {
+    if info_enabled() {
+        LeanSpan::new(enabled_call_span(trace, breaker))
+    } else {
+        LeanSpan::none()
+    }
+}
+
+/// [`call_span`] past `tracing`'s level check: the callsite's interest
+/// check, and the span when a subscriber wants it (out of line, so the
+/// protected call's own code stays small enough to inline).
+#[cold]
+#[inline(never)]
+fn enabled_call_span(trace: &'static CallTrace, breaker: Option<&Handle<CircuitBreaker>>) -> Span {
     let span = tracing::info_span!(
         target: TARGET,
         "resil.call",
@@ -65,45 +90,92 @@ pub fn call_span(trace: &'static CallTrace, breaker: Option<&Handle<CircuitBreak
     span
 }
 
+/// Runs a sync stack inside the call's span, which then gets the outcome.
+#[inline(always)]
+pub fn traced_call<T, E>(
+    trace: &'static CallTrace,
+    breaker: Option<&Handle<CircuitBreaker>>,
+    stack: impl FnOnce() -> Result<T, Error<E>>,
+) -> Result<T, Error<E>> {
+    let span = call_span(trace, breaker);
+    let out = span.in_scope(stack);
+    if !span.is_disabled() {
+        ended::<E>(span.span(), trace, breaker, outcome(&out));
+    }
+    out
+}
+
+/// What the span records of an outcome, read inline by value: the error's
+/// kind, if any. (The outcome itself is never handed to a function that is
+/// not inlined: a reference to it, even one taken only when the span is
+/// enabled, keeps it in memory on every call, and reading it back stalled
+/// on store forwarding, 10 ns a call in `benches/tracing.rs`. So a call's
+/// own error is labelled by its type's path here; the label of its value,
+/// a status or `connect`, is on the attempts' spans and the tower layer's.)
+#[inline(always)]
+fn outcome<T, E>(out: &Result<T, Error<E>>) -> Option<ErrorKind> {
+    match out {
+        Ok(_) => None,
+        Err(e) => Some(e.kind()),
+    }
+}
+
+pin_project! {
+    /// An async stack polled inside its call's span, which gets the outcome
+    /// as the stack completes.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Traced<'b, F> {
+        span: LeanSpan,
+        trace: &'static CallTrace,
+        breaker: Option<&'b Handle<CircuitBreaker>>,
+        #[pin]
+        fut: F,
+    }
+}
+
+/// An async stack inside the call's span (see [`traced_call`]).
+#[inline(always)]
+pub fn traced_async<'b, F>(
+    trace: &'static CallTrace,
+    breaker: Option<&'b Handle<CircuitBreaker>>,
+    fut: F,
+) -> Traced<'b, F> {
+    Traced {
+        span: call_span(trace, breaker),
+        trace,
+        breaker,
+        fut,
+    }
+}
+
+impl<F, T, E> Future for Traced<'_, F>
+where
+    F: Future<Output = Result<T, Error<E>>>,
+{
+    type Output = Result<T, Error<E>>;
+
+    #[inline(always)]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let out = ready!(this.span.in_scope(|| this.fut.poll(cx)));
+        if !this.span.is_disabled() {
+            ended::<E>(this.span.span(), this.trace, *this.breaker, outcome(&out));
+        }
+        Poll::Ready(out)
+    }
+}
+
 /// Gives the span the call's outcome: `error.type`, `ratelimiter.result`,
 /// `timeout.occurred`, and the refusal event when no retry or hedge inside
 /// already put it on an attempt's span.
-#[inline(always)]
-pub fn end_call<T, E: 'static>(span: &Span, trace: &'static CallTrace, out: &Result<T, Error<E>>) {
-    if !span.is_disabled() {
-        ended(span, trace, out, |error| {
-            error_type(error, |l| {
-                span.record("error.type", l);
-            })
-        });
-    }
-}
-
-/// [`end_call`] for a stack whose error type may borrow (only bulkheads and
-/// a time limiter): the call's own error is named by its type.
-#[inline(always)]
-pub fn end_call_borrowed<T, E>(span: &Span, trace: &'static CallTrace, out: &Result<T, Error<E>>) {
-    if !span.is_disabled() {
-        ended(span, trace, out, |error| match error {
-            Error::Call(_) => {
-                span.record("error.type", std::any::type_name::<E>());
-            }
-            refusal => {
-                span.record("error.type", refusal.kind().as_str());
-            }
-        });
-    }
-}
-
 #[cold]
 #[inline(never)]
-fn ended<T, E>(
+fn ended<E>(
     span: &Span,
     trace: &'static CallTrace,
-    out: &Result<T, Error<E>>,
-    name: impl FnOnce(&Error<E>),
+    breaker: Option<&Handle<CircuitBreaker>>,
+    kind: Option<ErrorKind>,
 ) {
-    let kind = out.as_ref().err().map(Error::kind);
     if trace.rate_limiter.is_some() {
         let limited = kind == Some(ErrorKind::RequestNotPermitted);
         span.record(
@@ -114,18 +186,31 @@ fn ended<T, E>(
     if trace.time_limiter.is_some() {
         span.record("timeout.occurred", kind == Some(ErrorKind::Timeout));
     }
-    let Err(error) = out else { return };
-    name(error);
+    let Some(kind) = kind else { return };
+    let label = match kind {
+        ErrorKind::Call => std::any::type_name::<E>(),
+        refusal => refusal.as_str(),
+    };
+    span.record("error.type", label);
     // A retry or a hedge put an attempt's refusal on the attempt's span;
     // what is left for the call's is the retry's own.
     let attempts = trace.retry.is_some() || trace.hedging.is_some();
     let own = matches!(
-        error.kind(),
+        kind,
         ErrorKind::RetryBudgetExhausted
             | ErrorKind::MaxRetriesExceeded
             | ErrorKind::DeadlineExceeded
     );
-    if !attempts || own {
-        span.in_scope(|| refused(error));
+    if kind.is_rejection() && (!attempts || own) {
+        let (name, state) = match kind {
+            ErrorKind::CallNotPermitted => {
+                (trace.circuit_breaker, breaker.map(|b| b.get().state()))
+            }
+            ErrorKind::BulkheadFull => (trace.bulkhead, None),
+            ErrorKind::RequestNotPermitted => (trace.rate_limiter, None),
+            ErrorKind::Timeout => (trace.time_limiter, None),
+            _ => (trace.retry.or(trace.hedging), None),
+        };
+        span.in_scope(|| refused_by(kind, name.unwrap_or(trace.instance), state));
     }
 }

@@ -49,9 +49,9 @@ pin_project! {
         #[pin]
         primary: Option<Fut>,
         // The primary's `resil.attempt` span (disabled: nothing to do).
-        primary_span: tracing::Span,
+        primary_span: trace::LeanSpan,
         // Each hedge with its number and its span.
-        hedges: Vec<(u32, tracing::Span, Pin<Box<Fut>>)>,
+        hedges: Vec<(u32, trace::LeanSpan, Pin<Box<Fut>>)>,
         timer: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
         // Attempts started so far, the first included.
         started: u32,
@@ -74,7 +74,7 @@ where
             classify,
             exit: Some(exit),
             primary: None,
-            primary_span: tracing::Span::none(),
+            primary_span: trace::LeanSpan::none(),
             hedges: Vec::new(),
             timer: None,
             started: 0,
@@ -87,9 +87,9 @@ where
 /// Records a failed attempt on its (enabled) span.
 #[cold]
 #[inline(never)]
-fn traced<T, R>(span: &tracing::Span, out: &Result<T, R>, classify: impl Fn(&R) -> &dyn Any) {
+fn traced<T, R>(span: &trace::LeanSpan, out: &Result<T, R>, classify: impl Fn(&R) -> &dyn Any) {
     if let Err(error) = out {
-        trace::attempt_failed_any(span, classify(error), std::any::type_name::<R>());
+        trace::attempt_failed_any(span.span(), classify(error), std::any::type_name::<R>());
     }
 }
 

@@ -407,11 +407,11 @@ impl Retry {
 /// The span of an attempt about to begin; `TRACED = false` (the bench's
 /// contender without spans) makes none.
 #[inline(always)]
-fn attempt_span<const TRACED: bool>(retry: &Inner, attempt: u32) -> tracing::Span {
+fn attempt_span<const TRACED: bool>(retry: &Inner, attempt: u32) -> trace::LeanSpan {
     if TRACED {
         trace::retry_attempt(&retry.name, attempt)
     } else {
-        tracing::Span::none()
+        trace::LeanSpan::none()
     }
 }
 
@@ -420,14 +420,16 @@ fn attempt_span<const TRACED: bool>(retry: &Inner, attempt: u32) -> tracing::Spa
 #[cold]
 #[inline(never)]
 fn traced<'c, T, R>(
-    span: &tracing::Span,
+    span: &trace::LeanSpan,
     outcome: &'c Result<T, R>,
     class: &impl Fn(&'c R) -> Class<'c>,
 ) {
     match outcome.as_ref().map_err(class) {
         Ok(_) => {}
-        Err(Class::Call(error, type_name)) => trace::attempt_failed(span, error, type_name),
-        Err(Class::Rejection(kind, rejection)) => trace::attempt_refused(span, kind, rejection),
+        Err(Class::Call(error, type_name)) => trace::attempt_failed(span.span(), error, type_name),
+        Err(Class::Rejection(kind, rejection)) => {
+            trace::attempt_refused(span.span(), kind, rejection)
+        }
     }
 }
 

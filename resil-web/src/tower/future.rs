@@ -20,10 +20,10 @@ use resil_core::bulkhead::{AcquirePermission, BulkheadPermit};
 use resil_core::circuit_breaker::Permit;
 use resil_core::cold_box::ColdBox;
 use resil_core::time_limiter::Watch;
+use resil_core::trace::LeanSpan as Span;
 use resil_core::Error;
 use tokio::time::Sleep;
 use tower_service::Service;
-use tracing::Span;
 
 use super::classify::{Classify, Verdict};
 use super::respond::{Refusal, Respond};
@@ -268,7 +268,10 @@ where
                                 record_response(&shared.classify, permit, &response);
                             }
                             if !span.is_disabled() {
-                                trace::responded(span, shared, &response);
+                                // By value: a reference would keep the
+                                // response in memory on every request.
+                                let response = trace::responded(span.span(), shared, response);
+                                return Poll::Ready(Ok(response));
                             }
                             return Poll::Ready(Ok(response));
                         }
@@ -318,9 +321,11 @@ where
         if let Some(permit) = this.permit.take() {
             record(&shared.classify, permit, &out);
         }
-        if !span.is_disabled() {
-            trace::ended(span, shared, &out);
-        }
+        let out = if span.is_disabled() {
+            out
+        } else {
+            trace::ended(span.span(), shared, out)
+        };
         Poll::Ready(finish(shared, out))
     }
 }

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use resil_core::trace::{error_type, refused, TARGET};
+use resil_core::trace::{error_type, info_enabled, refused, LeanSpan, TARGET};
 use resil_core::{Error, ErrorKind};
 use resil_options::Aspect;
 use tracing::field::Empty;
@@ -38,7 +38,19 @@ impl<C, R> fmt::Display for Aspects<'_, C, R> {
 
 /// The request's span, with the breaker's state as it begins.
 #[inline(always)]
-pub(crate) fn call_span<C, R>(shared: &'static Shared<C, R>) -> Span {
+pub(crate) fn call_span<C, R>(shared: &'static Shared<C, R>) -> LeanSpan {
+    if info_enabled() {
+        LeanSpan::new(enabled_call_span(shared))
+    } else {
+        LeanSpan::none()
+    }
+}
+
+/// [`call_span`] past `tracing`'s level check (out of line: the request's
+/// path stays small).
+#[cold]
+#[inline(never)]
+fn enabled_call_span<C, R>(shared: &'static Shared<C, R>) -> Span {
     let name = |aspect: Aspect| shared.applies(aspect).then_some(shared.name.as_str());
     let span = tracing::info_span!(
         target: TARGET,
@@ -64,36 +76,42 @@ pub(crate) fn call_span<C, R>(shared: &'static Shared<C, R>) -> Span {
 
 /// A response went out: `error.type` when the classifier does not count it
 /// a success (the HTTP status for [`HttpClassifier`](crate::http::HttpClassifier)).
+/// The response passes through by value (see `ended`).
 #[cold]
 #[inline(never)]
 pub(crate) fn responded<Res, E, C: Classify<Res, E>, R>(
     span: &Span,
     shared: &'static Shared<C, R>,
-    response: &Res,
-) {
+    response: Res,
+) -> Res {
     limits(span, shared, None);
-    shared.classify.error_type(response, &mut |l| {
+    shared.classify.error_type(&response, &mut |l| {
         span.record("error.type", l);
     });
+    response
 }
 
 /// The request ended without a response from the inner service's future,
-/// or with its error: `error.type`, and the refusal event.
+/// or with its error: `error.type`, and the refusal event. The outcome
+/// passes through by value: a reference taken even only here would keep it
+/// in memory on every request.
 #[cold]
 #[inline(never)]
 pub(crate) fn ended<Res, E: 'static, C, R>(
     span: &Span,
     shared: &'static Shared<C, R>,
-    out: &Result<Res, Error<E>>,
-) {
-    let Err(error) = out else {
-        return limits(span, shared, None);
+    out: Result<Res, Error<E>>,
+) -> Result<Res, Error<E>> {
+    let Err(error) = &out else {
+        limits(span, shared, None);
+        return out;
     };
     limits(span, shared, Some(error.kind()));
     error_type(error, |l| {
         span.record("error.type", l);
     });
     span.in_scope(|| refused(error));
+    out
 }
 
 /// `ratelimiter.result` and `timeout.occurred`, for the layer's aspects.
