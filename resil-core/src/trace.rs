@@ -19,7 +19,8 @@
 //!
 //! The `resil.call` span around a whole protected call is made by the
 //! attribute macros' expansion (the `resil` facade) and the tower layer
-//! (`resil-web`); they use [`error_type`] and [`refused`] from here.
+//! (`resil-web`); they use [`LeanSpan`], [`error_type`], [`refused`] and
+//! [`refused_by`] from here.
 //!
 //! # `error.type`
 //!
@@ -60,6 +61,10 @@ pub const TARGET: &str = "resil";
 /// status code needs no allocation).
 type Namer = Box<dyn Fn(&dyn Any, &mut dyn FnMut(&str)) + Send + Sync>;
 
+/// What [`register_error_type`] is given for an error type `E`: hands a
+/// value's label to the callback.
+pub type NameError<E> = fn(&E, &mut dyn FnMut(&str));
+
 /// The namers [`register_error_type`] installed, by error type. Read only
 /// when an enabled span records a failure.
 static NAMERS: RwLock<Vec<(TypeId, Namer)>> = RwLock::new(Vec::new());
@@ -81,7 +86,7 @@ static NAMERS: RwLock<Vec<(TypeId, Namer)>> = RwLock::new(Vec::new());
 /// error_type_of(&PriceError::Rejected(503), |l| seen = l.to_owned());
 /// assert_eq!(seen, "503");
 /// ```
-pub fn register_error_type<E: 'static>(name: fn(&E, &mut dyn FnMut(&str))) {
+pub fn register_error_type<E: 'static>(name: NameError<E>) {
     let erased: Namer = Box::new(move |any, label| {
         if let Some(error) = any.downcast_ref::<E>() {
             name(error, label);
