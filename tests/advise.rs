@@ -302,3 +302,30 @@ fn bad_arguments_name_the_flag_and_the_allowed_form() {
         matches!(example::run(&missing), Err(example::Failure::File(e)) if e.starts_with("no-such.yaml: "))
     );
 }
+
+// Reproduces issue 27 (item 5): a typo under `resil.http` passed the check.
+#[test]
+fn a_resil_http_typo_is_a_file_the_advisor_cannot_load() {
+    let file = data("resil_http_typo.yaml");
+    let args = vec![
+        file.clone(),
+        "--qps".into(),
+        "200".into(),
+        "--p50".into(),
+        "40ms".into(),
+        "--p99".into(),
+        "120ms".into(),
+    ];
+    let Err(example::Failure::File(e)) = example::run(&args) else {
+        panic!("the file must not load");
+    };
+    assert!(
+        e.ends_with(
+            "resil_http_typo.yaml, line 12: unknown key \
+             `resil.http.instances.inventory.ignore-statuses`; did you mean `ignore-status`? \
+             (the keys of an HTTP classifier: `record-status`, `ignore-status`, \
+             `success-status`, `retry-after-status`)"
+        ),
+        "{e}"
+    );
+}

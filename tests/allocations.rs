@@ -482,6 +482,12 @@ fn footprint<T>(make: impl FnOnce() -> T) -> (T, usize) {
 
 const KB: usize = 1024;
 
+/// What a breaker keeps beyond its kilobyte since issue 27: its cumulative
+/// call timers and refusals, on five per-thread cache lines (320 B), their
+/// decaying maxima (56 B) and the histogram's pointer, in an `Arc` shared
+/// across reloads (16 B).
+const BREAKER_TOTALS: usize = 400;
+
 #[test]
 fn every_primitive_fits_in_a_kilobyte_plus_its_window_until_someone_subscribes() {
     // Start the coarse clock's ticker (once per process) outside the counts.
@@ -492,7 +498,10 @@ fn every_primitive_fits_in_a_kilobyte_plus_its_window_until_someone_subscribes()
     let window = config.sliding_window_size() as usize
         + config.permitted_number_of_calls_in_half_open_state() as usize;
     let (cb, bytes) = footprint(|| CircuitBreaker::new("cb", config));
-    assert!(bytes <= KB + window, "circuit breaker: {bytes} B");
+    assert!(
+        bytes <= KB + window + BREAKER_TOTALS,
+        "circuit breaker: {bytes} B"
+    );
 
     let config = breaker_config(SlidingWindowType::TimeBased, 60);
     let (_, bytes_60) = footprint(|| CircuitBreaker::new("cb", config.clone()));
@@ -500,7 +509,7 @@ fn every_primitive_fits_in_a_kilobyte_plus_its_window_until_someone_subscribes()
         footprint(|| CircuitBreaker::new("cb", breaker_config(SlidingWindowType::TimeBased, 1)));
     let per_second = (bytes_60 - bytes_1) / 59;
     assert!(
-        bytes_1 <= KB + per_second + 10,
+        bytes_1 <= KB + per_second + 10 + BREAKER_TOTALS,
         "time-based breaker: {bytes_1} B, {per_second} B per second of window"
     );
 

@@ -217,3 +217,79 @@ fn fast_successes_skipping_the_lock_never_hide_a_concurrent_failure() {
         assert_eq!(cb.metrics().failed_calls(), 0);
     }
 }
+
+/// Issue 27's accounting identity: two threads make a million mixed calls
+/// each through a breaker that opens, half-opens and closes many times
+/// (the clock advances as they go), and the cumulative totals the registry
+/// publishes (`resilience4j_circuitbreaker_calls_seconds_count{kind}` and
+/// `resilience4j_circuitbreaker_not_permitted_calls_total`) equal, kind by
+/// kind, what the callers saw — so they add up to every call made. The
+/// window's own counts are reset by each transition; these never are.
+#[test]
+fn cumulative_totals_equal_what_two_threads_saw_over_two_million_mixed_calls() {
+    use resil::circuit_breaker::CallKind;
+    const CALLS: u64 = 1_000_000;
+    let clock = ManualClock::new();
+    let config = CircuitBreakerConfig::builder()
+        .sliding_window_size(20)
+        .minimum_number_of_calls(10)
+        .failure_rate_threshold(50.0)
+        .wait_duration_in_open_state(Duration::from_millis(1))
+        .permitted_number_of_calls_in_half_open_state(4)
+        .ignore_error(|e: &Failure| matches!(e, Failure::Ignored))
+        .build()
+        .unwrap();
+    let cb = CircuitBreaker::with_clock("totals", config, clock.clone());
+    // successful, failed, ignored, not permitted, as each caller saw them;
+    // and how often a caller found the breaker OPEN at a clock step.
+    let seen: [AtomicU64; 4] = Default::default();
+    let found_open = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let (cb, clock, seen, found_open) = (&cb, &clock, &seen, &found_open);
+            s.spawn(move || {
+                for i in 0..CALLS {
+                    // Failure-heavy stretches open the breaker; the clock
+                    // moving on lets it half-open and close again.
+                    if i % 1_000 == 0 {
+                        if cb.state() == State::Open {
+                            found_open.fetch_add(1, Ordering::Relaxed);
+                        }
+                        clock.advance(Duration::from_millis(1));
+                    }
+                    let phase = (i / 5_000 + t) % 3;
+                    let result = cb.call(|| match (phase, i % 7) {
+                        (0, _) | (_, 0) => Err(Failure::Down),
+                        (_, 1) => Err(Failure::Ignored),
+                        _ => Ok(()),
+                    });
+                    let slot = match result {
+                        Ok(()) => 0,
+                        Err(Error::Call(Failure::Down)) => 1,
+                        Err(Error::Call(Failure::Ignored)) => 2,
+                        Err(Error::CallNotPermitted(_)) => 3,
+                        Err(other) => panic!("unexpected {other:?}"),
+                    };
+                    seen[slot].fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let seen: Vec<u64> = seen.iter().map(|n| n.load(Ordering::Relaxed)).collect();
+    let totals = cb.call_totals();
+    assert_eq!(
+        [
+            totals.timer(CallKind::Successful).count(),
+            totals.timer(CallKind::Failed).count(),
+            totals.timer(CallKind::Ignored).count(),
+            totals.not_permitted(),
+        ],
+        [seen[0], seen[1], seen[2], seen[3]]
+    );
+    assert_eq!(totals.calls(), 2 * CALLS);
+    // The run exercised what it claims to: refusals, failures, ignored
+    // errors, and a breaker found OPEN again and again.
+    assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+    let found_open = found_open.load(Ordering::Relaxed);
+    assert!(found_open > 10, "found OPEN {found_open} times");
+}

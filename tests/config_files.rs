@@ -1344,3 +1344,183 @@ fn a_misspelled_key_gets_the_suggestion_an_attribute_gets() {
         );
     }
 }
+
+// `resil.http`: resil's own namespace, read by the same loader as the
+// `resilience4j` tree (issue 27, item 5: `ignore-statuses: [404]` printed
+// "config OK" and the breaker opened on 404s).
+
+const INVENTORY_YAML: &str =
+    "resilience4j:\n  circuitbreaker:\n    instances:\n      inventory-query: {}\n";
+
+#[test]
+fn a_misspelled_resil_http_key_in_yaml_is_an_error_with_its_line_the_keys_and_a_suggestion() {
+    let text = format!(
+        "{INVENTORY_YAML}resil:\n  http:\n    instances:\n      inventory-query:\n        ignore-statuses: [404]\n"
+    );
+    let err = yaml(&text).expect_err("a typo in resil.http must not load");
+    assert_eq!(
+        err.to_string(),
+        "1 problem in the configuration:\n  line 9: unknown key \
+         `resil.http.instances.inventory-query.ignore-statuses`; did you mean `ignore-status`? \
+         (the keys of an HTTP classifier: `record-status`, `ignore-status`, `success-status`, \
+         `retry-after-status`)"
+    );
+    let p = &err.problems()[0];
+    assert_eq!(p.kind(), ProblemKind::UnknownKey);
+    assert_eq!(p.line(), Some(9));
+    assert_eq!(p.suggestion(), Some("ignore-status"));
+    assert_eq!(
+        p.path(),
+        Some("resil.http.instances.inventory-query.ignore-statuses")
+    );
+}
+
+#[test]
+fn a_misspelled_resil_http_key_in_toml_is_an_error_with_its_line_and_a_suggestion() {
+    let err = toml(
+        "[resilience4j.retry.instances.inventory-query]\nmax-attempts = 2\n\n\
+         [resil.http.instances.inventory-query]\nsuccess-status = [200]\nrecord-staus = [\"500-599\"]\n",
+    )
+    .expect_err("a typo in resil.http must not load");
+    assert_eq!(
+        err.to_string(),
+        "1 problem in the configuration:\n  line 6: unknown key \
+         `resil.http.instances.inventory-query.record-staus`; did you mean `record-status`? \
+         (the keys of an HTTP classifier: `record-status`, `ignore-status`, `success-status`, \
+         `retry-after-status`)"
+    );
+}
+
+#[cfg(feature = "properties")]
+#[test]
+fn a_misspelled_resil_http_key_in_properties_is_an_error_with_its_line_and_a_suggestion() {
+    let text = "resilience4j.circuitbreaker.instances.inventory-query.failure-rate-threshold=50\n\
+                # the classifier\n\
+                resil.http.instances.inventory-query.ignore-status=409\n\
+                resil.http.instances.inventory-query.retry-after-statuses[0]=503\n";
+    let err = FileConfig::from_str_with_env(text, Format::Properties, [("", ""); 0])
+        .expect_err("a typo in resil.http must not load");
+    assert_eq!(
+        err.to_string(),
+        "1 problem in the configuration:\n  line 4: unknown key \
+         `resil.http.instances.inventory-query.retry-after-statuses`; did you mean \
+         `retry-after-status`? (the keys of an HTTP classifier: `record-status`, \
+         `ignore-status`, `success-status`, `retry-after-status`)"
+    );
+    // Spelled right, every format reads the same sets, lists as `key[i]` too.
+    let file = FileConfig::from_str_with_env(
+        &text.replace("retry-after-statuses", "retry-after-status"),
+        Format::Properties,
+        [("", ""); 0],
+    )
+    .unwrap();
+    let entry = file.http().instance("inventory-query").unwrap();
+    use resil::config::StatusKey;
+    assert_eq!(
+        entry.get(StatusKey::IgnoreStatus).unwrap().ranges(),
+        [(409, 409)]
+    );
+    assert_eq!(
+        entry.get(StatusKey::RetryAfterStatus).unwrap().ranges(),
+        [(503, 503)]
+    );
+}
+
+#[test]
+fn a_resil_http_name_that_is_no_instance_of_the_file_suggests_the_close_one() {
+    let text = format!(
+        "{INVENTORY_YAML}  retry:\n    instances:\n      prices: {{}}\n\
+         resil.http.instances.inventory-qurey:\n  ignore-status: [404]\n"
+    );
+    let err = yaml(&text).expect_err("a misspelled classifier name must not load");
+    assert_eq!(
+        err.to_string(),
+        "1 problem in the configuration:\n  line 8: unknown HTTP classifier `inventory-qurey` \
+         at `resil.http.instances.inventory-qurey`; did you mean `inventory-query`? (a \
+         classifier is named after an instance the file configures under `resilience4j`: \
+         `inventory-query`, `prices`)"
+    );
+    assert_eq!(err.problems()[0].suggestion(), Some("inventory-query"));
+    // A named config counts (an instance of that name inherits it), and so
+    // does an instance an environment override creates.
+    let by_config = "resilience4j.bulkhead.configs.reports: {}\nresil.http.instances.reports: {}\n";
+    assert!(yaml(by_config).is_ok());
+    let by_env = env(
+        "resil.http.instances.payments:\n  success-status: [200]\n",
+        &[("RESIL_RETRY_INSTANCES_PAYMENTS_MAX_ATTEMPTS", "2")],
+    );
+    assert!(by_env.is_ok(), "{}", by_env.unwrap_err());
+    // `default` names every instance, no one in particular.
+    let p = only_problem(yaml(
+        "resilience4j.retry.configs.default.max-attempts: 2\nresil.http.instances.default: {}\n",
+    ));
+    assert!(
+        p.to_string()
+            .contains("the file configures none under `resilience4j`"),
+        "{p}"
+    );
+}
+
+#[test]
+fn other_resil_keys_are_errors_too_and_bad_status_sets_keep_their_precise_message() {
+    let text = format!(
+        "{INVENTORY_YAML}resil:\n  htpp: {{}}\n  http:\n    instance: {{}}\n    instances:\n      \
+         inventory-query:\n        record-status: [500-599, 60x]\n"
+    );
+    let err = yaml(&text).expect_err("unknown resil keys must not load");
+    assert_eq!(
+        err.to_string(),
+        "3 problems in the configuration:\n  \
+         line 6: unknown key `resil.htpp`; did you mean `http`? (resil's own keys: `http`)\n  \
+         line 8: unknown key `resil.http.instance`; did you mean `instances`? (keys of \
+         `resil.http`: `instances`)\n  \
+         line 11: invalid `resil.http.instances.inventory-query.record-status`: invalid status \
+         `60x` in `500-599, 60x`: expected a status code (100-999) or a range of them such as \
+         `500-599`"
+    );
+    // `resil` is no longer an application key.
+    let file = yaml(&format!("{INVENTORY_YAML}resil: {{}}\napp: {{}}\n")).unwrap();
+    assert_eq!(file.ignored_keys(), ["app"]);
+}
+
+#[test]
+fn resil_http_environment_overrides_replace_a_files_set_and_a_typo_is_an_error() {
+    use resil::config::StatusKey;
+
+    let text =
+        format!("{INVENTORY_YAML}resil.http.instances.inventory-query.ignore-status: [409]\n");
+    let file = env(
+        &text,
+        &[(
+            "RESIL_HTTP_INSTANCES_INVENTORY_QUERY_IGNORE_STATUS",
+            "404,409",
+        )],
+    )
+    .unwrap();
+    let entry = file.http().instance("inventory-query").unwrap();
+    assert_eq!(
+        entry.get(StatusKey::IgnoreStatus).unwrap().ranges(),
+        [(404, 404), (409, 409)]
+    );
+    let p = only_problem(env(
+        &text,
+        &[(
+            "RESIL_HTTP_INSTANCES_INVENTORY_QUERY_IGNORE_STATUSES",
+            "404",
+        )],
+    ));
+    assert_eq!(p.kind(), ProblemKind::UnknownVariable);
+    assert_eq!(
+        p.suggestion(),
+        Some("RESIL_HTTP_INSTANCES_INVENTORY_QUERY_IGNORE_STATUS")
+    );
+    // A name that is no instance of the file: the same check as in the file.
+    let p = only_problem(env(
+        &text,
+        &[(
+            "RESIL_HTTP_INSTANCES_INVENTORY_QUERIES_IGNORE_STATUS",
+            "404",
+        )],
+    ));
+    assert_eq!(p.suggestion(), Some("inventory-query"), "{p}");
+}

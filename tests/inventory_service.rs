@@ -26,6 +26,7 @@ mod serve;
 #[path = "../examples/inventory_service/service.rs"]
 mod service;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -42,12 +43,14 @@ use tokio::sync::{Mutex, MutexGuard};
 
 const TOKEN: &str = "inventory-test-token-9d2e";
 
-/// The downstream's classifier, from the example's file.
+/// The downstream's classifier, following the process-wide registry's file
+/// (the example's).
 fn classifier() -> resil_web::http::HttpClassifier {
     static CLASSIFIER: OnceLock<resil_web::http::HttpClassifier> = OnceLock::new();
     CLASSIFIER
         .get_or_init(|| {
-            service::classifier(&FileConfig::from_file(service::CONFIG).unwrap()).unwrap()
+            clock();
+            service::classifier(resil::registry())
         })
         .clone()
 }
@@ -84,6 +87,8 @@ struct Test {
     clock: &'static ManualClock,
     http: reqwest::Client,
     base: String,
+    /// The breaker's cumulative counts when the test started, by kind.
+    baseline: HashMap<&'static str, f64>,
     _turn: MutexGuard<'static, ()>,
 }
 
@@ -122,11 +127,17 @@ impl Test {
             .transition_circuit_breaker(INSTANCE, Transition::Reset)
             .unwrap();
         let base = format!("http://{}", running.service.addr());
+        let http = reqwest::Client::new();
+        let mut baseline = HashMap::new();
+        for kind in ["successful", "failed", "ignored", "not_permitted"] {
+            baseline.insert(kind, total(&http, &base, kind).await);
+        }
         Test {
             running,
             clock,
-            http: reqwest::Client::new(),
+            http,
             base,
+            baseline,
             _turn: turn,
         }
     }
@@ -184,16 +195,39 @@ impl Test {
     }
 
     /// `resilience4j.circuitbreaker.calls` of `kind`, through Actuator's
-    /// metrics endpoint.
+    /// metrics endpoint
+    /// (`resilience4j.circuitbreaker.not.permitted.calls` for
+    /// `not_permitted`), counted since this test started: the meters are
+    /// cumulative, as Micrometer's are, and the tests share the instance.
     async fn calls(&self, kind: &str) -> f64 {
-        let (status, body) = self
-            .get(&format!(
-                "/actuator/metrics/resilience4j.circuitbreaker.calls?tag=name:{INSTANCE}&tag=kind:{kind}"
-            ))
-            .await;
-        assert_eq!(status, 200, "{body}");
-        body["measurements"][0]["value"].as_f64().unwrap()
+        self.total(kind).await - self.baseline[kind]
     }
+
+    async fn total(&self, kind: &str) -> f64 {
+        total(&self.http, &self.base, kind).await
+    }
+}
+
+/// The breaker's cumulative count of `kind` calls.
+async fn total(http: &reqwest::Client, base: &str, kind: &str) -> f64 {
+    let meter = if kind == "not_permitted" {
+        "resilience4j.circuitbreaker.not.permitted.calls"
+    } else {
+        "resilience4j.circuitbreaker.calls"
+    };
+    let body: Value = http
+        .get(format!(
+            "{base}/actuator/metrics/{meter}?tag=name:{INSTANCE}&tag=kind:{kind}"
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    body["measurements"][0]["value"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no count in {body}"))
 }
 
 fn view(sku: &str, status: &str, degraded: bool, reason: &str) -> Value {
@@ -499,10 +533,14 @@ async fn the_metrics_endpoint_answers_as_actuator_does_with_tag_filters() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["name"], "resilience4j.circuitbreaker.calls");
     assert!(body["description"].is_string(), "{body}");
-    assert!(body["baseUnit"].is_null(), "{body}");
+    // A timer, as Micrometer measures one: count, total time and max, in seconds.
+    assert_eq!(body["baseUnit"], "seconds", "{body}");
     let measurements = body["measurements"].as_array().unwrap();
-    assert_eq!(measurements.len(), 1);
-    assert_eq!(measurements[0]["statistic"], "COUNT");
+    let statistics: Vec<&str> = measurements
+        .iter()
+        .map(|m| m["statistic"].as_str().unwrap())
+        .collect();
+    assert_eq!(statistics, ["COUNT", "TOTAL_TIME", "MAX"]);
     // This test's three calls, plus whatever earlier tests left (the
     // counters are cumulative, as Micrometer's are).
     assert!(measurements[0]["value"].as_f64().unwrap() >= 3.0, "{body}");
@@ -513,10 +551,7 @@ async fn the_metrics_endpoint_answers_as_actuator_does_with_tag_filters() {
             .unwrap_or_else(|| panic!("no tag {name} in {body}"))["values"]
             .clone()
     };
-    assert_eq!(
-        tag("kind"),
-        json!(["failed", "ignored", "not_permitted", "successful"])
-    );
+    assert_eq!(tag("kind"), json!(["failed", "ignored", "successful"]));
     assert_eq!(tag("name"), json!([INSTANCE]));
 
     // Filtered by name: the name tag is no longer offered, as Actuator does.

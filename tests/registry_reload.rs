@@ -447,3 +447,43 @@ fn a_reload_keeping_the_window_shape_carries_the_window_and_the_open_wait_over()
         }
     ));
 }
+
+/// What a breaker counted since it was created is cumulative for a
+/// monitoring system: a reload that rebuilds the breaker — carrying its
+/// window or not — never sends the published totals back.
+#[test]
+fn a_rebuilt_breaker_keeps_counting_its_cumulative_totals() {
+    use resil::circuit_breaker::CallKind;
+    let registry = Registry::from_yaml_str(
+        "resilience4j.circuitbreaker.instances.totals:\n  sliding-window-size: 10\n",
+    )
+    .unwrap();
+    let breaker = registry.circuit_breaker("totals");
+    let _ = breaker.call(|| Ok::<_, &str>(()));
+    let _ = breaker.call(|| Err::<(), _>("down"));
+    // Same window shape: state and window carried over.
+    registry
+        .reload(file(
+            "[resilience4j.circuitbreaker.instances.totals]\nsliding-window-size = 10\nfailure-rate-threshold = 20\n",
+        ))
+        .unwrap();
+    let _ = breaker.call(|| Ok::<_, &str>(()));
+    // Another window size: a fresh window, the same totals.
+    registry
+        .reload(file(
+            "[resilience4j.circuitbreaker.instances.totals]\nsliding-window-size = 20\n",
+        ))
+        .unwrap();
+    let _ = breaker.call(|| Err::<(), _>("down"));
+    assert_eq!(
+        breaker.metrics().buffered_calls(),
+        1,
+        "the window started over"
+    );
+    let totals = breaker.call_totals();
+    assert_eq!(totals.timer(CallKind::Successful).count(), 2);
+    assert_eq!(totals.timer(CallKind::Failed).count(), 2);
+    assert!(registry.prometheus_text().contains(
+        "resilience4j_circuitbreaker_calls_seconds_count{kind=\"failed\",name=\"totals\"} 2\n"
+    ));
+}

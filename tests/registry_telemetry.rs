@@ -70,13 +70,13 @@ fn publish_metrics_uses_resilience4j_names_labelled_by_name_and_tags() {
     let cb_labels = "name=inventory,team=stock";
     assert_eq!(
         recorder.get(&format!(
-            "resilience4j_circuitbreaker_calls{{kind=failed,{cb_labels}}}"
+            "resilience4j_circuitbreaker_calls_seconds_count{{kind=failed,{cb_labels}}}"
         )),
         Some(1.0)
     );
     assert_eq!(
         recorder.get(&format!(
-            "resilience4j_circuitbreaker_calls{{kind=successful,{cb_labels}}}"
+            "resilience4j_circuitbreaker_calls_seconds_count{{kind=successful,{cb_labels}}}"
         )),
         Some(1.0)
     );

@@ -276,10 +276,14 @@ async fn prometheus_and_metrics_show_resilience4j_names() {
         .await
         .unwrap();
     for sample in [
-        "resilience4j_circuitbreaker_calls_total{name=\"backendA\",kind=\"failed\"} 1",
-        "resilience4j_circuitbreaker_calls_total{name=\"backendA\",kind=\"successful\"} 1",
-        "resilience4j_retry_calls_total{name=\"backendA\",kind=\"failed_with_retry\"} 1",
-        "# TYPE resilience4j_circuitbreaker_calls_total counter",
+        "resilience4j_circuitbreaker_calls_seconds_count{kind=\"failed\",name=\"backendA\"} 1",
+        "resilience4j_circuitbreaker_calls_seconds_count{kind=\"successful\",name=\"backendA\"} 1",
+        "resilience4j_circuitbreaker_not_permitted_calls_total{kind=\"not_permitted\",name=\"backendA\"} 0",
+        "resilience4j_retry_calls_total{kind=\"failed_with_retry\",name=\"backendA\"} 1",
+        "# TYPE resilience4j_circuitbreaker_calls_seconds summary",
+        "# TYPE resilience4j_circuitbreaker_calls_seconds_max gauge",
+        "# TYPE resilience4j_circuitbreaker_not_permitted_calls_total counter",
+        "resilience4j_circuitbreaker_state{name=\"backendA\",state=\"closed\"} 1",
     ] {
         assert!(
             text.lines().any(|l| l == sample),
@@ -292,10 +296,13 @@ async fn prometheus_and_metrics_show_resilience4j_names() {
     ))
     .await;
     assert_eq!(code, 200);
+    assert_eq!(m["baseUnit"], "seconds");
     assert_eq!(
-        m["measurements"],
-        json!([{"statistic": "COUNT", "value": 1.0}])
+        m["measurements"][0],
+        json!({"statistic": "COUNT", "value": 1.0})
     );
+    assert_eq!(m["measurements"][1]["statistic"], "TOTAL_TIME");
+    assert_eq!(m["measurements"][2]["statistic"], "MAX");
     assert_eq!(
         m["availableTags"],
         json!([{"tag": "name", "values": ["backendA"]}])
@@ -448,8 +455,11 @@ fn scrapes_during_contended_calls_keep_the_accounting_identity_exact() {
     let snapshot = registry.snapshot();
     let i = snapshot.instance(Kind::CircuitBreaker, "hot").unwrap();
     let count = |kind| i.metric("circuitbreaker_calls", Some(kind)).unwrap() as u64;
+    let not_permitted = i
+        .metric("circuitbreaker_not_permitted_calls", Some("not_permitted"))
+        .unwrap() as u64;
     assert_eq!(
-        count("successful") + count("failed") + count("ignored") + count("not_permitted"),
+        count("successful") + count("failed") + count("ignored") + not_permitted,
         THREADS * CALLS
     );
     let ignored = (0..THREADS)

@@ -244,46 +244,167 @@ fn a_config_files_status_keys_build_the_classifier_and_a_bad_one_names_its_key()
     // Beside resil's own keys, which the loader still checks.
     let file = FileConfig::from_yaml_str(
         "resilience4j.circuitbreaker.instances.inventory.sliding-window-size: 10\n\
+         resilience4j.retry.instances.prices.max-attempts: 2\n\
          resil:\n  http:\n    instances:\n      inventory:\n        \
          record-status: [500-599, 408]\n        ignore-status: [400-499]\n      \
          prices:\n        success-status: \"200\"\n        ignore-status: [403]\n",
     )
     .unwrap();
-    let c = HttpClassifier::from_file(&file, "inventory")
-        .unwrap()
-        .unwrap();
+    let c = HttpClassifier::from_file(&file, "inventory").unwrap();
     let outcome = |c: &HttpClassifier, s: u16| c.outcome(http::StatusCode::from_u16(s).unwrap());
     assert_eq!(outcome(&c, 503), Outcome::Failure);
     assert_eq!(outcome(&c, 404), Outcome::Ignored);
     // `ignore-status` is checked first: 408 is in 400-499.
     assert_eq!(outcome(&c, 408), Outcome::Ignored);
     assert_eq!(outcome(&c, 200), Outcome::Success);
-    let p = HttpClassifier::from_file(&file, "prices").unwrap().unwrap();
+    let p = HttpClassifier::from_file(&file, "prices").unwrap();
     assert_eq!(outcome(&p, 200), Outcome::Success);
     assert_eq!(outcome(&p, 403), Outcome::Ignored);
     assert_eq!(outcome(&p, 404), Outcome::Failure);
-    assert!(HttpClassifier::from_file(&file, "nobody")
-        .unwrap()
-        .is_none());
+    assert!(HttpClassifier::from_file(&file, "nobody").is_none());
 
     let toml = FileConfig::from_toml_str(
-        "[resil.http.instances.inventory]\nrecord-status = [\"500-599\", 408]\n",
+        "[resilience4j.retry.instances.inventory]\n\
+         [resil.http.instances.inventory]\nrecord-status = [\"500-599\", 408]\n",
     )
     .unwrap();
-    let t = HttpClassifier::from_file(&toml, "inventory")
-        .unwrap()
-        .unwrap();
+    let t = HttpClassifier::from_file(&toml, "inventory").unwrap();
     assert_eq!(outcome(&t, 408), Outcome::Failure);
     assert_eq!(outcome(&t, 404), Outcome::Success);
 
-    let bad =
-        FileConfig::from_yaml_str("resil.http.instances.inventory.record-status: [500-599, 60x]\n")
-            .unwrap();
-    let e = HttpClassifier::from_file(&bad, "inventory").unwrap_err();
-    assert_eq!(e.key(), "resil.http.instances.inventory.record-status");
+    // A bad set is the loader's error now, with its line: the file does not
+    // load at all.
+    let e = FileConfig::from_yaml_str(
+        "resilience4j.retry.instances.inventory: {}\n\
+         resil.http.instances.inventory.record-status: [500-599, 60x]\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.problems()[0].path(),
+        Some("resil.http.instances.inventory.record-status")
+    );
     assert_eq!(
         e.to_string(),
-        "invalid `resil.http.instances.inventory.record-status`: invalid status `60x` in \
+        "1 problem in the configuration:\n  line 2: invalid \
+         `resil.http.instances.inventory.record-status`: invalid status `60x` in \
          `500-599, 60x`: expected a status code (100-999) or a range of them such as `500-599`"
     );
+}
+
+/// The file a registry reloads: the breaker `inventory`, and its classifier's
+/// keys (`resil.http.instances.inventory`, YAML lines indented by 8).
+fn inventory_file(http: &str) -> String {
+    format!(
+        "resilience4j:\n  circuitbreaker:\n    instances:\n      inventory:\n        \
+         sliding-window-size: 10\n        minimum-number-of-calls: 10\n\
+         resil:\n  http:\n    instances:\n      inventory:\n{http}"
+    )
+}
+
+/// One answer with `status`, judged by `classifier` inside `breaker`.
+fn answer(
+    breaker: &resil::registry_crate::Handle<resil::circuit_breaker::CircuitBreaker>,
+    classifier: &HttpClassifier,
+    status: u16,
+) {
+    let response = http::Response::builder().status(status).body(()).unwrap();
+    let _ = breaker.call(|| classifier.check(response).map(|_| ()));
+}
+
+// Reproduces issue 27 (item 5): the classifier was read once, beside the
+// registry, and a reload left it as it was.
+#[test]
+fn a_reload_changes_the_classifier_that_call_sites_and_layers_already_hold() {
+    use resil::config::FileConfig;
+
+    let registry = Registry::new();
+    let file = |http: &str| FileConfig::from_yaml_str(&inventory_file(http)).unwrap();
+    registry
+        .reload(file("        record-status: [400-599]\n"))
+        .unwrap();
+    let classifier = HttpClassifier::follow(&registry, "inventory");
+    // What a tower layer or a call site keeps: a clone, taken before the reload.
+    let held = classifier.clone();
+    let c = classifier.clone();
+    registry
+        .configure_circuit_breaker("inventory", move |b| c.circuit_breaker(b))
+        .unwrap();
+    let breaker = registry.circuit_breaker("inventory");
+    assert_eq!(held.outcome(StatusCode::NOT_FOUND), Outcome::Failure);
+    answer(&breaker, &held, 404);
+    assert_eq!(breaker.metrics().failed_calls(), 1);
+
+    let report = registry
+        .reload(file(
+            "        record-status: [400-599]\n        ignore-status: [404]\n",
+        ))
+        .unwrap();
+    // The breaker's own settings did not change: it is the same instance.
+    assert!(report.replaced.is_empty(), "{report:?}");
+    assert_eq!(held.outcome(StatusCode::NOT_FOUND), Outcome::Ignored);
+    assert_eq!(held.outcome(StatusCode::CONFLICT), Outcome::Failure);
+    answer(&breaker, &held, 404);
+    let m = breaker.metrics();
+    assert_eq!((m.failed_calls(), m.ignored_calls()), (1, 1));
+
+    // A file without the entry: back to the builder's sets (the defaults).
+    registry
+        .reload(
+            FileConfig::from_yaml_str("resilience4j.circuitbreaker.instances.inventory: {}\n")
+                .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(held.outcome(StatusCode::NOT_FOUND), Outcome::Success);
+    assert_eq!(
+        held.outcome(StatusCode::SERVICE_UNAVAILABLE),
+        Outcome::Failure
+    );
+}
+
+#[test]
+fn a_refused_reload_leaves_the_classifier_as_it_was() {
+    use resil::config::FileConfig;
+    use resil::registry_crate::ReloadError;
+
+    let registry = Registry::new();
+    registry
+        .reload(
+            FileConfig::from_yaml_str(&inventory_file("        ignore-status: [404]\n")).unwrap(),
+        )
+        .unwrap();
+    let classifier = HttpClassifier::follow(&registry, "inventory");
+    assert_eq!(classifier.outcome(StatusCode::NOT_FOUND), Outcome::Ignored);
+
+    // A typo in resil.http: the file is refused as a whole, with the line and
+    // a suggestion, and nothing changes.
+    let path = std::env::temp_dir().join(format!("resil-web-http-{}.yaml", std::process::id()));
+    std::fs::write(
+        &path,
+        inventory_file("        record-status: [404]\n        ignore-statuses: [409]\n"),
+    )
+    .unwrap();
+    let refused = registry.reload_file_with_env(&path, [("", ""); 0]);
+    std::fs::remove_file(&path).unwrap();
+    let Err(ReloadError::File(e)) = refused else {
+        panic!("the reload must be refused: {refused:?}");
+    };
+    assert_eq!(e.problems().len(), 1, "{e}");
+    assert!(
+        e.to_string().contains(
+            "line 12: unknown key `resil.http.instances.inventory.ignore-statuses`; did you mean \
+             `ignore-status`?"
+        ),
+        "{e}"
+    );
+    assert_eq!(classifier.outcome(StatusCode::NOT_FOUND), Outcome::Ignored);
+
+    // A valid resil.http beside a problem elsewhere (an error class nobody
+    // registered): refused as a whole too.
+    let other = FileConfig::from_yaml_str(
+        "resilience4j.retry.instances.inventory.retry-errors: [no_such_class]\n\
+         resil.http.instances.inventory.record-status: [404]\n",
+    )
+    .unwrap();
+    assert!(matches!(registry.reload(other), Err(ReloadError::File(_))));
+    assert_eq!(classifier.outcome(StatusCode::NOT_FOUND), Outcome::Ignored);
 }

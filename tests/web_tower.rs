@@ -281,6 +281,54 @@ async fn a_rate_limited_route_answers_429_with_the_time_to_the_next_permit() {
 }
 
 #[tokio::test]
+async fn the_layer_counts_every_request_it_finished_as_passed_or_by_what_refused_it() {
+    let registry = Registry::new();
+    registry
+        .configure_rate_limiter("counted", |b| {
+            b.limit_for_period(2)
+                .limit_refresh_period(Duration::from_secs(30))
+                .timeout_duration(Duration::ZERO)
+        })
+        .unwrap();
+    let d = Arc::new(Downstream::default());
+    let layer = server_layer(&registry, "counted", HttpClassifier::default(), |b| {
+        b.rate_limiter()
+    });
+    let url = serve(layer, d.clone()).await;
+    let client = reqwest::Client::new();
+    let mut statuses = Vec::new();
+    for code in [200, 500, 200, 200] {
+        let r = client
+            .get(format!("{url}/status/{code}"))
+            .send()
+            .await
+            .unwrap();
+        statuses.push(r.status().as_u16());
+    }
+    assert_eq!(statuses, [200, 500, 429, 429]);
+    // The 500 reached the handler: passed, whatever it answered.
+    let counts = registry.layer_counts("counted");
+    assert_eq!(counts.passed_requests(), 2);
+    assert_eq!(
+        counts.refused_requests(resil::ErrorKind::RequestNotPermitted),
+        2
+    );
+    assert_eq!(counts.refused_requests(resil::ErrorKind::BulkheadFull), 0);
+    let text = registry.prometheus_text();
+    for line in [
+        "resil_layer_requests_total{kind=\"passed\",name=\"counted\"} 2",
+        "resil_layer_requests_total{kind=\"request_not_permitted\",name=\"counted\"} 2",
+        "resilience4j_ratelimiter_calls_total{kind=\"failed\",name=\"counted\"} 2",
+        "resilience4j_ratelimiter_calls_total{kind=\"successful\",name=\"counted\"} 2",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing `{line}` in\n{text}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_full_bulkhead_answers_503_and_gives_its_slot_back() {
     let registry = Registry::new();
     registry
@@ -982,4 +1030,41 @@ async fn a_layer_follows_its_instance_through_a_reconfiguration() {
         svc.oneshot(false).await.unwrap_err().kind(),
         resil::ErrorKind::CallNotPermitted
     );
+}
+
+// Reproduces issue 27 (item 5): the layer's classifier did not follow a
+// reload of the file it came from.
+#[tokio::test]
+async fn a_layer_classifies_by_the_reloaded_files_sets_without_being_rebuilt() {
+    let file = |http: &str| {
+        resil::config::FileConfig::from_yaml_str(&format!(
+            "resilience4j.circuitbreaker.instances.inv:\n  sliding-window-size: 10\n  \
+             minimum-number-of-calls: 10\nresil.http.instances.inv:\n{http}"
+        ))
+        .unwrap()
+    };
+    let registry = Registry::new();
+    registry
+        .reload(file("  record-status: [400-599]\n"))
+        .unwrap();
+    let layer = server_layer(
+        &registry,
+        "inv",
+        HttpClassifier::follow(&registry, "inv"),
+        |b| b.circuit_breaker(),
+    );
+    let url = serve(layer, Arc::new(Downstream::default())).await;
+    let client = reqwest::Client::new();
+    let get = |code: u16| client.get(format!("{url}/status/{code}")).send();
+    assert_eq!(get(404).await.unwrap().status(), 404);
+    let breaker = registry.circuit_breaker("inv");
+    assert_eq!(breaker.metrics().failed_calls(), 1);
+
+    registry
+        .reload(file("  record-status: [400-599]\n  ignore-status: [404]\n"))
+        .unwrap();
+    assert_eq!(get(404).await.unwrap().status(), 404);
+    assert_eq!(get(409).await.unwrap().status(), 409);
+    let m = breaker.metrics();
+    assert_eq!((m.failed_calls(), m.ignored_calls()), (2, 1));
 }

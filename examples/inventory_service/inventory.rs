@@ -10,7 +10,7 @@ use std::{fmt, io};
 
 use resil::circuit_breaker::ResultTransition;
 use resil::{ErrorClass, Registry, Rejection};
-use resil_web::http::{HttpClassifier, HttpError, StatusSet};
+use resil_web::http::{HttpClassifier, HttpClassifierBuilder, HttpError, StatusSet};
 use serde::Serialize;
 
 /// The name of every instance protecting the stock query (one per kind, as
@@ -68,16 +68,15 @@ impl From<HttpError> for InventoryError {
     }
 }
 
-/// How a stock query's answer is judged when the config file says nothing
+/// How a stock query's answer is judged where the config file says nothing
 /// (the shipped file says the same, as `resil.http.instances.inventory-query`
-/// keys): 200 is the answer, 409 a business "out of stock" the breaker
-/// ignores, any other status a dependency failure; a 429's or 503's
-/// `Retry-After` is honoured.
-pub fn classifier() -> HttpClassifier {
+/// keys, which replace these sets key by key): 200 is the answer, 409 a
+/// business "out of stock" the breaker ignores, any other status a
+/// dependency failure; a 429's or 503's `Retry-After` is honoured.
+pub fn classifier() -> HttpClassifierBuilder {
     HttpClassifier::builder()
         .success_status(StatusSet::parse("200").expect("a valid status set"))
         .ignore_status(StatusSet::parse("409").expect("a valid status set"))
-        .build()
 }
 
 /// The stock status of seed's `InventoryView`.

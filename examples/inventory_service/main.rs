@@ -161,6 +161,10 @@ fn print_banner(running: &Running, config: &std::path::Path, managed: bool) {
     println!("  curl http://{service}/inventory/attempts");
     println!("  curl http://{service}/actuator/metrics/resilience4j.circuitbreaker.calls");
     println!("  curl http://{service}/actuator/health");
+    println!(
+        "  curl http://{service}/actuator/prometheus   \
+         # scraped by examples/inventory_service/prometheus/prometheus.yml"
+    );
     println!("  open http://{service}/actuator/dashboard");
     if managed {
         println!(

@@ -46,20 +46,21 @@ pub const CONFIG: &str = concat!(
 pub const API: &str = "inventory-api";
 
 /// The registry from a config file, with the example's error classes and
-/// code settings, and the downstream's HTTP classifier the same file gives.
+/// code settings, and the downstream's HTTP classifier, which follows the
+/// registry's file.
 pub fn load_registry(path: &Path) -> Result<(Registry, HttpClassifier), String> {
     let file = FileConfig::from_file(path).map_err(|e| e.to_string())?;
-    let classifier = classifier(&file)?;
-    Ok((configure(Registry::new(), file)?, classifier))
+    let registry = configure(Registry::new(), file)?;
+    let classifier = classifier(&registry);
+    Ok((registry, classifier))
 }
 
-/// How the downstream's answers are judged: the file's
-/// `resil.http.instances.inventory-query` keys, else
-/// [`inventory::classifier`]'s (200 the answer, 409 ignored).
-pub fn classifier(file: &FileConfig) -> Result<HttpClassifier, String> {
-    Ok(HttpClassifier::from_file(file, inventory::INSTANCE)
-        .map_err(|e| e.to_string())?
-        .unwrap_or_else(inventory::classifier))
+/// How the downstream's answers are judged: [`inventory::classifier`]'s
+/// sets (200 the answer, 409 ignored) with the registry's file's
+/// `resil.http.instances.inventory-query` keys laid over them, now and after
+/// every reload of the file (the loader checked those keys with the rest).
+pub fn classifier(registry: &Registry) -> HttpClassifier {
+    inventory::classifier().follow(registry, inventory::INSTANCE)
 }
 
 /// Configures `registry` (tests build theirs on a manual clock) from `file`:

@@ -42,3 +42,4 @@ pub mod trace;
 pub use crate::error::{ConfigError, Error, ErrorKind};
 pub use crate::interval::IntervalFunction;
 pub use crate::rejection::Rejection;
+pub use crate::striped::Counter;

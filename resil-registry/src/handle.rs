@@ -147,6 +147,14 @@ impl<T> Handle<T> {
         Handle { slot }
     }
 
+    /// A handle to `value` alone, outside any registry, which nothing
+    /// replaces: for a value built in code where others follow a file
+    /// ([`Registry::follow_file`](crate::Registry::follow_file)) behind the
+    /// same type. Its [`registry_name`](Self::registry_name) is `name`.
+    pub fn detached(name: &str, value: T) -> Self {
+        Handle::from_slot(Slot::shared(name.into(), value, 0))
+    }
+
     /// The current instance (the same as dereferencing).
     #[inline]
     pub fn get(&self) -> &T {

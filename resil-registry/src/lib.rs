@@ -101,7 +101,9 @@ pub use crate::registry::{
 };
 pub use crate::reload::{ReloadError, ReloadReport};
 pub use crate::store::DEFAULT_EVENT_BUFFER_SIZE;
+pub use crate::telemetry::describe::MetricKind;
 pub use crate::telemetry::health::{ComponentHealth, Health, Status};
+pub use crate::telemetry::layer::LayerCounts;
 pub use crate::telemetry::ring::RecordedEvent;
 pub use crate::telemetry::snapshot::{
     ConfigValue, FallbackSnapshot, InstanceSnapshot, MetricSnapshot, OverrideSnapshot, Snapshot,

@@ -89,6 +89,11 @@ mod sealed {
         ) {
         }
 
+        /// Turns on what the instance records for telemetry beyond its
+        /// defaults, once it is built (on creation and on every rebuild):
+        /// `histograms` says whether its timers keep a percentile histogram.
+        fn instrument(&self, _histograms: bool) {}
+
         /// The error-name lists of a file entry, and the predicates they become.
         fn error_lists(_entry: &Resolved<Self::Options>) -> Vec<(ErrorNames<'_>, ErrorList)> {
             Vec::new()

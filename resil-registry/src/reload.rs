@@ -25,14 +25,16 @@
 //! another.
 
 use std::fmt;
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use parking_lot::RwLockWriteGuard;
 
 use crate::config::{ConfigFileError, FileConfig, Problem};
 use crate::error::RegistryError;
 use crate::event::RegistryEventKind;
+use crate::handle::{Handle, Slot};
 use crate::primitive::{Pending, Primitive, Twins};
 use crate::registry::{plan, Registry};
 use crate::store::{for_each_kind, CodeSettings, KindVisitor};
@@ -81,6 +83,49 @@ pub struct ReloadReport {
     pub updated_in_place: Vec<String>,
     /// How many existing instances the reload left untouched.
     pub unchanged: usize,
+}
+
+/// A value built from the loaded file ([`Registry::follow_file`]), rebuilt
+/// from each newly installed file.
+pub(crate) type Follower = Box<dyn Follow>;
+
+/// What a reload asks of a [`Follower`].
+pub(crate) trait Follow: Send + Sync {
+    /// Whether a handle to the value is left (else it is forgotten).
+    fn alive(&self) -> bool;
+    /// Builds the value from `file` and installs it if it differs.
+    fn rebuild(&self, file: &FileConfig);
+}
+
+/// A [`Follow`] of values of type `T`, built by `F`, in a slot its handles
+/// hold (the follower holds it weakly: dropping the handles drops the value).
+struct Following<T, F> {
+    slot: Weak<Slot<T>>,
+    build: F,
+}
+
+impl<T, F> Follow for Following<T, F>
+where
+    T: PartialEq + Send + Sync,
+    F: Fn(&FileConfig) -> T + Send + Sync,
+{
+    fn alive(&self) -> bool {
+        self.slot.strong_count() > 0
+    }
+
+    fn rebuild(&self, file: &FileConfig) {
+        let Some(slot) = self.slot.upgrade() else {
+            return;
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| (self.build)(file))) {
+            Ok(value) if *slot.load() != value => slot.replace(value),
+            Ok(_) => {}
+            Err(_) => tracing::error!(
+                name = slot.load_name(),
+                "rebuilding a value from the reloaded config file panicked; the previous value stays"
+            ),
+        }
+    }
 }
 
 /// One instance's change, validated, waiting to be applied.
@@ -263,7 +308,68 @@ impl Registry {
         );
         // The settings guards are released here, after every change is in.
         drop(kinds);
+        let file = self.file();
+        let mut followers = self.inner.followers.lock();
+        followers.retain(|f| f.alive());
+        for follower in followers.iter() {
+            follower.rebuild(&file);
+        }
+        drop(followers);
         Ok(report)
+    }
+
+    /// A handle to a value built from the registry's config file by `build`:
+    /// built now from the file in force, and rebuilt from the new file by
+    /// every reload that installs one (a refused reload changes nothing).
+    /// Like an instance's [`Handle`], each dereference is one atomic load and
+    /// sees the value most recently installed, so a handle cached anywhere
+    /// (a tower layer, a `static`) follows the file. resil-web's
+    /// `HttpClassifier::follow` builds a classifier this way from the file's
+    /// `resil.http` keys.
+    ///
+    /// A rebuilt value equal to the current one is not installed. A replaced
+    /// value is retired, not freed, until the last handle is dropped (see
+    /// [`Handle`]). Once every handle is dropped, the registry forgets
+    /// `build` (at the next reload or `follow_file`). `build` runs under the
+    /// registry's reload lock, so it must not load or reload a file itself;
+    /// if it panics during a reload, the previous value stays and the panic
+    /// is logged.
+    ///
+    /// ```
+    /// # #[cfg(feature = "yaml")] {
+    /// use resil_registry::config::FileConfig;
+    /// use resil_registry::Registry;
+    ///
+    /// let registry = Registry::new();
+    /// let size = registry.follow_file("cache-size", |file| {
+    ///     file.property("app.cache.size").and_then(|v| v.parse::<u32>().ok()).unwrap_or(100)
+    /// });
+    /// assert_eq!(*size, 100);
+    /// registry.reload(FileConfig::from_yaml_str("app.cache.size: 250").unwrap()).unwrap();
+    /// assert_eq!(*size, 250);
+    /// # }
+    /// ```
+    pub fn follow_file<T>(
+        &self,
+        name: &str,
+        build: impl Fn(&FileConfig) -> T + Send + Sync + 'static,
+    ) -> Handle<T>
+    where
+        T: PartialEq + Send + Sync + 'static,
+    {
+        // No reload between the first build and the follower's registration.
+        let _one_at_a_time = self.inner.reload_lock.lock();
+        let slot = Slot::shared(name.into(), build(&self.file()), 0);
+        let mut followers = self.inner.followers.lock();
+        // Forget the values nothing holds any more: the list is as long as
+        // the values in use, however many were built and dropped.
+        followers.retain(|f| f.alive());
+        followers.push(Box::new(Following {
+            slot: Arc::downgrade(&slot),
+            build,
+        }));
+        drop(followers);
+        Handle::from_slot(slot)
     }
 
     /// Every error-class name the file uses (in every entry, used or not)
@@ -404,5 +510,67 @@ impl<P: Primitive> KindReload for Staged<'_, P> {
         let pending = std::mem::take(&mut self.twins);
         let replaced = twins.install(pending, &registry.inner.events, "reload");
         report.replaced.extend(replaced);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempts(n: &str) -> FileConfig {
+        FileConfig::from_env([("RESIL_RETRY_INSTANCES_A_MAX_ATTEMPTS", n)]).unwrap()
+    }
+
+    fn max_attempts(file: &FileConfig) -> u32 {
+        file.retry().for_name("a").config().max_attempts()
+    }
+
+    #[test]
+    fn a_followed_value_changes_only_when_the_file_changes_it() {
+        let registry = Registry::new();
+        let value = registry.follow_file("a", max_attempts);
+        assert_eq!(*value, 3, "resil-core's default before any file");
+        registry.reload(attempts("2")).unwrap();
+        assert_eq!(*value, 2);
+        assert_eq!(value.retired_instances(), 1);
+        registry.reload(attempts("2")).unwrap();
+        assert_eq!(
+            value.retired_instances(),
+            1,
+            "an equal value is not installed"
+        );
+    }
+
+    #[test]
+    fn a_panicking_build_keeps_the_previous_value_and_the_reload_goes_through() {
+        let registry = Registry::new();
+        let value = registry.follow_file("a", |file| {
+            let n = max_attempts(file);
+            assert!(n != 5, "five is refused by this build");
+            n
+        });
+        let report = registry.reload(attempts("5"));
+        assert!(report.is_ok());
+        assert_eq!(*value, 3);
+        assert_eq!(registry.retry("a").config().max_attempts(), 5);
+        registry.reload(attempts("4")).unwrap();
+        assert_eq!(*value, 4, "the follower is still there");
+    }
+
+    #[test]
+    fn values_nothing_holds_are_forgotten() {
+        let registry = Registry::new();
+        for _ in 0..10 {
+            drop(registry.follow_file("a", max_attempts));
+        }
+        let kept = registry.follow_file("a", max_attempts);
+        assert_eq!(registry.inner.followers.lock().len(), 1);
+        let clone = kept.clone();
+        drop(kept);
+        registry.reload(attempts("2")).unwrap();
+        assert_eq!(*clone, 2, "a clone keeps the value followed");
+        drop(clone);
+        registry.reload(attempts("3")).unwrap();
+        assert!(registry.inner.followers.lock().is_empty());
     }
 }

@@ -13,6 +13,7 @@ pub struct BulkheadMetrics {
     pub(crate) max: u32,
     pub(crate) waiting: usize,
     pub(crate) rejected: u64,
+    pub(crate) permitted: u64,
 }
 
 impl BulkheadMetrics {
@@ -47,5 +48,11 @@ impl BulkheadMetrics {
     #[inline]
     pub fn rejected_calls(&self) -> u64 {
         self.rejected
+    }
+
+    /// Calls let in since the bulkhead was created (at once or after a wait).
+    #[inline]
+    pub fn permitted_calls(&self) -> u64 {
+        self.permitted
     }
 }

@@ -133,6 +133,7 @@ use crate::cold_box::ColdBox;
 use crate::error::{BulkheadFull, ConfigError, DeadlineExceeded, Error, SharedName};
 use crate::event::{EventPublisher, EventStream};
 use crate::guarded::{Acquire, Guarded};
+use crate::striped::Striped;
 
 /// A semaphore bulkhead: at most `max_concurrent_calls` calls at once, others
 /// wait up to `max_wait_duration` and are then refused with `BulkheadFull`.
@@ -166,6 +167,8 @@ pub(crate) struct Inner {
     /// `max_wait_duration` in nanoseconds, read on the slow path.
     max_wait_nanos: AtomicU64,
     rejected: AtomicU64,
+    /// Slots handed out, counted per thread (every call that gets one).
+    permitted: Striped<AtomicU64>,
     /// The configuration as last set; also serialises configuration changes.
     config: Mutex<BulkheadConfig>,
     clock: SharedClock,
@@ -181,6 +184,7 @@ impl Inner {
     /// A slot was taken: wrap it and tell subscribers.
     #[inline]
     fn permitted(&self) -> BulkheadPermit<'_> {
+        self.permitted.increment();
         self.events
             .publish_with(|| BulkheadEvent::of(&self.name, BulkheadEventKind::CallPermitted));
         BulkheadPermit::new(self)
@@ -270,6 +274,7 @@ impl Bulkhead {
                 name,
                 max_wait_nanos: AtomicU64::new(clock::nanos(config.max_wait_duration())),
                 rejected: AtomicU64::new(0),
+                permitted: Striped::default(),
                 config: Mutex::new(config),
                 clock: SharedClock::new(clock),
                 events: EventPublisher::default(),
@@ -407,6 +412,7 @@ impl Bulkhead {
             max,
             waiting: self.inner.sem.waiting(),
             rejected: self.inner.rejected.load(Ordering::Relaxed),
+            permitted: self.inner.permitted.sum(),
         }
     }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use super::calls::{CallKind, CallTotals, Totals};
 use super::config::{
     CircuitBreakerConfig, Outcome, ResultTransition, SlidingWindowType, MIN_OPEN_WAIT,
 };
@@ -68,6 +69,9 @@ pub(crate) struct Inner {
     /// (reported once per breaker, at debug level).
     untyped_reported: AtomicBool,
     not_permitted: AtomicU64,
+    /// The cumulative call timers and refusals (shared with the breakers a
+    /// reload builds from this one).
+    totals: Arc<Totals>,
     pub(crate) inspects_values: bool,
     pub(crate) name: Arc<str>,
     /// The refusals OPEN, HALF_OPEN and FORCED_OPEN hand out, built once
@@ -146,6 +150,15 @@ impl CircuitBreaker {
     }
 
     fn with_shared_clock(name: Arc<str>, config: CircuitBreakerConfig, clock: SharedClock) -> Self {
+        Self::build(name, config, clock, Arc::default())
+    }
+
+    fn build(
+        name: Arc<str>,
+        config: CircuitBreakerConfig,
+        clock: SharedClock,
+        totals: Arc<Totals>,
+    ) -> Self {
         let now = clock.now_nanos();
         let window = match config.sliding_window_type {
             SlidingWindowType::CountBased => {
@@ -164,6 +177,7 @@ impl CircuitBreaker {
             half_open_until: AtomicU64::new(u64::MAX),
             untyped_reported: AtomicBool::new(false),
             not_permitted: AtomicU64::new(0),
+            totals,
             inspects_values: config.inspects_values(),
             refusals: {
                 let name = SharedName::new(Arc::clone(&name));
@@ -279,6 +293,45 @@ impl CircuitBreaker {
             not_permitted: inner.not_permitted.load(Ordering::Relaxed),
             ignored: core.ignored,
         }
+    }
+
+    /// Everything counted since the breaker was created, never reset by a
+    /// transition (see [`CallTotals`]): the call timers Resilience4j
+    /// publishes as `resilience4j_circuitbreaker_calls_seconds{kind}` and
+    /// the not-permitted counter. Together they add up to every call the
+    /// breaker was asked to make.
+    ///
+    /// ```
+    /// use resil_core::circuit_breaker::{CallKind, CircuitBreaker, CircuitBreakerConfig};
+    ///
+    /// let breaker = CircuitBreaker::new("price", CircuitBreakerConfig::default());
+    /// let _ = breaker.call(|| Ok::<_, &str>(1));
+    /// let _ = breaker.call(|| Err::<u32, _>("down"));
+    /// breaker.transition_to_forced_open().unwrap();
+    /// let _ = breaker.call(|| Ok::<_, &str>(1));
+    /// let totals = breaker.call_totals();
+    /// assert_eq!(totals.timer(CallKind::Successful).count(), 1);
+    /// assert_eq!(totals.timer(CallKind::Failed).count(), 1);
+    /// assert_eq!(totals.not_permitted(), 1);
+    /// assert_eq!(totals.calls(), 3);
+    /// ```
+    pub fn call_totals(&self) -> CallTotals {
+        self.inner.totals.read(self.inner.clock.now_nanos())
+    }
+
+    /// Keeps a percentile histogram of call durations from now on
+    /// (Micrometer's buckets from 1 ms to 30 s, see
+    /// [`histogram_bounds`](super::histogram_bounds)), shown by
+    /// [`CallTimer::buckets`]. Off by default: it costs a bucket search and
+    /// a shared atomic add per call. Stays on for the breakers a reload
+    /// builds from this one.
+    pub fn enable_call_histogram(&self) {
+        self.inner.totals.enable_histogram();
+    }
+
+    /// Whether [`enable_call_histogram`](Self::enable_call_histogram) was called.
+    pub fn call_histogram_enabled(&self) -> bool {
+        self.inner.totals.histogram_enabled()
     }
 
     /// Subscribes to this breaker's events. Without subscribers, publishing
@@ -613,7 +666,13 @@ impl CircuitBreaker {
         let old = &*self.inner;
         let same_shape = old.config.sliding_window_type == config.sliding_window_type
             && old.config.sliding_window_size == config.sliding_window_size;
-        let next = Self::with_shared_clock(Arc::clone(&old.name), config, old.clock.clone());
+        // The totals count on: a reload is no reset for a monitoring system.
+        let next = Self::build(
+            Arc::clone(&old.name),
+            config,
+            old.clock.clone(),
+            Arc::clone(&old.totals),
+        );
         if !same_shape {
             return (next, false);
         }
@@ -645,7 +704,9 @@ impl CircuitBreaker {
     /// memory (the configuration's predicates and the event channel, created on
     /// the first `subscribe`, are not counted).
     pub fn memory_footprint(&self) -> usize {
-        std::mem::size_of::<Inner>() + self.inner.window.heap_bytes()
+        std::mem::size_of::<Inner>()
+            + std::mem::size_of::<Totals>()
+            + self.inner.window.heap_bytes()
     }
 }
 
@@ -782,6 +843,7 @@ impl Inner {
     #[cold]
     fn reject(&self, state: State) -> CallNotPermitted {
         self.not_permitted.fetch_add(1, Ordering::Relaxed);
+        self.totals.not_permitted();
         self.publish(|| CircuitBreakerEventKind::NotPermitted { state });
         let i = match state {
             State::Open => 0,
@@ -880,6 +942,15 @@ impl Inner {
         let end = self.clock.now_nanos();
         let elapsed = end.saturating_sub(start);
         let slow = elapsed > self.slow_nanos;
+        self.totals.record(
+            match outcome {
+                Outcome::Success => CallKind::Successful,
+                Outcome::Failure => CallKind::Failed,
+                Outcome::Ignored => CallKind::Ignored,
+            },
+            end,
+            elapsed,
+        );
         if outcome == Outcome::Success
             && !slow
             && transition == ResultTransition::Stay

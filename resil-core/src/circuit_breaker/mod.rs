@@ -116,6 +116,7 @@
 //! ```
 
 mod breaker;
+mod calls;
 mod config;
 mod event;
 mod metrics;
@@ -124,6 +125,7 @@ mod state;
 mod window;
 
 pub use self::breaker::CircuitBreaker;
+pub use self::calls::{histogram_bounds, CallKind, CallTimer, CallTotals};
 pub use self::config::{
     CircuitBreakerConfig, CircuitBreakerConfigBuilder, Outcome, ResultTransition,
     SlidingWindowType, MAX_COUNT_WINDOW_SIZE, MAX_TIME_WINDOW_SECONDS,

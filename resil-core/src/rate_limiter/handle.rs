@@ -24,6 +24,7 @@ use crate::deadline;
 use crate::error::{DeadlineExceeded, Error, RequestNotPermitted, SharedName};
 use crate::event::{EventPublisher, EventStream};
 use crate::guarded::{Acquire, Guarded};
+use crate::striped::Striped;
 
 /// The shortest refresh period [`RateLimiter::new`](super::RateLimiter::new)
 /// times with the [`CoarseClock`] (for a [`RefillRateLimiter`](super::RefillRateLimiter),
@@ -143,6 +144,10 @@ pub(super) struct Inner<A: Algorithm> {
     /// `timeout_duration` in nanoseconds (saturated), changeable at run time.
     timeout: AtomicU64,
     waiting: AtomicU32,
+    /// Acquisitions granted, counted per thread.
+    granted: Striped<AtomicU64>,
+    /// Acquisitions refused.
+    refused: AtomicU64,
     events: EventPublisher<RateLimiterEvent>,
     /// Set once a call's types met a drain predicate written for others.
     warned_foreign: AtomicBool,
@@ -184,6 +189,8 @@ impl<A: Algorithm> Limiter<A> {
                 timeout: AtomicU64::new(clock::nanos(A::timeout(&config))),
                 config,
                 waiting: AtomicU32::new(0),
+                granted: Striped::default(),
+                refused: AtomicU64::new(0),
                 events: EventPublisher::default(),
                 warned_foreign: AtomicBool::new(false),
             }),
@@ -225,6 +232,8 @@ impl<A: Algorithm> Limiter<A> {
         RateLimiterMetrics {
             available_permissions: self.available_permissions(),
             number_of_waiting_threads: self.inner.waiting.load(Ordering::Relaxed),
+            successful_acquisitions: self.inner.granted.sum(),
+            failed_acquisitions: self.inner.refused.load(Ordering::Relaxed),
         }
     }
 
@@ -457,6 +466,11 @@ impl<A: Algorithm> Inner<A> {
 
     #[inline]
     fn publish(&self, granted: bool, permits: u32) {
+        if granted {
+            self.granted.increment();
+        } else {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+        }
         self.events.publish_with(|| {
             let kind = if granted {
                 RateLimiterEventKind::SuccessfulAcquire

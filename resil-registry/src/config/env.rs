@@ -16,7 +16,8 @@
 //!
 //! Variables not starting with `RESIL_<KIND>_` are not overrides and are left
 //! alone (`RESIL_CONFIG` names the file); one that does but names no key is an
-//! error naming the variable.
+//! error naming the variable. `RESIL_HTTP_INSTANCES_<NAME>_<KEY>` sets a key
+//! of resil's own `resil.http` (see `http.rs`).
 
 use super::error::{closest, quoted_list, Problem, ProblemKind};
 use super::load::{read_option, Document, Entry};
@@ -57,6 +58,10 @@ fn apply_one(
     problems: &mut Vec<Problem>,
 ) -> Result<(), Problem> {
     let tokens: Vec<&str> = var[PREFIX.len()..].split('_').collect();
+    if tokens[0] == "HTTP" {
+        // `RESIL_HTTP_INSTANCES_…`: resil's own `resil.http` (http.rs).
+        return Ok(());
+    }
     let Some((kind, used)) = (1..=tokens.len().min(3))
         .find_map(|n| Kind::from_key(&tokens[..n].concat()).map(|k| (k, n)))
     else {
@@ -208,7 +213,7 @@ fn is_section(token: &str) -> bool {
 }
 
 /// A name as it reads in a variable: upper case, non-alphanumerics as `_`.
-fn env_form(name: &str) -> String {
+pub(crate) fn env_form(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() {

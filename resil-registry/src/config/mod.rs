@@ -25,6 +25,11 @@
 //! Keys are Resilience4j's kebab-case names; `snake_case` and `camelCase` are
 //! the same key. Config and instance names are taken as written.
 //!
+//! Beside it, resil's own namespace `resil` holds the HTTP classifiers'
+//! status sets (`resil.http.instances.<name>.record-status`, …; see
+//! [`HttpSection`]), checked by the same loader. Every other top-level key
+//! is the application's.
+//!
 //! # Values
 //!
 //! Durations: `500ms`, `10s`, `1m`, `2h` (units `ns`, `us`, `ms`, `s`, `m`, `h`,
@@ -62,6 +67,7 @@ pub(crate) mod bind;
 pub(crate) mod duration;
 mod env;
 mod error;
+mod http;
 mod load;
 #[cfg(feature = "properties")]
 mod properties;
@@ -79,6 +85,10 @@ use std::sync::Arc;
 pub(crate) use self::apply::Apply;
 pub use self::duration::{format_duration, parse_duration, ParseDurationError};
 pub use self::error::{ConfigFileError, Problem, ProblemKind};
+pub use self::http::{
+    parse_status_ranges, HttpEntry, HttpSection, StatusKey, StatusList, StatusSetError,
+    EXPECTED_STATUS, HTTP_INSTANCES, RESIL_ROOT,
+};
 pub(crate) use self::render::{rendered, Render};
 pub use self::resolved::{ErrorNames, Provenance, Resolved, Section};
 pub use self::schema::Kind;
@@ -194,7 +204,8 @@ pub struct FileConfig {
     origin: Option<PathBuf>,
     /// Warnings (1.x keys read as their 2.x meaning, Java-only keys ignored).
     warnings: Vec<Problem>,
-    /// Top-level keys outside `resilience4j`, left to the application.
+    /// Top-level keys outside `resilience4j` and `resil`, left to the
+    /// application.
     ignored_keys: Vec<String>,
     /// The profiles the configuration was read with.
     profiles: Vec<String>,
@@ -203,6 +214,8 @@ pub struct FileConfig {
     properties: Vec<(String, String)>,
     /// Per kind: the default config, the named configs and the instances.
     sections: Sections,
+    /// resil's own `resil.http.instances`: the HTTP classifiers' status sets.
+    http: HttpSection,
 }
 
 impl Default for FileConfig {
@@ -459,6 +472,7 @@ impl FileConfig {
         };
 
         let mut merged = Document::default();
+        let mut merged_http = HttpSection::default();
         let mut ignored_keys: Vec<String> = Vec::new();
         // Every document's lines, for the problems found after merging.
         let mut all_lines = value::Lines::new();
@@ -467,15 +481,23 @@ impl FileConfig {
         }
         for (doc, label) in docs {
             let mut found = Vec::new();
-            let (mut tree, ignored) = split_root(doc.tree);
+            let Root {
+                mut resilience4j,
+                resil,
+                ignored,
+            } = split_root(doc.tree);
             for key in ignored {
                 if !ignored_keys.contains(&key) {
                     ignored_keys.push(key);
                 }
             }
-            let _ = spring::resolve_placeholders(&mut tree, "", &lookup, &mut found);
-            let (mut document, _) = load::document(tree, &mut found);
+            let _ = spring::resolve_placeholders(&mut resilience4j, "", &lookup, &mut found);
+            let (mut document, _) = load::document(resilience4j, &mut found);
             document.locate(&doc.lines, &label);
+            for (root, mut value) in resil {
+                let _ = spring::resolve_placeholders(&mut value, &root, &lookup, &mut found);
+                merged_http.merge(http::section(&root, value, &mut found));
+            }
             for problem in &mut found {
                 problem.locate(&doc.lines);
             }
@@ -485,13 +507,17 @@ impl FileConfig {
         if !ignored_keys.is_empty() {
             tracing::debug!(
                 keys = %ignored_keys.join(", "),
-                "resil reads only `resilience4j` from a config file; the other top-level keys belong to the application"
+                "resil reads only `resilience4j` and `resil` from a config file; the other top-level keys belong to the application"
             );
         }
 
         let mut late = Vec::new();
         env::apply(&mut merged, vars.iter().map(|(k, v)| (k, v)), &mut late);
         let mut config = FileConfig::resolve(merged, origin, &mut late);
+        let configured = config.sections.configured_names();
+        merged_http.apply_env(&vars, &configured, &mut late);
+        merged_http.check_names(&configured, &mut late);
+        config.http = merged_http;
         for problem in &mut late {
             problem.locate(&all_lines);
         }
@@ -526,6 +552,7 @@ impl FileConfig {
             profiles: Vec::new(),
             properties: Vec::new(),
             sections: Sections::resolve(&doc, problems),
+            http: HttpSection::default(),
         }
     }
 
@@ -542,9 +569,9 @@ impl FileConfig {
         &self.warnings
     }
 
-    /// The top-level keys outside `resilience4j` (`spring`, `server`,
-    /// `management`, …): the application's, not resil's, so ignored (one
-    /// `debug` event lists them).
+    /// The top-level keys outside `resilience4j` and `resil` (`spring`,
+    /// `server`, `management`, …): the application's, not resil's, so
+    /// ignored (one `debug` event lists them).
     pub fn ignored_keys(&self) -> &[String] {
         &self.ignored_keys
     }
@@ -570,6 +597,39 @@ impl FileConfig {
             .rev()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// resil's own `resil.http.instances`: each HTTP classifier's status
+    /// sets, validated by the loader (unknown keys, bad sets and names that
+    /// match no instance of the file are errors; see [`HttpSection`]).
+    /// resil-web's `HttpClassifier` reads them.
+    ///
+    /// ```
+    /// # #[cfg(feature = "yaml")] {
+    /// use resil_registry::config::{FileConfig, StatusKey};
+    ///
+    /// let file = FileConfig::from_yaml_str("
+    /// resilience4j.circuitbreaker.instances.inventory: {}
+    /// resil.http.instances.inventory:
+    ///   ignore-status: [404, 409]
+    /// ").unwrap();
+    /// let inventory = file.http().instance("inventory").unwrap();
+    /// let ignored = inventory.get(StatusKey::IgnoreStatus).unwrap();
+    /// assert_eq!(ignored.ranges(), [(404, 404), (409, 409)]);
+    ///
+    /// let typo = FileConfig::from_yaml_str("
+    /// resilience4j.circuitbreaker.instances.inventory: {}
+    /// resil.http.instances.inventory:
+    ///   ignore-statuses: [404]
+    /// ").unwrap_err();
+    /// assert!(typo.to_string().contains(
+    ///     "line 4: unknown key `resil.http.instances.inventory.ignore-statuses`; \
+    ///      did you mean `ignore-status`?"
+    /// ));
+    /// # }
+    /// ```
+    pub fn http(&self) -> &HttpSection {
+        &self.http
     }
 
     /// The active profiles the configuration was read with
@@ -659,22 +719,44 @@ fn active_profiles(vars: &[(String, String)]) -> Option<Vec<String>> {
         })
 }
 
-/// The `resilience4j` subtree as a one-key map, and the other top-level keys.
-fn split_root(tree: Value) -> (Value, Vec<String>) {
+/// A document's top level, split by owner.
+struct Root {
+    /// The `resilience4j` subtree as a one-key map (the whole value when it
+    /// is not a map, for the loader to report).
+    resilience4j: Value,
+    /// resil's own subtree (`resil`), by the key as written.
+    resil: Vec<(String, Value)>,
+    /// The other top-level keys: the application's.
+    ignored: Vec<String>,
+}
+
+fn split_root(tree: Value) -> Root {
     match tree {
         Value::Map(entries) => {
-            let mut ignored = Vec::new();
+            let mut root = Root {
+                resilience4j: Value::Null,
+                resil: Vec::new(),
+                ignored: Vec::new(),
+            };
             let mut kept = Vec::new();
             for (key, value) in entries {
-                if schema::normalize(&key) == load::ROOT {
+                let n = schema::normalize(&key);
+                if n == load::ROOT {
                     kept.push((key, value));
+                } else if n == http::RESIL_ROOT {
+                    root.resil.push((key, value));
                 } else {
-                    ignored.push(key);
+                    root.ignored.push(key);
                 }
             }
-            (Value::Map(kept), ignored)
+            root.resilience4j = Value::Map(kept);
+            root
         }
-        other => (other, Vec::new()),
+        other => Root {
+            resilience4j: other,
+            resil: Vec::new(),
+            ignored: Vec::new(),
+        },
     }
 }
 
@@ -698,6 +780,22 @@ macro_rules! sections {
                 Sections {
                     $($(#[cfg($cfg)])? $field: resolve::section(doc, problems),)*
                 }
+            }
+
+            /// Every instance and named config name of every kind
+            /// (`default` aside), repeats included.
+            fn configured_names(&self) -> Vec<&str> {
+                let mut names = Vec::new();
+                $(
+                    $(#[cfg($cfg)])?
+                    names.extend(
+                        self.$field
+                            .instance_names()
+                            .chain(self.$field.config_names())
+                            .filter(|n| *n != crate::chain::DEFAULT),
+                    );
+                )*
+                names
             }
         }
 

@@ -13,7 +13,7 @@ use super::primitive;
 use super::{bind, plain_options};
 use crate::kind::Kind;
 use crate::primitive::{Hooks, NoTwins};
-use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
+use crate::telemetry::describe::{describe_config, Describe, Family, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
 primitive!(AdaptiveBulkhead: AdaptiveBulkheadConfig => AdaptiveBulkheadConfigBuilder, Kind::AdaptiveBulkhead);
@@ -39,36 +39,38 @@ bind! {
 
 plain_options!(AdaptiveBulkheadConfig => AdaptiveBulkheadConfigBuilder, Kind::AdaptiveBulkhead);
 
+const LIMIT: Family = Family::new(
+    "bulkhead_adaptive_limit",
+    "The adaptive bulkhead's current concurrency limit",
+);
+const CONCURRENT: Family = Family::new(
+    "bulkhead_adaptive_concurrent_calls",
+    "Calls the adaptive bulkhead holds now",
+);
+const AVAILABLE: Family = Family::new(
+    "bulkhead_adaptive_available_concurrent_calls",
+    "Calls the adaptive bulkhead can still let in under its current limit",
+);
+const MIN_RTT: Family = Family::new(
+    "bulkhead_adaptive_min_rtt_seconds",
+    "The shortest round-trip time the limit algorithm measured",
+);
+const CALLS: Family = Family::new(
+    "bulkhead_adaptive_calls",
+    "Calls the adaptive bulkhead refused, dropped from its samples, or sampled (kind)",
+);
+
 impl Telemetry for AdaptiveBulkhead {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
         vec![
-            Metric::gauge("bulkhead_adaptive_limit", None, f64::from(m.limit())),
-            Metric::gauge(
-                "bulkhead_adaptive_concurrent_calls",
-                None,
-                f64::from(m.concurrent_calls()),
-            ),
-            Metric::gauge(
-                "bulkhead_adaptive_available_concurrent_calls",
-                None,
-                f64::from(m.available_concurrent_calls()),
-            ),
-            Metric::seconds(
-                "bulkhead_adaptive_min_rtt_seconds",
-                m.min_rtt().as_secs_f64(),
-            ),
-            Metric::counter(
-                "bulkhead_adaptive_calls",
-                Some("rejected"),
-                m.rejected_calls(),
-            ),
-            Metric::counter(
-                "bulkhead_adaptive_calls",
-                Some("dropped"),
-                m.dropped_calls(),
-            ),
-            Metric::counter("bulkhead_adaptive_calls", Some("sampled"), m.samples()),
+            Metric::gauge(LIMIT, None, f64::from(m.limit())),
+            Metric::gauge(CONCURRENT, None, f64::from(m.concurrent_calls())),
+            Metric::gauge(AVAILABLE, None, f64::from(m.available_concurrent_calls())),
+            Metric::seconds(MIN_RTT, m.min_rtt().as_secs_f64()),
+            Metric::counter(CALLS, Some("rejected"), m.rejected_calls()),
+            Metric::counter(CALLS, Some("dropped"), m.dropped_calls()),
+            Metric::counter(CALLS, Some("sampled"), m.samples()),
         ]
     }
 

@@ -8,7 +8,7 @@ use super::primitive;
 use super::{bind, plain_options};
 use crate::kind::Kind;
 use crate::primitive::{Hooks, NoTwins};
-use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
+use crate::telemetry::describe::{describe_config, Describe, Family, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
 primitive!(Bulkhead: BulkheadConfig => BulkheadConfigBuilder, Kind::Bulkhead);
@@ -34,20 +34,36 @@ bind! {
 
 plain_options!(BulkheadConfig => BulkheadConfigBuilder, Kind::Bulkhead);
 
+const AVAILABLE: Family = Family::new(
+    "bulkhead_available_concurrent_calls",
+    "The number of calls the bulkhead can still let in",
+);
+const MAX_ALLOWED: Family = Family::new(
+    "bulkhead_max_allowed_concurrent_calls",
+    "The bulkhead's maximum number of concurrent calls",
+);
+const WAITING: Family = Family::new(
+    "bulkhead_waiting_calls",
+    "Calls waiting for a slot (up to max-wait-duration)",
+);
+const CALLS: Family = Family::new(
+    "bulkhead_calls",
+    "Calls the bulkhead let in or refused (kind): refused when full, or when the deadline ran out while waiting",
+);
+
 impl Telemetry for Bulkhead {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
         vec![
+            Metric::gauge(AVAILABLE, None, f64::from(m.available_concurrent_calls())),
             Metric::gauge(
-                "bulkhead_available_concurrent_calls",
+                MAX_ALLOWED,
                 None,
-                m.available_concurrent_calls() as f64,
+                f64::from(m.max_allowed_concurrent_calls()),
             ),
-            Metric::gauge(
-                "bulkhead_max_allowed_concurrent_calls",
-                None,
-                m.max_allowed_concurrent_calls() as f64,
-            ),
+            Metric::gauge(WAITING, None, m.waiting_calls() as f64),
+            Metric::counter(CALLS, Some("permitted"), m.permitted_calls()),
+            Metric::counter(CALLS, Some("rejected"), m.rejected_calls()),
         ]
     }
 

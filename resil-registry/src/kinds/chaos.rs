@@ -28,7 +28,7 @@ use crate::handle::Handle;
 use crate::kind::Kind;
 use crate::overrides::Overrides;
 use crate::primitive::{Hooks, NoTwins};
-use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
+use crate::telemetry::describe::{describe_config, Describe, Family, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
 primitive!(Chaos: ChaosConfig => ChaosConfigBuilder, Kind::Chaos);
@@ -203,6 +203,19 @@ impl Render for ChaosConfig {
     }
 }
 
+const INJECTIONS: Family = Family::new(
+    "resil_chaos_injections",
+    "Faults chaos injected, by what (kind): latency, an error, a replaced result",
+);
+const CALLS: Family = Family::new(
+    "resil_chaos_calls",
+    "Calls that passed the chaos instance while it was enabled",
+);
+const ENABLED: Family = Family::new(
+    "resil_chaos_enabled",
+    "Whether chaos injection is on (1) or off (0)",
+);
+
 impl Telemetry for Chaos {
     fn state_label(&self) -> Option<&'static str> {
         Some(if self.status().enabled() {
@@ -216,19 +229,11 @@ impl Telemetry for Chaos {
         let m = self.metrics();
         let enabled = self.status().enabled();
         vec![
-            Metric::counter(
-                "resil_chaos_injections",
-                Some("latency"),
-                m.latencies_injected(),
-            ),
-            Metric::counter("resil_chaos_injections", Some("error"), m.errors_injected()),
-            Metric::counter(
-                "resil_chaos_injections",
-                Some("result"),
-                m.results_injected(),
-            ),
-            Metric::counter("resil_chaos_calls", None, m.calls_while_enabled()),
-            Metric::gauge("resil_chaos_enabled", None, if enabled { 1.0 } else { 0.0 }),
+            Metric::counter(INJECTIONS, Some("latency"), m.latencies_injected()),
+            Metric::counter(INJECTIONS, Some("error"), m.errors_injected()),
+            Metric::counter(INJECTIONS, Some("result"), m.results_injected()),
+            Metric::counter(CALLS, None, m.calls_while_enabled()),
+            Metric::gauge(ENABLED, None, if enabled { 1.0 } else { 0.0 }),
         ]
     }
 

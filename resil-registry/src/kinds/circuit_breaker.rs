@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use resil_core::circuit_breaker::{
-    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder, SlidingWindowType, State,
+    CallKind, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder, SlidingWindowType,
+    State,
 };
 use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
@@ -22,7 +23,7 @@ use crate::config::schema::{Val, SLIDING_WINDOW_TYPES, STATES};
 use crate::kind::Kind;
 use crate::overrides::{Overrides, Transition};
 use crate::primitive::{Hooks, NoTwins};
-use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
+use crate::telemetry::describe::{describe_config, Describe, Family, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
 primitive!(CircuitBreaker: CircuitBreakerConfig => CircuitBreakerConfigBuilder, Kind::CircuitBreaker);
@@ -69,6 +70,14 @@ impl Hooks for CircuitBreaker {
             State::ForcedOpen => next.transition_to_forced_open(),
             _ => Ok(()),
         };
+    }
+
+    /// The call timers keep a histogram when asked. Rebuilt breakers share
+    /// their predecessor's timers, so a histogram once on stays on.
+    fn instrument(&self, histograms: bool) {
+        if histograms {
+            self.enable_call_histogram();
+        }
     }
 
     fn error_lists(entry: &Resolved<CircuitBreakerConfig>) -> Vec<(ErrorNames<'_>, ErrorList)> {
@@ -223,6 +232,49 @@ impl Render for CircuitBreakerConfig {
     }
 }
 
+const CALLS: Family = Family::new(
+    "circuitbreaker_calls",
+    "Calls the circuit breaker permitted, by outcome (kind): their number, total and longest duration",
+);
+const NOT_PERMITTED: Family = Family::new(
+    "circuitbreaker_not_permitted_calls",
+    "Calls the circuit breaker refused (OPEN, HALF_OPEN without a free probe, FORCED_OPEN)",
+);
+const STATE: Family = Family::new(
+    "circuitbreaker_state",
+    "The state of the circuit breaker: 1 for the state it is in, 0 for the others",
+);
+const BUFFERED: Family = Family::new(
+    "circuitbreaker_buffered_calls",
+    "Calls in the sliding window, by outcome (kind)",
+);
+const MAX_BUFFERED: Family = Family::new(
+    "circuitbreaker_max_buffered_calls",
+    "The size of the sliding window (calls, or seconds for a time-based window)",
+);
+const SLOW: Family = Family::new(
+    "circuitbreaker_slow_calls",
+    "Slow calls in the sliding window, by outcome (kind)",
+);
+const FAILURE_RATE: Family = Family::new(
+    "circuitbreaker_failure_rate",
+    "The failure rate of the sliding window in percent (-1 below the minimum number of calls)",
+);
+const SLOW_CALL_RATE: Family = Family::new(
+    "circuitbreaker_slow_call_rate",
+    "The slow call rate of the sliding window in percent (-1 below the minimum number of calls)",
+);
+
+/// Every state and its `state` label, in Resilience4j's order.
+const STATE_LABELS: [(State, &str); 6] = [
+    (State::Closed, "closed"),
+    (State::Open, "open"),
+    (State::HalfOpen, "half_open"),
+    (State::ForcedOpen, "forced_open"),
+    (State::Disabled, "disabled"),
+    (State::MetricsOnly, "metrics_only"),
+];
+
 impl Telemetry for CircuitBreaker {
     fn state_label(&self) -> Option<&'static str> {
         Some(self.state().as_str())
@@ -230,50 +282,31 @@ impl Telemetry for CircuitBreaker {
 
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
-        vec![
-            Metric::counter(
-                "circuitbreaker_calls",
-                Some("successful"),
-                m.successful_calls(),
-            ),
-            Metric::counter("circuitbreaker_calls", Some("failed"), m.failed_calls()),
-            Metric::counter("circuitbreaker_calls", Some("ignored"), m.ignored_calls()),
-            Metric::counter(
-                "circuitbreaker_calls",
-                Some("not_permitted"),
-                m.not_permitted_calls(),
-            ),
+        let totals = self.call_totals();
+        let mut values: Vec<Metric> = CallKind::ALL
+            .iter()
+            .map(|&kind| Metric::timer(CALLS, Some(kind.as_str()), totals.timer(kind)))
+            .collect();
+        values.extend([
+            Metric::counter(NOT_PERMITTED, Some("not_permitted"), totals.not_permitted()),
             // Resilience4j publishes -1 while below the minimum number of calls.
-            Metric::percent(
-                "circuitbreaker_failure_rate",
-                m.failure_rate().map_or(-1.0, f64::from),
-            ),
-            Metric::percent(
-                "circuitbreaker_slow_call_rate",
-                m.slow_call_rate().map_or(-1.0, f64::from),
-            ),
-            // The window's calls by kind, as Resilience4j tags this gauge.
+            Metric::percent(FAILURE_RATE, m.failure_rate().map_or(-1.0, f64::from)),
+            Metric::percent(SLOW_CALL_RATE, m.slow_call_rate().map_or(-1.0, f64::from)),
+            Metric::gauge(BUFFERED, Some("successful"), m.successful_calls() as f64),
+            Metric::gauge(BUFFERED, Some("failed"), m.failed_calls() as f64),
             Metric::gauge(
-                "circuitbreaker_buffered_calls",
-                Some("successful"),
-                m.successful_calls() as f64,
+                MAX_BUFFERED,
+                None,
+                f64::from(self.config().sliding_window_size()),
             ),
-            Metric::gauge(
-                "circuitbreaker_buffered_calls",
-                Some("failed"),
-                m.failed_calls() as f64,
-            ),
-            Metric::counter(
-                "circuitbreaker_slow_calls",
-                Some("successful"),
-                m.slow_successful_calls(),
-            ),
-            Metric::counter(
-                "circuitbreaker_slow_calls",
-                Some("failed"),
-                m.slow_failed_calls(),
-            ),
-        ]
+            Metric::gauge(SLOW, Some("successful"), m.slow_successful_calls() as f64),
+            Metric::gauge(SLOW, Some("failed"), m.slow_failed_calls() as f64),
+        ]);
+        let now = self.state();
+        values.extend(STATE_LABELS.iter().map(|&(state, label)| {
+            Metric::gauge(STATE, Some(label), if state == now { 1.0 } else { 0.0 }).keyed("state")
+        }));
+        values
     }
 
     fn config_values(&self) -> Vec<(&'static str, String)> {

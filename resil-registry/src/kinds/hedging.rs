@@ -13,7 +13,7 @@ use crate::classes::{ErrorClasses, ErrorList};
 use crate::config::resolved::{ErrorNames, Resolved};
 use crate::kind::Kind;
 use crate::primitive::{Hooks, NoTwins};
-use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
+use crate::telemetry::describe::{describe_config, Describe, Family, Metric, Telemetry};
 
 primitive!(Hedging: HedgingConfig => HedgingConfigBuilder, Kind::Hedging);
 
@@ -48,28 +48,25 @@ bind! {
 
 plain_options!(HedgingConfig => HedgingConfigBuilder, Kind::Hedging);
 
+const CALLS: Family = Family::new(
+    "resil_hedging_calls",
+    "Hedged calls that ended, by how (kind): won by the primary, won by a hedge, all attempts failed, cancelled",
+);
+const HEDGES: Family = Family::new(
+    "resil_hedging_hedges",
+    "Hedges started, and hedges the budget refused (kind)",
+);
+
 impl Telemetry for Hedging {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
         vec![
-            Metric::counter(
-                "resil_hedging_calls",
-                Some("won_by_primary"),
-                m.won_by_primary(),
-            ),
-            Metric::counter(
-                "resil_hedging_calls",
-                Some("won_by_hedge"),
-                m.won_by_hedge(),
-            ),
-            Metric::counter("resil_hedging_calls", Some("all_failed"), m.all_failed()),
-            Metric::counter("resil_hedging_calls", Some("cancelled"), m.cancelled()),
-            Metric::counter("resil_hedging_hedges", Some("started"), m.hedges_started()),
-            Metric::counter(
-                "resil_hedging_hedges",
-                Some("budget_refused"),
-                m.budget_refused(),
-            ),
+            Metric::counter(CALLS, Some("won_by_primary"), m.won_by_primary()),
+            Metric::counter(CALLS, Some("won_by_hedge"), m.won_by_hedge()),
+            Metric::counter(CALLS, Some("all_failed"), m.all_failed()),
+            Metric::counter(CALLS, Some("cancelled"), m.cancelled()),
+            Metric::counter(HEDGES, Some("started"), m.hedges_started()),
+            Metric::counter(HEDGES, Some("budget_refused"), m.budget_refused()),
         ]
     }
 

@@ -13,7 +13,7 @@ use crate::kind::Kind;
 use crate::primitive::Hooks;
 #[cfg(not(feature = "redis"))]
 use crate::primitive::Twins;
-use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
+use crate::telemetry::describe::{describe_config, Describe, Family, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
 #[cfg(feature = "redis")]
@@ -93,20 +93,27 @@ bind! {
 
 plain_options!(RateLimiterConfig => RateLimiterConfigBuilder, Kind::RateLimiter);
 
+pub(crate) const AVAILABLE: Family = Family::new(
+    "ratelimiter_available_permissions",
+    "Permissions left in the current period (negative while reserved by waiting callers)",
+);
+pub(crate) const WAITING: Family = Family::new(
+    "ratelimiter_waiting_threads",
+    "Callers waiting for a permission",
+);
+const CALLS: Family = Family::new(
+    "ratelimiter_calls",
+    "Acquisitions the rate limiter granted or refused (kind)",
+);
+
 impl Telemetry for RateLimiter {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
         vec![
-            Metric::gauge(
-                "ratelimiter_available_permissions",
-                None,
-                m.available_permissions() as f64,
-            ),
-            Metric::gauge(
-                "ratelimiter_waiting_threads",
-                None,
-                m.number_of_waiting_threads() as f64,
-            ),
+            Metric::gauge(AVAILABLE, None, m.available_permissions() as f64),
+            Metric::gauge(WAITING, None, f64::from(m.number_of_waiting_threads())),
+            Metric::counter(CALLS, Some("successful"), m.successful_acquisitions()),
+            Metric::counter(CALLS, Some("failed"), m.failed_acquisitions()),
         ]
     }
 

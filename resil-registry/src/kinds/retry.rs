@@ -14,7 +14,7 @@ use crate::config::resolved::{ErrorNames, Resolved};
 use crate::config::schema::Val;
 use crate::kind::Kind;
 use crate::primitive::{Hooks, NoTwins};
-use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
+use crate::telemetry::describe::{describe_config, Describe, Family, Metric, Telemetry};
 
 primitive!(Retry: RetryConfig => RetryConfigBuilder, Kind::Retry);
 
@@ -90,30 +90,40 @@ impl Render for RetryConfig {
     }
 }
 
+const CALLS: Family = Family::new(
+    "retry_calls",
+    "Calls through the retry that ended, by outcome (kind): successful or failed, with or without a retry",
+);
+const ATTEMPTS: Family = Family::new(
+    "retry_attempts",
+    "Attempts made by the calls that ended: first attempts and retries",
+);
+
 impl Telemetry for Retry {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
         vec![
             Metric::counter(
-                "retry_calls",
+                CALLS,
                 Some("successful_without_retry"),
                 m.successful_calls_without_retry(),
             ),
             Metric::counter(
-                "retry_calls",
+                CALLS,
                 Some("successful_with_retry"),
                 m.successful_calls_with_retry(),
             ),
             Metric::counter(
-                "retry_calls",
+                CALLS,
                 Some("failed_without_retry"),
                 m.failed_calls_without_retry(),
             ),
             Metric::counter(
-                "retry_calls",
+                CALLS,
                 Some("failed_with_retry"),
                 m.failed_calls_with_retry(),
             ),
+            Metric::counter(ATTEMPTS, None, m.attempts()),
         ]
     }
 

@@ -13,7 +13,7 @@ use resil_core::thread_pool_bulkhead::{
 use super::{bind, plain_options};
 use crate::kind::Kind;
 use crate::primitive::{Hooks, NoTwins, Primitive};
-use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
+use crate::telemetry::describe::{describe_config, Describe, Family, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
 impl Primitive for ThreadPoolBulkhead {
@@ -62,40 +62,45 @@ bind! {
 
 plain_options!(ThreadPoolBulkheadConfig => ThreadPoolBulkheadConfigBuilder, Kind::ThreadPoolBulkhead);
 
+const ACTIVE: Family = Family::new(
+    "bulkhead_active_thread_count",
+    "Threads of the pool running a task",
+);
+const AVAILABLE: Family = Family::new(
+    "bulkhead_available_thread_count",
+    "Threads the pool can still start or hand a task to (max minus active)",
+);
+const SIZE: Family = Family::new("bulkhead_thread_pool_size", "Threads in the pool now");
+const CORE_SIZE: Family = Family::new(
+    "bulkhead_core_thread_pool_size",
+    "The pool's core number of threads",
+);
+const MAX_SIZE: Family = Family::new(
+    "bulkhead_max_thread_pool_size",
+    "The pool's maximum number of threads",
+);
+const QUEUE_DEPTH: Family = Family::new("bulkhead_queue_depth", "Tasks waiting in the queue");
+const QUEUE_CAPACITY: Family = Family::new("bulkhead_queue_capacity", "The queue's capacity");
+const CALLS: Family = Family::new(
+    "bulkhead_thread_pool_calls",
+    "Tasks the thread-pool bulkhead accepted or refused (kind) because the pool and queue were full",
+);
+
 impl Telemetry for ThreadPoolBulkhead {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
+        let max = m.maximum_thread_pool_size();
+        let active = m.active_thread_count();
         vec![
-            Metric::gauge(
-                "thread_pool_bulkhead_active_thread_count",
-                None,
-                m.active_thread_count() as f64,
-            ),
-            Metric::gauge(
-                "thread_pool_bulkhead_thread_pool_size",
-                None,
-                m.thread_pool_size() as f64,
-            ),
-            Metric::gauge(
-                "thread_pool_bulkhead_core_thread_pool_size",
-                None,
-                m.core_thread_pool_size() as f64,
-            ),
-            Metric::gauge(
-                "thread_pool_bulkhead_max_thread_pool_size",
-                None,
-                m.maximum_thread_pool_size() as f64,
-            ),
-            Metric::gauge(
-                "thread_pool_bulkhead_queue_depth",
-                None,
-                m.queue_depth() as f64,
-            ),
-            Metric::gauge(
-                "thread_pool_bulkhead_queue_capacity",
-                None,
-                m.queue_capacity() as f64,
-            ),
+            Metric::gauge(ACTIVE, None, active as f64),
+            Metric::gauge(AVAILABLE, None, max.saturating_sub(active) as f64),
+            Metric::gauge(SIZE, None, m.thread_pool_size() as f64),
+            Metric::gauge(CORE_SIZE, None, m.core_thread_pool_size() as f64),
+            Metric::gauge(MAX_SIZE, None, max as f64),
+            Metric::gauge(QUEUE_DEPTH, None, m.queue_depth() as f64),
+            Metric::gauge(QUEUE_CAPACITY, None, m.queue_capacity() as f64),
+            Metric::counter(CALLS, Some("permitted"), m.permitted_calls()),
+            Metric::counter(CALLS, Some("rejected"), m.rejected_calls()),
         ]
     }
 

@@ -10,7 +10,7 @@ use super::created;
 use super::{bind, plain_options};
 use crate::kind::Kind;
 use crate::primitive::{Hooks, NoTwins, Primitive};
-use crate::telemetry::describe::{describe_config, Describe, Metric, Telemetry};
+use crate::telemetry::describe::{describe_config, Describe, Family, Metric, Telemetry};
 
 impl Primitive for TimeLimiter {
     type Config = TimeLimiterConfig;
@@ -51,17 +51,18 @@ bind! {
 
 plain_options!(TimeLimiterConfig => TimeLimiterConfigBuilder, Kind::TimeLimiter);
 
+const CALLS: Family = Family::new(
+    "timelimiter_calls",
+    "Calls through the time limiter, by outcome (kind): successful, failed, or timed out",
+);
+
 impl Telemetry for TimeLimiter {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
         vec![
-            Metric::counter(
-                "timelimiter_calls",
-                Some("successful"),
-                m.successful_calls(),
-            ),
-            Metric::counter("timelimiter_calls", Some("failed"), m.failed_calls()),
-            Metric::counter("timelimiter_calls", Some("timeout"), m.timeout_calls()),
+            Metric::counter(CALLS, Some("successful"), m.successful_calls()),
+            Metric::counter(CALLS, Some("failed"), m.failed_calls()),
+            Metric::counter(CALLS, Some("timeout"), m.timeout_calls()),
         ]
     }
 

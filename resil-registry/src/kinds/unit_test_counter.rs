@@ -20,7 +20,7 @@ use crate::config::render::Render;
 use crate::config::schema::Val;
 use crate::kind::Kind;
 use crate::primitive::{Hooks, NoTwins, Primitive};
-use crate::telemetry::describe::{Describe, Metric, Notable, Telemetry};
+use crate::telemetry::describe::{Describe, Family, Metric, Notable, Telemetry};
 use crate::telemetry::health::Status;
 
 pub(crate) mod types;
@@ -102,8 +102,9 @@ impl Render for CounterConfig {
 
 impl Telemetry for Counter {
     fn metric_values(&self) -> Vec<Metric> {
+        const CALLS: Family = Family::new("resil_unit_test_counter_calls", "Calls counted");
         vec![Metric::counter(
-            "resil_unit_test_counter_calls",
+            CALLS,
             None,
             self.count.load(Ordering::Relaxed),
         )]

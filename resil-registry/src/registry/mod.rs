@@ -53,6 +53,11 @@ pub(crate) struct Inner {
     pub(crate) max_per_kind: usize,
     pub(crate) event_buffer_size: usize,
     pub(crate) record_instance_events: bool,
+    /// The builder's histogram switch (see
+    /// [`RegistryBuilder::percentiles_histogram`]).
+    pub(crate) percentiles_histogram: bool,
+    /// The tower layers' request counts, by name.
+    pub(crate) layers: crate::telemetry::layer::Layers,
     pub(crate) classes: ErrorClasses,
     /// The registry's events.
     pub(crate) events: Publisher,
@@ -62,6 +67,10 @@ pub(crate) struct Inner {
     pub(crate) file: RwLock<Arc<FileConfig>>,
     /// One load or reload at a time.
     pub(crate) reload_lock: Mutex<()>,
+    /// Values built from the loaded file ([`Registry::follow_file`]),
+    /// rebuilt by each reload; a follower whose handles are all gone says so
+    /// and is dropped.
+    pub(crate) followers: Mutex<Vec<crate::reload::Follower>>,
     /// The first attribute call site that set literals for each instance.
     pub(crate) sites: Mutex<HashMap<(Kind, String), &'static AttributeSite>>,
 }
@@ -159,6 +168,15 @@ impl Registry {
     /// The loaded config file.
     pub(crate) fn file(&self) -> Arc<FileConfig> {
         Arc::clone(&self.inner.file.read())
+    }
+
+    /// Whether the breakers' call timers keep a histogram under `file`.
+    fn histograms(&self, file: &FileConfig) -> bool {
+        crate::telemetry::histogram::wanted(
+            file,
+            self.inner.percentiles_histogram,
+            crate::telemetry::histogram::BREAKER_CALLS,
+        )
     }
 
     /// Resolves the configuration of instance `name` of kind `P` from
@@ -261,6 +279,7 @@ impl Registry {
                 }
                 let name = Arc::clone(v.key());
                 let instance = P::create(Arc::clone(&name), config, self.inner.clock.as_ref());
+                instance.instrument(self.histograms(&file));
                 let capture = self
                     .inner
                     .record_instance_events
@@ -486,6 +505,7 @@ impl Registry {
                 .rebuilt(Arc::clone(&name), &config, clock)
                 .unwrap_or_else(|| (P::create(Arc::clone(&name), config, clock), false));
             carried = kept;
+            instance.instrument(self.histograms(&self.file()));
             P::before_install(&self.inner.overrides, &name, current, &instance, carried);
             entry.drain(&self.inner.ttl_clock);
             if let Some(capture) = &entry.capture {

@@ -8,14 +8,31 @@ use crate::config::render::{rendered, Render};
 
 use super::health::Status;
 
-/// What a metric value is: a count of what happened since the instance was
-/// created, or a reading of what it holds now.
+/// What a metric is: a count of what happened since the instance was
+/// created, a reading of what it holds now, or a timer of the calls it made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum MetricKind {
-    /// Cumulative: only ever grows (published as a counter).
+    /// Cumulative: only ever grows (Prometheus: `<name>_total`).
     Counter,
-    /// A reading of now: may go up and down (published as a gauge).
+    /// A reading of now: may go up and down.
     Gauge,
+    /// Cumulative count and summed duration of calls, their decaying maximum
+    /// and, when enabled, a histogram (Prometheus: `<name>_seconds_count`,
+    /// `_sum`, `_max`, `_bucket`), as Micrometer publishes a `Timer`.
+    Timer,
+}
+
+impl MetricKind {
+    /// `counter`, `gauge`, `timer`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            MetricKind::Counter => "counter",
+            MetricKind::Gauge => "gauge",
+            MetricKind::Timer => "timer",
+        }
+    }
 }
 
 /// The unit of a metric value.
@@ -29,60 +46,151 @@ pub enum Unit {
     Percent,
 }
 
-/// One metric of one instance: Resilience4j's name (without its
-/// `resilience4j_` prefix), an optional `kind` label, what it is, its unit
-/// and its value.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A metric's name (Resilience4j's, without its `resilience4j_` prefix and
+/// without the suffixes Prometheus adds; `resil_…` for resil's own kinds)
+/// and what it means. Each kind's module declares its families.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Family {
+    /// The name (`circuitbreaker_calls`).
+    pub name: &'static str,
+    /// What it measures (Prometheus `# HELP`, Actuator's `description`).
+    pub help: &'static str,
+}
+
+impl Family {
+    /// A family called `name` that measures `help`.
+    pub(crate) const fn new(name: &'static str, help: &'static str) -> Family {
+        Family { name, help }
+    }
+}
+
+/// A timer's reading beyond its count: the summed and the largest duration
+/// in seconds, and the cumulative histogram buckets when enabled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimerValue {
+    /// The summed duration of every call counted, in seconds.
+    pub sum: f64,
+    /// The longest call of the last one to two minutes, in seconds.
+    pub max: f64,
+    /// `(upper bound in seconds, calls at or under it)`, cumulative; `None`
+    /// while the histogram is off.
+    pub buckets: Option<Vec<(f64, u64)>>,
+}
+
+/// One metric of one instance: its family, an optional label, what it is,
+/// its unit and its value.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Metric {
     /// The name (`circuitbreaker_calls`; `resil_…` for resil's own kinds).
     pub name: &'static str,
-    /// The `kind` label, where Resilience4j has one.
+    /// What it measures.
+    pub help: &'static str,
+    /// The label's key: `kind` (Resilience4j's usual one) or `state` (the
+    /// breaker's state gauge).
+    pub tag_key: &'static str,
+    /// The label's value, where the metric has one.
     pub tag: Option<&'static str>,
-    /// Counter or gauge.
+    /// Counter, gauge or timer.
     pub kind: MetricKind,
     /// Its unit.
     pub unit: Unit,
-    /// The value.
+    /// The value (a timer's: its count).
     pub value: f64,
+    /// A timer's sum, max and buckets.
+    pub timer: Option<TimerValue>,
 }
 
 impl Metric {
-    /// A cumulative count.
-    pub(crate) fn counter(name: &'static str, tag: Option<&'static str>, value: u64) -> Metric {
+    fn of(family: Family, tag: Option<&'static str>, kind: MetricKind, value: f64) -> Metric {
         Metric {
-            name,
+            name: family.name,
+            help: family.help,
+            tag_key: "kind",
             tag,
-            kind: MetricKind::Counter,
+            kind,
             unit: Unit::Count,
-            value: value as f64,
+            value,
+            timer: None,
         }
+    }
+
+    /// A cumulative count.
+    pub(crate) fn counter(family: Family, tag: Option<&'static str>, value: u64) -> Metric {
+        Metric::of(family, tag, MetricKind::Counter, value as f64)
     }
 
     /// A count held now.
-    pub(crate) fn gauge(name: &'static str, tag: Option<&'static str>, value: f64) -> Metric {
-        Metric {
-            name,
-            tag,
-            kind: MetricKind::Gauge,
-            unit: Unit::Count,
-            value,
-        }
+    pub(crate) fn gauge(family: Family, tag: Option<&'static str>, value: f64) -> Metric {
+        Metric::of(family, tag, MetricKind::Gauge, value)
     }
 
     /// A percentage held now (-1 while below the minimum number of calls).
-    pub(crate) fn percent(name: &'static str, value: f64) -> Metric {
+    pub(crate) fn percent(family: Family, value: f64) -> Metric {
         Metric {
             unit: Unit::Percent,
-            ..Metric::gauge(name, None, value)
+            ..Metric::gauge(family, None, value)
         }
     }
 
     /// A duration held now, in seconds.
-    pub(crate) fn seconds(name: &'static str, value: f64) -> Metric {
+    pub(crate) fn seconds(family: Family, value: f64) -> Metric {
         Metric {
             unit: Unit::Seconds,
-            ..Metric::gauge(name, None, value)
+            ..Metric::gauge(family, None, value)
         }
+    }
+
+    /// A call timer's reading.
+    pub(crate) fn timer(
+        family: Family,
+        tag: Option<&'static str>,
+        timer: &resil_core::circuit_breaker::CallTimer,
+    ) -> Metric {
+        Metric {
+            unit: Unit::Seconds,
+            timer: Some(TimerValue {
+                sum: timer.total().as_secs_f64(),
+                max: timer.max().as_secs_f64(),
+                buckets: timer.buckets().map(|b| {
+                    b.iter()
+                        .map(|&(bound, count)| (bound.as_secs_f64(), count))
+                        .collect()
+                }),
+            }),
+            ..Metric::of(family, tag, MetricKind::Timer, timer.count() as f64)
+        }
+    }
+
+    /// The same metric under label key `key` (`state`).
+    pub(crate) fn keyed(self, key: &'static str) -> Metric {
+        Metric {
+            tag_key: key,
+            ..self
+        }
+    }
+
+    /// The name Prometheus shows, before any suffix: `resilience4j_` and the
+    /// name (`resil_…` names as they are), and `_seconds` for a timer.
+    pub fn base_name(&self) -> String {
+        let mut name = if self.name.starts_with("resil_") {
+            self.name.to_owned()
+        } else {
+            format!("resilience4j_{}", self.name)
+        };
+        if self.kind == MetricKind::Timer {
+            name.push_str("_seconds");
+        }
+        name
+    }
+
+    /// The name Micrometer gives the meter (`resilience4j.circuitbreaker.calls`),
+    /// as Actuator's `/actuator/metrics` lists it.
+    pub fn dotted_name(&self) -> String {
+        let name = self.name.strip_prefix("resil_").map_or_else(
+            || format!("resilience4j.{}", self.name),
+            |rest| format!("resil.{rest}"),
+        );
+        name.replace('_', ".")
     }
 }
 

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use super::describe::Telemetry;
+use super::describe::{MetricKind, Telemetry};
 use super::health::{ComponentHealth, Health, Status};
 use super::ring::RecordedEvent;
 use std::sync::Arc;
@@ -105,10 +105,22 @@ pub struct MetricSnapshot {
     /// Resilience4j's name, without the `resilience4j_` prefix; the kinds
     /// Resilience4j lacks (hedging, chaos) give their whole `resil_…` name.
     pub name: &'static str,
-    /// The `kind` label, for metrics that have one.
+    /// The value of its label (`kind`, or `state` for the breaker's state
+    /// gauge), for metrics that have one.
     pub kind: Option<&'static str>,
-    /// The value.
+    /// The label's key: `kind` or `state`.
+    pub label: &'static str,
+    /// Counter, gauge or timer.
+    #[cfg_attr(feature = "serde", serde(rename = "type"))]
+    pub metric_type: MetricKind,
+    /// What it measures.
+    pub description: &'static str,
+    /// The value (a timer's: its count).
     pub value: f64,
+    /// A timer's summed duration, in seconds.
+    pub total_seconds: Option<f64>,
+    /// A timer's longest call of the last one to two minutes, in seconds.
+    pub max_seconds: Option<f64>,
 }
 
 /// One effective configuration value.
@@ -494,7 +506,12 @@ fn metric_snapshots(instance: &(impl Telemetry + ?Sized)) -> Vec<MetricSnapshot>
         .map(|m| MetricSnapshot {
             name: m.name,
             kind: m.tag,
+            label: m.tag_key,
+            metric_type: m.kind,
+            description: m.help,
             value: m.value,
+            total_seconds: m.timer.as_ref().map(|t| t.sum),
+            max_seconds: m.timer.as_ref().map(|t| t.max),
         })
         .collect()
 }

@@ -9,40 +9,18 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
+use resil_registry::MetricKind;
+
 use super::{error, Problem, Shared};
 
-/// `circuitbreaker_calls` → `resilience4j.circuitbreaker.calls`.
+/// `circuitbreaker_calls` → `resilience4j.circuitbreaker.calls`;
+/// `resil_hedging_calls` → `resil.hedging.calls`.
 fn dotted(name: &str) -> String {
-    format!("resilience4j.{}", name.replace('_', "."))
-}
-
-/// Counters report a `COUNT`, gauges a `VALUE`: the calls counted since the
-/// start, as the registry publishes them as counters.
-fn statistic(name: &str) -> &'static str {
-    if name.ends_with("_calls") && !name.contains("buffered") && !name.contains("concurrent") {
-        "COUNT"
-    } else {
-        "VALUE"
-    }
-}
-
-/// What a metric measures, for the `description` Actuator shows (the
-/// registry's own metrics; `null` for any other).
-fn description(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "circuitbreaker_calls" => "The number of calls through the circuit breaker, by outcome (kind)",
-        "circuitbreaker_buffered_calls" => "The number of calls in the sliding window, by outcome (kind)",
-        "circuitbreaker_slow_calls" => "The number of slow calls in the sliding window, by outcome (kind)",
-        "circuitbreaker_failure_rate" => "The failure rate of the sliding window, in percent (-1 until the minimum number of calls)",
-        "circuitbreaker_slow_call_rate" => "The slow call rate of the sliding window, in percent (-1 until the minimum number of calls)",
-        "retry_calls" => "The number of retried and not retried calls, by outcome (kind)",
-        "bulkhead_available_concurrent_calls" => "The number of calls the bulkhead can still let in",
-        "bulkhead_max_allowed_concurrent_calls" => "The bulkhead's maximum number of concurrent calls",
-        "ratelimiter_available_permissions" => "The number of permissions left in the current period",
-        "ratelimiter_waiting_threads" => "The number of callers waiting for a permission",
-        "timelimiter_calls" => "The number of calls through the time limiter, by outcome (kind)",
-        _ => return None,
-    })
+    let name = name.strip_prefix("resil_").map_or_else(
+        || format!("resilience4j.{name}"),
+        |rest| format!("resil.{rest}"),
+    );
+    name.replace('_', ".")
 }
 
 pub(crate) async fn names(State(ctx): Shared) -> Response {
@@ -92,16 +70,17 @@ pub(crate) async fn metric(
     let mut total = 0.0;
     let mut found = false;
     let mut available: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut stat = "VALUE";
+    let mut metric_type = MetricKind::Gauge;
     let mut described = None;
+    let (mut total_time, mut max) = (0.0f64, 0.0f64);
     for i in &snapshot.instances {
         for m in i.metrics.iter().filter(|m| dotted(m.name) == name) {
             found = true;
-            stat = statistic(m.name);
-            described = description(m.name);
+            metric_type = m.metric_type;
+            described = Some(m.description);
             let mut labels: Vec<(String, String)> = vec![("name".into(), i.name.clone())];
             if let Some(kind) = m.kind {
-                labels.push(("kind".into(), kind.to_owned()));
+                labels.push((m.label.to_owned(), kind.to_owned()));
             }
             labels.extend(i.tags.iter().map(|(k, v)| (k.clone(), v.clone())));
             let matches = wanted
@@ -109,6 +88,8 @@ pub(crate) async fn metric(
                 .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v));
             if matches {
                 total += m.value;
+                total_time += m.total_seconds.unwrap_or(0.0);
+                max = max.max(m.max_seconds.unwrap_or(0.0));
                 for (k, v) in labels {
                     available.entry(k).or_default().insert(v);
                 }
@@ -126,13 +107,25 @@ pub(crate) async fn metric(
         .into_iter()
         .map(|(tag, values)| json!({ "tag": tag, "values": values }))
         .collect();
+    // As Micrometer measures each meter type: a counter its COUNT, a gauge
+    // its VALUE, a timer its COUNT, TOTAL_TIME and MAX in seconds.
+    let (unit, measurements) = match metric_type {
+        MetricKind::Counter => (None, json!([{ "statistic": "COUNT", "value": total }])),
+        MetricKind::Gauge => (None, json!([{ "statistic": "VALUE", "value": total }])),
+        MetricKind::Timer => (
+            Some("seconds"),
+            json!([
+                { "statistic": "COUNT", "value": total },
+                { "statistic": "TOTAL_TIME", "value": total_time },
+                { "statistic": "MAX", "value": max },
+            ]),
+        ),
+    };
     Json(json!({
         "name": name,
         "description": described,
-        // Counts and rates have no unit; Resilience4j's call timers also
-        // have a `seconds` total, which the registry does not keep.
-        "baseUnit": null,
-        "measurements": [{ "statistic": stat, "value": total }],
+        "baseUnit": unit,
+        "measurements": measurements,
         "availableTags": available,
     }))
     .into_response()

@@ -170,8 +170,6 @@ impl ActuatorBuilder {
             readiness_from_health: self.readiness_from_health,
             authorize: self.authorize,
             stream_interval: self.stream_interval,
-            #[cfg(feature = "prometheus")]
-            prometheus: metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder(),
         });
         let managed = ctx.authorize.is_some();
         let mut router = Router::new()
@@ -254,8 +252,6 @@ pub(crate) struct Ctx {
     pub(crate) readiness_from_health: bool,
     pub(crate) authorize: Option<Arc<dyn Authorize>>,
     pub(crate) stream_interval: Duration,
-    #[cfg(feature = "prometheus")]
-    pub(crate) prometheus: metrics_exporter_prometheus::PrometheusRecorder,
 }
 
 pub(crate) type Shared = axum::extract::State<Arc<Ctx>>;

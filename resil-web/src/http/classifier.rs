@@ -8,6 +8,7 @@ use http::{HeaderMap, StatusCode};
 use resil_core::circuit_breaker::{CircuitBreakerConfigBuilder, Outcome, ResultTransition};
 use resil_core::retry::RetryConfigBuilder;
 use resil_core::IntervalFunction;
+use resil_registry::Handle;
 
 use super::error::HttpError;
 use super::retry_after::retry_after;
@@ -43,13 +44,17 @@ impl StatusLike for http::response::Parts {
 }
 
 /// Classifies HTTP responses by status (see the [module docs](super) for the
-/// rules and defaults). Cheap to clone.
+/// rules and defaults). Cheap to clone: clones share the sets, and a
+/// classifier that follows a registry's config file
+/// ([`HttpClassifier::follow`]) sees every clone's sets change together when
+/// the registry reloads the file (one atomic load per classification, as a
+/// registry handle).
 #[derive(Clone)]
 pub struct HttpClassifier {
-    inner: Arc<Inner>,
+    pub(super) inner: Handle<Inner>,
 }
 
-struct Inner {
+pub(super) struct Inner {
     predicates: Vec<Arc<Predicate>>,
     /// Per status 100..=999, what the sets below decide (see [`Verdicts`]):
     /// a classification reads one byte of it, one cache line, where the
@@ -61,6 +66,44 @@ struct Inner {
     success: Option<StatusSet>,
     retry_after: StatusSet,
     wall_clock: fn() -> SystemTime,
+}
+
+impl Inner {
+    #[inline]
+    fn outcome_of(&self, status: StatusCode, headers: &HeaderMap) -> Outcome {
+        for p in &self.predicates {
+            if let Some(outcome) = p(status, headers) {
+                return outcome;
+            }
+        }
+        self.verdicts.outcome(status)
+    }
+
+    fn retry_after(&self, response: &impl StatusLike) -> Option<Duration> {
+        if !self.verdicts.honours_retry_after(response.status()) {
+            return None;
+        }
+        retry_after(response.headers(), (self.wall_clock)())
+    }
+}
+
+/// Equal when a rebuild from an unchanged file would change nothing: the same
+/// sets, the same predicates (shared with the builder they came from) and
+/// the same wall clock.
+impl PartialEq for Inner {
+    fn eq(&self, other: &Self) -> bool {
+        self.record == other.record
+            && self.ignore == other.ignore
+            && self.success == other.success
+            && self.retry_after == other.retry_after
+            && self.predicates.len() == other.predicates.len()
+            && self
+                .predicates
+                .iter()
+                .zip(&other.predicates)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+            && std::ptr::fn_addr_eq(self.wall_clock, other.wall_clock)
+    }
 }
 
 /// The status sets' decisions, one byte a status: the outcome in the low
@@ -118,6 +161,9 @@ impl Verdicts {
     }
 }
 
+/// The name of a classifier built in code (no registry follows it).
+const DETACHED: &str = "http-classifier";
+
 /// How much longer than a `Retry-After` a retry waits (see
 /// [`HttpClassifier::retry`]).
 const PAST_RETRY_AFTER: Duration = Duration::from_millis(1);
@@ -153,32 +199,24 @@ impl HttpClassifier {
 
     /// How the breaker records a response with `status` and `headers`.
     pub fn outcome_of(&self, status: StatusCode, headers: &HeaderMap) -> Outcome {
-        let i = &*self.inner;
-        for p in &i.predicates {
-            if let Some(outcome) = p(status, headers) {
-                return outcome;
-            }
-        }
-        i.verdicts.outcome(status)
+        self.inner.get().outcome_of(status, headers)
     }
 
     /// The `Retry-After` a response asks for: only for the statuses that
     /// honour it (429 and 503 by default) and only when it is not a success.
     pub fn retry_after(&self, response: &impl StatusLike) -> Option<Duration> {
-        let status = response.status();
-        if !self.inner.verdicts.honours_retry_after(status) {
-            return None;
-        }
-        retry_after(response.headers(), (self.inner.wall_clock)())
+        self.inner.get().retry_after(response)
     }
 
     /// The outcome and the transition (open for the `Retry-After`) of a
-    /// response.
+    /// response, both from the same sets (one load of them, also while a
+    /// reload replaces them).
     pub fn judge(&self, response: &impl StatusLike) -> (Outcome, ResultTransition) {
-        let outcome = self.outcome_of(response.status(), response.headers());
+        let i = self.inner.get();
+        let outcome = i.outcome_of(response.status(), response.headers());
         let transition = match outcome {
             Outcome::Success => ResultTransition::Stay,
-            _ => match self.retry_after(response) {
+            _ => match i.retry_after(response) {
                 Some(wait) => ResultTransition::OpenFor(wait),
                 None => ResultTransition::Stay,
             },
@@ -260,7 +298,9 @@ impl fmt::Debug for HttpClassifier {
     }
 }
 
-/// Builds an [`HttpClassifier`].
+/// Builds an [`HttpClassifier`]. Cloning it clones its settings (the code
+/// predicates are shared).
+#[derive(Clone)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct HttpClassifierBuilder {
     record: Option<StatusSet>,
@@ -319,6 +359,13 @@ impl HttpClassifierBuilder {
 
     /// The classifier.
     pub fn build(self) -> HttpClassifier {
+        HttpClassifier {
+            inner: Handle::detached(DETACHED, self.build_inner()),
+        }
+    }
+
+    /// The sets and predicates a classifier reads.
+    pub(super) fn build_inner(self) -> Inner {
         super::error::register_error_type();
         let record = match (self.record, self.success) {
             (Some(record), _) => record,
@@ -331,16 +378,14 @@ impl HttpClassifierBuilder {
             self.success.as_ref(),
             &self.retry_after,
         );
-        HttpClassifier {
-            inner: Arc::new(Inner {
-                predicates: self.predicates,
-                verdicts,
-                record,
-                ignore: self.ignore,
-                success: self.success,
-                retry_after: self.retry_after,
-                wall_clock: self.wall_clock,
-            }),
+        Inner {
+            predicates: self.predicates,
+            verdicts,
+            record,
+            ignore: self.ignore,
+            success: self.success,
+            retry_after: self.retry_after,
+            wall_clock: self.wall_clock,
         }
     }
 }

@@ -33,10 +33,16 @@
 //!
 //! # In a config file
 //!
-//! The same sets as file keys, under `resil.http.instances.<name>` (outside
-//! `resilience4j`, whose keys are Resilience4j's), read by
-//! [`HttpClassifier::from_file`]: `record-status: [500-599, 408]`,
-//! `ignore-status: [400-499]`, `success-status`, `retry-after-status`.
+//! The same sets as file keys, under `resil.http.instances.<name>` (resil's
+//! own namespace beside Resilience4j's `resilience4j`): `record-status:
+//! [500-599, 408]`, `ignore-status: [400-499]`, `success-status`,
+//! `retry-after-status`. The config loader checks them with the
+//! `resilience4j` tree: an unknown key, a set that does not parse or a name
+//! that is no instance the file configures is an error with its key path,
+//! line and a did-you-mean (see [`FILE_PREFIX`]).
+//! [`HttpClassifier::follow`] gives a classifier that follows a registry's
+//! file through its reloads; [`HttpClassifier::from_file`] reads one file
+//! once.
 //!
 //! # `Retry-After`
 //!
@@ -77,7 +83,7 @@ pub use self::classifier::{
     HttpClassifier, HttpClassifierBuilder, StatusLike, DEFAULT_RECORD_STATUS,
 };
 pub use self::error::HttpError;
-pub use self::file::{HttpConfigError, FILE_KEYS, FILE_PREFIX};
+pub use self::file::{FILE_KEYS, FILE_PREFIX};
 pub use self::retry_after::{parse_retry_after, retry_after, retry_after_header_value};
 pub use self::status_set::{StatusSet, StatusSetError};
 

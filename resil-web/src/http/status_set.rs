@@ -28,34 +28,10 @@ pub struct StatusSet {
     bits: [u64; 15],
 }
 
-/// A status set that does not parse, naming the token.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StatusSetError {
-    token: String,
-    input: String,
-    why: &'static str,
-}
-
-impl StatusSetError {
-    /// The token that does not parse.
-    pub fn token(&self) -> &str {
-        &self.token
-    }
-}
-
-impl fmt::Display for StatusSetError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid status `{}` in `{}`: {}",
-            self.token, self.input, self.why
-        )
-    }
-}
-
-impl std::error::Error for StatusSetError {}
-
-const EXPECTED: &str = "expected a status code (100-999) or a range of them such as `500-599`";
+/// A status set that does not parse, naming the token: the config loader's
+/// own error, as one grammar reads status sets in code and in files
+/// ([`resil_registry::config::parse_status_ranges`]).
+pub use resil_registry::config::StatusSetError;
 
 impl StatusSet {
     /// The empty set.
@@ -65,31 +41,21 @@ impl StatusSet {
 
     /// Parses `"500-599, 408"`: comma-separated codes and inclusive ranges;
     /// whitespace around each is ignored. An empty string is the empty set.
+    /// The grammar is the config loader's (`resil.http` keys are checked
+    /// with it as the file loads).
     pub fn parse(input: &str) -> Result<StatusSet, StatusSetError> {
-        let mut set = StatusSet::new();
-        if input.trim().is_empty() {
-            return Ok(set);
-        }
-        for raw in input.split(',') {
-            let token = raw.trim();
-            let error = |why| StatusSetError {
-                token: token.to_owned(),
-                input: input.to_owned(),
-                why,
-            };
-            let (lo, hi) = match token.split_once('-') {
-                Some((lo, hi)) => (code(lo.trim()), code(hi.trim())),
-                None => (code(token), code(token)),
-            };
-            let (Some(lo), Some(hi)) = (lo, hi) else {
-                return Err(error(EXPECTED));
-            };
-            if lo > hi {
-                return Err(error("a range must go from the lower code to the higher"));
-            }
-            set = set.with_range(lo, hi);
-        }
-        Ok(set)
+        Ok(StatusSet::from_ranges(
+            &resil_registry::config::parse_status_ranges(input)?,
+        ))
+    }
+
+    /// The set of the inclusive ranges `(lo, hi)` (clamped to 100–999): a
+    /// config file's validated set
+    /// ([`StatusList::ranges`](resil_registry::config::StatusList::ranges)).
+    pub fn from_ranges(ranges: &[(u16, u16)]) -> StatusSet {
+        ranges
+            .iter()
+            .fold(StatusSet::new(), |set, &(lo, hi)| set.with_range(lo, hi))
     }
 
     /// Parses each item of a list (a config file's `[500-599, 408]`).
@@ -159,14 +125,6 @@ impl StatusSet {
         }
         out
     }
-}
-
-fn code(s: &str) -> Option<u16> {
-    if s.len() != 3 || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let c: u16 = s.parse().ok()?;
-    (100..=999).contains(&c).then_some(c)
 }
 
 /// `408, 500-599`: the form [`StatusSet::parse`] reads.

@@ -253,6 +253,7 @@ where
                     // first would be a wide read of fields just written,
                     // which stalls on store forwarding (measured).
                     this.stage.set(Stage::Done);
+                    shared.counts.passed();
                     if let Some(watch) = this.watch.as_ref() {
                         watch.finished(answer.is_ok());
                     }
@@ -401,6 +402,7 @@ fn finish<Res, E, C: 'static, R: Respond<Res, E>>(
         Err(error) => match error.into_rejection() {
             Err(error) => Err(shared.respond.error(error)),
             Ok(rejection) => {
+                shared.counts.refused(&rejection);
                 use resil_core::Rejection as Rj;
                 let retry_after = match &rejection {
                     Rj::CallNotPermitted(_) => shared

@@ -192,6 +192,7 @@ impl<'r, C: 'static, R: 'static> Builder<'r, C, R> {
             limiter: self.limiter.then(|| r.rate_limiter(name)),
             time_limiter: self.time_limiter.then(|| r.time_limiter(name)),
             bulkhead: self.bulkhead.then(|| r.bulkhead(name)),
+            counts: r.layer_counts(name),
             name: self.name,
             classify: self.classify,
             respond: self.respond,

@@ -7,7 +7,9 @@ use resil_core::circuit_breaker::CircuitBreaker;
 use resil_core::rate_limiter::RateLimiter;
 use resil_core::time_limiter::TimeLimiter;
 use resil_options::Aspect;
-use resil_registry::Handle;
+use std::sync::Arc;
+
+use resil_registry::{Handle, LayerCounts};
 
 /// What every service of one layer shares: the instances, the classifier
 /// and the refusal mapping. Leaked once per built layer (see the module's
@@ -25,6 +27,8 @@ pub(crate) struct Shared<C, R> {
     pub(crate) bulkhead: Option<Handle<Bulkhead>>,
     pub(crate) classify: C,
     pub(crate) respond: R,
+    /// What the layer did with each request it finished.
+    pub(crate) counts: Arc<LayerCounts>,
     pub(crate) name: String,
 }
 

@@ -20,7 +20,7 @@ use resil_core::distributed_rate_limiter::{
 use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig, RateLimiterConfigBuilder};
 use resil_core::ConfigError;
 
-use super::RateChange;
+use super::{RateChange, AVAILABLE, WAITING};
 use crate::classes::ErrorClasses;
 use crate::config::duration::format_duration as d;
 use crate::config::resolved::Resolved;
@@ -33,7 +33,7 @@ use crate::primitive::Twins;
 use crate::registry::resolve::resolve_layers;
 use crate::registry::Registry;
 use crate::store::CodeSettings;
-use crate::telemetry::describe::{Metric, Telemetry};
+use crate::telemetry::describe::{Family, Metric, Telemetry};
 use crate::telemetry::health::Status;
 use crate::{Kind, RegistryError};
 
@@ -462,6 +462,27 @@ fn distributed_config(c: &DistributedRateLimiterConfig) -> Vec<(&'static str, St
     values
 }
 
+const ACQUIRES: Family = Family::new(
+    "ratelimiter_distributed_acquire_calls",
+    "Acquisitions of a Redis-backed rate limiter, granted or refused (kind), whoever decided",
+);
+const FALLBACKS: Family = Family::new(
+    "ratelimiter_distributed_fallback_calls",
+    "Decisions the failure policy made while Redis could not answer (kind: granted, refused)",
+);
+const FAILURES: Family = Family::new(
+    "ratelimiter_distributed_backend_failure_calls",
+    "Redis calls that failed, by why (kind)",
+);
+const SCRIPTS: Family = Family::new(
+    "ratelimiter_distributed_script_calls",
+    "Acquire scripts run on Redis",
+);
+const LEASES: Family = Family::new(
+    "ratelimiter_distributed_lease_permits",
+    "Permits taken from the shared quota into local leases, handed out from them, and returned unused (kind)",
+);
+
 /// A Redis-backed rate limiter reports under the rate limiter's kind, with
 /// Resilience4j's `ratelimiter_waiting_threads` and
 /// `ratelimiter_available_permissions` (the permits left after the last
@@ -470,42 +491,24 @@ fn distributed_config(c: &DistributedRateLimiterConfig) -> Vec<(&'static str, St
 impl Telemetry for DistributedRateLimiter {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
-        let acquires = "ratelimiter_distributed_acquire_calls";
-        let fallbacks = "ratelimiter_distributed_fallback_calls";
-        let failures = "ratelimiter_distributed_backend_failure_calls";
-        let leases = "ratelimiter_distributed_lease_permits";
         let mut values = vec![
-            Metric::gauge(
-                "ratelimiter_waiting_threads",
-                None,
-                f64::from(m.number_of_waiting_tasks()),
-            ),
-            Metric::counter(acquires, Some("successful"), m.successful_acquires()),
-            Metric::counter(acquires, Some("failed"), m.failed_acquires()),
-            Metric::counter(fallbacks, Some("granted"), m.fallback_grants()),
-            Metric::counter(fallbacks, Some("refused"), m.fallback_refusals()),
-            Metric::counter(failures, Some("timeout"), m.redis_timeouts()),
-            Metric::counter(failures, Some("unavailable"), m.redis_unavailable()),
-            Metric::counter(failures, Some("error"), m.redis_errors()),
-            Metric::counter(failures, Some("auth"), m.redis_auth_failures()),
-            Metric::counter(failures, Some("cannot_block"), m.cannot_block()),
-            Metric::counter(
-                "ratelimiter_distributed_script_calls",
-                None,
-                m.script_calls(),
-            ),
-            // Published as gauges since they were introduced; issue 27
-            // turns what happened into counters throughout.
-            Metric::gauge(leases, Some("leased"), m.leased_permits() as f64),
-            Metric::gauge(leases, Some("handed_out"), m.lease_grants() as f64),
-            Metric::gauge(leases, Some("returned"), m.returned_permits() as f64),
+            Metric::gauge(WAITING, None, f64::from(m.number_of_waiting_tasks())),
+            Metric::counter(ACQUIRES, Some("successful"), m.successful_acquires()),
+            Metric::counter(ACQUIRES, Some("failed"), m.failed_acquires()),
+            Metric::counter(FALLBACKS, Some("granted"), m.fallback_grants()),
+            Metric::counter(FALLBACKS, Some("refused"), m.fallback_refusals()),
+            Metric::counter(FAILURES, Some("timeout"), m.redis_timeouts()),
+            Metric::counter(FAILURES, Some("unavailable"), m.redis_unavailable()),
+            Metric::counter(FAILURES, Some("error"), m.redis_errors()),
+            Metric::counter(FAILURES, Some("auth"), m.redis_auth_failures()),
+            Metric::counter(FAILURES, Some("cannot_block"), m.cannot_block()),
+            Metric::counter(SCRIPTS, None, m.script_calls()),
+            Metric::counter(LEASES, Some("leased"), m.leased_permits()),
+            Metric::counter(LEASES, Some("handed_out"), m.lease_grants()),
+            Metric::counter(LEASES, Some("returned"), m.returned_permits()),
         ];
         if let Some(left) = m.last_remaining() {
-            values.push(Metric::gauge(
-                "ratelimiter_available_permissions",
-                None,
-                left as f64,
-            ));
+            values.push(Metric::gauge(AVAILABLE, None, left as f64));
         }
         values
     }
