@@ -77,7 +77,8 @@ pub use resil_registry::config;
 
 pub use resil_core::{
     bulkhead, circuit_breaker, clock, deadline, error, event, interval, rate_limiter, retry,
-    thread_pool_bulkhead, time_limiter, ConfigError, Error, ErrorKind, IntervalFunction, Rejection,
+    thread_pool_bulkhead, time_limiter, trace, ConfigError, Error, ErrorKind, IntervalFunction,
+    Rejection,
 };
 
 /// Primitives beyond Resilience4j's (issue 20): hedging, the adaptive
@@ -131,6 +132,10 @@ pub use resil_web::http;
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub use resil_web::grpc;
+
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub mod otel;
 
 /// The mountable axum actuator (feature `axum`).
 #[cfg(feature = "axum")]

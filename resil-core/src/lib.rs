@@ -38,6 +38,7 @@ pub mod retry;
 mod striped;
 pub mod thread_pool_bulkhead;
 pub mod time_limiter;
+pub mod trace;
 
 pub use crate::error::{ConfigError, Error, ErrorKind};
 pub use crate::interval::IntervalFunction;

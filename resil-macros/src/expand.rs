@@ -258,10 +258,11 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         TokenStream::new()
     };
     let out = mixed("__resil_out");
+    let (trace, traced, args) = call_trace(&krate, &plan.layers, &all, is_async);
     let run = if is_async {
-        quote!(let #out = { #top_rebind #expr }.await;)
+        quote!(let #out = #traced(#args, { #top_rebind #expr }).await;)
     } else {
-        quote!(let #out = { #top_rebind #expr };)
+        quote!(let #out = #traced(#args, || { #top_rebind #expr });)
     };
 
     let ret_span = ret.span();
@@ -312,6 +313,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         #result_check
         #pool_args
         #sites
+        #trace
         #run
         #finish
     };
@@ -340,6 +342,71 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         #(#attrs)*
         #vis #sig #group
     }
+}
+
+/// The call's `resil.call` span: the site's `static CallTrace` (instance,
+/// aspects outermost first, each aspect's instance name), and the call of
+/// `__private::traced_*` the stack runs through and its first arguments
+/// (the trace and the breaker's handle, for its state; the stack's closure
+/// or future comes last).
+fn call_trace(
+    krate: &TokenStream,
+    layers: &[Layer],
+    handles: &Ident,
+    is_async: bool,
+) -> (TokenStream, TokenStream, TokenStream) {
+    let p = private(krate);
+    let instance = layers.first().map(|l| l.name.as_str()).unwrap_or_default();
+    let aspects = layers
+        .iter()
+        .map(|l| l.aspect.name())
+        .collect::<Vec<_>>()
+        .join(",");
+    let name_of = |aspect: Aspect| match layers.iter().find(|l| l.aspect == aspect) {
+        Some(l) => {
+            let name = &l.name;
+            quote!(::core::option::Option::Some(#name))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let retry = name_of(Aspect::Retry);
+    let hedging = name_of(Aspect::Hedge);
+    let circuit_breaker = name_of(Aspect::CircuitBreaker);
+    let rate_limiter = name_of(Aspect::RateLimiter);
+    let time_limiter = name_of(Aspect::TimeLimiter);
+    let bulkhead = name_of(Aspect::Bulkhead);
+    let chaos = name_of(Aspect::Chaos);
+    let breaker = match layers
+        .iter()
+        .position(|l| l.aspect == Aspect::CircuitBreaker)
+    {
+        Some(i) => {
+            let index = syn::Index::from(i);
+            quote!(::core::option::Option::Some(&#handles.#index))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let trace = mixed("__RESIL_TRACE");
+    let statics = quote! {
+        static #trace: #p::CallTrace = #p::CallTrace {
+            instance: #instance,
+            aspects: #aspects,
+            retry: #retry,
+            hedging: #hedging,
+            circuit_breaker: #circuit_breaker,
+            rate_limiter: #rate_limiter,
+            time_limiter: #time_limiter,
+            bulkhead: #bulkhead,
+            chaos: #chaos,
+        };
+    };
+    let f = if is_async {
+        "traced_async"
+    } else {
+        "traced_call"
+    };
+    let f = Ident::new(f, Span::call_site());
+    (statics, quote!(#p::#f), quote!(&#trace, #breaker))
 }
 
 /// `E` in `Result<T, E>` as written (any path ending in `Result` with two

@@ -9,10 +9,12 @@
 mod layers;
 mod rate_limiter;
 mod site;
+mod trace;
 
 pub use self::layers::*;
 pub use self::rate_limiter::*;
 pub use self::site::*;
+pub use self::trace::*;
 
 pub use resil_core::bulkhead::{AdaptiveBulkhead, Bulkhead};
 pub use resil_core::chaos::Chaos;

@@ -16,6 +16,7 @@ use super::Inner;
 use crate::clock::Clock;
 use crate::deadline;
 use crate::error::Error;
+use crate::trace;
 
 /// Counts a call that never reached an outcome (dropped, or unwound by a
 /// panic in an attempt, the attempt factory or a predicate) as cancelled.
@@ -47,7 +48,10 @@ pin_project! {
         exit: Option<X>,
         #[pin]
         primary: Option<Fut>,
-        hedges: Vec<(u32, Pin<Box<Fut>>)>,
+        // The primary's `resil.attempt` span (disabled: nothing to do).
+        primary_span: trace::LeanSpan,
+        // Each hedge with its number and its span.
+        hedges: Vec<(u32, trace::LeanSpan, Pin<Box<Fut>>)>,
         timer: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
         // Attempts started so far, the first included.
         started: u32,
@@ -70,12 +74,22 @@ where
             classify,
             exit: Some(exit),
             primary: None,
+            primary_span: trace::LeanSpan::none(),
             hedges: Vec::new(),
             timer: None,
             started: 0,
             stopped: false,
             last: None,
         }
+    }
+}
+
+/// Records a failed attempt on its (enabled) span.
+#[cold]
+#[inline(never)]
+fn traced<T, R>(span: &trace::LeanSpan, out: &Result<T, R>, classify: impl Fn(&R) -> &dyn Any) {
+    if let Err(error) = out {
+        trace::attempt_failed_any(span.span(), classify(error), std::any::type_name::<R>());
     }
 }
 
@@ -113,14 +127,20 @@ where
             if let Some(budget) = inner.config.budget() {
                 budget.deposit();
             }
-            this.primary.set(Some((this.factory)(0)));
+            let span = trace::hedging_attempt(&inner.name, 1);
+            this.primary.set(Some(span.in_scope(|| (this.factory)(0))));
+            *this.primary_span = span;
             *this.started = 1;
         }
         loop {
             let mut failed = false;
             if let Some(primary) = this.primary.as_mut().as_pin_mut() {
-                if let Poll::Ready(out) = primary.poll(cx) {
+                let span = &*this.primary_span;
+                if let Poll::Ready(out) = span.in_scope(|| primary.poll(cx)) {
                     this.primary.set(None);
+                    if !span.is_disabled() {
+                        traced::<T, R>(span, &out, &*this.classify);
+                    }
                     if accepted(inner, &out, &*this.classify) {
                         return Poll::Ready(Self::win(this, 0, out));
                     }
@@ -130,10 +150,13 @@ where
             }
             let mut i = 0;
             while i < this.hedges.len() {
-                let (attempt, fut) = &mut this.hedges[i];
+                let (attempt, span, fut) = &mut this.hedges[i];
                 let attempt = *attempt;
-                if let Poll::Ready(out) = fut.as_mut().poll(cx) {
-                    this.hedges.remove(i);
+                if let Poll::Ready(out) = span.in_scope(|| fut.as_mut().poll(cx)) {
+                    let (_, span, _) = this.hedges.remove(i);
+                    if !span.is_disabled() {
+                        traced::<T, R>(&span, &out, &*this.classify);
+                    }
                     if accepted(inner, &out, &*this.classify) {
                         return Poll::Ready(Self::win(this, attempt, out));
                     }
@@ -165,8 +188,9 @@ where
                                 attempt,
                             )
                         });
-                        let fut = (this.factory)(attempt);
-                        this.hedges.push((attempt, Box::pin(fut)));
+                        let span = trace::hedging_attempt(&inner.name, attempt + 1);
+                        let fut = span.in_scope(|| (this.factory)(attempt));
+                        this.hedges.push((attempt, span, Box::pin(fut)));
                         continue;
                     }
                     *this.stopped = true;

@@ -67,6 +67,12 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// The attempts begun so far (the current one's number, 1-based).
+    #[inline(always)]
+    pub(crate) fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
     /// Called before each attempt: refuses when the deadline is already spent,
     /// otherwise counts the attempt (and pays the budget for a first one).
     #[inline(always)]

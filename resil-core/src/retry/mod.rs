@@ -85,6 +85,7 @@ use self::metrics::Refusal;
 use crate::clock::{Clock, SharedClock, SystemClock};
 use crate::error::{Error, SharedName};
 use crate::event::{EventPublisher, EventStream};
+use crate::trace;
 
 /// A named retry policy with its metrics and events; a cheap `Clone` handle.
 ///
@@ -172,7 +173,7 @@ impl Retry {
         T: 'static,
         E: 'static,
     {
-        match self.run(f, context::plain) {
+        match self.run::<true, _, _, _>(f, context::plain) {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(Error::Call(error)),
             Err(refusal) => Err(self.inner.refusal(refusal)),
@@ -207,14 +208,29 @@ impl Retry {
         T: 'static,
         E: 'static,
     {
-        self.run(f, context::nested)
+        self.run::<true, _, _, _>(f, context::nested)
+            .unwrap_or_else(|refusal| Err(self.inner.refusal(refusal)))
+    }
+
+    /// [`call_nested`](Self::call_nested) without the attempts' spans: the
+    /// same loop, for `benches/tracing.rs` to measure what the spans cost
+    /// beside it. Not part of the API.
+    #[doc(hidden)]
+    #[inline]
+    pub fn call_nested_without_spans<T, E, F>(&self, f: F) -> Result<T, Error<E>>
+    where
+        F: FnMut() -> Result<T, Error<E>>,
+        T: 'static,
+        E: 'static,
+    {
+        self.run::<false, _, _, _>(f, context::nested)
             .unwrap_or_else(|refusal| Err(self.inner.refusal(refusal)))
     }
 
     /// The sync retry loop: the outcome of the last attempt, or why the retry
     /// stopped without one.
     #[inline]
-    fn run<T, R, F>(
+    fn run<const TRACED: bool, T, R, F>(
         &self,
         mut f: F,
         class: impl Fn(&R) -> Class<'_>,
@@ -226,7 +242,11 @@ impl Retry {
         let mut cx = Context::new(&self.inner);
         loop {
             cx.begin_attempt()?;
-            let outcome = f();
+            let span = attempt_span::<TRACED>(&self.inner, cx.attempts());
+            let outcome = span.in_scope(&mut f);
+            if !span.is_disabled() {
+                traced(&span, &outcome, &class);
+            }
             match cx.judge(&outcome, &class) {
                 Verdict::Return => return Ok(outcome),
                 Verdict::Refuse(refusal) => {
@@ -280,7 +300,7 @@ impl Retry {
         T: 'static,
         E: 'static,
     {
-        self.run_async(f, context::plain, |retry, exit| match exit {
+        self.run_async::<true, _, _, _, _, _>(f, context::plain, |retry, exit| match exit {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(Error::Call(error)),
             Err(refusal) => Err(retry.refusal(refusal)),
@@ -300,7 +320,27 @@ impl Retry {
         T: 'static,
         E: 'static,
     {
-        self.run_async(f, context::nested, |retry, exit| {
+        self.run_async::<true, _, _, _, _, _>(f, context::nested, |retry, exit| {
+            exit.unwrap_or_else(|refusal| Err(retry.refusal(refusal)))
+        })
+    }
+
+    /// [`call_async_nested`](Self::call_async_nested) without the attempts'
+    /// spans: the same loop, for `benches/tracing.rs` to measure what the
+    /// spans cost beside it. Not part of the API.
+    #[doc(hidden)]
+    #[inline]
+    pub fn call_async_nested_without_spans<'a, T, E, F, Fut>(
+        &'a self,
+        f: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + 'a
+    where
+        F: FnMut() -> Fut + 'a,
+        Fut: Future<Output = Result<T, Error<E>>> + 'a,
+        T: 'static,
+        E: 'static,
+    {
+        self.run_async::<false, _, _, _, _, _>(f, context::nested, |retry, exit| {
             exit.unwrap_or_else(|refusal| Err(retry.refusal(refusal)))
         })
     }
@@ -317,7 +357,7 @@ impl Retry {
     /// its captures where they lie.
     #[allow(clippy::manual_async_fn)] // an `async fn` is what this avoids (above)
     #[inline]
-    fn run_async<'a, T, R, F, Fut, O>(
+    fn run_async<'a, const TRACED: bool, T, R, F, Fut, O>(
         &'a self,
         mut f: F,
         class: impl Fn(&R) -> Class<'_> + 'a,
@@ -337,7 +377,13 @@ impl Retry {
                 // The outcome is dropped before the backoff, so it is not held
                 // across the await (nor required to be `Send` for it).
                 let wait = {
-                    let outcome = f().await;
+                    // The attempt's span, entered while its future is made
+                    // and on each poll (a disabled span: a check of a `None`).
+                    let span = attempt_span::<TRACED>(&self.inner, cx.attempts());
+                    let outcome = trace::in_span(&span, span.in_scope(&mut f)).await;
+                    if !span.is_disabled() {
+                        traced(&span, &outcome, &class);
+                    }
                     match cx.judge(&outcome, &class) {
                         Verdict::Return => return exit(&self.inner, Ok(outcome)),
                         Verdict::Refuse(refusal) => {
@@ -354,6 +400,35 @@ impl Retry {
                     self.inner.clock.sleep_async(wait).await;
                 }
             }
+        }
+    }
+}
+
+/// The span of an attempt about to begin; `TRACED = false` (the bench's
+/// contender without spans) makes none.
+#[inline(always)]
+fn attempt_span<const TRACED: bool>(retry: &Inner, attempt: u32) -> trace::LeanSpan {
+    if TRACED {
+        trace::retry_attempt(&retry.name, attempt)
+    } else {
+        trace::LeanSpan::none()
+    }
+}
+
+/// Records a failed attempt on its (enabled) span: `error.type`, and the
+/// refusal event when a primitive inside refused it.
+#[cold]
+#[inline(never)]
+fn traced<'c, T, R>(
+    span: &trace::LeanSpan,
+    outcome: &'c Result<T, R>,
+    class: &impl Fn(&'c R) -> Class<'c>,
+) {
+    match outcome.as_ref().map_err(class) {
+        Ok(_) => {}
+        Err(Class::Call(error, type_name)) => trace::attempt_failed(span.span(), error, type_name),
+        Err(Class::Rejection(kind, rejection)) => {
+            trace::attempt_refused(span.span(), kind, rejection)
         }
     }
 }

@@ -634,9 +634,13 @@ impl Registry {
     // Error classes, predicates and chaos injections: the names config
     // files use for what code defines.
 
-    /// Registers an error type whose class names config lists may use.
+    /// Registers an error type whose class names config lists may use; its
+    /// class names are also the `error.type` of its values in resil's spans
+    /// (process-wide, see `resil_core::trace::register_error_type`).
     pub fn register_error_class<E: ErrorClass>(&self) {
         self.inner.classes.register::<E>();
+        // Its class is also the `error.type` of its values in resil's spans.
+        resil_core::trace::register_error_type::<E>(|e, label| label(e.error_class()));
     }
 
     /// Registers a predicate under `name`, for config files to name it as a

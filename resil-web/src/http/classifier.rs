@@ -366,6 +366,7 @@ impl HttpClassifierBuilder {
 
     /// The sets and predicates a classifier reads.
     pub(super) fn build_inner(self) -> Inner {
+        super::error::register_error_type();
         let record = match (self.record, self.success) {
             (Some(record), _) => record,
             (None, Some(_)) => StatusSet::new(),

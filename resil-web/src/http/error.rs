@@ -31,6 +31,7 @@ pub enum HttpError {
 impl HttpError {
     /// A transport error.
     pub fn transport(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        register_error_type();
         HttpError::Transport(error.into())
     }
 
@@ -63,6 +64,24 @@ impl HttpError {
         }
     }
 
+    /// Its `error.type` in a trace (see `resil_core::trace`): the status
+    /// code (`503`), or for a transport error `connect` (refused,
+    /// unreachable), `timeout`, or `transport` (anything else: a reset, a
+    /// body that broke off).
+    ///
+    /// ```
+    /// use resil_web::http::HttpError;
+    ///
+    /// let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    /// assert_eq!(HttpError::transport(refused).error_type(), "connect");
+    /// ```
+    pub fn error_type(&self) -> &str {
+        match self {
+            HttpError::Status { status, .. } => status.as_str(),
+            HttpError::Transport(e) => transport_type(&**e),
+        }
+    }
+
     /// What it asks of the breaker: open for its `Retry-After`, or nothing.
     pub fn transition(&self) -> ResultTransition {
         match self.retry_after() {
@@ -88,4 +107,36 @@ impl std::error::Error for HttpError {
             HttpError::Status { .. } => None,
         }
     }
+}
+
+/// `connect`, `timeout` or `transport` for a transport error: what reqwest
+/// says it was, else the first I/O error in its chain of sources.
+fn transport_type(error: &(dyn std::error::Error + 'static)) -> &'static str {
+    #[cfg(feature = "reqwest")]
+    if let Some(e) = error.downcast_ref::<reqwest::Error>() {
+        if e.is_connect() {
+            return "connect";
+        }
+        if e.is_timeout() {
+            return "timeout";
+        }
+    }
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return resil_core::trace::io_error_type(io).unwrap_or("transport");
+        }
+        next = e.source();
+    }
+    "transport"
+}
+
+/// Gives [`HttpError`] its [`error_type`](HttpError::error_type) in resil's
+/// spans (once per process; called where the error type comes into use: a
+/// classifier is built, a transport error made).
+pub(crate) fn register_error_type() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        resil_core::trace::register_error_type::<HttpError>(|e, label| label(e.error_type()))
+    });
 }

@@ -19,7 +19,7 @@ impl StatusLike for reqwest::Response {
 /// [`HttpClassifier::check`], never by `error_for_status`.
 impl From<reqwest::Error> for HttpError {
     fn from(error: reqwest::Error) -> Self {
-        HttpError::Transport(Box::new(error))
+        HttpError::transport(error)
     }
 }
 

@@ -32,6 +32,14 @@ pub trait Classify<Res, E>: Send + Sync + 'static {
     fn classify_response(&self, response: &Res) -> Verdict;
     /// The verdict on the inner service's error.
     fn classify_error(&self, error: &E) -> Verdict;
+
+    /// The `error.type` of a response, for the request's `resil.call` span:
+    /// hands `label` a short label (an HTTP status code, `503`) for a
+    /// response that is not a success; the default labels none. Called only
+    /// when the span is enabled.
+    fn error_type(&self, response: &Res, label: &mut dyn FnMut(&str)) {
+        let _ = (response, label);
+    }
 }
 
 /// The breaker's own predicates decide, written for the service's response

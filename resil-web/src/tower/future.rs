@@ -20,6 +20,7 @@ use resil_core::bulkhead::{AcquirePermission, BulkheadPermit};
 use resil_core::circuit_breaker::Permit;
 use resil_core::cold_box::ColdBox;
 use resil_core::time_limiter::Watch;
+use resil_core::trace::LeanSpan as Span;
 use resil_core::Error;
 use tokio::time::Sleep;
 use tower_service::Service;
@@ -27,6 +28,7 @@ use tower_service::Service;
 use super::classify::{Classify, Verdict};
 use super::respond::{Refusal, Respond};
 use super::shared::Shared;
+use super::trace;
 
 pin_project! {
     /// The future of a [`Resilience`](super::Resilience) service's `call`.
@@ -50,6 +52,8 @@ pin_project! {
         watch: Option<Watch<'static>>,
         permit: Option<Permit<'static>>,
         shared: &'static Shared<C, R>,
+        // The request's `resil.call` span, entered on every poll.
+        span: Span,
     }
 }
 
@@ -161,6 +165,7 @@ where
     /// Refused before the timed part (by the breaker or the rate limiter).
     pub(crate) fn refused(
         shared: &'static Shared<C, R>,
+        span: Span,
         permit: Option<Permit<'static>>,
         error: Error<S::Error>,
     ) -> Self {
@@ -169,6 +174,7 @@ where
             watch: None,
             permit,
             shared,
+            span,
         }
     }
 
@@ -176,6 +182,7 @@ where
     #[cold]
     pub(crate) fn throttled(
         shared: &'static Shared<C, R>,
+        span: Span,
         permit: Option<Permit<'static>>,
         wait: Duration,
         svc: S,
@@ -194,6 +201,7 @@ where
             watch: None,
             permit,
             shared,
+            span,
         }
     }
 
@@ -201,6 +209,7 @@ where
     #[inline]
     pub(crate) fn running(
         shared: &'static Shared<C, R>,
+        span: Span,
         permit: Option<Permit<'static>>,
         stage: Stage<S, Req>,
     ) -> Self {
@@ -209,6 +218,7 @@ where
             watch: watch(shared),
             permit,
             shared,
+            span,
         }
     }
 }
@@ -227,6 +237,8 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let shared = *this.shared;
+        let span = &*this.span;
+        let _entered = span.enter();
         let out: Result<S::Response, Error<S::Error>> = loop {
             if let Some(watch) = this.watch.as_mut() {
                 watch.before_poll();
@@ -255,6 +267,12 @@ where
                         Ok(response) => {
                             if let Some(permit) = this.permit.take() {
                                 record_response(&shared.classify, permit, &response);
+                            }
+                            if !span.is_disabled() {
+                                // By value: a reference would keep the
+                                // response in memory on every request.
+                                let response = trace::responded(span.span(), shared, response);
+                                return Poll::Ready(Ok(response));
                             }
                             return Poll::Ready(Ok(response));
                         }
@@ -304,6 +322,11 @@ where
         if let Some(permit) = this.permit.take() {
             record(&shared.classify, permit, &out);
         }
+        let out = if span.is_disabled() {
+            out
+        } else {
+            trace::ended(span.span(), shared, out)
+        };
         Poll::Ready(finish(shared, out))
     }
 }

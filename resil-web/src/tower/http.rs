@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderValue, Response, StatusCode};
+use resil_core::circuit_breaker::Outcome;
 use resil_core::Rejection;
 
 use super::classify::{Classify, Verdict};
@@ -117,5 +118,11 @@ impl<B, E> Classify<Response<B>, E> for HttpClassifier {
     #[inline]
     fn classify_error(&self, _: &E) -> Verdict {
         Verdict::FAILURE
+    }
+
+    fn error_type(&self, response: &Response<B>, label: &mut dyn FnMut(&str)) {
+        if self.outcome_of(response.status(), response.headers()) != Outcome::Success {
+            label(response.status().as_str());
+        }
     }
 }

@@ -91,6 +91,7 @@ mod layer;
 mod respond;
 mod service;
 mod shared;
+mod trace;
 
 pub use self::classify::{BreakerPredicates, Classify, Verdict};
 pub use self::future::ResponseFuture;

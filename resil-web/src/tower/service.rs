@@ -12,6 +12,7 @@ use super::future::{body, ResponseFuture};
 use super::layer::ResilienceLayer;
 use super::respond::Respond;
 use super::shared::Shared;
+use super::trace;
 
 // The layer's nesting is written in its code (`call` below, `body` and the
 // response future in `future.rs`), a flat state machine rather than a loop
@@ -101,6 +102,7 @@ where
     #[inline]
     fn call(&mut self, req: Req) -> Self::Future {
         let shared = self.shared;
+        let span = trace::call_span(shared);
         // Outermost first (`ResilienceLayer::ORDER`, asserted above): the
         // breaker, then the rate limiter. A refusal never calls the inner
         // service.
@@ -112,6 +114,7 @@ where
                     Err(refused) => {
                         return ResponseFuture::refused(
                             shared,
+                            span,
                             None,
                             Error::CallNotPermitted(refused),
                         )
@@ -124,13 +127,15 @@ where
             match limiter.get().reserve_permission(1) {
                 Ok(wait) if wait.is_zero() => {}
                 Ok(wait) => {
-                    return ResponseFuture::throttled(shared, permit, wait, self.take(), req)
+                    return ResponseFuture::throttled(shared, span, permit, wait, self.take(), req)
                 }
-                Err(refused) => return ResponseFuture::refused(shared, permit, refused.into()),
+                Err(refused) => {
+                    return ResponseFuture::refused(shared, span, permit, refused.into())
+                }
             }
         }
-        let stage = body(shared, &mut self.inner, req);
-        ResponseFuture::running(shared, permit, stage)
+        let stage = span.in_scope(|| body(shared, &mut self.inner, req));
+        ResponseFuture::running(shared, span, permit, stage)
     }
 }
 
