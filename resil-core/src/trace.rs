@@ -271,45 +271,56 @@ fn message(kind: ErrorKind) -> &'static str {
 
 /// A span whose every operation, once the span is enabled, runs out of
 /// line: with no subscriber interested, making, entering, leaving and
-/// dropping it test a `None` inline and nothing more, so it does not grow
-/// the protected call's code. (`tracing::Span`'s own `enter` and `Drop`
-/// inline the subscriber's dynamic calls; around a stack that must inline
-/// into its caller, that cost 10 ns a call, measured in `benches/tracing.rs`.)
+/// dropping it test a null pointer inline and nothing more, so it does not
+/// grow the protected call's code or the futures that carry it (one word,
+/// where a `tracing::Span` is five). (`tracing::Span`'s own `enter` and
+/// `Drop` inline the subscriber's dynamic calls; around a stack that must
+/// inline into its caller, that cost 10 ns a call, measured in
+/// `benches/tracing.rs`.) An enabled span is boxed: a subscriber that wants
+/// spans pays one allocation a span, a call without one pays nothing.
 #[derive(Debug)]
-pub struct LeanSpan(Span);
+pub struct LeanSpan(Option<Box<Span>>);
 
 impl LeanSpan {
     /// A disabled span.
     #[inline(always)]
     pub fn none() -> Self {
-        LeanSpan(Span::none())
+        LeanSpan(None)
     }
 
     /// Wraps a span made by a `tracing` macro.
     #[inline(always)]
     pub fn new(span: Span) -> Self {
-        LeanSpan(span)
+        if span.is_disabled() {
+            LeanSpan(None)
+        } else {
+            LeanSpan(Some(Box::new(span)))
+        }
     }
 
     /// Whether no subscriber wants it (then there is nothing to record).
     #[inline(always)]
     pub fn is_disabled(&self) -> bool {
-        self.0.is_disabled()
+        self.0.is_none()
     }
 
-    /// The span, to record fields on (when enabled).
+    /// The span, to record fields on (a disabled one when no subscriber
+    /// wants it).
     #[inline(always)]
     pub fn span(&self) -> &Span {
-        &self.0
+        match &self.0 {
+            Some(span) => span,
+            None => disabled(),
+        }
     }
 
     /// Enters the span until the guard drops.
     #[inline(always)]
     pub fn enter(&self) -> LeanEntered<'_> {
-        if !self.0.is_disabled() {
-            enter_enabled(&self.0);
+        if let Some(span) = &self.0 {
+            enter_enabled(span);
         }
-        LeanEntered(&self.0)
+        LeanEntered(self.0.as_deref())
     }
 
     /// Runs `f` inside the span.
@@ -323,22 +334,29 @@ impl LeanSpan {
 impl Drop for LeanSpan {
     #[inline(always)]
     fn drop(&mut self) {
-        if !self.0.is_disabled() {
-            close_enabled(std::mem::replace(&mut self.0, Span::none()));
+        if let Some(span) = self.0.take() {
+            close_enabled(span);
         }
     }
+}
+
+/// A disabled span, for [`LeanSpan::span`] on a disabled one.
+#[cold]
+fn disabled() -> &'static Span {
+    static NONE: std::sync::OnceLock<Span> = std::sync::OnceLock::new();
+    NONE.get_or_init(Span::none)
 }
 
 /// A [`LeanSpan`] entered; leaves it when dropped.
 #[must_use = "the span is left when the guard drops"]
 #[derive(Debug)]
-pub struct LeanEntered<'a>(&'a Span);
+pub struct LeanEntered<'a>(Option<&'a Span>);
 
 impl Drop for LeanEntered<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        if !self.0.is_disabled() {
-            exit_enabled(self.0);
+        if let Some(span) = self.0 {
+            exit_enabled(span);
         }
     }
 }
@@ -357,7 +375,7 @@ fn exit_enabled(span: &Span) {
 
 #[cold]
 #[inline(never)]
-fn close_enabled(span: Span) {
+fn close_enabled(span: Box<Span>) {
     drop(span);
 }
 
