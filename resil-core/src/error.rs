@@ -80,6 +80,30 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind: the call's own error first, then the refusals in the
+    /// order of [`Rejection`](crate::Rejection)'s variants.
+    pub const ALL: [ErrorKind; 8] = [
+        ErrorKind::Call,
+        ErrorKind::CallNotPermitted,
+        ErrorKind::BulkheadFull,
+        ErrorKind::RequestNotPermitted,
+        ErrorKind::Timeout,
+        ErrorKind::RetryBudgetExhausted,
+        ErrorKind::MaxRetriesExceeded,
+        ErrorKind::DeadlineExceeded,
+    ];
+
+    /// The refusals: every kind but [`Call`](ErrorKind::Call).
+    pub const REJECTIONS: [ErrorKind; 7] = {
+        let mut out = [ErrorKind::Call; 7];
+        let mut i = 0;
+        while i < out.len() {
+            out[i] = ErrorKind::ALL[i + 1];
+            i += 1;
+        }
+        out
+    };
+
     /// The stable snake_case label of this kind.
     #[inline]
     pub const fn as_str(self) -> &'static str {
