@@ -1008,7 +1008,6 @@ impl Inner {
                 Outcome::Failure => CallKind::Failed,
                 Outcome::Ignored => CallKind::Ignored,
             },
-            end,
             elapsed,
         );
         if outcome == Outcome::Success

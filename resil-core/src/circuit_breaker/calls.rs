@@ -73,15 +73,14 @@ pub(crate) struct Totals {
 }
 
 impl Totals {
-    /// Records one permitted call of `kind` that took `elapsed` nanoseconds
-    /// and ended at `end` on the breaker's clock.
+    /// Records one permitted call of `kind` that took `elapsed` nanoseconds.
     #[inline]
-    pub(crate) fn record(&self, kind: CallKind, end: u64, elapsed: u64) {
+    pub(crate) fn record(&self, kind: CallKind, elapsed: u64) {
         let i = kind.index();
         let mine = self.cells.mine();
         mine.increment(|c| &c.count[i]);
         mine.add(|c| &c.nanos[i], elapsed);
-        self.max.record(i, end, elapsed);
+        self.max.record(i, elapsed);
         if let Some(histogram) = self.histogram.get() {
             histogram.record(i, elapsed);
         }
@@ -131,22 +130,22 @@ impl Totals {
 }
 
 /// The largest duration per kind, decaying: the largest of the current step
-/// and the previous one.
+/// and the previous one. Steps turn when the maximum is read (a scrape), as
+/// Micrometer's `TimeWindowMax` turns them on reads too: a call's record is
+/// then a load and a comparison, with no clock arithmetic. A call recorded
+/// just before a late turn counts in the step that turned.
 #[derive(Debug, Default)]
 struct WindowMax {
-    /// The step the `current` slots belong to.
-    step: AtomicU64,
+    /// Where the current step ends (clock nanos, exclusive; 0 before the
+    /// first read).
+    until: AtomicU64,
     current: [AtomicU64; KINDS],
     previous: [AtomicU64; KINDS],
 }
 
 impl WindowMax {
     #[inline]
-    fn record(&self, i: usize, end: u64, elapsed: u64) {
-        let step = end / MAX_STEP_NANOS;
-        if step != self.step.load(Ordering::Relaxed) {
-            self.rotate(step);
-        }
+    fn record(&self, i: usize, elapsed: u64) {
         // Written only when a call is the largest yet: after the first calls
         // of a step, a load and a comparison.
         if elapsed > self.current[i].load(Ordering::Relaxed) {
@@ -155,36 +154,39 @@ impl WindowMax {
     }
 
     #[cold]
-    fn rotate(&self, step: u64) {
-        let seen = self.step.load(Ordering::Relaxed);
-        // Steps only move forward: a clock read before a rotation and
-        // recorded after it must not rotate back.
-        if step <= seen
-            || self
-                .step
-                .compare_exchange(seen, step, Ordering::AcqRel, Ordering::Relaxed)
-                .is_err()
+    fn rotate(&self, now: u64) {
+        let seen = self.until.load(Ordering::Relaxed);
+        // Steps only move forward: a reading taken before another reader's
+        // turn must not turn them back.
+        if now < seen {
+            return;
+        }
+        let until = (now / MAX_STEP_NANOS)
+            .saturating_add(1)
+            .saturating_mul(MAX_STEP_NANOS);
+        if self
+            .until
+            .compare_exchange(seen, until, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
         {
             return;
         }
+        // The step just ended is the previous one only if it is adjacent.
+        let adjacent = until == seen.saturating_add(MAX_STEP_NANOS);
         for i in 0..KINDS {
             let last = self.current[i].swap(0, Ordering::AcqRel);
-            let kept = if step == seen + 1 { last } else { 0 };
-            self.previous[i].store(kept, Ordering::Release);
+            self.previous[i].store(if adjacent { last } else { 0 }, Ordering::Release);
         }
     }
 
+    /// The maximum of kind `i` at `now`, turning the steps that ended.
     fn read(&self, i: usize, now: u64) -> u64 {
-        let step = now / MAX_STEP_NANOS;
-        let seen = self.step.load(Ordering::Acquire);
-        let current = self.current[i].load(Ordering::Relaxed);
-        if step == seen {
-            current.max(self.previous[i].load(Ordering::Relaxed))
-        } else if step == seen + 1 {
-            current
-        } else {
-            0
+        if now >= self.until.load(Ordering::Acquire) {
+            self.rotate(now);
         }
+        self.current[i]
+            .load(Ordering::Relaxed)
+            .max(self.previous[i].load(Ordering::Relaxed))
     }
 }
 
@@ -349,20 +351,25 @@ mod tests {
     }
 
     #[test]
-    fn the_max_decays_after_two_steps() {
+    fn the_max_decays_after_two_steps_read_by_read() {
         let t = Totals::default();
-        t.record(CallKind::Failed, 1_000, 500);
+        assert_eq!(t.read(0).failed.max, Duration::ZERO);
+        t.record(CallKind::Failed, 500);
         assert_eq!(t.read(2_000).failed.max, Duration::from_nanos(500));
         // One step later the previous step's maximum is still shown.
         let next = MAX_STEP_NANOS + 10;
-        t.record(CallKind::Failed, next, 100);
+        assert_eq!(t.read(next).failed.max, Duration::from_nanos(500));
+        t.record(CallKind::Failed, 100);
         assert_eq!(t.read(next).failed.max, Duration::from_nanos(500));
         // Two steps later only calls of the last two steps count.
         let later = 2 * MAX_STEP_NANOS + 10;
         assert_eq!(t.read(later).failed.max, Duration::from_nanos(100));
-        assert_eq!(t.read(3 * MAX_STEP_NANOS + 10).failed.max, Duration::ZERO);
+        // A read after a gap of more than a step forgets everything.
+        assert_eq!(t.read(5 * MAX_STEP_NANOS).failed.max, Duration::ZERO);
         assert_eq!(t.read(later).failed.count, 2);
         assert_eq!(t.read(later).failed.total, Duration::from_nanos(600));
+        // A reading from before the last turn does not turn back.
+        assert_eq!(t.read(10).failed.max, Duration::ZERO);
     }
 
     #[test]
@@ -370,7 +377,7 @@ mod tests {
         let t = Totals::default();
         t.enable_histogram();
         for ms in [1, 2, 5, 40_000] {
-            t.record(CallKind::Successful, 0, ms * 1_000_000);
+            t.record(CallKind::Successful, ms * 1_000_000);
         }
         let r = t.read(0);
         let buckets = r.successful.buckets().unwrap();
