@@ -42,6 +42,7 @@ use std::fmt;
 use resil_core::ConfigError;
 
 use super::error::{closest, quoted_list, Problem, ProblemKind};
+use super::load::{duplicate, map_entries, named_path};
 use super::schema::{normalize, Kind};
 use super::value::Value;
 
@@ -464,15 +465,9 @@ fn http(section: &mut HttpSection, path: &str, value: Value, problems: &mut Vec<
             continue;
         };
         for (name, value) in named {
-            let entry_path = format!("{key_path}.{name}");
-            if name.trim().is_empty() {
-                problems.push(Problem::new(
-                    ProblemKind::InvalidValue,
-                    Some(entry_path),
-                    format!("an empty name under `{key_path}`: name the classifier"),
-                ));
+            let Some(entry_path) = named_path(&key_path, &name, "the classifier", problems) else {
                 continue;
-            }
+            };
             let entry = entry(entry_path, value, problems);
             section.merge(HttpSection {
                 instances: BTreeMap::from([(name, entry)]),
@@ -594,47 +589,11 @@ fn unknown_key<const N: usize>(
     Problem::unknown_key(path, closest(key, allowed), Some(&hint))
 }
 
-fn duplicate(path: &str, first: &str, second: &str) -> Problem {
-    Problem::new(
-        ProblemKind::Duplicate,
-        Some(path.to_owned()),
-        format!("`{path}` is given twice (as `{first}` and as `{second}`)"),
-    )
-}
-
-/// A map's entries; `null` (a YAML key with nothing under it) is an empty map.
-fn map_entries(
-    value: Value,
-    path: &str,
-    expected: &str,
-    problems: &mut Vec<Problem>,
-) -> Option<Vec<(String, Value)>> {
-    match value {
-        Value::Map(items) => Some(items),
-        Value::Null => Some(Vec::new()),
-        other => {
-            problems.push(Problem::value(
-                ProblemKind::WrongType,
-                ConfigError::new(path.to_owned(), other.describe(), expected.to_owned()),
-                None,
-            ));
-            None
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn map(entries: Vec<(&str, Value)>) -> Value {
-        Value::Map(
-            entries
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v))
-                .collect(),
-        )
-    }
+    use crate::config::value::map;
 
     fn read(value: Value) -> (HttpSection, Vec<String>) {
         let mut problems = Vec::new();

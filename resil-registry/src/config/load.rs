@@ -262,15 +262,10 @@ fn walk_named(
         return;
     };
     for (name, value) in named {
-        let entry_path = format!("{key_path}.{name}");
-        if name.trim().is_empty() {
-            problems.push(Problem::new(
-                ProblemKind::InvalidValue,
-                Some(entry_path),
-                format!("an empty name under `{key_path}`: name the config or instance"),
-            ));
+        let Some(entry_path) = named_path(key_path, &name, "the config or instance", problems)
+        else {
             continue;
-        }
+        };
         let source = if is_config {
             Source::Config(name.clone())
         } else {
@@ -639,8 +634,28 @@ fn walk_tags(
     tags
 }
 
+/// The key path of entry `name` under `key_path`, or `None` (and a problem
+/// saying to name `what`) for an empty name.
+pub(super) fn named_path(
+    key_path: &str,
+    name: &str,
+    what: &str,
+    problems: &mut Vec<Problem>,
+) -> Option<String> {
+    let entry_path = format!("{key_path}.{name}");
+    if name.trim().is_empty() {
+        problems.push(Problem::new(
+            ProblemKind::InvalidValue,
+            Some(entry_path),
+            format!("an empty name under `{key_path}`: name {what}"),
+        ));
+        return None;
+    }
+    Some(entry_path)
+}
+
 /// A map's entries; `null` (a YAML key with nothing under it) is an empty map.
-fn map_entries(
+pub(super) fn map_entries(
     value: Value,
     path: &str,
     expected: &str,
@@ -665,7 +680,7 @@ fn map_entries(
     }
 }
 
-fn duplicate(path: &str, first: &str, second: &str) -> Problem {
+pub(super) fn duplicate(path: &str, first: &str, second: &str) -> Problem {
     Problem::new(
         ProblemKind::Duplicate,
         Some(path.to_owned()),

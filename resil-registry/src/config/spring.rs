@@ -410,14 +410,7 @@ pub(crate) fn flatten(value: &Value, path: &str, out: &mut Vec<(String, String)>
 mod tests {
     use super::*;
 
-    fn map(entries: Vec<(&str, Value)>) -> Value {
-        Value::Map(
-            entries
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v))
-                .collect(),
-        )
-    }
+    use crate::config::value::map;
 
     #[test]
     fn dotted_keys_nest_and_merge_with_nested_maps() {

@@ -430,3 +430,14 @@ mod tests {
         assert_eq!(lines[1].get("x"), Some(6));
     }
 }
+
+/// A map value from `(key, value)` pairs, for the loaders' tests.
+#[cfg(test)]
+pub(crate) fn map(entries: Vec<(&str, Value)>) -> Value {
+    Value::Map(
+        entries
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+    )
+}
