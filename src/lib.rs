@@ -141,3 +141,8 @@ pub mod otel;
 #[cfg(feature = "axum")]
 #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 pub use resil_web::actuator;
+
+// The guide's pages under `docs/` are compiled and run as doctests, so every
+// Rust block a reader copies from them works as printed.
+#[cfg(doctest)]
+mod guide;
