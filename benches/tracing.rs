@@ -147,9 +147,19 @@ fn sync_stack(c: &mut Criterion) {
         (
             "spans",
             Box::new(|x| {
-                traced_call(&TRACE, Some(&breaker_handle), || {
-                    retry.call_nested(|| breaker.call_nested(|| bulkhead.call(|| op(x))))
-                })
+                // As the expansion writes them: `#[inline(always)]` on the
+                // closures run from two places (with and without spans).
+                traced_call(
+                    &TRACE,
+                    Some(&breaker_handle),
+                    #[inline(always)]
+                    || {
+                        retry.call_nested(
+                            #[inline(always)]
+                            || breaker.call_nested(|| bulkhead.call(|| op(x))),
+                        )
+                    },
+                )
                 .map_err(fn_error)
                 .unwrap()
             }),
@@ -182,9 +192,10 @@ fn async_stack(c: &mut Criterion) {
                 ready(traced_async(
                     &TRACE,
                     Some(breaker_handle),
-                    retry.call_async_nested(|| {
-                        breaker.call_async_nested(bulkhead.call_async(op_async(x)))
-                    }),
+                    retry.call_async_nested(
+                        #[inline(always)]
+                        || breaker.call_async_nested(bulkhead.call_async(op_async(x))),
+                    ),
                 ))
                 .map_err(fn_error)
                 .unwrap()
@@ -208,9 +219,14 @@ fn one_span(c: &mut Criterion) {
         (
             "in the call's span",
             Box::new(|x| {
-                traced_call(&TRACE, None, || op(x).map_err(Error::Call))
-                    .map_err(fn_error)
-                    .unwrap()
+                traced_call(
+                    &TRACE,
+                    None,
+                    #[inline(always)]
+                    || op(x).map_err(Error::Call),
+                )
+                .map_err(fn_error)
+                .unwrap()
             }),
         ),
     ];

@@ -262,7 +262,9 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
     let run = if is_async {
         quote!(let #out = #traced(#args, { #top_rebind #expr }).await;)
     } else {
-        quote!(let #out = #traced(#args, || { #top_rebind #expr });)
+        // `#[inline(always)]`: `traced_call` runs the stack from two
+        // places, with and without the call's span, and each inlines it.
+        quote!(let #out = #traced(#args, #[inline(always)] || { #top_rebind #expr });)
     };
 
     let ret_span = ret.span();
@@ -491,10 +493,15 @@ fn innermost_call(
     let c = checks(krate);
     let (ty, _) = primitive(layer);
     match (layer.aspect, is_async) {
+        // `#[inline(always)]` on a retry's closure: the retry calls it from
+        // two loops, with and without attempt spans (resil-core's
+        // `Retry::run`), and each must inline it.
         (Aspect::Retry, true) => {
-            quote!(#p::Retry::call_async(#h, || { #rebind async move { #body } }))
+            quote!(#p::Retry::call_async(#h, #[inline(always)] || { #rebind async move { #body } }))
         }
-        (Aspect::Retry, false) => quote!(#p::Retry::call(#h, || { #rebind #body })),
+        (Aspect::Retry, false) => {
+            quote!(#p::Retry::call(#h, #[inline(always)] || { #rebind #body }))
+        }
         (Aspect::Hedge, true) => {
             quote!(#p::Hedging::call_async(#h, |_| { #rebind async move { #body } }))
         }
@@ -521,8 +528,13 @@ fn outer_call(
 ) -> TokenStream {
     let p = private(krate);
     match (layer.aspect, is_async) {
-        (Aspect::Retry, true) => quote!(#p::Retry::call_async_nested(#h, || { #rebind #inner })),
-        (Aspect::Retry, false) => quote!(#p::Retry::call_nested(#h, || { #rebind #inner })),
+        // `#[inline(always)]`: see `innermost_call`.
+        (Aspect::Retry, true) => {
+            quote!(#p::Retry::call_async_nested(#h, #[inline(always)] || { #rebind #inner }))
+        }
+        (Aspect::Retry, false) => {
+            quote!(#p::Retry::call_nested(#h, #[inline(always)] || { #rebind #inner }))
+        }
         (Aspect::Hedge, true) => quote!(#p::Hedging::call_async_nested(#h, |_| { #rebind #inner })),
         (Aspect::Hedge, false) => quote!(::core::compile_error!("`hedge` needs an async fn")),
         (Aspect::CircuitBreaker, true) => quote!(#p::CircuitBreaker::call_async_nested(#h, #inner)),

@@ -91,13 +91,32 @@ fn enabled_call_span(trace: &'static CallTrace, breaker: Option<&Handle<CircuitB
 }
 
 /// Runs a sync stack inside the call's span, which then gets the outcome.
+///
+/// Whether there is a span is decided once, before the stack runs: when no
+/// subscriber can want one, the stack runs as if untraced, with no span code
+/// around it (a `None` span tested around the stack still cost 1.8 ns a call
+/// in `benches/tracing.rs`); otherwise the traced run is out of line.
 #[inline(always)]
 pub fn traced_call<T, E>(
     trace: &'static CallTrace,
     breaker: Option<&Handle<CircuitBreaker>>,
     stack: impl FnOnce() -> Result<T, Error<E>>,
 ) -> Result<T, Error<E>> {
-    let span = call_span(trace, breaker);
+    if info_enabled() {
+        traced_call_spanned(trace, breaker, stack)
+    } else {
+        stack()
+    }
+}
+
+/// [`traced_call`] when a subscriber may want the span.
+#[inline(never)]
+fn traced_call_spanned<T, E>(
+    trace: &'static CallTrace,
+    breaker: Option<&Handle<CircuitBreaker>>,
+    stack: impl FnOnce() -> Result<T, Error<E>>,
+) -> Result<T, Error<E>> {
+    let span = LeanSpan::new(enabled_call_span(trace, breaker));
     let out = span.in_scope(stack);
     if !span.is_disabled() {
         ended::<E>(span.span(), trace, breaker, outcome(&out));

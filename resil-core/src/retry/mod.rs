@@ -66,8 +66,12 @@ mod metrics;
 
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::task::{self, ready, Poll};
+
+use pin_project_lite::pin_project;
 
 pub use self::budget::{RetryBudget, RetryBudgetConfig, RetryBudgetConfigBuilder};
 pub use self::config::{
@@ -229,8 +233,48 @@ impl Retry {
 
     /// The sync retry loop: the outcome of the last attempt, or why the retry
     /// stopped without one.
+    ///
+    /// With `TRACED`, whether the attempts get spans is decided once, here,
+    /// as the call begins: when no subscriber can want an INFO span, the loop
+    /// that runs is the one without any span code (with a span entered around
+    /// each attempt, even a disabled one, the loop cost 5 ns more a call in
+    /// `benches/tracing.rs`); otherwise the loop with spans runs, out of line.
+    /// `f` is called from both loops: the macros' expansion marks its
+    /// closures `#[inline(always)]` so that each loop inlines it.
     #[inline]
     fn run<const TRACED: bool, T, R, F>(
+        &self,
+        f: F,
+        class: impl Fn(&R) -> Class<'_>,
+    ) -> Result<Result<T, R>, Refusal>
+    where
+        F: FnMut() -> Result<T, R>,
+        T: 'static,
+    {
+        if TRACED && trace::info_enabled() {
+            self.run_spanned(f, class)
+        } else {
+            self.attempts::<false, T, R, F>(f, class)
+        }
+    }
+
+    /// [`attempts`](Self::attempts) with a span per attempt, out of line.
+    #[inline(never)]
+    fn run_spanned<T, R, F>(
+        &self,
+        f: F,
+        class: impl Fn(&R) -> Class<'_>,
+    ) -> Result<Result<T, R>, Refusal>
+    where
+        F: FnMut() -> Result<T, R>,
+        T: 'static,
+    {
+        self.attempts::<true, T, R, F>(f, class)
+    }
+
+    /// The attempts themselves; `SPANS` gives each one a span.
+    #[inline]
+    fn attempts<const SPANS: bool, T, R, F>(
         &self,
         mut f: F,
         class: impl Fn(&R) -> Class<'_>,
@@ -242,8 +286,12 @@ impl Retry {
         let mut cx = Context::new(&self.inner);
         loop {
             cx.begin_attempt()?;
-            let span = attempt_span::<TRACED>(&self.inner, cx.attempts());
-            let outcome = span.in_scope(&mut f);
+            let span = attempt_span::<SPANS>(&self.inner, cx.attempts());
+            // `f` called here, not through `in_scope(&mut f)`: through the
+            // `&mut F` shim the stack was not inlined into the loop.
+            let entered = span.enter();
+            let outcome = f();
+            drop(entered);
             if !span.is_disabled() {
                 traced(&span, &outcome, &class);
             }
@@ -370,6 +418,12 @@ impl Retry {
     {
         async move {
             let mut cx = Context::new(&self.inner);
+            // As in `run`: whether the attempts get spans is decided once, as
+            // the call begins; without, an attempt is `f().await` and nothing
+            // more (a span entered on every poll, even a disabled one, cost
+            // 14 ns a call in `benches/tracing.rs`); with, the attempt's
+            // future is polled out of line inside its span.
+            let spans = TRACED && trace::info_enabled();
             loop {
                 if let Err(refusal) = cx.begin_attempt() {
                     return exit(&self.inner, Err(refusal));
@@ -377,13 +431,17 @@ impl Retry {
                 // The outcome is dropped before the backoff, so it is not held
                 // across the await (nor required to be `Send` for it).
                 let wait = {
-                    // The attempt's span, entered while its future is made
-                    // and on each poll (a disabled span: a check of a `None`).
-                    let span = attempt_span::<TRACED>(&self.inner, cx.attempts());
-                    let outcome = trace::in_span(&span, span.in_scope(&mut f)).await;
-                    if !span.is_disabled() {
-                        traced(&span, &outcome, &class);
-                    }
+                    let outcome = if spans {
+                        let span = trace::retry_attempt(&self.inner.name, cx.attempts());
+                        // Entered while the attempt's future is made, too.
+                        let attempt = {
+                            let _entered = span.enter();
+                            f()
+                        };
+                        SpannedAttempt::new(span, &class, attempt).await
+                    } else {
+                        f().await
+                    };
                     match cx.judge(&outcome, &class) {
                         Verdict::Return => return exit(&self.inner, Ok(outcome)),
                         Verdict::Refuse(refusal) => {
@@ -404,11 +462,11 @@ impl Retry {
     }
 }
 
-/// The span of an attempt about to begin; `TRACED = false` (the bench's
-/// contender without spans) makes none.
+/// The span of an attempt about to begin; the loop without spans makes
+/// none.
 #[inline(always)]
-fn attempt_span<const TRACED: bool>(retry: &Inner, attempt: u32) -> trace::LeanSpan {
-    if TRACED {
+fn attempt_span<const SPANS: bool>(retry: &Inner, attempt: u32) -> trace::LeanSpan {
+    if SPANS {
         trace::retry_attempt(&retry.name, attempt)
     } else {
         trace::LeanSpan::none()
@@ -419,17 +477,54 @@ fn attempt_span<const TRACED: bool>(retry: &Inner, attempt: u32) -> trace::LeanS
 /// refusal event when a primitive inside refused it.
 #[cold]
 #[inline(never)]
-fn traced<'c, T, R>(
-    span: &trace::LeanSpan,
-    outcome: &'c Result<T, R>,
-    class: &impl Fn(&'c R) -> Class<'c>,
-) {
-    match outcome.as_ref().map_err(class) {
-        Ok(_) => {}
-        Err(Class::Call(error, type_name)) => trace::attempt_failed(span.span(), error, type_name),
-        Err(Class::Rejection(kind, rejection)) => {
-            trace::attempt_refused(span.span(), kind, rejection)
+fn traced<T, R>(span: &trace::LeanSpan, outcome: &Result<T, R>, class: &impl Fn(&R) -> Class<'_>) {
+    if let Err(error) = outcome {
+        match class(error) {
+            Class::Call(error, type_name) => trace::attempt_failed(span.span(), error, type_name),
+            Class::Rejection(kind, rejection) => {
+                trace::attempt_refused(span.span(), kind, rejection)
+            }
         }
+    }
+}
+
+pin_project! {
+    /// An async attempt in its span: entered on each poll, given the
+    /// attempt's outcome as it completes; polled out of line, so the retry
+    /// loop without spans carries none of this code.
+    #[must_use = "futures do nothing unless polled"]
+    struct SpannedAttempt<'c, C, Fut> {
+        span: trace::LeanSpan,
+        class: &'c C,
+        #[pin]
+        fut: Fut,
+    }
+}
+
+impl<'c, C, Fut> SpannedAttempt<'c, C, Fut> {
+    fn new(span: trace::LeanSpan, class: &'c C, fut: Fut) -> Self {
+        SpannedAttempt { span, class, fut }
+    }
+}
+
+impl<C, Fut, T, R> Future for SpannedAttempt<'_, C, Fut>
+where
+    Fut: Future<Output = Result<T, R>>,
+    C: Fn(&R) -> Class<'_>,
+{
+    type Output = Result<T, R>;
+
+    #[inline(never)]
+    fn poll(self: Pin<&mut Self>, cx: &mut task::Context<'_>) -> Poll<Result<T, R>> {
+        let this = self.project();
+        let outcome = {
+            let _entered = this.span.enter();
+            ready!(this.fut.poll(cx))
+        };
+        if !this.span.is_disabled() {
+            traced(this.span, &outcome, *this.class);
+        }
+        Poll::Ready(outcome)
     }
 }
 
