@@ -114,7 +114,27 @@ fn try_expand(input: TokenStream) -> syn::Result<TokenStream> {
         quote!(match self { #(#arms,)* })
     };
     let _ = input.span();
+    // One associated constant per class name that is an identifier, so an
+    // attribute's `on = [upstream]` is checked against this type at compile
+    // time (see `resil::checks::ErrorClassNames`).
+    let names_ty = quote::format_ident!("ErrorClassesOf{}", ident);
+    let vis = &input.vis;
+    let consts = names
+        .iter()
+        .filter_map(|n| syn::parse_str::<syn::Ident>(n).ok())
+        .map(|n| quote!(pub const #n: () = ();));
+    let names_doc = format!("The error classes of `{ident}`, for `on = [...]` checks.");
     Ok(quote! {
+        #[doc = #names_doc]
+        #[doc(hidden)]
+        #vis struct #names_ty;
+        #[allow(non_upper_case_globals, dead_code)]
+        impl #names_ty {
+            #(#consts)*
+        }
+        impl #impl_g ::resil::checks::ErrorClassNames for #ident #ty_g #where_g {
+            type Names = #names_ty;
+        }
         impl #impl_g ::resil::ErrorClass for #ident #ty_g #where_g {
             fn error_class(&self) -> &'static str {
                 #body

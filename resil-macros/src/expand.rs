@@ -295,6 +295,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         check::dispatch(&check::Protected {
             out: &out,
             fallbacks: &plan.fallbacks,
+            on: &plan.on,
             paths: &paths,
             args: &names,
             arg_types: &types,
