@@ -422,7 +422,11 @@ impl Registry {
         for name in self.names::<P>() {
             let changed = match (plan::<P>(old, code, &name), plan::<P>(new, code, &name)) {
                 (Ok(a), Ok(b)) => {
-                    a.entry.path() != b.entry.path() || !a.entry.same_settings(b.entry)
+                    a.entry.path() != b.entry.path()
+                        || !a.entry.same_settings(b.entry)
+                        // The `resil.http` sets classify the instance's
+                        // registered error types (breakers and retries).
+                        || old.http().instance(&name) != new.http().instance(&name)
                 }
                 _ => true,
             };

@@ -172,6 +172,25 @@ impl Registry {
         Arc::clone(&self.inner.file.read())
     }
 
+    /// The configuration in force: the file the last successful load or
+    /// reload installed (an empty [`FileConfig`] before any), so the
+    /// application reads its own keys, and resil's `resil.http` sets, from
+    /// the same file the registry uses instead of reading it again
+    /// ([`FileConfig::property`], [`FileConfig::http`], its
+    /// [`origin`](FileConfig::origin)).
+    ///
+    /// ```
+    /// # #[cfg(feature = "yaml")] {
+    /// let registry = resil_registry::Registry::from_yaml_str(
+    ///     "app.cache.ttl: 350ms\nresilience4j.retry.instances.a.max-attempts: 2\n",
+    /// ).unwrap();
+    /// assert_eq!(registry.loaded_file().property("app.cache.ttl"), Some("350ms"));
+    /// # }
+    /// ```
+    pub fn loaded_file(&self) -> Arc<FileConfig> {
+        self.file()
+    }
+
     /// Whether the breakers' call timers keep a histogram under `file`.
     fn histograms(&self, file: &FileConfig) -> bool {
         crate::telemetry::histogram::wanted(

@@ -77,6 +77,7 @@ mod classifier;
 mod error;
 mod file;
 mod retry_after;
+mod status_of;
 mod status_set;
 
 pub use self::classifier::{
