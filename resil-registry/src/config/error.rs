@@ -21,6 +21,8 @@ use resil_core::ConfigError;
 pub struct ConfigFileError {
     origin: Option<PathBuf>,
     problems: Vec<Problem>,
+    /// Found by a registry's first load (nothing was installed before).
+    first_load: bool,
 }
 
 impl ConfigFileError {
@@ -30,7 +32,21 @@ impl ConfigFileError {
         ConfigFileError {
             origin: None,
             problems,
+            first_load: false,
         }
+    }
+
+    /// The same problems, found by a registry's first load.
+    pub(crate) fn on_first_load(mut self) -> Self {
+        self.first_load = true;
+        self
+    }
+
+    /// Whether a registry's first load found these problems (no file was
+    /// installed before, so none stays in force: the registry "cannot
+    /// load", rather than refusing a reload).
+    pub fn is_first_load(&self) -> bool {
+        self.first_load
     }
 
     /// The same problems, reported as found in the file at `path`.

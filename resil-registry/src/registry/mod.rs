@@ -67,6 +67,9 @@ pub(crate) struct Inner {
     pub(crate) file: RwLock<Arc<FileConfig>>,
     /// One load or reload at a time.
     pub(crate) reload_lock: Mutex<()>,
+    /// Whether a load installed a file yet: a refused first load "cannot
+    /// load", a refused later one is a reload refused.
+    pub(crate) loaded: std::sync::atomic::AtomicBool,
     /// Values built from the loaded file ([`Registry::follow_file`]),
     /// rebuilt by each reload; a follower whose handles are all gone says so
     /// and is dropped.
