@@ -367,6 +367,11 @@ impl ErrorClasses {
         }
     }
 
+    /// Whether any error type is registered.
+    pub(crate) fn any_registered(&self) -> bool {
+        !self.classes.read().is_empty()
+    }
+
     pub(crate) fn register_predicate<T: 'static>(
         &self,
         name: &str,

@@ -447,8 +447,10 @@ impl Registry {
                     a.entry.path() != b.entry.path()
                         || !a.entry.same_settings(b.entry)
                         // The `resil.http` sets classify the instance's
-                        // registered error types (breakers and retries).
-                        || old.http().instance(&name) != new.http().instance(&name)
+                        // registered error types (breakers and retries):
+                        // with none registered, they change no predicate.
+                        || (self.inner.classes.any_registered()
+                            && old.http().instance(&name) != new.http().instance(&name))
                 }
                 _ => true,
             };
