@@ -159,10 +159,10 @@ fn try_expand(input: TokenStream) -> syn::Result<TokenStream> {
     // time (see `resil::checks::ErrorClassNames`).
     let names_ty = quote::format_ident!("ErrorClassesOf{}", ident);
     let vis = &input.vis;
-    let consts = names
-        .iter()
-        .filter_map(|n| syn::parse_str::<syn::Ident>(n).ok())
-        .map(|n| quote!(pub const #n: () = ();));
+    let consts = names.iter().filter_map(|n| {
+        let ident = syn::parse_str::<syn::Ident>(n).ok()?;
+        Some(quote!(pub const #ident: &'static str = #n;))
+    });
     let names_doc = format!("The error classes of `{ident}`, for `on = [...]` checks.");
     Ok(quote! {
         #[doc = #names_doc]
