@@ -194,7 +194,9 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
                     let _ = <<#e as #names_of>::Names>::#ident;
                 ));
             }
-            quote!(#p::on_classes(&#err, &[#(#names),*]))
+            let first = own[0].ident.span();
+            let call = respan_all(quote!(<#e as #p::ErrorClassNames>::on_classes), first);
+            quote!(#call(&#err, &[#(#names),*]))
         };
         picked = quote!(if #handles { #picked } else { ::core::option::Option::None });
         if !names.iter().any(|n| n == "rejected") {

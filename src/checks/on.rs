@@ -22,15 +22,20 @@ use super::fallback::{Covers, No};
 pub trait ErrorClassNames: ErrorClass {
     /// A type with one associated constant per class name.
     type Names;
-}
 
-/// Whether a fallback with `on = [names]` takes `err`: a call error of a
-/// listed class, or a refusal listed by its kind or as `rejected`.
-#[inline]
-pub fn on_classes<E: ErrorClassNames>(err: &Error<E>, names: &[&str]) -> bool {
-    match err.as_call() {
-        Some(e) => names.contains(&e.error_class()),
-        None => refusal_listed(err, names),
+    /// Whether a fallback with `on = [names]` takes `err`: a call error of
+    /// a listed class, or a refusal listed by its kind or as `rejected`. A
+    /// method of this trait, so a type without the derive is one error,
+    /// this trait's message.
+    #[inline]
+    fn on_classes(err: &Error<Self>, names: &[&str]) -> bool
+    where
+        Self: Sized,
+    {
+        match err.as_call() {
+            Some(e) => names.contains(&e.error_class()),
+            None => refusal_listed(err, names),
+        }
     }
 }
 
@@ -83,6 +88,7 @@ mod tests {
     #[test]
     fn only_the_listed_classes_and_refusals_are_taken() {
         let on = ["upstream", "timeout"];
+        let on_classes = PriceError::on_classes;
         assert!(on_classes(&Error::Call(PriceError::Upstream), &on));
         assert!(!on_classes(&Error::Call(PriceError::NotFound), &on));
         let timeout: Error<PriceError> = Timeout::new("p", Duration::from_secs(1)).into();
