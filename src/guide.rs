@@ -3,3 +3,8 @@
 //! in it. A page whose examples need a cargo feature is included under that
 //! feature. Add a page: one `#[doc = include_str!(…)]` item below.
 #![allow(dead_code)]
+
+/// A web service: classify the downstream once, in your own error type.
+#[cfg(all(feature = "http", feature = "yaml"))]
+#[doc = include_str!("../docs/web-service.md")]
+pub struct WebService;

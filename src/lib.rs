@@ -105,7 +105,7 @@ pub mod __private;
 #[doc(hidden)]
 pub mod checks;
 
-pub use resil_registry::{init, init_from_env, registry, ErrorClass, Handle, Registry};
+pub use resil_registry::{init, init_from_env, registry, ErrorClass, Handle, HttpStatus, Registry};
 
 /// Everything about named instances beyond the five names re-exported at the
 /// root: [`RegistryError`](resil_registry::RegistryError), events, kinds, the

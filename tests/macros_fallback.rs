@@ -215,3 +215,107 @@ fn the_registry_s_snapshot_and_metrics_show_what_the_fallbacks_did() {
     assert_eq!(recorder.get(&key("failed", None)), Some(1.0));
     assert_eq!(recorder.get(&key("degraded", Some("timeout"))), None);
 }
+
+/// A service's own error, classified by the derive: a 404 is `not_found`,
+/// a downstream failure `upstream`, a refusal kept as `rejected`.
+#[derive(Debug, PartialEq, resil::ErrorClass)]
+enum CatalogError {
+    NotFound(String),
+    Upstream(u16),
+    Rejected(Rejection),
+}
+
+impl From<Rejection> for CatalogError {
+    fn from(r: Rejection) -> Self {
+        CatalogError::Rejected(r)
+    }
+}
+
+static CACHED_CALLS: AtomicU32 = AtomicU32::new(0);
+
+// The fallback takes the downstream's failures and every refusal; a 404
+// is an answer, handed to the caller as it is.
+#[resil::circuit_breaker(
+    name = "macros-fallback-catalog",
+    fallback = cached_item,
+    on = [upstream, rejected]
+)]
+async fn catalog_item(sku: &str, status: u16) -> Result<u32, CatalogError> {
+    match status {
+        200 => Ok(sku.len() as u32),
+        404 => Err(CatalogError::NotFound(sku.to_owned())),
+        other => Err(CatalogError::Upstream(other)),
+    }
+}
+
+async fn cached_item(
+    _sku: &str,
+    _status: u16,
+    why: Error<CatalogError>,
+) -> Result<u32, CatalogError> {
+    CACHED_CALLS.fetch_add(1, Ordering::SeqCst);
+    match why {
+        // Never reached: `on` lets no `not_found` in.
+        Error::Call(CatalogError::NotFound(_)) => Err(why.into_error()),
+        _ => Ok(0),
+    }
+}
+
+#[tokio::test]
+async fn a_fallback_on_some_classes_lets_the_others_pass_untouched_and_uncounted() {
+    let path = concat!(module_path!(), "::catalog_item");
+    assert_eq!(
+        catalog_item("SKU-404", 404).await,
+        Err(CatalogError::NotFound("SKU-404".to_owned()))
+    );
+    assert_eq!(
+        CACHED_CALLS.load(Ordering::SeqCst),
+        0,
+        "not called for a 404"
+    );
+    let m = fallback::metrics(path);
+    assert_eq!((m.degraded_total(), m.failed()), (0, 0));
+
+    assert_eq!(catalog_item("SKU-1", 503).await, Ok(0));
+    assert_eq!(CACHED_CALLS.load(Ordering::SeqCst), 1);
+    registry()
+        .circuit_breaker("macros-fallback-catalog")
+        .transition_to_forced_open()
+        .unwrap();
+    assert_eq!(
+        catalog_item("SKU-1", 200).await,
+        Ok(0),
+        "a refusal falls back"
+    );
+    let m = fallback::metrics(path);
+    assert_eq!(m.degraded(ErrorKind::Call), 1);
+    assert_eq!(m.degraded(ErrorKind::CallNotPermitted), 1);
+    assert_eq!((m.degraded_total(), m.failed()), (2, 0));
+}
+
+// Without `rejected` in `on`, a refusal passes by the fallback too, through
+// `CatalogError: From<Rejection>`.
+#[resil::circuit_breaker(name = "macros-fallback-catalog-upstream", fallback = stale_item, on = [upstream])]
+fn catalog_item_sync(status: u16) -> Result<u32, CatalogError> {
+    Err(CatalogError::Upstream(status))
+}
+
+fn stale_item(_status: u16, why: CatalogError) -> Result<u32, CatalogError> {
+    assert_eq!(why, CatalogError::Upstream(503));
+    Ok(1)
+}
+
+#[test]
+fn a_refusal_not_listed_in_on_reaches_the_caller_as_the_fn_s_error() {
+    assert_eq!(catalog_item_sync(503), Ok(1));
+    registry()
+        .circuit_breaker("macros-fallback-catalog-upstream")
+        .transition_to_forced_open()
+        .unwrap();
+    match catalog_item_sync(503) {
+        Err(CatalogError::Rejected(r)) => assert_eq!(r.kind(), ErrorKind::CallNotPermitted),
+        other => panic!("expected the refusal, got {other:?}"),
+    }
+    let m = fallback::metrics(concat!(module_path!(), "::catalog_item_sync"));
+    assert_eq!((m.degraded_total(), m.failed()), (1, 0));
+}

@@ -487,3 +487,30 @@ fn a_rebuilt_breaker_keeps_counting_its_cumulative_totals() {
         "resilience4j_circuitbreaker_calls_seconds_count{kind=\"failed\",name=\"totals\"} 2\n"
     ));
 }
+
+#[test]
+fn a_failing_first_load_says_cannot_load_and_a_failing_reload_says_refused() {
+    let bad = FILE.replace(
+        "record-errors = [\"inventory_connection\"]",
+        "record-errors = [\"inventory_conection\"]",
+    );
+    let registry = Registry::new();
+    registry.register_error_class::<InventoryError>();
+    let first = registry.reload(file(&bad)).unwrap_err();
+    let text = first.to_string();
+    assert!(
+        text.starts_with("cannot load the configuration, nothing installed: 1 problem"),
+        "{text}"
+    );
+    assert!(!text.contains("reload refused"), "{text}");
+    assert!(matches!(&first, ReloadError::File(e) if e.is_first_load()));
+
+    registry.reload(file(FILE)).unwrap();
+    let later = registry.reload(file(&bad)).unwrap_err();
+    assert!(
+        later
+            .to_string()
+            .starts_with("reload refused, nothing changed: 1 problem"),
+        "{later}"
+    );
+}

@@ -542,3 +542,124 @@ fn tempdir(tag: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+#[test]
+fn a_list_with_every_item_commented_out_is_unset_and_keeps_what_it_would_inherit() {
+    let file =
+        FileConfig::from_file(data("commented-out-lists.yml")).unwrap_or_else(|e| panic!("{e}"));
+    // `backendA` inherits `default`; its own `retryExceptions:` (null) does
+    // not replace the inherited list with nothing.
+    let a = file.retry().for_name("backendA");
+    assert_eq!(
+        a.retry_errors().unwrap().names(),
+        [
+            "org.springframework.web.client.HttpServerErrorException",
+            "java.io.IOException"
+        ]
+    );
+    assert!(a.ignore_errors().is_none(), "a null list sets nothing");
+    // `backendB` inherits `default` too (no base-config: the default config).
+    let b = file.retry().for_name("backendB");
+    assert_eq!(b.config().max_attempts(), 2);
+    assert_eq!(b.retry_errors().unwrap().names().len(), 2);
+    let cb = file.circuit_breaker().for_name("backendA");
+    assert!(cb.record_errors().is_none());
+    assert!(cb.ignore_errors().is_none());
+    assert_eq!(cb.config().sliding_window_size(), 10);
+    // A null where one value goes is still refused: only lists are unset.
+    let err = FileConfig::from_yaml_str(
+        "resilience4j.retry.instances.a:\n  maxAttempts:\n  retryExceptions:\n",
+    )
+    .unwrap_err();
+    assert_eq!(err.problems().len(), 1, "{err}");
+    assert_eq!(
+        err.problems()[0].path(),
+        Some("resilience4j.retry.instances.a.maxAttempts")
+    );
+}
+
+#[test]
+fn limiters_and_backends_merge_with_instances_as_spring_binds_them() {
+    let file =
+        FileConfig::from_file(data("limiters-and-instances.yml")).unwrap_or_else(|e| panic!("{e}"));
+    let a = file.rate_limiter().for_name("backendA");
+    assert_eq!(a.config().limit_for_period(), 10, "from `limiters`");
+    assert_eq!(
+        a.config().timeout_duration(),
+        Duration::ZERO,
+        "from `instances`"
+    );
+    assert_eq!(
+        file.rate_limiter()
+            .for_name("backendB")
+            .config()
+            .limit_for_period(),
+        6
+    );
+    let cb = file.circuit_breaker().for_name("backendA");
+    assert_eq!(cb.config().sliding_window_size(), 20, "from `backends`");
+    assert_eq!(
+        cb.config().wait_duration_in_open_state(),
+        Duration::from_secs(5),
+        "from `instances`"
+    );
+    // The same value under both keys is one setting, not a conflict.
+    assert_eq!(cb.config().failure_rate_threshold(), 50.0);
+    assert!(file
+        .warnings()
+        .iter()
+        .any(|w| w.to_string().contains("merged with")));
+
+    // Two different values for one setting: the error names both keys and lines.
+    let err = FileConfig::from_yaml_str(
+        "resilience4j:\n  ratelimiter:\n    limiters:\n      backendA:\n        limitForPeriod: 10\n    \
+         instances:\n      backendA:\n        limit-for-period: 20\n",
+    )
+    .unwrap_err();
+    assert_eq!(err.problems().len(), 1, "{err}");
+    let p = &err.problems()[0];
+    assert_eq!(p.kind(), ProblemKind::Duplicate);
+    let message = p.to_string();
+    assert!(
+        message.contains("resilience4j.ratelimiter.limiters.backendA.limitForPeriod")
+            && message.contains("resilience4j.ratelimiter.instances.backendA.limit-for-period")
+            && message.contains("(lines 5 and 8)"),
+        "{message}"
+    );
+}
+
+#[test]
+fn aspect_orders_that_give_resils_order_load() {
+    let file = FileConfig::from_file(data("aspect-order-retry-outside.yml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(file.warnings().is_empty(), "{:?}", file.warnings());
+    assert_eq!(file.retry().for_name("backendA").config().max_attempts(), 3);
+}
+
+#[test]
+fn aspect_orders_that_ask_for_another_order_are_refused_with_the_order_line_to_write() {
+    let err = FileConfig::from_file(data("aspect-order-breaker-outside.yml")).unwrap_err();
+    assert_eq!(err.problems().len(), 1, "{err}");
+    let p = &err.problems()[0];
+    assert_eq!(p.kind(), ProblemKind::Unsupported);
+    assert_eq!(
+        p.path(),
+        Some("resilience4j.circuitbreaker.circuitBreakerAspectOrder")
+    );
+    assert_eq!(p.line(), Some(5));
+    let message = p.to_string();
+    for needle in [
+        "`resilience4j.circuitbreaker.circuitBreakerAspectOrder: 1`",
+        "`resilience4j.retry.retryAspectOrder: 2`",
+        "`resilience4j.timelimiter.timeLimiterAspectOrder: 3`",
+        "ask for CircuitBreaker(Retry(TimeLimiter(RateLimiter(Bulkhead(call)))))",
+        "resil's order is compiled into each fn: Retry(CircuitBreaker(RateLimiter(TimeLimiter(Bulkhead(call)))))",
+        "`order = [circuit_breaker, retry, time_limiter, rate_limiter, bulkhead]`",
+    ] {
+        assert!(message.contains(needle), "{needle} not in {message}");
+    }
+    // A key of another section's aspect is an unknown key with the right one.
+    let err = FileConfig::from_yaml_str("resilience4j.retry.circuit-breaker-aspect-order: 1\n")
+        .unwrap_err();
+    assert_eq!(err.problems()[0].suggestion(), Some("retry-aspect-order"));
+}

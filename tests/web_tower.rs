@@ -32,6 +32,8 @@ struct Downstream {
 #[derive(serde::Deserialize)]
 struct StatusQuery {
     retry_after: Option<String>,
+    /// An IETF `RateLimit` field value to answer with.
+    ratelimit: Option<String>,
 }
 
 async fn status(
@@ -43,6 +45,9 @@ async fn status(
     let mut headers = HeaderMap::new();
     if let Some(after) = q.retry_after {
         headers.insert("retry-after", after.parse().unwrap());
+    }
+    if let Some(limit) = q.ratelimit {
+        headers.insert("ratelimit", limit.parse().unwrap());
     }
     (StatusCode::from_u16(code).unwrap(), headers, "body")
 }
@@ -216,6 +221,33 @@ async fn a_429_with_retry_after_in_either_form_opens_the_breaker_for_that_long()
 }
 
 #[tokio::test]
+async fn a_429_whose_ratelimit_field_says_the_quota_is_spent_opens_the_breaker_for_its_reset() {
+    let registry = Registry::new();
+    let d = Arc::new(Downstream::default());
+    let layer = server_layer(&registry, "ietf-quota", HttpClassifier::default(), |b| {
+        b.circuit_breaker()
+    });
+    let url = serve(layer, d.clone()).await;
+    let client = reqwest::Client::new();
+    let breaker = registry.circuit_breaker("ietf-quota");
+    let r = client
+        .get(format!("{url}/status/429"))
+        .query(&[("ratelimit", "\"day\";r=40;t=3600, \"burst\";r=0;t=9")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 429);
+    assert_eq!(breaker.state(), BreakerState::Open);
+    let r = client
+        .get(format!("{url}/status/200"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((r.status().as_u16(), retry_after(&r)), (503, Some(9)));
+    assert_eq!(d.calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
 async fn seed_003_mapping_200_is_a_success_403_is_ignored_anything_else_fails() {
     let registry = Registry::new();
     let classifier = HttpClassifier::builder()
@@ -274,6 +306,11 @@ async fn a_rate_limited_route_answers_429_with_the_time_to_the_next_permit() {
     assert_eq!(r.status(), 429);
     let after = retry_after(&r).unwrap();
     assert!((1..=30).contains(&after), "{after}");
+    // The IETF fields beside it: the quota and its window, none left, and
+    // the same reset as `Retry-After`.
+    let field = |name: &str| r.headers().get(name).unwrap().to_str().unwrap().to_owned();
+    assert_eq!(field("ratelimit-policy"), "\"rl\";q=1;w=30");
+    assert_eq!(field("ratelimit"), format!("\"rl\";r=0;t={after}"));
     assert_eq!(d.calls.load(Ordering::SeqCst), 1);
     // The breaker inside which the limiter refused counts it as a failure,
     // as the attributes do (an inner rejection is a failure by default).

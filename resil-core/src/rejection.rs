@@ -103,6 +103,44 @@ impl<E> Error<E> {
     }
 }
 
+impl<E: From<Rejection>> Error<E> {
+    /// The protected fn's own error again: the call's error as it is, a
+    /// refusal converted by `E: From<Rejection>` (the same conversion a
+    /// protected fn without a fallback makes). A fallback that takes
+    /// `resil::Error<E>` and decides not to handle what it got hands it back
+    /// with `Err(why.into_error())`.
+    ///
+    /// ```
+    /// use resil_core::error::BulkheadFull;
+    /// use resil_core::rejection::Rejection;
+    /// use resil_core::Error;
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// enum PriceError {
+    ///     NotFound,
+    ///     Rejected(Rejection),
+    /// }
+    /// impl From<Rejection> for PriceError {
+    ///     fn from(r: Rejection) -> Self {
+    ///         PriceError::Rejected(r)
+    ///     }
+    /// }
+    ///
+    /// assert_eq!(Error::Call(PriceError::NotFound).into_error(), PriceError::NotFound);
+    /// let full: Error<PriceError> = BulkheadFull::new("prices").into();
+    /// assert_eq!(
+    ///     full.into_error(),
+    ///     PriceError::Rejected(Rejection::BulkheadFull(BulkheadFull::new("prices")))
+    /// );
+    /// ```
+    pub fn into_error(self) -> E {
+        match self.into_rejection() {
+            Ok(rejection) => E::from(rejection),
+            Err(e) => e,
+        }
+    }
+}
+
 impl fmt::Display for Rejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -174,6 +212,21 @@ mod tests {
         assert_eq!(
             Rejection::DeadlineExceeded(DeadlineExceeded::new()).name(),
             None
+        );
+    }
+
+    #[test]
+    fn into_error_gives_the_call_s_error_back_and_converts_a_refusal() {
+        let own = std::io::Error::new(std::io::ErrorKind::NotFound, "no such sku");
+        let back = Error::Call(own).into_error();
+        assert_eq!(back.kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(back.to_string(), "no such sku");
+        let refused: Error<std::io::Error> = BulkheadFull::new("disk").into();
+        let back = refused.into_error();
+        assert_eq!(back.kind(), std::io::ErrorKind::Other);
+        assert_eq!(
+            back.downcast::<Rejection>().unwrap(),
+            Rejection::BulkheadFull(BulkheadFull::new("disk"))
         );
     }
 }

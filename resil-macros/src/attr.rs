@@ -86,6 +86,9 @@ pub(crate) struct AspectArgs {
     pub(crate) span: Span,
     pub(crate) name: Option<(String, Span)>,
     pub(crate) fallback: Option<(Vec<Path>, Span)>,
+    /// `on = [upstream, rejected]`: the error classes the fallback list
+    /// handles (checked beside `fallback` in `valid.rs`).
+    pub(crate) on: Option<(Vec<Ident>, Span)>,
     pub(crate) order: Option<(Vec<Ident>, Span)>,
     /// `crate = "my_facade::resil"`: where the expansion finds resil, for
     /// crates that re-export it.
@@ -98,7 +101,7 @@ pub(crate) struct AspectArgs {
 }
 
 /// Arguments every attribute accepts.
-const COMMON: [&str; 4] = ["name", "fallback", "order", "crate"];
+const COMMON: [&str; 5] = ["name", "fallback", "on", "order", "crate"];
 
 /// Literal overrides each aspect accepts: the option table's rows an
 /// attribute may set (`valid.rs` checks each literal against its row).
@@ -188,6 +191,22 @@ fn path_of(expr: &Expr) -> Option<&Path> {
     }
 }
 
+/// `[a, b]`: the idents, or the span of the first thing that is not one.
+fn ident_list(value: &Expr) -> Result<Vec<Ident>, Span> {
+    match value {
+        Expr::Array(list) => list
+            .elems
+            .iter()
+            .map(|e| {
+                path_of(e)
+                    .and_then(|p| p.get_ident().cloned())
+                    .ok_or(e.span())
+            })
+            .collect(),
+        other => Err(other.span()),
+    }
+}
+
 impl AspectArgs {
     /// Reads `tokens` (what is between the attribute's parentheses), pushing
     /// every problem to `errors` and keeping what could be read.
@@ -202,6 +221,7 @@ impl AspectArgs {
             span,
             name: None,
             fallback: None,
+            on: None,
             order: None,
             krate: None,
             kind: None,
@@ -243,6 +263,13 @@ impl AspectArgs {
                         )),
                     }
                 }
+                "on" => match ident_list(&value) {
+                    Ok(idents) => set_once(&mut args.on, idents, &key, errors),
+                    Err(at) => errors.push(syn::Error::new(
+                        at,
+                        "`on` takes a list of error classes: `on = [upstream, rejected]` (the `#[derive(ErrorClass)]` names of the fn's error type, `rejected` for every refusal, or one refusal such as `timeout`)",
+                    )),
+                },
                 "crate" => match lit_of(&value) {
                     Some(Lit::Str(s)) => match s.parse::<Path>() {
                         Ok(path) => set_once(&mut args.krate, path, &key, errors),
@@ -257,19 +284,7 @@ impl AspectArgs {
                     )),
                 },
                 "order" => {
-                    let idents = match &value {
-                        Expr::Array(list) => list
-                            .elems
-                            .iter()
-                            .map(|e| {
-                                path_of(e)
-                                    .and_then(|p| p.get_ident().cloned())
-                                    .ok_or(e.span())
-                            })
-                            .collect::<Result<Vec<_>, _>>(),
-                        other => Err(other.span()),
-                    };
-                    match idents {
+                    match ident_list(&value) {
                         Ok(idents) => set_once(&mut args.order, idents, &key, errors),
                         Err(at) => errors.push(syn::Error::new(
                             at,

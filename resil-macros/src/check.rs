@@ -8,6 +8,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
 use crate::respan::{mixed, respan, respan_all};
+use crate::valid::OnClass;
 use syn::spanned::Spanned;
 use syn::{Ident, Path, Type};
 
@@ -17,6 +18,8 @@ pub(crate) struct Protected<'a> {
     pub(crate) out: &'a Ident,
     /// The fallbacks as written (their spans carry every check).
     pub(crate) fallbacks: &'a [Path],
+    /// `on = [...]`: the classes they handle (empty: every error).
+    pub(crate) on: &'a [OnClass],
     /// How each is called (`Self::f` for a method's `f`).
     pub(crate) paths: &'a [TokenStream],
     /// The arguments passed on, and their types (`_` for `impl Trait`).
@@ -45,6 +48,7 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
     let Protected {
         out,
         fallbacks,
+        on,
         paths,
         args,
         arg_types,
@@ -169,7 +173,37 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
             }
         }
     });
-    let leftover = respan(quote!(#p::leftover::<_, #e>(#cov, #err)), err_span);
+    // `on = [...]`: the classes of the fn's error type must be its derive's
+    // (each checked at the name as written: rustc then says which class the
+    // type lacks, and suggests a close one); an error of no listed class
+    // goes by every fallback, and a refusal may then be left over.
+    let mut on_checks = TokenStream::new();
+    let mut picked = quote!(#p::pick(&[#(#ranks),*]));
+    let mut cov_left = quote!(#cov);
+    if !on.is_empty() {
+        let names: Vec<String> = on.iter().map(|c| c.ident.to_string()).collect();
+        let own: Vec<&OnClass> = on.iter().filter(|c| !c.refusal).collect();
+        let handles = if own.is_empty() {
+            quote!(#p::on_refusals(&#err, &[#(#names),*]))
+        } else {
+            let names_of = respan_all(quote!(#p::ErrorClassNames), own[0].ident.span());
+            for class in &own {
+                let ident = &class.ident;
+                let names_of = respan(names_of.clone(), ident.span());
+                on_checks.extend(quote_spanned!(ident.span()=>
+                    let _ = <<#e as #names_of>::Names>::#ident;
+                ));
+            }
+            let first = own[0].ident.span();
+            let call = respan_all(quote!(<#e as #p::ErrorClassNames>::on_classes), first);
+            quote!(#call(&#err, &[#(#names),*]))
+        };
+        picked = quote!(if #handles { #picked } else { ::core::option::Option::None });
+        if !names.iter().any(|n| n == "rejected") {
+            cov_left = quote!(#p::some_refusal_left(#cov));
+        }
+    }
+    let leftover = respan(quote!(#p::leftover::<_, #e>(#cov_left, #err)), err_span);
     let key = quote!(::core::concat!(
         ::core::module_path!(),
         "::",
@@ -183,7 +217,8 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
                 #binds
                 #checks
                 #coverage
-                match #p::pick(&[#(#ranks),*]) {
+                #on_checks
+                match #picked {
                     #(#arms)*
                     _ => ::core::result::Result::Err(#leftover),
                 }

@@ -235,7 +235,14 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
     let site = mixed("__RESIL_SITE");
     let sites = quote! {
         static #site: #p::Site<(#(#types,)*)> = #p::Site::new();
-        let #all: &'static (#(#types,)*) = #site.get(|| (#(#inits,)*));
+        let #all: &'static (#(#types,)*) = #site.get(|| {
+            // The fn's error type, registered when it derives `ErrorClass`:
+            // the file's lists and `resil.http` sets then classify it.
+            #[allow(unused_imports)]
+            use #p::{NoErrorClass as _, RegisterErrorClass as _};
+            (&#p::ErrorTypeOf::<#ret>(::core::marker::PhantomData)).register_error_class();
+            (#(#inits,)*)
+        });
     };
 
     // The stack, innermost first.
@@ -297,6 +304,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         check::dispatch(&check::Protected {
             out: &out,
             fallbacks: &plan.fallbacks,
+            on: &plan.on,
             paths: &paths,
             args: &names,
             arg_types: &types,

@@ -23,9 +23,32 @@ pub(crate) struct Plan {
     /// Outermost first.
     pub(crate) layers: Vec<Layer>,
     pub(crate) fallbacks: Vec<Path>,
+    /// `on = [...]`: the classes the fallbacks handle (empty: every error).
+    pub(crate) on: Vec<OnClass>,
     /// The path expansions reach resil by: `::resil`, or the `crate = "…"` override.
     pub(crate) krate: TokenStream,
 }
+
+/// One entry of `on = [...]`.
+pub(crate) struct OnClass {
+    pub(crate) ident: Ident,
+    /// `rejected` or a refusal's kind (`timeout`, …): no class of the fn's
+    /// error type, nothing to check against its derive.
+    pub(crate) refusal: bool,
+}
+
+/// What `on = [...]` may name besides the error type's own classes:
+/// `rejected` (every refusal) and each refusal's `resil::ErrorKind` label.
+pub(crate) const REFUSAL_CLASSES: [&str; 8] = [
+    "rejected",
+    "call_not_permitted",
+    "bulkhead_full",
+    "request_not_permitted",
+    "timeout",
+    "retry_budget_exhausted",
+    "max_retries_exceeded",
+    "deadline_exceeded",
+];
 
 /// One primitive around the call.
 pub(crate) struct Layer {
@@ -356,6 +379,7 @@ pub(crate) fn check(model: Model, errors: &mut Errors) -> Option<Plan> {
     let returns_future = check_output(&item, errors);
     let seen = check_one_attribute_per_aspect(&aspects, errors);
     let once = check_once_per_fn(&aspects, errors);
+    let on = check_on(&aspects, errors);
     let mut layers = check_aspects(&aspects, &item, returns_future, errors);
     check_order(&mut layers, once.order, &seen, errors);
     check_thread_pool(&layers, &aspects, &item, returns_future, errors);
@@ -367,6 +391,7 @@ pub(crate) fn check(model: Model, errors: &mut Errors) -> Option<Plan> {
         item,
         layers,
         fallbacks: once.fallback.map(|f| f.0.clone()).unwrap_or_default(),
+        on,
         krate: match once.krate {
             Some((path, _)) => path.to_token_stream(),
             None => quote!(::resil),
@@ -511,6 +536,49 @@ fn check_once_per_fn<'a>(aspects: &'a [AspectArgs], errors: &mut Errors) -> Once
         }
     }
     once
+}
+
+/// `on = [...]` goes beside the `fallback` it narrows, names each class
+/// once, and is never empty. Returns its entries (the classes of the fn's
+/// error type are checked against its `#[derive(ErrorClass)]` by generated
+/// code, at each name).
+fn check_on(aspects: &[AspectArgs], errors: &mut Errors) -> Vec<OnClass> {
+    let mut out = Vec::new();
+    for a in aspects {
+        let Some((idents, span)) = &a.on else {
+            continue;
+        };
+        if a.fallback.is_none() {
+            errors.push(syn::Error::new(
+                *span,
+                "`on` names the error classes the fallback handles; give it beside the `fallback = …` it narrows, on the same attribute",
+            ));
+            continue;
+        }
+        if idents.is_empty() {
+            errors.push(syn::Error::new(
+                *span,
+                "`on = []` handles nothing; list the error classes the fallback takes over, e.g. `on = [upstream, rejected]`, or remove `on` to handle every error",
+            ));
+        }
+        let mut seen: Vec<String> = Vec::new();
+        for ident in idents {
+            let text = ident.to_string();
+            if seen.contains(&text) {
+                errors.push(syn::Error::new(
+                    ident.span(),
+                    format!("`{text}` appears twice in `on`; list each class once"),
+                ));
+                continue;
+            }
+            seen.push(text.clone());
+            out.push(OnClass {
+                ident: ident.clone(),
+                refusal: REFUSAL_CLASSES.contains(&text.as_str()),
+            });
+        }
+    }
+    out
 }
 
 /// Each attribute's own rules ([`check_aspect`]), in the order written.

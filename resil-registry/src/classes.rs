@@ -19,7 +19,9 @@ use resil_core::retry::RetryConfigBuilder;
 use resil_core::ErrorKind;
 use resil_options::case::snake_case;
 
+use crate::config::FileConfig;
 use crate::error::RegistryError;
+use crate::http_status::StatusVerdicts;
 
 /// A stable name per error value, used by config files' `record-errors` /
 /// `ignore-errors` / `retry-errors` lists.
@@ -63,6 +65,16 @@ pub trait ErrorClass: 'static {
         Self: Sized,
     {
         &[]
+    }
+    /// The HTTP status this error carries, when it wraps a downstream's
+    /// answer: `#[error_class(http)]` on the variant holding a
+    /// `resil::http::HttpError` (or any [`HttpStatus`](crate::HttpStatus))
+    /// fills it in. The registry then classifies it by the
+    /// `resil.http.instances.<name>` sets the file gives the breaker's or
+    /// retry's name (an ignored status is not a failure and is not retried),
+    /// so the rule is written once, in the file.
+    fn http_status(&self) -> Option<u16> {
+        None
     }
 }
 
@@ -164,6 +176,9 @@ struct Class {
     retry_on: fn(RetryConfigBuilder, Names) -> RetryConfigBuilder,
     retry_ignore: fn(RetryConfigBuilder, Names) -> RetryConfigBuilder,
     hedge_on: fn(HedgingConfigBuilder, Names) -> HedgingConfigBuilder,
+    breaker_http:
+        fn(CircuitBreakerConfigBuilder, Arc<StatusVerdicts>) -> CircuitBreakerConfigBuilder,
+    retry_http: fn(RetryConfigBuilder, Arc<StatusVerdicts>) -> RetryConfigBuilder,
 }
 
 fn matches<E: ErrorClass>(e: &E, names: &[String]) -> bool {
@@ -182,6 +197,8 @@ impl Class {
             retry_on: |b, names| b.retry_on_error(move |e: &E| matches(e, &names)),
             retry_ignore: |b, names| b.ignore_error(move |e: &E| matches(e, &names)),
             hedge_on: |b, names| b.handle_error(move |e: &E| matches(e, &names)),
+            breaker_http: |b, sets| b.ignore_error(move |e: &E| sets.spares(e)),
+            retry_http: |b, sets| b.ignore_error(move |e: &E| sets.spares(e)),
         }
     }
 }
@@ -350,6 +367,11 @@ impl ErrorClasses {
         }
     }
 
+    /// Whether any error type is registered.
+    pub(crate) fn any_registered(&self) -> bool {
+        !self.classes.read().is_empty()
+    }
+
     pub(crate) fn register_predicate<T: 'static>(
         &self,
         name: &str,
@@ -482,6 +504,43 @@ impl ErrorClasses {
             .iter()
             .map(|n| self.resolve(n).unwrap_or_else(|| n.clone()))
             .collect()
+    }
+
+    /// Adds, for each registered error type, the breaker predicate of the
+    /// `resil.http` sets `file` gives `name`: an error carrying a status
+    /// they do not count as a failure is ignored. Nothing without sets.
+    pub(crate) fn apply_http_breaker(
+        &self,
+        mut b: CircuitBreakerConfigBuilder,
+        file: &FileConfig,
+        name: &str,
+    ) -> CircuitBreakerConfigBuilder {
+        let Some(sets) = StatusVerdicts::for_name(file, name) else {
+            return b;
+        };
+        let sets = Arc::new(sets);
+        for class in self.classes.read().iter() {
+            b = (class.breaker_http)(b, Arc::clone(&sets));
+        }
+        b
+    }
+
+    /// [`apply_http_breaker`](Self::apply_http_breaker) for a retry: an
+    /// error carrying a status that is not a failure is not retried.
+    pub(crate) fn apply_http_retry(
+        &self,
+        mut b: RetryConfigBuilder,
+        file: &FileConfig,
+        name: &str,
+    ) -> RetryConfigBuilder {
+        let Some(sets) = StatusVerdicts::for_name(file, name) else {
+            return b;
+        };
+        let sets = Arc::new(sets);
+        for class in self.classes.read().iter() {
+            b = (class.retry_http)(b, Arc::clone(&sets));
+        }
+        b
     }
 
     /// Adds the predicates `names` stand for to a breaker builder.

@@ -73,6 +73,7 @@ mod error;
 mod event;
 mod global;
 mod handle;
+mod http_status;
 mod kind;
 mod kinds;
 mod manage;
@@ -94,6 +95,7 @@ pub use crate::global::{
     init, init_from_env, registry, try_registry, InitFromEnvError, RESIL_CONFIG,
 };
 pub use crate::handle::Handle;
+pub use crate::http_status::HttpStatus;
 pub use crate::kind::Kind;
 pub use crate::overrides::{ManualOverride, Transition};
 pub use crate::primitive::Primitive;

@@ -99,6 +99,17 @@ mod sealed {
             Vec::new()
         }
 
+        /// Adds the predicates of the `resil.http` sets `file` gives `name`
+        /// for the registered error types (breaker and retry only).
+        fn apply_http(
+            _classes: &ErrorClasses,
+            builder: Self::Settings,
+            _file: &crate::config::FileConfig,
+            _name: &str,
+        ) -> Self::Settings {
+            builder
+        }
+
         /// Adds the predicates of one error-name list to a builder.
         fn apply_error_list(
             _classes: &ErrorClasses,

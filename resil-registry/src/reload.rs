@@ -54,6 +54,9 @@ pub enum ReloadError {
 impl fmt::Display for ReloadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            ReloadError::File(e) if e.is_first_load() => {
+                write!(f, "cannot load the configuration, nothing installed: {e}")
+            }
             ReloadError::File(e) => write!(f, "reload refused, nothing changed: {e}"),
             ReloadError::Instances(errors) => {
                 write!(f, "reload refused, nothing changed:")?;
@@ -200,13 +203,24 @@ impl Registry {
         });
         let mut e = ConfigFileError::new(problems);
         e.sort();
-        Err(ReloadError::File(e.with_origin(path)))
+        Err(ReloadError::File(
+            self.first_load_marked(e.with_origin(path)),
+        ))
     }
 
     /// [`reload_file_with_env`](Self::reload_file_with_env) with the process
     /// environment.
     pub fn reload_file(&self, path: impl AsRef<Path>) -> Result<ReloadReport, ReloadError> {
         self.reload_file_with_env(path, std::env::vars())
+    }
+
+    /// `e`, marked as found by the first load when no file was installed yet.
+    fn first_load_marked(&self, e: ConfigFileError) -> ConfigFileError {
+        if self.inner.loaded.load(std::sync::atomic::Ordering::Acquire) {
+            e
+        } else {
+            e.on_first_load()
+        }
     }
 
     /// A registry configured by a loaded [`FileConfig`].
@@ -275,7 +289,12 @@ impl Registry {
             if let Some(origin) = file.origin() {
                 e = e.with_origin(origin);
             }
-            tracing::warn!(error = %e, "config reload refused");
+            let e = self.first_load_marked(e);
+            if e.is_first_load() {
+                tracing::warn!(error = %e, "config cannot load");
+            } else {
+                tracing::warn!(error = %e, "config reload refused");
+            }
             return Err(ReloadError::File(e));
         }
         if !errors.is_empty() {
@@ -285,6 +304,9 @@ impl Registry {
         }
 
         *self.inner.file.write() = Arc::new(file);
+        self.inner
+            .loaded
+            .store(true, std::sync::atomic::Ordering::Release);
         let mut report = ReloadReport::default();
         for kind in &mut kinds {
             kind.apply(self, &mut report);
@@ -422,7 +444,13 @@ impl Registry {
         for name in self.names::<P>() {
             let changed = match (plan::<P>(old, code, &name), plan::<P>(new, code, &name)) {
                 (Ok(a), Ok(b)) => {
-                    a.entry.path() != b.entry.path() || !a.entry.same_settings(b.entry)
+                    a.entry.path() != b.entry.path()
+                        || !a.entry.same_settings(b.entry)
+                        // The `resil.http` sets classify the instance's
+                        // registered error types (breakers and retries):
+                        // with none registered, they change no predicate.
+                        || (self.inner.classes.any_registered()
+                            && old.http().instance(&name) != new.http().instance(&name))
                 }
                 _ => true,
             };

@@ -6,9 +6,11 @@
 
 mod fallback;
 mod fit;
+mod on;
 
 pub use self::fallback::*;
 pub use self::fit::*;
+pub use self::on::*;
 
 use resil_core::{Error, Rejection};
 

@@ -77,3 +77,33 @@ lookups! {
     hedging, hedging_with, Hedging, HedgingConfigBuilder;
     time_limiter, time_limiter_with, TimeLimiter, TimeLimiterConfigBuilder;
 }
+
+/// The protected fn's return type, to register its error type with the
+/// process-wide registry on the call site's first call when it implements
+/// `ErrorClass` (`#[derive(ErrorClass)]`): its file lists and the
+/// `resil.http` sets then classify it with no `register_error_class` line.
+/// Chosen by method resolution (autoref specialization): for an error type
+/// without `ErrorClass`, [`NoErrorClass`] applies and nothing happens.
+pub struct ErrorTypeOf<R>(pub std::marker::PhantomData<R>);
+
+/// Registers `E` (see [`ErrorTypeOf`]).
+pub trait RegisterErrorClass {
+    /// Registers the error type.
+    fn register_error_class(&self);
+}
+
+impl<T, E: resil_registry::ErrorClass> RegisterErrorClass for ErrorTypeOf<Result<T, E>> {
+    #[inline(never)]
+    fn register_error_class(&self) {
+        registry().register_error_class::<E>();
+    }
+}
+
+/// Nothing to register (see [`ErrorTypeOf`]).
+pub trait NoErrorClass {
+    /// Does nothing.
+    #[inline(always)]
+    fn register_error_class(&self) {}
+}
+
+impl<R> NoErrorClass for &ErrorTypeOf<R> {}

@@ -21,6 +21,8 @@ use resil_core::ConfigError;
 pub struct ConfigFileError {
     origin: Option<PathBuf>,
     problems: Vec<Problem>,
+    /// Found by a registry's first load (nothing was installed before).
+    first_load: bool,
 }
 
 impl ConfigFileError {
@@ -30,7 +32,21 @@ impl ConfigFileError {
         ConfigFileError {
             origin: None,
             problems,
+            first_load: false,
         }
+    }
+
+    /// The same problems, found by a registry's first load.
+    pub(crate) fn on_first_load(mut self) -> Self {
+        self.first_load = true;
+        self
+    }
+
+    /// Whether a registry's first load found these problems (no file was
+    /// installed before, so none stays in force: the registry "cannot
+    /// load", rather than refusing a reload).
+    pub fn is_first_load(&self) -> bool {
+        self.first_load
     }
 
     /// The same problems, reported as found in the file at `path`.
@@ -131,6 +147,9 @@ pub struct Problem {
     /// The document or file the line is in, when the configuration has more
     /// than one (`application-prod.yml`, `profile prod`).
     document: Option<String>,
+    /// For a value given twice under two key paths (`instances.a.x` and
+    /// `limiters.a.x`): the other path, whose line the message adds.
+    other_path: Option<String>,
 }
 
 impl Problem {
@@ -144,7 +163,15 @@ impl Problem {
             message,
             line: None,
             document: None,
+            other_path: None,
         }
+    }
+
+    /// The same problem, also written at `other` (a second key path for the
+    /// same setting): locating it names both lines.
+    pub(crate) fn also_at(mut self, other: &str) -> Self {
+        self.other_path = Some(other.to_owned());
+        self
     }
 
     /// The same problem, on `line`.
@@ -194,6 +221,7 @@ impl Problem {
             message,
             line: None,
             document: None,
+            other_path: None,
         }
     }
 
@@ -365,7 +393,12 @@ impl Problem {
         if self.line.is_some() {
             return;
         }
-        if self.kind == ProblemKind::Duplicate {
+        if let Some(other) = &self.other_path {
+            if let (Some(first), Some(second)) = (lines.get(other), lines.get(path)) {
+                self.message
+                    .push_str(&format!(" (lines {first} and {second})"));
+            }
+        } else if self.kind == ProblemKind::Duplicate {
             if let [first, second, ..] = lines.all(path) {
                 self.message
                     .push_str(&format!(" (lines {first} and {second})"));

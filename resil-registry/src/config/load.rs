@@ -9,6 +9,7 @@ use std::time::Duration;
 use resil_core::retry::IntervalFunction;
 use resil_core::ConfigError;
 
+use super::aspect_order;
 use super::duration::{parse_duration, EXPECTED_DURATION};
 use super::error::{closest, Problem, ProblemKind};
 use super::schema::{normalize, KeyRules, Kind, OptionSpec, Ty, Val, EVENT_CONSUMER_BUFFER_SIZE};
@@ -35,6 +36,8 @@ pub(crate) struct KindDoc {
     pub tags: BTreeMap<String, Setting<String>>,
     pub configs: BTreeMap<String, Entry>,
     pub instances: BTreeMap<String, Entry>,
+    /// Spring's `<kind>-aspect-order`, when the section writes it.
+    pub aspect_order: Option<aspect_order::Written>,
 }
 
 impl KindDoc {
@@ -89,6 +92,9 @@ impl Document {
         for (into, from) in self.kinds.iter_mut().zip(later.kinds) {
             if into.path.is_none() {
                 into.path = from.path;
+            }
+            if from.aspect_order.is_some() {
+                into.aspect_order = from.aspect_order;
             }
             into.tags.extend(from.tags);
             for (target, source) in [
@@ -199,19 +205,17 @@ fn walk_kind(
             }
             "tags" => section.tags = walk_tags(&key_path, value, &Source::Shared, problems),
             "backends" | "limiters" => {
-                // Resilience4j 1.x's name for `instances`.
+                // Resilience4j 1.x's name for `instances`, which 2.x keeps as
+                // a getter returning the `instances` map itself: Spring binds
+                // both keys into one map, so they merge here too.
                 problems.push(Problem::new(
                     ProblemKind::Renamed,
                     Some(key_path.clone()),
                     format!(
                         "`{key_path}` is Resilience4j 1.x's name for `instances`: read as \
-                         `{path}.instances`; write that"
+                         (and merged with) `{path}.instances`; write that"
                     ),
                 ));
-                if seen.insert("instances".to_owned(), key.clone()).is_some() {
-                    problems.push(duplicate(&key_path, "instances", &key));
-                    continue;
-                }
                 walk_named(kind, section, false, &key_path, value, problems);
             }
             "metrics" => problems.push(Problem::new(
@@ -222,16 +226,11 @@ fn walk_kind(
                      resil publishes metrics when the program calls `Registry::publish_metrics`"
                 ),
             )),
-            _ if n.ends_with("aspectorder") => problems.push(Problem::new(
-                ProblemKind::Unsupported,
-                Some(key_path.clone()),
-                format!(
-                    "`{key_path}`: resil's aspect order is fixed at compile time (Retry outside \
-                     CircuitBreaker outside RateLimiter outside TimeLimiter outside Bulkhead); \
-                     remove the key and write the order on the function instead, e.g. \
-                     `#[resil::retry(name = \"…\", order = [circuit_breaker, retry])]`"
-                ),
-            )),
+            _ if n.ends_with("aspectorder") => {
+                if let Some(order) = aspect_order::read(kind, &key, &key_path, &value, problems) {
+                    section.aspect_order = Some(order);
+                }
+            }
             _ if kind.option(&key).is_some() => problems.push(Problem::unknown_key(
                 key_path,
                 None,
@@ -277,7 +276,64 @@ fn walk_named(
         } else {
             &mut section.instances
         };
-        target.insert(name, entry);
+        match target.get_mut(&name) {
+            // The same instance under `instances` and `limiters`: one map.
+            Some(existing) => merge_entry(existing, entry, problems),
+            None => {
+                target.insert(name, entry);
+            }
+        }
+    }
+}
+
+/// Lays `more` (the same instance under a second key, `limiters` beside
+/// `instances`) into `into`: a setting both give must have one value; two
+/// values are a problem naming both key paths (and, once located, lines).
+fn merge_entry(into: &mut Entry, more: Entry, problems: &mut Vec<Problem>) {
+    fn clash(
+        first: &str,
+        second: &str,
+        a: &dyn std::fmt::Display,
+        b: &dyn std::fmt::Display,
+    ) -> Problem {
+        Problem::new(
+            ProblemKind::Duplicate,
+            Some(second.to_owned()),
+            format!(
+                "`{second}` is {b}, but `{first}` sets the same setting to {a} \
+                 (Spring binds both keys into one map); keep one of them"
+            ),
+        )
+        .also_at(first)
+    }
+    match (&into.base, more.base) {
+        (Some(a), Some(b)) if a.val != b.val => {
+            problems.push(clash(&a.path, &b.path, &a.val, &b.val));
+        }
+        (None, Some(b)) => into.base = Some(b),
+        _ => {}
+    }
+    for (key, setting) in more.values {
+        match into.values.get(key) {
+            Some(a) if a.val != setting.val => {
+                problems.push(clash(&a.path, &setting.path, &a.val, &setting.val));
+            }
+            Some(_) => {}
+            None => {
+                into.values.insert(key, setting);
+            }
+        }
+    }
+    for (tag, setting) in more.tags {
+        match into.tags.get(&tag) {
+            Some(a) if a.val != setting.val => {
+                problems.push(clash(&a.path, &setting.path, &a.val, &setting.val));
+            }
+            Some(_) => {}
+            None => {
+                into.tags.insert(tag, setting);
+            }
+        }
     }
 }
 
@@ -357,6 +413,10 @@ pub(crate) fn walk_entry(
                 )),
             },
             ("tags", _) => entry.tags = walk_tags(&key_path, value, source, problems),
+            // A list key with nothing under it (every item commented out) is
+            // `null`: Spring leaves the property unset, so the inherited
+            // value, or Resilience4j's default, stays.
+            (_, Some(spec)) if matches!(value, Value::Null) && spec.ty == Ty::Names => {}
             (_, Some(spec)) => match read_option(spec, &value, &key_path) {
                 Ok(val) => {
                     entry.values.insert(

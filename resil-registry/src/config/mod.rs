@@ -63,6 +63,7 @@
 //! value.
 
 pub(crate) mod apply;
+mod aspect_order;
 pub(crate) mod bind;
 pub(crate) mod duration;
 mod env;
@@ -512,6 +513,12 @@ impl FileConfig {
         }
 
         let mut late = Vec::new();
+        let orders: Vec<_> = merged
+            .kinds
+            .iter()
+            .filter_map(|k| k.aspect_order.as_ref())
+            .collect();
+        aspect_order::check(&orders, &mut late);
         env::apply(&mut merged, vars.iter().map(|(k, v)| (k, v)), &mut late);
         let mut config = FileConfig::resolve(merged, origin, &mut late);
         let configured = config.sections.configured_names();

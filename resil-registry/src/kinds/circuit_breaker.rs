@@ -114,6 +114,15 @@ impl Hooks for CircuitBreaker {
     ) -> CircuitBreakerConfigBuilder {
         classes.apply_breaker(builder, list, names)
     }
+
+    fn apply_http(
+        classes: &ErrorClasses,
+        builder: CircuitBreakerConfigBuilder,
+        file: &crate::config::FileConfig,
+        name: &str,
+    ) -> CircuitBreakerConfigBuilder {
+        classes.apply_http_breaker(builder, file, name)
+    }
 }
 
 /// Moves `breaker` as an operator's transition says.

@@ -49,6 +49,15 @@ impl Hooks for Retry {
     ) -> RetryConfigBuilder {
         classes.apply_retry(builder, list, names)
     }
+
+    fn apply_http(
+        classes: &ErrorClasses,
+        builder: RetryConfigBuilder,
+        file: &crate::config::FileConfig,
+        name: &str,
+    ) -> RetryConfigBuilder {
+        classes.apply_http_retry(builder, file, name)
+    }
 }
 
 bind! {

@@ -130,6 +130,7 @@ impl RegistryBuilder {
                 events: Publisher::new(wall),
                 file: RwLock::new(Arc::new(FileConfig::default())),
                 reload_lock: Mutex::new(()),
+                loaded: Default::default(),
                 followers: Mutex::new(Vec::new()),
                 sites: Mutex::new(HashMap::new()),
                 audit: Default::default(),

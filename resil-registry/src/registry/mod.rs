@@ -67,6 +67,9 @@ pub(crate) struct Inner {
     pub(crate) file: RwLock<Arc<FileConfig>>,
     /// One load or reload at a time.
     pub(crate) reload_lock: Mutex<()>,
+    /// Whether a load installed a file yet: a refused first load "cannot
+    /// load", a refused later one is a reload refused.
+    pub(crate) loaded: std::sync::atomic::AtomicBool,
     /// Values built from the loaded file ([`Registry::follow_file`]),
     /// rebuilt by each reload; a follower whose handles are all gone says so
     /// and is dropped.
@@ -170,6 +173,25 @@ impl Registry {
     /// The loaded config file.
     pub(crate) fn file(&self) -> Arc<FileConfig> {
         Arc::clone(&self.inner.file.read())
+    }
+
+    /// The configuration in force: the file the last successful load or
+    /// reload installed (an empty [`FileConfig`] before any), so the
+    /// application reads its own keys, and resil's `resil.http` sets, from
+    /// the same file the registry uses instead of reading it again
+    /// ([`FileConfig::property`], [`FileConfig::http`], its
+    /// [`origin`](FileConfig::origin)).
+    ///
+    /// ```
+    /// # #[cfg(feature = "yaml")] {
+    /// let registry = resil_registry::Registry::from_yaml_str(
+    ///     "app.cache.ttl: 350ms\nresilience4j.retry.instances.a.max-attempts: 2\n",
+    /// ).unwrap();
+    /// assert_eq!(registry.loaded_file().property("app.cache.ttl"), Some("350ms"));
+    /// # }
+    /// ```
+    pub fn loaded_file(&self) -> Arc<FileConfig> {
+        self.file()
     }
 
     /// Whether the breakers' call timers keep a histogram under `file`.

@@ -68,6 +68,7 @@ pub(crate) fn resolve_layers<P: Primitive>(
         }
         builder = P::apply_error_list(classes, builder, list, names.names());
     }
+    builder = P::apply_http(classes, builder, file, name);
     layers.file(plan.entry, &builder);
     let applied = |b: P::Builder, f: &CodeFn<P::Builder>, at: &str| {
         catch_unwind(AssertUnwindSafe(|| f(b))).map_err(|_| RegistryError::SettingsPanicked {

@@ -83,7 +83,10 @@ impl Inner {
         if !self.verdicts.honours_retry_after(response.status()) {
             return None;
         }
+        // `Retry-After`, else the IETF `RateLimit` field's reset of a spent
+        // quota (draft-ietf-httpapi-ratelimit-headers).
         retry_after(response.headers(), (self.wall_clock)())
+            .or_else(|| super::rate_limit::rate_limit_reset(response.headers()))
     }
 }
 

@@ -76,7 +76,9 @@
 mod classifier;
 mod error;
 mod file;
+mod rate_limit;
 mod retry_after;
+mod status_of;
 mod status_set;
 
 pub use self::classifier::{
@@ -84,6 +86,7 @@ pub use self::classifier::{
 };
 pub use self::error::HttpError;
 pub use self::file::{FILE_KEYS, FILE_PREFIX};
+pub use self::rate_limit::{rate_limit_reset, RateLimitQuota, RATELIMIT, RATELIMIT_POLICY};
 pub use self::retry_after::{parse_retry_after, retry_after, retry_after_header_value};
 pub use self::status_set::{StatusSet, StatusSetError};
 

@@ -414,7 +414,23 @@ fn finish<Res, E, C: 'static, R: Respond<Res, E>>(
                     }
                     _ => None,
                 };
-                shared.respond.refused(Refusal::new(rejection, retry_after))
+                let quota = match (&rejection, &shared.limiter) {
+                    (Rj::RequestNotPermitted(_), Some(l)) => {
+                        let config = l.config();
+                        Some(super::respond::Quota {
+                            limit: config.limit_for_period(),
+                            window: config.limit_refresh_period(),
+                            remaining: u32::try_from(l.available_permissions().max(0))
+                                .unwrap_or(u32::MAX),
+                        })
+                    }
+                    _ => None,
+                };
+                let refusal = Refusal::new(rejection, retry_after);
+                shared.respond.refused(match quota {
+                    Some(quota) => refusal.with_quota(quota),
+                    None => refusal,
+                })
             }
         },
     }

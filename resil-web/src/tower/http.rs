@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::time::Duration;
 
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderValue, Response, StatusCode};
@@ -10,11 +11,13 @@ use resil_core::Rejection;
 
 use super::classify::{Classify, Verdict};
 use super::respond::{Refusal, Respond};
-use crate::http::{retry_after_header_value, HttpClassifier};
+use crate::http::{retry_after_header_value, HttpClassifier, RateLimitQuota};
 
 /// The response a server sends for a refusal: 503 with `Retry-After` (the
 /// remaining open wait) for an open breaker, 429 with `Retry-After` (the
-/// time to the next permit) for a rate limit, 503 for a full bulkhead, 504
+/// time to the next permit) and the IETF `RateLimit-Policy`/`RateLimit`
+/// fields (the limiter's quota, window, permits left and reset) for a rate
+/// limit, 503 for a full bulkhead, 504
 /// for a timeout or a spent deadline; a short `text/plain` body naming the
 /// instance.
 pub fn default_refusal_response<B: From<String>>(refusal: &Refusal) -> Response<B> {
@@ -32,6 +35,18 @@ pub fn default_refusal_response<B: From<String>>(refusal: &Refusal) -> Response<
     );
     if let Some(wait) = refusal.retry_after() {
         headers.insert(RETRY_AFTER, retry_after_header_value(wait));
+    }
+    // A rate limit's quota, as the IETF `RateLimit-Policy` and `RateLimit`
+    // fields (draft-ietf-httpapi-ratelimit-headers).
+    if let (Some(quota), Some(policy)) = (refusal.quota(), refusal.rejection().name()) {
+        RateLimitQuota {
+            policy: policy.to_owned(),
+            limit: quota.limit,
+            window: quota.window,
+            remaining: quota.remaining,
+            reset: refusal.retry_after().unwrap_or(Duration::ZERO),
+        }
+        .insert_into(headers);
     }
     response
 }

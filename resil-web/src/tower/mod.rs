@@ -100,7 +100,7 @@ pub use self::handler::{HandlerFuture, ProtectedHandler};
 #[cfg(feature = "http")]
 pub use self::http::{default_refusal_response, RefusalResponses};
 pub use self::layer::{Builder, ResilienceLayer};
-pub use self::respond::{AsErrors, Refusal, Respond};
+pub use self::respond::{AsErrors, Quota, Refusal, Respond};
 pub use self::service::Resilience;
 
 /// A layer with the circuit breaker called `name` in the process-wide

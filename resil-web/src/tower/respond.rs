@@ -11,6 +11,19 @@ use resil_core::{Error, ErrorKind, Rejection};
 pub struct Refusal {
     rejection: Rejection,
     retry_after: Option<Duration>,
+    quota: Option<Quota>,
+}
+
+/// The refusing rate limiter's quota, for a 429's `RateLimit-Policy` and
+/// `RateLimit` fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    /// Permits per window (`limit_for_period`).
+    pub limit: u32,
+    /// The window (`limit_refresh_period`).
+    pub window: Duration,
+    /// Permits left now (0 when refused, unless reservations came back).
+    pub remaining: u32,
 }
 
 impl Refusal {
@@ -19,7 +32,19 @@ impl Refusal {
         Refusal {
             rejection,
             retry_after,
+            quota: None,
         }
+    }
+
+    /// The same refusal, with the refusing rate limiter's quota.
+    pub fn with_quota(mut self, quota: Quota) -> Self {
+        self.quota = Some(quota);
+        self
+    }
+
+    /// The refusing rate limiter's quota, for a rate-limit refusal.
+    pub fn quota(&self) -> Option<Quota> {
+        self.quota
     }
 
     /// The refusal itself (which instance, and why).
