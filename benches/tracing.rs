@@ -5,10 +5,11 @@
 //!
 //! * `no spans`: the primitives composed by hand, the retry's loop without
 //!   its attempt span (`call_*nested_without_spans`, the same loop);
-//! * `spans`: the same composition with every span a protected call makes:
-//!   the `resil.call` span as the expansion makes it (the stack run through
-//!   `__private::traced_call` / `traced_async`) and the retry's
-//!   `resil.attempt` span;
+//! * `spans`: the same composition with every span a protected call makes,
+//!   as the expansion writes it: the `resil.call` span (the stack run
+//!   through `__private::traced_call`, or for async awaited through
+//!   `traced_async` when `call_spans_enabled()`) and the retry's
+//!   `resil.attempt` spans;
 //! * `annotated`: the attribute macros' expansion (spans included).
 //!
 //! A fourth group puts the `resil.call` span alone around the bare call.
@@ -16,10 +17,10 @@
 //! difference per call and ratio of `spans` over `no spans`, and the
 //! counting allocator prints allocations per call (zero for all three).
 //!
-//! What is measured: with no subscriber, each span is `tracing`'s static
-//! interest check (a relaxed load of the max level) and a disabled `Span`
-//! written into the frame; entering, recording and dropping it test a
-//! `None`. What distorts it: a 2-core machine shared with other work makes
+//! What is measured: with no subscriber, the call and the retry each check
+//! `tracing`'s max level once (a relaxed load) and then run the code they
+//! run untraced; the code with spans is out of line. The async contenders
+//! run inside an async block, as an annotated async fn awaits its stack. What distorts it: a 2-core machine shared with other work makes
 //! single runs noisy (compare within one run); the counting allocator adds a
 //! relaxed atomic per allocation (there are none on these paths).
 
@@ -29,7 +30,7 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use resil::__private::{traced_async, traced_call, CallTrace};
+use resil::__private::{call_spans_enabled, stack, traced_async, traced_call, CallTrace};
 use resil::{registry, Error, Rejection};
 
 mod support;
@@ -176,12 +177,18 @@ fn async_stack(c: &mut Criterion) {
     let (retry, breaker, bulkhead) = (&*retry, &*breaker_handle, &*bulkhead);
     let breaker_handle = &breaker_handle;
     let contenders: Vec<Contender<'_>> = vec![
+        // Both inside an async block, as the annotated fn's own body awaits
+        // its stack.
         (
             "no spans",
             Box::new(|x| {
-                ready(retry.call_async_nested_without_spans(|| {
-                    breaker.call_async_nested(bulkhead.call_async(op_async(x)))
-                }))
+                ready(async {
+                    retry
+                        .call_async_nested_without_spans(|| {
+                            breaker.call_async_nested(bulkhead.call_async(op_async(x)))
+                        })
+                        .await
+                })
                 .map_err(fn_error)
                 .unwrap()
             }),
@@ -189,14 +196,25 @@ fn async_stack(c: &mut Criterion) {
         (
             "spans",
             Box::new(|x| {
-                ready(traced_async(
-                    &TRACE,
-                    Some(breaker_handle),
-                    retry.call_async_nested(
+                // As the expansion writes it: the call's span decided before
+                // the stack's future is made, the closures run from two
+                // places marked `#[inline(always)]`.
+                ready(async {
+                    let make = stack(
                         #[inline(always)]
-                        || breaker.call_async_nested(bulkhead.call_async(op_async(x))),
-                    ),
-                ))
+                        || {
+                            retry.call_async_nested(
+                                #[inline(always)]
+                                || breaker.call_async_nested(bulkhead.call_async(op_async(x))),
+                            )
+                        },
+                    );
+                    if call_spans_enabled() {
+                        traced_async(&TRACE, Some(breaker_handle), make()).await
+                    } else {
+                        make().await
+                    }
+                })
                 .map_err(fn_error)
                 .unwrap()
             }),
@@ -247,9 +265,17 @@ fn one_span(c: &mut Criterion) {
         (
             "in the call's span",
             Box::new(|x| {
-                ready(traced_async(&TRACE, None, async move {
-                    op_async(x).await.map_err(Error::Call)
-                }))
+                ready(async move {
+                    let make = stack(
+                        #[inline(always)]
+                        || async move { op_async(x).await.map_err(Error::Call) },
+                    );
+                    if call_spans_enabled() {
+                        traced_async(&TRACE, None, make()).await
+                    } else {
+                        make().await
+                    }
+                })
                 .map_err(fn_error)
                 .unwrap()
             }),

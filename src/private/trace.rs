@@ -152,6 +152,22 @@ pin_project! {
     }
 }
 
+/// Whether a call may get a span at all (`tracing`'s level check): the
+/// expansion of an async fn asks before it makes the stack's future, and
+/// wraps it in [`traced_async`] only then.
+#[inline(always)]
+pub fn call_spans_enabled() -> bool {
+    info_enabled()
+}
+
+/// The closure that makes an async fn's stack, as given: an argument
+/// position, where a closure may carry `#[inline(always)]` (on a `let`, an
+/// attribute on an expression is not stable Rust).
+#[inline(always)]
+pub fn stack<F>(make: F) -> F {
+    make
+}
+
 /// An async stack inside the call's span (see [`traced_call`]).
 #[inline(always)]
 pub fn traced_async<'b, F>(
