@@ -67,7 +67,15 @@ impl<S> Entry<S> {
 }
 
 #[repr(align(128))]
-struct Shard<S>(RwLock<HashTable<Arc<Entry<S>>>>);
+struct Shard<S>(RwLock<Table<S>>);
+
+/// One shard's look-up table, kept at most half full (see `insert`).
+struct Table<S> {
+    map: HashTable<Arc<Entry<S>>>,
+    /// The table's full capacity when last sized (`HashTable::capacity`
+    /// shrinks as deletions leave tombstones, so it cannot tell).
+    sized_for: usize,
+}
 
 /// Counters of a family's keys.
 #[derive(Debug, Default)]
@@ -96,7 +104,12 @@ impl<S> Map<S> {
     pub(crate) fn new(max_keys: usize, idle_ttl_nanos: u64) -> Self {
         Map {
             shards: (0..SHARDS)
-                .map(|_| Shard(RwLock::new(HashTable::new())))
+                .map(|_| {
+                    Shard(RwLock::new(Table {
+                        map: HashTable::new(),
+                        sized_for: 0,
+                    }))
+                })
                 .collect(),
             queue: Mutex::new(VecDeque::new()),
             hasher: RandomState::new(),
@@ -138,7 +151,9 @@ impl<S> Map<S> {
     pub(crate) fn find<Q: Key + ?Sized>(&self, key: &Q, now: u64) -> Option<Arc<Entry<S>>> {
         let hash = self.hasher.hash_one(key);
         let table = self.shard(hash).0.read();
-        let entry = table.find(hash, |e| e.hash == hash && key.matches(&e.key))?;
+        let entry = table
+            .map
+            .find(hash, |e| e.hash == hash && key.matches(&e.key))?;
         entry.touch(now);
         Some(Arc::clone(entry))
     }
@@ -178,7 +193,10 @@ impl<S> Map<S> {
         let hash = self.hasher.hash_one(key);
         let stored = key.store();
         let mut table = self.shard(hash).0.write();
-        if let Some(entry) = table.find(hash, |e| e.hash == hash && key.matches(&e.key)) {
+        if let Some(entry) = table
+            .map
+            .find(hash, |e| e.hash == hash && key.matches(&e.key))
+        {
             // Another thread created it meanwhile.
             self.len.fetch_sub(1, Ordering::Relaxed);
             entry.touch(now);
@@ -192,7 +210,19 @@ impl<S> Map<S> {
             since: now,
             referenced: AtomicBool::new(false),
         });
-        table.insert_unique(hash, Arc::clone(&entry), |e| e.hash);
+        let len = table.map.len();
+        if (len + 1) * 2 > table.sized_for {
+            // At most half full: deletions leave tombstones, and a table
+            // more than half full that runs out of room to them grows (and
+            // keeps the bigger size) where a half-full one rehashes in place.
+            // Churn (a key flood) then never grows a table past twice its
+            // keys.
+            table.map.reserve((len + 2).max(8), |e| e.hash);
+            table.sized_for = table.map.capacity();
+        }
+        table
+            .map
+            .insert_unique(hash, Arc::clone(&entry), |e| e.hash);
         drop(table);
         // Locks are taken queue → shard (replacement), never the other way:
         // the entry is queued once the shard is unlocked. Until then no
@@ -255,7 +285,7 @@ impl<S> Map<S> {
         if Arc::strong_count(entry) != 2 || !can_go(&entry.state, now) {
             return false;
         }
-        match table.find_entry(entry.hash, |e| Arc::ptr_eq(e, entry)) {
+        match table.map.find_entry(entry.hash, |e| Arc::ptr_eq(e, entry)) {
             Ok(found) => {
                 found.remove();
                 true
