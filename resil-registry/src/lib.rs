@@ -73,6 +73,7 @@ mod error;
 mod event;
 mod global;
 mod handle;
+mod keyed;
 mod kind;
 mod kinds;
 mod manage;

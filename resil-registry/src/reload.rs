@@ -315,6 +315,7 @@ impl Registry {
             follower.rebuild(&file);
         }
         drop(followers);
+        self.refresh_keyed();
         Ok(report)
     }
 

@@ -133,6 +133,7 @@ impl RegistryBuilder {
                 followers: Mutex::new(Vec::new()),
                 sites: Mutex::new(HashMap::new()),
                 audit: Default::default(),
+                keyed: Default::default(),
             }),
         }
     }

@@ -1,0 +1,121 @@
+//! Keyed families through the registry: configured like the instance of
+//! the same name, in code or in a file, and following reloads.
+
+use std::time::Duration;
+
+use resil::circuit_breaker::State;
+use resil::clock::ManualClock;
+use resil::config::FileConfig;
+use resil::Registry;
+
+const FILE: &str = r#"
+[resilience4j.ratelimiter.instances.api]
+limit-for-period = 2
+limit-refresh-period = "1s"
+timeout-duration = "0s"
+
+[resilience4j.bulkhead.instances.per-host]
+max-concurrent-calls = 1
+
+[resilience4j.circuitbreaker.instances.hosts]
+sliding-window-size = 2
+minimum-number-of-calls = 2
+wait-duration-in-open-state = "30s"
+"#;
+
+fn registry(clock: &ManualClock, file: &str) -> Registry {
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry
+        .reload(FileConfig::from_toml_str(file).unwrap())
+        .unwrap();
+    registry
+}
+
+#[test]
+fn a_family_is_configured_like_its_instance_and_shared_by_name() {
+    let clock = ManualClock::new();
+    let registry = registry(&clock, FILE);
+    let api = registry.keyed_rate_limiter("api");
+    assert!(api.get("tenant-1").try_acquire(2).is_ok());
+    assert!(registry
+        .keyed_rate_limiter("api")
+        .get("tenant-1")
+        .try_acquire(1)
+        .is_err());
+    assert!(api.get("tenant-2").try_acquire(1).is_ok());
+    clock.advance(Duration::from_secs(1));
+    assert!(api.get("tenant-1").try_acquire(2).is_ok());
+    assert_eq!(api.counts().in_use, 2);
+    // Keys are not names: the registry holds no rate limiter per tenant.
+    assert!(registry
+        .names::<resil::rate_limiter::RateLimiter>()
+        .is_empty());
+
+    let hosts = registry.keyed_bulkhead("per-host");
+    let held = hosts.get("a").try_acquire().unwrap();
+    assert!(hosts.get("a").try_acquire().is_err());
+    assert!(hosts.get("b").try_acquire().is_ok());
+    drop(held);
+
+    let breakers = registry.keyed_circuit_breaker("hosts");
+    for _ in 0..2 {
+        let _ = breakers.get("down").call(|| Err::<(), _>("HTTP 503"));
+    }
+    assert_eq!(breakers.get("down").state(), State::Open);
+    assert_eq!(breakers.get("up").state(), State::Closed);
+    assert_eq!(
+        registry.keyed_family_names(),
+        [
+            vec!["api".to_string()],
+            vec!["hosts".to_string()],
+            vec!["per-host".to_string()]
+        ]
+    );
+}
+
+#[test]
+fn code_settings_configure_a_family_too() {
+    let registry = Registry::new();
+    registry
+        .configure_rate_limiter("code", |b| {
+            b.limit_for_period(1)
+                .limit_refresh_period(Duration::from_secs(60))
+                .timeout_duration(Duration::ZERO)
+        })
+        .unwrap();
+    let family = registry.keyed_rate_limiter("code");
+    assert!(family.get(&1u32).try_acquire(1).is_ok());
+    assert!(family.get(&1u32).try_acquire(1).is_err());
+}
+
+#[test]
+fn a_reload_gives_existing_keys_the_new_limit() {
+    let clock = ManualClock::new();
+    let registry = registry(&clock, FILE);
+    let api = registry.keyed_rate_limiter("api");
+    api.get("tenant-1").try_acquire(2).unwrap();
+    registry
+        .reload(
+            FileConfig::from_toml_str(
+                &FILE.replace("limit-for-period = 2", "limit-for-period = 5"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(api.get("tenant-1").limit_for_period(), Some(5));
+    assert_eq!(
+        api.get("tenant-1").available_permissions(),
+        3,
+        "the 2 taken stay taken"
+    );
+    let hosts = registry.keyed_bulkhead("per-host");
+    registry
+        .reload(
+            FileConfig::from_toml_str(
+                &FILE.replace("max-concurrent-calls = 1", "max-concurrent-calls = 3"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(hosts.get("a").available_concurrent_calls(), 3);
+}
