@@ -119,3 +119,113 @@ fn a_reload_gives_existing_keys_the_new_limit() {
         .unwrap();
     assert_eq!(hosts.get("a").available_concurrent_calls(), 3);
 }
+
+const TIERS: &str = r#"
+resilience4j:
+  ratelimiter:
+    instances:
+      api:
+        limit-for-period: 10
+        limit-refresh-period: 1s
+        timeout-duration: 0s
+        keyed:
+          max-keys: 100000
+          idle-ttl: 10m
+          overrides:
+            "gold-*": { limit-for-period: 1000 }
+            "tenant-42": { limit-for-period: 5 }
+  bulkhead:
+    instances:
+      per-host:
+        max-concurrent-calls: 2
+        keyed:
+          max-keys: 3
+          overrides:
+            "slow-*": { max-concurrent-calls: 1 }
+  circuitbreaker:
+    instances:
+      hosts:
+        keyed:
+          overrides:
+            "flaky-*": { minimum-number-of-calls: 2, sliding-window-size: 2 }
+"#;
+
+#[test]
+fn tiers_from_the_file_the_most_specific_winning_and_reloaded() {
+    let clock = ManualClock::new();
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry
+        .reload(FileConfig::from_yaml_str(TIERS).unwrap())
+        .unwrap();
+    let api = registry.keyed_rate_limiter("api");
+    assert_eq!(api.keyed_config().max_keys(), 100_000);
+    assert_eq!(api.keyed_config().idle_ttl(), Duration::from_secs(600));
+    assert_eq!(api.get("gold-1").limit_for_period(), Some(1000));
+    assert_eq!(api.get("tenant-42").limit_for_period(), Some(5));
+    assert_eq!(api.get("tenant-7").limit_for_period(), Some(10));
+    assert_eq!(
+        registry
+            .keyed_bulkhead("per-host")
+            .keyed_config()
+            .max_keys(),
+        3
+    );
+    assert_eq!(
+        registry
+            .keyed_bulkhead("per-host")
+            .get("slow-1")
+            .available_concurrent_calls(),
+        1
+    );
+    assert_eq!(
+        registry
+            .keyed_bulkhead("per-host")
+            .get("fast-1")
+            .available_concurrent_calls(),
+        2
+    );
+    let hosts = registry.keyed_circuit_breaker("hosts");
+    assert_eq!(hosts.get("flaky-1").config().minimum_number_of_calls(), 2);
+    assert_eq!(
+        hosts.get("steady-1").config().minimum_number_of_calls(),
+        100
+    );
+
+    // A reload applies new overrides to the keys already held.
+    api.get("tenant-42").try_acquire(5).unwrap();
+    registry
+        .reload(
+            FileConfig::from_yaml_str(
+                &TIERS.replace("{ limit-for-period: 5 }", "{ limit-for-period: 8 }"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(api.get("tenant-42").limit_for_period(), Some(8));
+    assert_eq!(api.get("tenant-42").available_permissions(), 3);
+}
+
+#[test]
+fn keyed_mistakes_name_their_key_path_and_line() {
+    let cases = [
+        ("max-kees: 5", "unknown key `resilience4j.ratelimiter.instances.api.keyed.max-kees`; did you mean `max-keys`?"),
+        ("max-keys: 0", "resilience4j.ratelimiter.instances.api.keyed.max-keys"),
+        ("idle-ttl: soon", "resilience4j.ratelimiter.instances.api.keyed.idle-ttl"),
+        (
+            "overrides: { \"gold-*\": { limit-for-periods: 5 } }",
+            "did you mean `limit-for-period`?",
+        ),
+        (
+            "overrides: { \"gold-*\": { timeout-duration: 5s } }",
+            "cannot differ per key; a key override may set `limit-for-period`",
+        ),
+    ];
+    for (keyed, expected) in cases {
+        let yaml = format!(
+            "resilience4j:\n  ratelimiter:\n    instances:\n      api:\n        keyed:\n          {keyed}\n"
+        );
+        let err = FileConfig::from_yaml_str(&yaml).unwrap_err().to_string();
+        assert!(err.contains(expected), "{keyed}: {err}");
+        assert!(err.contains("line 6"), "{keyed}: {err}");
+    }
+}

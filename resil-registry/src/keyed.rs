@@ -17,8 +17,76 @@ use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
 use resil_core::keyed::{KeyedBulkhead, KeyedCircuitBreaker, KeyedConfig, KeyedRateLimiter};
 use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig};
 
+use resil_core::keyed::{Tiers, DEFAULT_IDLE_TTL, DEFAULT_MAX_KEYS};
+
+use crate::config::schema::Val;
+use crate::config::Resolved;
 use crate::primitive::Primitive;
 use crate::Registry;
+
+/// `keyed.max-keys` and `keyed.idle-ttl` of `resolved` (checked by the
+/// loader; the defaults when unset).
+fn bounds<C>(resolved: &Resolved<C>) -> KeyedConfig {
+    let max_keys = match resolved.value("keyed.max-keys") {
+        Some(Val::Usize(n)) => *n,
+        _ => DEFAULT_MAX_KEYS,
+    };
+    let idle_ttl = match resolved.value("keyed.idle-ttl") {
+        Some(Val::Duration(d)) => *d,
+        _ => DEFAULT_IDLE_TTL,
+    };
+    KeyedConfig::new(max_keys, idle_ttl).unwrap_or_default()
+}
+
+/// The `u32` option `key` by key pattern, over `default`.
+fn u32_tiers<C>(resolved: &Resolved<C>, key: &str, default: u32) -> Tiers<u32> {
+    resolved
+        .key_overrides()
+        .iter()
+        .fold(Tiers::new(default), |tiers, (pattern, o)| {
+            match o.values.get(key).map(|s| &s.val) {
+                Some(Val::U32(n)) => tiers.with_override(pattern, *n),
+                _ => tiers,
+            }
+        })
+}
+
+/// The breaker configuration by key pattern: `base` (the instance's, code
+/// settings included) with each override's values laid on top.
+fn breaker_tiers(
+    resolved: &Resolved<CircuitBreakerConfig>,
+    base: CircuitBreakerConfig,
+) -> Tiers<CircuitBreakerConfig> {
+    let mut tiers = Tiers::new(base.clone());
+    for (pattern, o) in resolved.key_overrides() {
+        let mut b = base.to_builder();
+        for (key, setting) in &o.values {
+            b = match (*key, &setting.val) {
+                ("failure-rate-threshold", Val::Percent(p)) => b.failure_rate_threshold(*p),
+                ("slow-call-rate-threshold", Val::Percent(p)) => b.slow_call_rate_threshold(*p),
+                ("slow-call-duration-threshold", Val::Duration(d)) => {
+                    b.slow_call_duration_threshold(*d)
+                }
+                ("minimum-number-of-calls", Val::U32(n)) => b.minimum_number_of_calls(*n),
+                ("sliding-window-size", Val::U32(n)) => b.sliding_window_size(*n),
+                ("wait-duration-in-open-state", Val::Duration(d)) => {
+                    b.wait_duration_in_open_state(*d)
+                }
+                ("permitted-number-of-calls-in-half-open-state", Val::U32(n)) => {
+                    b.permitted_number_of_calls_in_half_open_state(*n)
+                }
+                _ => b,
+            };
+        }
+        match b.build() {
+            Ok(config) => tiers = tiers.with_override(pattern, config),
+            Err(error) => {
+                tracing::error!(path = %o.path, %error, "key override ignored");
+            }
+        }
+    }
+    tiers
+}
 
 /// The registry's keyed families, by name and kind.
 #[derive(Default)]
@@ -74,14 +142,19 @@ impl Registry {
         let config: RateLimiterConfig = self.keyed_config::<RateLimiter>(name);
         families
             .entry(Arc::from(name))
-            .or_insert_with(|| match &self.inner.clock {
-                Some(clock) => KeyedRateLimiter::with_clock(
-                    name,
-                    config,
-                    KeyedConfig::default(),
-                    clock.clone(),
-                ),
-                None => KeyedRateLimiter::new(name, config, KeyedConfig::default()),
+            .or_insert_with(|| {
+                let file = self.file();
+                let resolved = file.rate_limiter().for_name(name);
+                let keyed = bounds(resolved);
+                let tiers = u32_tiers(resolved, "limit-for-period", config.limit_for_period());
+                let family = match &self.inner.clock {
+                    Some(clock) => KeyedRateLimiter::with_clock(name, config, keyed, clock.clone()),
+                    None => KeyedRateLimiter::new(name, config, keyed),
+                };
+                if let Err(error) = family.set_tiers(tiers) {
+                    tracing::error!(name, %error, "keyed rate limiter: overrides ignored");
+                }
+                family
             })
             .clone()
     }
@@ -96,14 +169,19 @@ impl Registry {
         let config: CircuitBreakerConfig = self.keyed_config::<CircuitBreaker>(name);
         families
             .entry(Arc::from(name))
-            .or_insert_with(|| match &self.inner.clock {
-                Some(clock) => KeyedCircuitBreaker::with_clock(
-                    name,
-                    config,
-                    KeyedConfig::default(),
-                    clock.clone(),
-                ),
-                None => KeyedCircuitBreaker::new(name, config, KeyedConfig::default()),
+            .or_insert_with(|| {
+                let file = self.file();
+                let resolved = file.circuit_breaker().for_name(name);
+                let keyed = bounds(resolved);
+                let tiers = breaker_tiers(resolved, config.clone());
+                let family = match &self.inner.clock {
+                    Some(clock) => {
+                        KeyedCircuitBreaker::with_clock(name, config, keyed, clock.clone())
+                    }
+                    None => KeyedCircuitBreaker::new(name, config, keyed),
+                };
+                family.set_tiers(tiers);
+                family
             })
             .clone()
     }
@@ -119,11 +197,23 @@ impl Registry {
         let config: BulkheadConfig = self.keyed_config::<Bulkhead>(name);
         families
             .entry(Arc::from(name))
-            .or_insert_with(|| match &self.inner.clock {
-                Some(clock) => {
-                    KeyedBulkhead::with_clock(name, config, KeyedConfig::default(), clock.clone())
+            .or_insert_with(|| {
+                let file = self.file();
+                let resolved = file.bulkhead().for_name(name);
+                let keyed = bounds(resolved);
+                let tiers = u32_tiers(
+                    resolved,
+                    "max-concurrent-calls",
+                    config.max_concurrent_calls(),
+                );
+                let family = match &self.inner.clock {
+                    Some(clock) => KeyedBulkhead::with_clock(name, config, keyed, clock.clone()),
+                    None => KeyedBulkhead::new(name, config, keyed),
+                };
+                if let Err(error) = family.set_tiers(tiers) {
+                    tracing::error!(name, %error, "keyed bulkhead: overrides ignored");
                 }
-                None => KeyedBulkhead::new(name, config, KeyedConfig::default()),
+                family
             })
             .clone()
     }
@@ -141,43 +231,44 @@ impl Registry {
     }
 }
 
-/// `tiers` with its default replaced by `default`.
-fn with_default<V: Clone>(
-    tiers: &resil_core::keyed::Tiers<V>,
-    default: V,
-) -> resil_core::keyed::Tiers<V> {
-    tiers
-        .overrides()
-        .fold(resil_core::keyed::Tiers::new(default), |t, (pattern, v)| {
-            t.with_override(pattern.as_str(), v.clone())
-        })
-}
-
 impl Registry {
-    /// After a reload: every family takes its instance's new configuration
-    /// (a limiter's `limit-for-period` and `timeout-duration`, a bulkhead's
-    /// `max-concurrent-calls` for existing keys too; a breaker's for keys
+    /// After a reload: every family takes its instance's new configuration,
+    /// bounds and overrides (a limiter's limits and timeout and a bulkhead's
+    /// limits for existing keys too; a breaker's configuration for keys
     /// created from now on).
     pub(crate) fn refresh_keyed(&self) {
         let families = &self.inner.keyed;
+        let file = self.file();
         for family in families.limiters.iter() {
-            let config: RateLimiterConfig = self.keyed_config::<RateLimiter>(family.key());
-            let tiers = with_default(&family.tiers(), config.limit_for_period());
+            let name = family.key();
+            let config: RateLimiterConfig = self.keyed_config::<RateLimiter>(name);
+            let resolved = file.rate_limiter().for_name(name);
+            let tiers = u32_tiers(resolved, "limit-for-period", config.limit_for_period());
             if let Err(error) = family.set_tiers(tiers) {
-                tracing::error!(name = %family.key(), %error, "keyed rate limiter kept its limits");
+                tracing::error!(%name, %error, "keyed rate limiter kept its limits");
             }
-            family.reconfigure(config.timeout_duration(), family.keyed_config());
+            family.reconfigure(config.timeout_duration(), bounds(resolved));
         }
         for family in families.bulkheads.iter() {
-            let config: BulkheadConfig = self.keyed_config::<Bulkhead>(family.key());
-            let tiers = with_default(&family.tiers(), config.max_concurrent_calls());
+            let name = family.key();
+            let config: BulkheadConfig = self.keyed_config::<Bulkhead>(name);
+            let resolved = file.bulkhead().for_name(name);
+            let tiers = u32_tiers(
+                resolved,
+                "max-concurrent-calls",
+                config.max_concurrent_calls(),
+            );
             if let Err(error) = family.set_tiers(tiers) {
-                tracing::error!(name = %family.key(), %error, "keyed bulkhead kept its limits");
+                tracing::error!(%name, %error, "keyed bulkhead kept its limits");
             }
+            family.reconfigure(bounds(resolved));
         }
         for family in families.breakers.iter() {
-            let config: CircuitBreakerConfig = self.keyed_config::<CircuitBreaker>(family.key());
-            family.set_tiers(with_default(&family.tiers(), config));
+            let name = family.key();
+            let config: CircuitBreakerConfig = self.keyed_config::<CircuitBreaker>(name);
+            let resolved = file.circuit_breaker().for_name(name);
+            family.set_tiers(breaker_tiers(resolved, config));
+            family.reconfigure(bounds(resolved));
         }
     }
 }

@@ -68,7 +68,7 @@ pub(crate) mod duration;
 mod env;
 mod error;
 mod http;
-mod load;
+pub(crate) mod load;
 #[cfg(feature = "properties")]
 mod properties;
 pub(crate) mod render;
