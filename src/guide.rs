@@ -3,3 +3,7 @@
 //! in it. A page whose examples need a cargo feature is included under that
 //! feature. Add a page: one `#[doc = include_str!(…)]` item below.
 #![allow(dead_code)]
+
+/// Keyed protection: a quota, a breaker and a bulkhead per tenant.
+#[doc = include_str!("../docs/tenants.md")]
+pub struct Tenants;

@@ -272,3 +272,19 @@ impl Registry {
         }
     }
 }
+
+impl Families {
+    /// Every family's key counts, as metric samples (no key label).
+    pub(crate) fn samples(&self, out: &mut Vec<crate::telemetry::exposition::Sample>) {
+        use crate::telemetry::keyed::samples;
+        for f in self.limiters.iter() {
+            samples(f.key(), "rate_limiter", f.counts(), out);
+        }
+        for f in self.breakers.iter() {
+            samples(f.key(), "circuit_breaker", f.counts(), out);
+        }
+        for f in self.bulkheads.iter() {
+            samples(f.key(), "bulkhead", f.counts(), out);
+        }
+    }
+}

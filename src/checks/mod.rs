@@ -6,9 +6,11 @@
 
 mod fallback;
 mod fit;
+mod keyed;
 
 pub use self::fallback::*;
 pub use self::fit::*;
+pub use self::keyed::*;
 
 use resil_core::{Error, Rejection};
 
