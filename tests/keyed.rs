@@ -229,3 +229,32 @@ fn keyed_mistakes_name_their_key_path_and_line() {
         assert!(err.contains("line 6"), "{keyed}: {err}");
     }
 }
+
+#[test]
+fn the_snapshot_shows_each_familys_config_overrides_and_counts() {
+    let clock = ManualClock::new();
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry
+        .reload(FileConfig::from_yaml_str(TIERS).unwrap())
+        .unwrap();
+    let api = registry.keyed_rate_limiter("api");
+    for _ in 0..7 {
+        let _ = api.get("tenant-42").try_acquire(1);
+    }
+    let snapshot = registry.keyed_snapshot(3);
+    let f = snapshot.iter().find(|f| f.name == "api").unwrap();
+    assert_eq!(
+        (f.aspect, f.max_keys, f.idle_ttl.as_str()),
+        ("rate_limiter", 100_000, "10m")
+    );
+    assert_eq!(f.default, "limit-for-period=10");
+    assert_eq!(
+        f.overrides,
+        [
+            ("gold-*".to_string(), "limit-for-period=1000".to_string()),
+            ("tenant-42".to_string(), "limit-for-period=5".to_string())
+        ]
+    );
+    assert_eq!(f.keys_in_use, 1);
+    assert_eq!(f.top_by_refusals, [("tenant-42".to_string(), 2)]);
+}

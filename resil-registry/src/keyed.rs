@@ -288,3 +288,119 @@ impl Families {
         }
     }
 }
+
+/// What an operator sees of one keyed family: its configuration (bounds,
+/// the per-key default and overrides), its key counts and its noisiest keys
+/// — never a list of every key.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct KeyedFamilySnapshot {
+    /// The family's name (its instance's).
+    pub name: String,
+    /// `rate_limiter`, `circuit_breaker` or `bulkhead`.
+    pub aspect: &'static str,
+    /// `keyed.max-keys`.
+    pub max_keys: usize,
+    /// `keyed.idle-ttl`, as the file writes it.
+    pub idle_ttl: String,
+    /// What a key gets unless an override matches (`limit-for-period=10`).
+    pub default: String,
+    /// `(pattern, what a matching key gets)`, as declared.
+    pub overrides: Vec<(String, String)>,
+    /// Keys held now.
+    pub keys_in_use: usize,
+    /// Keys created.
+    pub keys_created: u64,
+    /// Keys evicted for idleness.
+    pub keys_evicted_idle: u64,
+    /// Keys evicted to make room.
+    pub keys_evicted_full: u64,
+    /// New keys refused.
+    pub keys_refused: u64,
+    /// `(key, look-ups)`, the most first.
+    pub top_by_calls: Vec<(String, u64)>,
+    /// `(key, refusals)`, the most first.
+    pub top_by_refusals: Vec<(String, u64)>,
+}
+
+fn family_snapshot<V>(
+    name: &str,
+    aspect: &'static str,
+    keyed: KeyedConfig,
+    tiers: &Tiers<V>,
+    show: impl Fn(&V) -> String,
+    counts: resil_core::keyed::KeyedCounts,
+    top: resil_core::keyed::TopKeys,
+) -> KeyedFamilySnapshot {
+    let pairs =
+        |v: Vec<resil_core::keyed::KeyCount>| v.into_iter().map(|k| (k.key, k.count)).collect();
+    KeyedFamilySnapshot {
+        name: name.to_owned(),
+        aspect,
+        max_keys: keyed.max_keys(),
+        idle_ttl: crate::config::format_duration(keyed.idle_ttl()),
+        default: show(tiers.default_value()),
+        overrides: tiers
+            .overrides()
+            .map(|(p, v)| (p.as_str().to_owned(), show(v)))
+            .collect(),
+        keys_in_use: counts.in_use,
+        keys_created: counts.created,
+        keys_evicted_idle: counts.evicted_idle,
+        keys_evicted_full: counts.evicted_full,
+        keys_refused: counts.refused,
+        top_by_calls: pairs(top.by_calls),
+        top_by_refusals: pairs(top.by_refusals),
+    }
+}
+
+impl Registry {
+    /// Every keyed family, sorted by aspect and name, with its `top` noisiest
+    /// keys by calls and by refusals (what `/actuator/keyed` shows).
+    pub fn keyed_snapshot(&self, top: usize) -> Vec<KeyedFamilySnapshot> {
+        let k = &self.inner.keyed;
+        let mut out = Vec::new();
+        for f in k.limiters.iter() {
+            out.push(family_snapshot(
+                f.key(),
+                "rate_limiter",
+                f.keyed_config(),
+                &f.tiers(),
+                |v| format!("limit-for-period={v}"),
+                f.counts(),
+                f.top_keys(top),
+            ));
+        }
+        for f in k.breakers.iter() {
+            out.push(family_snapshot(
+                f.key(),
+                "circuit_breaker",
+                f.keyed_config(),
+                &f.tiers(),
+                |c| {
+                    format!(
+                        "failure-rate-threshold={}, minimum-number-of-calls={}, wait-duration-in-open-state={}",
+                        c.failure_rate_threshold(),
+                        c.minimum_number_of_calls(),
+                        crate::config::format_duration(c.wait_duration_in_open_state())
+                    )
+                },
+                f.counts(),
+                f.top_keys(top),
+            ));
+        }
+        for f in k.bulkheads.iter() {
+            out.push(family_snapshot(
+                f.key(),
+                "bulkhead",
+                f.keyed_config(),
+                &f.tiers(),
+                |v| format!("max-concurrent-calls={v}"),
+                f.counts(),
+                f.top_keys(top),
+            ));
+        }
+        out.sort_by(|a, b| (a.aspect, &a.name).cmp(&(b.aspect, &b.name)));
+        out
+    }
+}

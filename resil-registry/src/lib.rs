@@ -95,6 +95,7 @@ pub use crate::global::{
     init, init_from_env, registry, try_registry, InitFromEnvError, RESIL_CONFIG,
 };
 pub use crate::handle::Handle;
+pub use crate::keyed::KeyedFamilySnapshot;
 pub use crate::kind::Kind;
 pub use crate::overrides::{ManualOverride, Transition};
 pub use crate::primitive::Primitive;

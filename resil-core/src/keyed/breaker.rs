@@ -149,6 +149,18 @@ impl KeyedCircuitBreaker {
         family.map.evict_idle(family.clock.now_nanos(), may_go)
     }
 
+    /// The `n` keys held with the most look-ups, and the most refused calls
+    /// (the breaker's own not-permitted count).
+    pub fn top_keys(&self, n: usize) -> super::TopKeys {
+        self.inner.map.for_each(|e| {
+            e.refusals.store(
+                e.state.metrics().not_permitted_calls(),
+                std::sync::atomic::Ordering::Relaxed,
+            )
+        });
+        self.inner.map.top(n)
+    }
+
     /// Calls `f` with every key held and its breaker's state.
     pub fn for_each_key(&self, mut f: impl FnMut(&StoredKey, State)) {
         self.inner.map.for_each(|e| f(&e.key, e.state.state()));

@@ -142,7 +142,7 @@ impl KeyedBulkhead {
 
     /// The configuration keys are built from.
     pub fn config(&self) -> BulkheadConfig {
-        self.inner.config.clone()
+        self.inner.config
     }
 
     /// Changes the bounds, as a reload does.
@@ -168,6 +168,11 @@ impl KeyedBulkhead {
     pub fn evict_idle(&self) -> usize {
         let family = &*self.inner;
         family.map.evict_idle(family.clock.now_nanos(), idle)
+    }
+
+    /// The `n` keys held with the most calls and the most refusals.
+    pub fn top_keys(&self, n: usize) -> super::TopKeys {
+        self.inner.map.top(n)
     }
 
     /// Calls `f` with every key held and its calls in flight.
@@ -228,7 +233,12 @@ impl BulkheadHandle<'_> {
     /// A slot for one call, if the key has one free.
     #[inline]
     pub fn try_acquire(&self) -> Result<KeyPermit, BulkheadFull> {
-        let refused = || BulkheadFull::by(&self.family.refusal);
+        let refused = || {
+            if let Some(entry) = &self.entry {
+                entry.refused();
+            }
+            BulkheadFull::by(&self.family.refusal)
+        };
         let entry = self.entry.as_ref().ok_or_else(refused)?;
         let slots = &entry.state;
         let max = slots.max.load(Ordering::Acquire);

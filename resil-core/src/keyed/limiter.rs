@@ -205,6 +205,11 @@ impl KeyedRateLimiter {
             .evict_idle(now, |p: &Permits, now| family.all_back(p, now))
     }
 
+    /// The `n` keys held with the most calls and the most refusals.
+    pub fn top_keys(&self, n: usize) -> super::TopKeys {
+        self.inner.map.top(n)
+    }
+
     /// Calls `f` with every key held and its permits free now (negative
     /// while reservations wait).
     pub fn for_each_key(&self, mut f: impl FnMut(&StoredKey, i64)) {
@@ -344,7 +349,11 @@ impl LimiterHandle<'_> {
         }
     }
 
+    #[cold]
     fn refused(&self) -> RequestNotPermitted {
+        if let Some(entry) = &self.entry {
+            entry.refused();
+        }
         RequestNotPermitted::by(&self.family.refusal)
     }
 

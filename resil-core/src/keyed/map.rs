@@ -52,11 +52,25 @@ pub(crate) struct Entry<S> {
     pub(crate) since: u64,
     /// Used since the replacement clock last passed (second chance).
     referenced: AtomicBool,
+    /// Look-ups of this key, counted without a read-modify-write (a load
+    /// and a store): exact on one thread, an undercount when threads race
+    /// on one key — enough to rank keys.
+    calls: AtomicU64,
+    /// Acquires this key's instance refused.
+    pub(crate) refusals: AtomicU64,
 }
 
 impl<S> Entry<S> {
+    /// Counts one refusal of this key's instance.
+    #[cold]
+    pub(crate) fn refused(&self) {
+        self.refusals.fetch_add(1, Ordering::Relaxed);
+    }
+
     #[inline]
     fn touch(&self, now: u64) {
+        let calls = self.calls.load(Ordering::Relaxed);
+        self.calls.store(calls.wrapping_add(1), Ordering::Relaxed);
         if !self.referenced.load(Ordering::Relaxed) {
             self.referenced.store(true, Ordering::Relaxed);
         }
@@ -209,6 +223,8 @@ impl<S> Map<S> {
             last_used: AtomicU64::new(now),
             since: now,
             referenced: AtomicBool::new(false),
+            calls: AtomicU64::new(1),
+            refusals: AtomicU64::new(0),
         });
         let len = table.map.len();
         if (len + 1) * 2 > table.sized_for {
@@ -320,6 +336,35 @@ impl<S> Map<S> {
             .evicted_idle
             .fetch_add(evicted as u64, Ordering::Relaxed);
         evicted
+    }
+
+    /// The `n` keys held with the most look-ups and the `n` with the most
+    /// refusals (zero counts left out), largest first.
+    pub(crate) fn top(&self, n: usize) -> super::TopKeys {
+        let mut calls = Vec::new();
+        let mut refusals = Vec::new();
+        self.for_each(|e| {
+            let text = e
+                .key
+                .as_str()
+                .map_or_else(|| "<not a string>".to_owned(), str::to_owned);
+            calls.push((e.calls.load(Ordering::Relaxed), text.clone()));
+            let r = e.refusals.load(Ordering::Relaxed);
+            if r > 0 {
+                refusals.push((r, text));
+            }
+        });
+        let top = |mut v: Vec<(u64, String)>| {
+            v.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+            v.truncate(n);
+            v.into_iter()
+                .map(|(count, key)| super::KeyCount { key, count })
+                .collect()
+        };
+        super::TopKeys {
+            by_calls: top(calls),
+            by_refusals: top(refusals),
+        }
     }
 
     /// Calls `f` on every entry (under the queue lock: keep it short).

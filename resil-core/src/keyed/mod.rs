@@ -51,6 +51,27 @@ pub use self::key::{Key, StoredKey};
 pub use self::limiter::{KeyedRateLimiter, LimiterHandle};
 pub use self::tiers::{KeyPattern, Tiers};
 
+/// A key and a count (look-ups or refusals).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyCount {
+    /// The key as text (`<not a string>` for keys of other types).
+    pub key: String,
+    /// The count.
+    pub count: u64,
+}
+
+/// The noisiest keys a family holds: by look-ups (calls) and by refusals,
+/// largest first. Counts live with the key, so a key evicted takes its
+/// counts along: the report ranks the keys held now, in the family's
+/// bounded memory, with no sketch of its own to fill.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopKeys {
+    /// The keys with the most look-ups.
+    pub by_calls: Vec<KeyCount>,
+    /// The keys with the most refused acquires.
+    pub by_refusals: Vec<KeyCount>,
+}
+
 /// A family's keys: how many it holds and what happened to the others.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct KeyedCounts {

@@ -329,3 +329,50 @@ fn concurrent_keys_never_exceed_their_limit_or_the_family_bound() {
     let total: u64 = granted.iter().map(|n| n.load(Ordering::Relaxed)).sum();
     assert!(total > 0);
 }
+
+#[test]
+fn the_noisy_tenant_tops_the_report() {
+    let clock = ManualClock::new();
+    let f = KeyedRateLimiter::with_clock(
+        "api",
+        limiter_config(2),
+        KeyedConfig::default(),
+        clock.clone(),
+    );
+    for _ in 0..10 {
+        let _ = f.get("noisy").try_acquire(1);
+    }
+    f.get("quiet").try_acquire(1).unwrap();
+    let top = f.top_keys(1);
+    assert_eq!(
+        top.by_calls,
+        [KeyCount {
+            key: "noisy".into(),
+            count: 10
+        }]
+    );
+    assert_eq!(
+        top.by_refusals,
+        [KeyCount {
+            key: "noisy".into(),
+            count: 8
+        }]
+    );
+    let b = KeyedBulkhead::new(
+        "b",
+        BulkheadConfig::builder()
+            .max_concurrent_calls(1)
+            .build()
+            .unwrap(),
+        KeyedConfig::default(),
+    );
+    let _held = b.get("busy").try_acquire().unwrap();
+    assert!(b.get("busy").try_acquire().is_err());
+    assert_eq!(
+        b.top_keys(5).by_refusals,
+        [KeyCount {
+            key: "busy".into(),
+            count: 1
+        }]
+    );
+}
