@@ -8,3 +8,7 @@
 #[cfg(all(feature = "http", feature = "yaml"))]
 #[doc = include_str!("../docs/web-service.md")]
 pub struct WebService;
+
+/// Keyed protection: a quota, a breaker and a bulkhead per tenant.
+#[doc = include_str!("../docs/tenants.md")]
+pub struct Tenants;

@@ -76,7 +76,7 @@ pub use resil_options as options;
 pub use resil_registry::config;
 
 pub use resil_core::{
-    bulkhead, circuit_breaker, clock, deadline, error, event, interval, rate_limiter, retry,
+    bulkhead, circuit_breaker, clock, deadline, error, event, interval, keyed, rate_limiter, retry,
     thread_pool_bulkhead, time_limiter, trace, ConfigError, Error, ErrorKind, IntervalFunction,
     Rejection,
 };

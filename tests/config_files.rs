@@ -198,8 +198,8 @@ fn provenance_lists_every_option_with_its_value_and_source() {
     );
     assert_eq!(
         p.len(),
-        25,
-        "every circuit-breaker option once, and no tags"
+        27,
+        "every circuit-breaker option once (`keyed.*` included), and no tags"
     );
     let _ = Kind::CircuitBreaker;
 }

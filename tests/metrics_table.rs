@@ -27,6 +27,7 @@ fn exposition() -> String {
     let _ = registry.adaptive_bulkhead("inventory");
     let _ = registry.chaos("inventory");
     let _ = registry.layer_counts("inventory-api");
+    let _ = registry.keyed_rate_limiter("inventory").get("tenant-1");
     SITE.degraded(&resil::Error::Call("down"));
     let _ = SITE.finished(Err::<(), _>("fallback failed too"));
     let text = registry.prometheus_text();

@@ -566,3 +566,43 @@ async fn the_dashboard_page_is_one_static_page_offering_management_only_when_ena
         assert_eq!(breaker["details"]["notPermittedCalls"], 0.0);
     }
 }
+
+#[tokio::test]
+async fn the_keyed_endpoint_shows_each_family_and_its_noisiest_keys_never_every_key() {
+    let registry = Registry::new();
+    registry
+        .configure_rate_limiter("tenant-api", |b| {
+            b.limit_for_period(2)
+                .limit_refresh_period(Duration::from_secs(60))
+                .timeout_duration(Duration::ZERO)
+        })
+        .unwrap();
+    let api = registry.keyed_rate_limiter("tenant-api");
+    for _ in 0..5 {
+        let _ = api.get("noisy").try_acquire(1);
+    }
+    for i in 0..30 {
+        api.get(&format!("quiet-{i}")).try_acquire(1).unwrap();
+    }
+    let base = serve(Actuator::builder(registry)).await;
+    let (status, body) = get(&format!("{base}/actuator/keyed")).await;
+    assert_eq!(status, 200);
+    let family = &body["keyedFamilies"][0];
+    assert_eq!(family["name"], "tenant-api");
+    assert_eq!(family["aspect"], "rate_limiter");
+    assert_eq!(family["default"], "limit-for-period=2");
+    assert_eq!(family["keys"]["inUse"], 31);
+    assert_eq!(
+        family["topByRefusals"],
+        json!([{ "key": "noisy", "count": 3 }])
+    );
+    assert_eq!(
+        family["topByCalls"][0],
+        json!({ "key": "noisy", "count": 5 })
+    );
+    assert_eq!(
+        family["topByCalls"].as_array().unwrap().len(),
+        10,
+        "a bounded top, not every key"
+    );
+}

@@ -31,6 +31,7 @@ pub mod event;
 mod guarded;
 pub mod hedging;
 pub mod interval;
+pub mod keyed;
 pub mod log;
 pub mod rate_limiter;
 pub mod rejection;

@@ -61,7 +61,22 @@ fn path_cut_short(input: ParseStream<'_>) -> Option<TokenStream> {
 /// typo: the option table's one did-you-mean, which a config file's keys
 /// get too.
 fn closest(aspect: Aspect, text: &str) -> Option<&'static str> {
-    resil_options::closest(text, COMMON.into_iter().chain(override_keys(aspect)))
+    resil_options::closest(
+        text,
+        COMMON
+            .into_iter()
+            .chain(expression_keys(aspect).iter().copied())
+            .chain(override_keys(aspect)),
+    )
+}
+
+/// Arguments that take an expression over the fn's arguments, per aspect.
+pub(crate) fn expression_keys(aspect: Aspect) -> &'static [&'static str] {
+    match aspect {
+        Aspect::RateLimiter => &["key", "permits"],
+        Aspect::CircuitBreaker | Aspect::Bulkhead => &["key"],
+        _ => &[],
+    }
 }
 
 /// A literal config override, e.g. `max_attempts = 5`, checked in `valid.rs`.
@@ -95,6 +110,10 @@ pub(crate) struct AspectArgs {
     pub(crate) krate: Option<(Path, Span)>,
     pub(crate) kind: Option<(BulkheadKind, Span)>,
     pub(crate) overrides: Vec<Override>,
+    /// `key = <expr>`: one instance per key, from the keyed family `name`.
+    pub(crate) key: Option<(Expr, Span)>,
+    /// `permits = <expr>`: the permits each call takes (rate limiter).
+    pub(crate) permits: Option<(Expr, Span)>,
     /// The arguments could not all be read, or one looks like a misspelled
     /// `name`: a missing `name` is then not reported on top.
     pub(crate) name_unknowable: bool,
@@ -152,7 +171,11 @@ fn set_once<T>(slot: &mut Option<(T, Span)>, value: T, key: &Ident, errors: &mut
 
 fn unknown_argument(aspect: Aspect, key: &Ident) -> syn::Error {
     let text = key.to_string();
-    let known = |k: &str| COMMON.contains(&k) || override_keys(aspect).contains(&k);
+    let known = |k: &str| {
+        COMMON.contains(&k)
+            || expression_keys(aspect).contains(&k)
+            || override_keys(aspect).contains(&k)
+    };
     let message = if text == "fallbackMethod" || text == "fallback_method" {
         format!("`{text}` is Resilience4j's spelling; write `fallback = your_fn` (a path, not a string)")
     } else if text == "type" && aspect == Aspect::Bulkhead {
@@ -166,6 +189,7 @@ fn unknown_argument(aspect: Aspect, key: &Ident) -> syn::Error {
         format!("unknown argument `{text}` for `{aspect}`; did you mean `{close}`?")
     } else {
         let mut expected: Vec<String> = COMMON.iter().map(|k| format!("`{k}`")).collect();
+        expected.extend(expression_keys(aspect).iter().map(|k| format!("`{k}`")));
         expected.extend(override_keys(aspect).iter().map(|k| format!("`{k}`")));
         format!(
             "unknown argument `{text}` for `{aspect}`; expected one of {}",
@@ -226,6 +250,8 @@ impl AspectArgs {
             krate: None,
             kind: None,
             overrides: Vec::new(),
+            key: None,
+            permits: None,
             name_unknowable: false,
         };
         let raw = match Punctuated::<RawArg, Token![,]>::parse_terminated.parse2(tokens) {
@@ -291,6 +317,12 @@ impl AspectArgs {
                             "`order` takes a list of attribute names, outermost first: `order = [circuit_breaker, retry]`",
                         )),
                     }
+                }
+                "key" if expression_keys(aspect).contains(&"key") => {
+                    set_once(&mut args.key, value, &key, errors)
+                }
+                "permits" if expression_keys(aspect).contains(&"permits") => {
+                    set_once(&mut args.permits, value, &key, errors)
                 }
                 "kind" if aspect == Aspect::Bulkhead => match lit_of(&value) {
                     Some(Lit::Str(s)) if s.value() == "semaphore" => {

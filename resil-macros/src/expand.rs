@@ -191,7 +191,53 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
     let mut types = Vec::new();
     let mut inits = Vec::new();
     let all = mixed("__resil_handles");
+    // Per call, before the stack runs: each keyed layer's handle for the
+    // call's key (the key's borrow ends here) and its permits.
+    let mut keyed_lets = TokenStream::new();
+    let mut permits = Vec::new();
     for (i, layer) in plan.layers.iter().enumerate() {
+        let index = syn::Index::from(i);
+        if let Some(key) = &layer.key {
+            let (family, lookup) = match layer.aspect {
+                Aspect::RateLimiter => ("KeyedRateLimiter", "keyed_rate_limiter"),
+                Aspect::CircuitBreaker => ("KeyedCircuitBreaker", "keyed_circuit_breaker"),
+                _ => ("KeyedBulkhead", "keyed_bulkhead"),
+            };
+            let family = Ident::new(family, Span::call_site());
+            let lookup = Ident::new(lookup, Span::call_site());
+            let name = &layer.name;
+            types.push(quote!(#p::#family));
+            inits.push(quote!(#p::#lookup(#name)));
+            let kh = format_ident!("__resil_kh{}", i, span = Span::mixed_site());
+            let k = Ident::new("__resil_k", Span::call_site());
+            // Spanned at the key: a value that cannot be a key is reported there.
+            let probe = respan(quote!((&#c::KeyProbe(#k)).__resil_key()), key.span());
+            keyed_lets.extend(quote! {
+                let #kh = match &(#key) {
+                    #k => {
+                        #[allow(unused_imports)]
+                        use #c::{AnyKey as _, StrKey as _};
+                        #p::#family::get(&#all.#index, #probe)
+                    }
+                };
+            });
+            handles.push(if layer.aspect == Aspect::CircuitBreaker {
+                quote!(&*#kh)
+            } else {
+                quote!(&#kh)
+            });
+            match &layer.permits {
+                Some(expr) => {
+                    let pn = format_ident!("__resil_permits{}", i, span = Span::mixed_site());
+                    let check = respan(quote!(#c::permits), expr.span());
+                    keyed_lets.extend(quote!(let #pn: u32 = #check(#expr);));
+                    permits.push(pn.to_token_stream());
+                }
+                None => permits.push(quote!(1u32)),
+            }
+            continue;
+        }
+        permits.push(quote!(1u32));
         let (ty, get) = primitive(layer);
         let name = &layer.name;
         let init = if layer.settings.is_empty() {
@@ -220,7 +266,6 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
                 |#b| #b #(#calls)*
             ))
         };
-        let index = syn::Index::from(i);
         inits.push(init);
         if layer.aspect == Aspect::RateLimiter {
             // Not a registry handle: the site's limiter on the backend the
@@ -253,10 +298,11 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         let layer = &plan.layers[i];
         let h = &handles[i];
         let innermost = i + 1 == n;
+        let n = &permits[i];
         expr = if innermost {
-            innermost_call(&krate, layer, h, &rebind_all, &typed_body, is_async)
+            innermost_call(&krate, layer, h, n, &rebind_all, &typed_body, is_async)
         } else {
-            outer_call(&krate, layer, h, &rebind_all, expr, is_async)
+            outer_call(&krate, layer, h, n, &rebind_all, expr, is_async)
         };
     }
     let top_rebind = if !has_retry && reuse {
@@ -337,6 +383,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         #result_check
         #pool_args
         #sites
+        #keyed_lets
         #trace
         #run
         #finish
@@ -400,9 +447,10 @@ fn call_trace(
     let time_limiter = name_of(Aspect::TimeLimiter);
     let bulkhead = name_of(Aspect::Bulkhead);
     let chaos = name_of(Aspect::Chaos);
+    // A keyed breaker is not a registry handle: its state is the key's.
     let breaker = match layers
         .iter()
-        .position(|l| l.aspect == Aspect::CircuitBreaker)
+        .position(|l| l.aspect == Aspect::CircuitBreaker && l.key.is_none())
     {
         Some(i) => {
             let index = syn::Index::from(i);
@@ -507,6 +555,7 @@ fn innermost_call(
     krate: &TokenStream,
     layer: &Layer,
     h: &TokenStream,
+    permits: &TokenStream,
     rebind: &TokenStream,
     body: &TokenStream,
     is_async: bool,
@@ -514,6 +563,21 @@ fn innermost_call(
     let p = private(krate);
     let c = checks(krate);
     let (ty, _) = primitive(layer);
+    if layer.key.is_some() {
+        match (layer.aspect, is_async) {
+            (Aspect::RateLimiter, true) => {
+                return quote!(#p::LimiterHandle::call_async_n(#h, #permits, async move { #body }))
+            }
+            (Aspect::RateLimiter, false) => {
+                return quote!(#p::LimiterHandle::call_n(#h, #permits, || #body))
+            }
+            (Aspect::Bulkhead, true) => {
+                return quote!(#p::BulkheadHandle::call_async(#h, async move { #body }))
+            }
+            (Aspect::Bulkhead, false) => return quote!(#p::BulkheadHandle::call(#h, || #body)),
+            _ => {} // a keyed breaker is called as a breaker
+        }
+    }
     match (layer.aspect, is_async) {
         // `#[inline(always)]` on a retry's closure: the retry calls it from
         // two loops, with and without attempt spans (resil-core's
@@ -544,11 +608,25 @@ fn outer_call(
     krate: &TokenStream,
     layer: &Layer,
     h: &TokenStream,
+    permits: &TokenStream,
     rebind: &TokenStream,
     inner: TokenStream,
     is_async: bool,
 ) -> TokenStream {
     let p = private(krate);
+    if layer.key.is_some() {
+        match (layer.aspect, is_async) {
+            (Aspect::RateLimiter, true) => {
+                return quote!(#p::around_keyed_rate_limiter_async(#h, #permits, #inner))
+            }
+            (Aspect::RateLimiter, false) => {
+                return quote!(#p::around_keyed_rate_limiter(#h, #permits, || #inner))
+            }
+            (Aspect::Bulkhead, true) => return quote!(#p::around_keyed_bulkhead_async(#h, #inner)),
+            (Aspect::Bulkhead, false) => return quote!(#p::around_keyed_bulkhead(#h, || #inner)),
+            _ => {}
+        }
+    }
     match (layer.aspect, is_async) {
         // `#[inline(always)]`: see `innermost_call`.
         (Aspect::Retry, true) => {

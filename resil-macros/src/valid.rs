@@ -61,6 +61,10 @@ pub(crate) struct Layer {
     pub(crate) name: String,
     /// Builder calls applied once at call-site initialisation.
     pub(crate) settings: Vec<Setting>,
+    /// `key = <expr>`: the layer is the key's instance of a keyed family.
+    pub(crate) key: Option<syn::Expr>,
+    /// `permits = <expr>` (a keyed rate limiter).
+    pub(crate) permits: Option<syn::Expr>,
 }
 
 /// `.max_attempts(5)` on the instance's config builder.
@@ -760,7 +764,29 @@ fn check_aspect(
             }
         }
     }
+    if let Some((_, span)) = &a.key {
+        if kind != BulkheadKind::Semaphore && a.aspect == Aspect::Bulkhead {
+            errors.push(syn::Error::new(
+                *span,
+                "`key` gives one semaphore bulkhead per key; a thread-pool or adaptive bulkhead cannot be keyed: drop `kind` or `key`",
+            ));
+        }
+        if let Some(o) = a.overrides.first() {
+            errors.push(syn::Error::new(
+                o.key.span(),
+                format!("a keyed family is configured by its instance `name` (file or code), not per call site: drop `{}` here and set it under `instances.<name>`", o.key),
+            ));
+        }
+    }
+    if let (Some((_, span)), None) = (&a.permits, &a.key) {
+        errors.push(syn::Error::new(
+            *span,
+            "`permits` weighs calls on a keyed rate limiter: add `key = …` (one limiter per key)",
+        ));
+    }
     Some(Layer {
+        key: a.key.as_ref().map(|k| k.0.clone()),
+        permits: a.permits.as_ref().map(|p| p.0.clone()),
         aspect: a.aspect,
         thread_pool: kind == BulkheadKind::ThreadPool,
         adaptive: a.aspect == Aspect::Bulkhead && kind == BulkheadKind::Adaptive,

@@ -618,6 +618,10 @@ const CIRCUIT_BREAKER: &[OptionSpec] = &[
     HEALTH[0],
     HEALTH[1],
     EVENTS,
+    // Keyed families (`registry.keyed_*(name)`): the `keyed` map of an
+    // instance; its `overrides` (per key or `*` pattern) are read beside.
+    registry("keyed.max-keys", Ty::Usize, Default::Is("10000")),
+    registry("keyed.idle-ttl", Ty::Duration, Default::Is("10m")),
 ];
 
 const RETRY: &[OptionSpec] = &[
@@ -707,6 +711,10 @@ const BULKHEAD: &[OptionSpec] = &[
         Default::Is("true"),
     ),
     EVENTS,
+    // Keyed families (`registry.keyed_*(name)`): the `keyed` map of an
+    // instance; its `overrides` (per key or `*` pattern) are read beside.
+    registry("keyed.max-keys", Ty::Usize, Default::Is("10000")),
+    registry("keyed.idle-ttl", Ty::Duration, Default::Is("10m")),
 ];
 
 const THREAD_POOL_BULKHEAD: &[OptionSpec] = &[
@@ -841,6 +849,10 @@ const RATE_LIMITER: &[OptionSpec] = &[
         Ty::Duration,
         Default::Unset("the refresh period (with `lease-size`)"),
     ),
+    // Keyed families (`registry.keyed_*(name)`): the `keyed` map of an
+    // instance; its `overrides` (per key or `*` pattern) are read beside.
+    registry("keyed.max-keys", Ty::Usize, Default::Is("10000")),
+    registry("keyed.idle-ttl", Ty::Duration, Default::Is("10m")),
 ];
 
 const TIME_LIMITER: &[OptionSpec] = &[

@@ -45,7 +45,7 @@ pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 /// The characters a key is compared by: lower case, without `-` and `_`.
 pub(crate) fn compared(key: &str) -> impl Iterator<Item = char> + '_ {
     key.chars()
-        .filter(|c| *c != '-' && *c != '_')
+        .filter(|c| *c != '-' && *c != '_' && *c != '.')
         .flat_map(char::to_lowercase)
 }
 

@@ -74,6 +74,7 @@ mod event;
 mod global;
 mod handle;
 mod http_status;
+mod keyed;
 mod kind;
 mod kinds;
 mod manage;
@@ -96,6 +97,7 @@ pub use crate::global::{
 };
 pub use crate::handle::Handle;
 pub use crate::http_status::HttpStatus;
+pub use crate::keyed::KeyedFamilySnapshot;
 pub use crate::kind::Kind;
 pub use crate::overrides::{ManualOverride, Transition};
 pub use crate::primitive::Primitive;

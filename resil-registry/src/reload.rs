@@ -337,6 +337,7 @@ impl Registry {
             follower.rebuild(&file);
         }
         drop(followers);
+        self.refresh_keyed();
         Ok(report)
     }
 

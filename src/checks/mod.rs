@@ -6,10 +6,12 @@
 
 mod fallback;
 mod fit;
+mod keyed;
 mod on;
 
 pub use self::fallback::*;
 pub use self::fit::*;
+pub use self::keyed::*;
 pub use self::on::*;
 
 use resil_core::{Error, Rejection};

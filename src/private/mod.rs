@@ -6,11 +6,13 @@
 //! expansions name directly: rustc prints the path an item is reached by, so
 //! a compile error names `resil::checks::Fallback`, never this module.
 
+mod keyed;
 mod layers;
 mod rate_limiter;
 mod site;
 mod trace;
 
+pub use self::keyed::*;
 pub use self::layers::*;
 pub use self::rate_limiter::*;
 pub use self::site::*;

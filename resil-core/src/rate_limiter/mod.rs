@@ -80,7 +80,7 @@
 //! which cannot give reservations back at all.
 
 mod config;
-mod cycle;
+pub(crate) mod cycle;
 mod drain;
 mod event;
 mod handle;

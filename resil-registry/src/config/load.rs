@@ -12,7 +12,9 @@ use resil_core::ConfigError;
 use super::aspect_order;
 use super::duration::{parse_duration, EXPECTED_DURATION};
 use super::error::{closest, Problem, ProblemKind};
-use super::schema::{normalize, KeyRules, Kind, OptionSpec, Ty, Val, EVENT_CONSUMER_BUFFER_SIZE};
+use super::schema::{
+    normalize, KeyRules, Kind, OptionSpec, Target, Ty, Val, EVENT_CONSUMER_BUFFER_SIZE,
+};
 use super::setting::{Setting, Source};
 use super::value::{Lines, Value};
 
@@ -26,6 +28,42 @@ pub(crate) struct Entry {
     pub base: Option<Setting<String>>,
     pub values: BTreeMap<&'static str, Setting>,
     pub tags: BTreeMap<String, Setting<String>>,
+    /// `keyed.overrides`: settings per key or key pattern.
+    pub overrides: BTreeMap<String, KeyOverride>,
+}
+
+/// One entry of `keyed.overrides`: the settings a key (or `*` pattern) gets.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct KeyOverride {
+    pub path: String,
+    pub values: BTreeMap<&'static str, Setting>,
+}
+
+/// The options a key override may set, per kind: what each key of a keyed
+/// family holds for itself (`None`: every option of the kind).
+fn override_keys(kind: Kind) -> Option<&'static [&'static str]> {
+    match kind {
+        Kind::RateLimiter => Some(&["limit-for-period"]),
+        Kind::Bulkhead => Some(&["max-concurrent-calls"]),
+        Kind::CircuitBreaker => Some(&[
+            "failure-rate-threshold",
+            "slow-call-rate-threshold",
+            "slow-call-duration-threshold",
+            "minimum-number-of-calls",
+            "sliding-window-size",
+            "wait-duration-in-open-state",
+            "permitted-number-of-calls-in-half-open-state",
+        ]),
+        _ => None,
+    }
+}
+
+/// Whether instances of `kind` have a `keyed` map.
+fn has_keyed(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::RateLimiter | Kind::Bulkhead | Kind::CircuitBreaker
+    )
 }
 
 /// One kind's section.
@@ -82,6 +120,11 @@ impl Document {
                 for s in entry.tags.values_mut() {
                     s.locate(lines, document);
                 }
+                for o in entry.overrides.values_mut() {
+                    for s in o.values.values_mut() {
+                        s.locate(lines, document);
+                    }
+                }
             }
         }
     }
@@ -109,6 +152,7 @@ impl Document {
                             }
                             existing.values.extend(entry.values);
                             existing.tags.extend(entry.tags);
+                            existing.overrides.extend(entry.overrides);
                         }
                         None => {
                             target.insert(name, entry);
@@ -356,6 +400,14 @@ pub(crate) fn walk_entry(
     for (key, value) in items {
         let key_path = format!("{path}.{key}");
         let n = normalize(&key);
+        if n == "keyed" && has_keyed(kind) {
+            if seen.insert("keyed", key.clone()).is_some() {
+                problems.push(duplicate(&key_path, "keyed", &key));
+            } else {
+                walk_keyed(kind, &key_path, value, source, &mut entry, problems);
+            }
+            continue;
+        }
         if let Some(why) = kind.ignored(&key) {
             problems.push(Problem::new(
                 ProblemKind::Ignored,
@@ -438,6 +490,146 @@ pub(crate) fn walk_entry(
     entry
 }
 
+/// An instance's `keyed` map: `max-keys` and `idle-ttl` are options
+/// (`keyed.max-keys`, …), `overrides` maps keys and `*` patterns to settings.
+fn walk_keyed(
+    kind: Kind,
+    path: &str,
+    value: Value,
+    source: &Source,
+    entry: &mut Entry,
+    problems: &mut Vec<Problem>,
+) {
+    let Some(items) = map_entries(
+        value,
+        path,
+        "a map of `max-keys`, `idle-ttl` and `overrides`",
+        problems,
+    ) else {
+        return;
+    };
+    for (key, value) in items {
+        let key_path = format!("{path}.{key}");
+        if normalize(&key) == "overrides" {
+            walk_overrides(kind, &key_path, value, source, entry, problems);
+            continue;
+        }
+        let Some(spec) = kind
+            .option(&format!("keyed.{key}"))
+            .filter(|s| s.key.starts_with("keyed."))
+        else {
+            let suggestion = closest(&key, ["max-keys", "idle-ttl", "overrides"]);
+            problems.push(Problem::unknown_key(key_path, suggestion, None));
+            continue;
+        };
+        if let Some(first) = entry.values.get(spec.key) {
+            problems.push(duplicate(&key_path, &first.path, &key));
+            continue;
+        }
+        match read_option(spec, &value, &key_path) {
+            Ok(val) => {
+                entry.values.insert(
+                    spec.key,
+                    Setting {
+                        val,
+                        source: source.clone(),
+                        path: key_path,
+                        line: None,
+                        document: None,
+                    },
+                );
+            }
+            Err(mut found) => problems.append(&mut found),
+        }
+    }
+}
+
+/// `keyed.overrides`: key or `*` pattern → the settings that key gets.
+fn walk_overrides(
+    kind: Kind,
+    path: &str,
+    value: Value,
+    source: &Source,
+    entry: &mut Entry,
+    problems: &mut Vec<Problem>,
+) {
+    let Some(patterns) = map_entries(value, path, "a map of key patterns to settings", problems)
+    else {
+        return;
+    };
+    for (pattern, settings) in patterns {
+        let pattern_path = format!("{path}.{pattern}");
+        if pattern.is_empty() {
+            problems.push(Problem::value(
+                ProblemKind::InvalidValue,
+                ConfigError::new(pattern_path, "an empty key", "a key or a `*` pattern"),
+                None,
+            ));
+            continue;
+        }
+        let Some(items) = map_entries(settings, &pattern_path, "a map of settings", problems)
+        else {
+            continue;
+        };
+        let mut out = KeyOverride {
+            path: pattern_path.clone(),
+            values: BTreeMap::new(),
+        };
+        for (key, value) in items {
+            let key_path = format!("{pattern_path}.{key}");
+            let allowed = override_keys(kind);
+            let spec = kind
+                .option(&key)
+                .filter(|s| allowed.map_or(s.target == Target::Core, |keys| keys.contains(&s.key)));
+            let Some(spec) = spec else {
+                let candidates: Vec<&'static str> = match allowed {
+                    Some(keys) => keys.to_vec(),
+                    None => kind
+                        .options()
+                        .iter()
+                        .filter(|o| o.target == Target::Core)
+                        .map(|o| o.key)
+                        .collect(),
+                };
+                if kind.option(&key).is_some() {
+                    problems.push(Problem::new(
+                        ProblemKind::Unsupported,
+                        Some(key_path.clone()),
+                        format!(
+                            "`{key_path}` cannot differ per key; a key override may set {}",
+                            candidates
+                                .iter()
+                                .map(|c| format!("`{c}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                } else {
+                    let suggestion = closest(&key, candidates.iter().copied());
+                    problems.push(Problem::unknown_key(key_path, suggestion, None));
+                }
+                continue;
+            };
+            match read_option(spec, &value, &key_path) {
+                Ok(val) => {
+                    out.values.insert(
+                        spec.key,
+                        Setting {
+                            val,
+                            source: source.clone(),
+                            path: key_path,
+                            line: None,
+                            document: None,
+                        },
+                    );
+                }
+                Err(mut found) => problems.append(&mut found),
+            }
+        }
+        entry.overrides.insert(pattern, out);
+    }
+}
+
 fn unknown_entry_key(kind: Kind, key_path: String, key: &str) -> Problem {
     if let Some(why) = kind.rejected(key) {
         return Problem::new(
@@ -510,6 +702,20 @@ pub(crate) fn read_option(
                 path.to_owned(),
                 rate,
                 "a probability in [0, 1]",
+            )));
+        }
+        ("keyed.max-keys", Val::Usize(n)) if !(1..=resil_core::keyed::MAX_MAX_KEYS).contains(n) => {
+            return Err(invalid(ConfigError::new(
+                path.to_owned(),
+                n,
+                "an integer in 1..=100000000",
+            )));
+        }
+        ("keyed.idle-ttl", Val::Duration(d)) if *d < Duration::from_millis(1) => {
+            return Err(invalid(ConfigError::new(
+                path.to_owned(),
+                format!("{d:?}"),
+                "a duration of at least 1ms",
             )));
         }
         (EVENT_CONSUMER_BUFFER_SIZE, Val::Usize(0)) => {

@@ -69,7 +69,7 @@ pub(crate) mod duration;
 mod env;
 mod error;
 mod http;
-mod load;
+pub(crate) mod load;
 #[cfg(feature = "properties")]
 mod properties;
 pub(crate) mod render;

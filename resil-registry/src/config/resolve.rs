@@ -92,28 +92,34 @@ fn resolve<C: Apply>(
     let chain = chain(doc, start, entry, chain_problems)?;
     let mut values = Values::new();
     let mut tags = doc.tags.clone();
+    let mut overrides = BTreeMap::new();
     for name in &chain {
         let base = &doc.configs[name.as_str()];
         values.extend(base.values.iter().map(|(k, v)| (*k, v.clone())));
         tags.extend(base.tags.iter().map(|(k, v)| (k.clone(), v.clone())));
+        overrides.extend(base.overrides.clone());
     }
     values.extend(entry.values.iter().map(|(k, v)| (*k, v.clone())));
     tags.extend(entry.tags.iter().map(|(k, v)| (k.clone(), v.clone())));
+    overrides.extend(entry.overrides.clone());
     let config = validate::<C>(&entry.path, &values, problems)?;
     let (name, instance) = match start {
         Start::Config(name) => (name, false),
         Start::Instance(name) => (name, true),
     };
-    Some(Resolved::new(
-        C::KIND,
-        name.to_owned(),
-        entry.path.clone(),
-        instance,
-        chain,
-        values,
-        tags,
-        config,
-    ))
+    Some(
+        Resolved::new(
+            C::KIND,
+            name.to_owned(),
+            entry.path.clone(),
+            instance,
+            chain,
+            values,
+            tags,
+            config,
+        )
+        .with_overrides(overrides),
+    )
 }
 
 /// The named configs `entry` inherits, root first; `None` after recording a

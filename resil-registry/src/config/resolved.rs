@@ -104,6 +104,8 @@ pub struct Resolved<C> {
     config: C,
     /// Resilience4j's defaults of the kind, as the renderer writes them.
     defaults: fn() -> Vec<(&'static str, Val)>,
+    /// `keyed.overrides`, by key pattern (the chain's, the entry's last).
+    overrides: BTreeMap<String, super::load::KeyOverride>,
 }
 
 /// The defaults of `C`, as the renderer writes them.
@@ -133,6 +135,7 @@ impl<C: Render> Resolved<C> {
             tags,
             config,
             defaults: defaults::<C>,
+            overrides: BTreeMap::new(),
         }
     }
 }
@@ -251,6 +254,21 @@ impl<C> Resolved<C> {
             Val::Usize(n) => Some(n),
             _ => None,
         }
+    }
+
+    /// With `keyed.overrides` set to `overrides`.
+    pub(crate) fn with_overrides(
+        mut self,
+        overrides: BTreeMap<String, super::load::KeyOverride>,
+    ) -> Self {
+        self.overrides = overrides;
+        self
+    }
+
+    /// `keyed.overrides`: key pattern → the values that key gets (each with
+    /// its key path).
+    pub(crate) fn key_overrides(&self) -> &BTreeMap<String, super::load::KeyOverride> {
+        &self.overrides
     }
 
     /// The value of option `key`, if something set it (a registry-read

@@ -134,6 +134,7 @@ impl RegistryBuilder {
                 followers: Mutex::new(Vec::new()),
                 sites: Mutex::new(HashMap::new()),
                 audit: Default::default(),
+                keyed: Default::default(),
             }),
         }
     }

@@ -78,6 +78,7 @@ pub(crate) struct Inner {
     pub(crate) sites: Mutex<HashMap<(Kind, String), &'static AttributeSite>>,
     /// Management requests by outcome.
     pub(crate) audit: crate::audit::Audit,
+    pub(crate) keyed: crate::keyed::Families,
 }
 
 /// Named, shared instances of the nine primitives and their configuration.

@@ -78,6 +78,7 @@ pub(crate) fn samples(registry: &Registry) -> Vec<Sample> {
         });
     }
     registry.inner.layers.samples(&mut out);
+    registry.inner.keyed.samples(&mut out);
     let management = registry.management_requests();
     for outcome in crate::audit::ManagementOutcome::ALL {
         out.push(Sample {

@@ -217,3 +217,39 @@ pub(crate) async fn events(
     let out: Vec<Value> = out.into_iter().map(|(_, v)| v).collect();
     Json(json!({ key: out })).into_response()
 }
+
+/// The keyed families: each one's bounds, per-key default and overrides,
+/// key counts and its ten noisiest keys by calls and by refusals (never a
+/// list of every key).
+pub(crate) async fn keyed(State(ctx): Shared) -> Response {
+    let families: Vec<Value> = ctx
+        .registry
+        .keyed_snapshot(10)
+        .into_iter()
+        .map(|f| {
+            let pairs = |v: Vec<(String, u64)>| -> Vec<Value> {
+                v.into_iter()
+                    .map(|(key, count)| json!({ "key": key, "count": count }))
+                    .collect()
+            };
+            json!({
+                "name": f.name,
+                "aspect": f.aspect,
+                "maxKeys": f.max_keys,
+                "idleTtl": f.idle_ttl,
+                "default": f.default,
+                "overrides": f.overrides.into_iter().map(|(p, v)| json!({ "pattern": p, "value": v })).collect::<Vec<_>>(),
+                "keys": {
+                    "inUse": f.keys_in_use,
+                    "created": f.keys_created,
+                    "evictedIdle": f.keys_evicted_idle,
+                    "evictedFull": f.keys_evicted_full,
+                    "refused": f.keys_refused,
+                },
+                "topByCalls": pairs(f.top_by_calls),
+                "topByRefusals": pairs(f.top_by_refusals),
+            })
+        })
+        .collect();
+    Json(json!({ "keyedFamilies": families })).into_response()
+}

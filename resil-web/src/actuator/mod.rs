@@ -200,6 +200,7 @@ impl ActuatorBuilder {
             .route("/actuator/retries", get(endpoints::retries))
             .route("/actuator/bulkheads", get(endpoints::bulkheads))
             .route("/actuator/timelimiters", get(endpoints::time_limiters))
+            .route("/actuator/keyed", get(endpoints::keyed))
             .route("/actuator/stream/events", get(stream::events))
             .route("/actuator/dashboard", get(dashboard::page))
             .route("/actuator/dashboard/instances", get(dashboard::snapshot))

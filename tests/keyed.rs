@@ -1,0 +1,260 @@
+//! Keyed families through the registry: configured like the instance of
+//! the same name, in code or in a file, and following reloads.
+
+use std::time::Duration;
+
+use resil::circuit_breaker::State;
+use resil::clock::ManualClock;
+use resil::config::FileConfig;
+use resil::Registry;
+
+const FILE: &str = r#"
+[resilience4j.ratelimiter.instances.api]
+limit-for-period = 2
+limit-refresh-period = "1s"
+timeout-duration = "0s"
+
+[resilience4j.bulkhead.instances.per-host]
+max-concurrent-calls = 1
+
+[resilience4j.circuitbreaker.instances.hosts]
+sliding-window-size = 2
+minimum-number-of-calls = 2
+wait-duration-in-open-state = "30s"
+"#;
+
+fn registry(clock: &ManualClock, file: &str) -> Registry {
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry
+        .reload(FileConfig::from_toml_str(file).unwrap())
+        .unwrap();
+    registry
+}
+
+#[test]
+fn a_family_is_configured_like_its_instance_and_shared_by_name() {
+    let clock = ManualClock::new();
+    let registry = registry(&clock, FILE);
+    let api = registry.keyed_rate_limiter("api");
+    assert!(api.get("tenant-1").try_acquire(2).is_ok());
+    assert!(registry
+        .keyed_rate_limiter("api")
+        .get("tenant-1")
+        .try_acquire(1)
+        .is_err());
+    assert!(api.get("tenant-2").try_acquire(1).is_ok());
+    clock.advance(Duration::from_secs(1));
+    assert!(api.get("tenant-1").try_acquire(2).is_ok());
+    assert_eq!(api.counts().in_use, 2);
+    // Keys are not names: the registry holds no rate limiter per tenant.
+    assert!(registry
+        .names::<resil::rate_limiter::RateLimiter>()
+        .is_empty());
+
+    let hosts = registry.keyed_bulkhead("per-host");
+    let held = hosts.get("a").try_acquire().unwrap();
+    assert!(hosts.get("a").try_acquire().is_err());
+    assert!(hosts.get("b").try_acquire().is_ok());
+    drop(held);
+
+    let breakers = registry.keyed_circuit_breaker("hosts");
+    for _ in 0..2 {
+        let _ = breakers.get("down").call(|| Err::<(), _>("HTTP 503"));
+    }
+    assert_eq!(breakers.get("down").state(), State::Open);
+    assert_eq!(breakers.get("up").state(), State::Closed);
+    assert_eq!(
+        registry.keyed_family_names(),
+        [
+            vec!["api".to_string()],
+            vec!["hosts".to_string()],
+            vec!["per-host".to_string()]
+        ]
+    );
+}
+
+#[test]
+fn code_settings_configure_a_family_too() {
+    let registry = Registry::new();
+    registry
+        .configure_rate_limiter("code", |b| {
+            b.limit_for_period(1)
+                .limit_refresh_period(Duration::from_secs(60))
+                .timeout_duration(Duration::ZERO)
+        })
+        .unwrap();
+    let family = registry.keyed_rate_limiter("code");
+    assert!(family.get(&1u32).try_acquire(1).is_ok());
+    assert!(family.get(&1u32).try_acquire(1).is_err());
+}
+
+#[test]
+fn a_reload_gives_existing_keys_the_new_limit() {
+    let clock = ManualClock::new();
+    let registry = registry(&clock, FILE);
+    let api = registry.keyed_rate_limiter("api");
+    api.get("tenant-1").try_acquire(2).unwrap();
+    registry
+        .reload(
+            FileConfig::from_toml_str(
+                &FILE.replace("limit-for-period = 2", "limit-for-period = 5"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(api.get("tenant-1").limit_for_period(), Some(5));
+    assert_eq!(
+        api.get("tenant-1").available_permissions(),
+        3,
+        "the 2 taken stay taken"
+    );
+    let hosts = registry.keyed_bulkhead("per-host");
+    registry
+        .reload(
+            FileConfig::from_toml_str(
+                &FILE.replace("max-concurrent-calls = 1", "max-concurrent-calls = 3"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(hosts.get("a").available_concurrent_calls(), 3);
+}
+
+const TIERS: &str = r#"
+resilience4j:
+  ratelimiter:
+    instances:
+      api:
+        limit-for-period: 10
+        limit-refresh-period: 1s
+        timeout-duration: 0s
+        keyed:
+          max-keys: 100000
+          idle-ttl: 10m
+          overrides:
+            "gold-*": { limit-for-period: 1000 }
+            "tenant-42": { limit-for-period: 5 }
+  bulkhead:
+    instances:
+      per-host:
+        max-concurrent-calls: 2
+        keyed:
+          max-keys: 3
+          overrides:
+            "slow-*": { max-concurrent-calls: 1 }
+  circuitbreaker:
+    instances:
+      hosts:
+        keyed:
+          overrides:
+            "flaky-*": { minimum-number-of-calls: 2, sliding-window-size: 2 }
+"#;
+
+#[test]
+fn tiers_from_the_file_the_most_specific_winning_and_reloaded() {
+    let clock = ManualClock::new();
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry
+        .reload(FileConfig::from_yaml_str(TIERS).unwrap())
+        .unwrap();
+    let api = registry.keyed_rate_limiter("api");
+    assert_eq!(api.keyed_config().max_keys(), 100_000);
+    assert_eq!(api.keyed_config().idle_ttl(), Duration::from_secs(600));
+    assert_eq!(api.get("gold-1").limit_for_period(), Some(1000));
+    assert_eq!(api.get("tenant-42").limit_for_period(), Some(5));
+    assert_eq!(api.get("tenant-7").limit_for_period(), Some(10));
+    assert_eq!(
+        registry
+            .keyed_bulkhead("per-host")
+            .keyed_config()
+            .max_keys(),
+        3
+    );
+    assert_eq!(
+        registry
+            .keyed_bulkhead("per-host")
+            .get("slow-1")
+            .available_concurrent_calls(),
+        1
+    );
+    assert_eq!(
+        registry
+            .keyed_bulkhead("per-host")
+            .get("fast-1")
+            .available_concurrent_calls(),
+        2
+    );
+    let hosts = registry.keyed_circuit_breaker("hosts");
+    assert_eq!(hosts.get("flaky-1").config().minimum_number_of_calls(), 2);
+    assert_eq!(
+        hosts.get("steady-1").config().minimum_number_of_calls(),
+        100
+    );
+
+    // A reload applies new overrides to the keys already held.
+    api.get("tenant-42").try_acquire(5).unwrap();
+    registry
+        .reload(
+            FileConfig::from_yaml_str(
+                &TIERS.replace("{ limit-for-period: 5 }", "{ limit-for-period: 8 }"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(api.get("tenant-42").limit_for_period(), Some(8));
+    assert_eq!(api.get("tenant-42").available_permissions(), 3);
+}
+
+#[test]
+fn keyed_mistakes_name_their_key_path_and_line() {
+    let cases = [
+        ("max-kees: 5", "unknown key `resilience4j.ratelimiter.instances.api.keyed.max-kees`; did you mean `max-keys`?"),
+        ("max-keys: 0", "resilience4j.ratelimiter.instances.api.keyed.max-keys"),
+        ("idle-ttl: soon", "resilience4j.ratelimiter.instances.api.keyed.idle-ttl"),
+        (
+            "overrides: { \"gold-*\": { limit-for-periods: 5 } }",
+            "did you mean `limit-for-period`?",
+        ),
+        (
+            "overrides: { \"gold-*\": { timeout-duration: 5s } }",
+            "cannot differ per key; a key override may set `limit-for-period`",
+        ),
+    ];
+    for (keyed, expected) in cases {
+        let yaml = format!(
+            "resilience4j:\n  ratelimiter:\n    instances:\n      api:\n        keyed:\n          {keyed}\n"
+        );
+        let err = FileConfig::from_yaml_str(&yaml).unwrap_err().to_string();
+        assert!(err.contains(expected), "{keyed}: {err}");
+        assert!(err.contains("line 6"), "{keyed}: {err}");
+    }
+}
+
+#[test]
+fn the_snapshot_shows_each_familys_config_overrides_and_counts() {
+    let clock = ManualClock::new();
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry
+        .reload(FileConfig::from_yaml_str(TIERS).unwrap())
+        .unwrap();
+    let api = registry.keyed_rate_limiter("api");
+    for _ in 0..7 {
+        let _ = api.get("tenant-42").try_acquire(1);
+    }
+    let snapshot = registry.keyed_snapshot(3);
+    let f = snapshot.iter().find(|f| f.name == "api").unwrap();
+    assert_eq!(
+        (f.aspect, f.max_keys, f.idle_ttl.as_str()),
+        ("rate_limiter", 100_000, "10m")
+    );
+    assert_eq!(f.default, "limit-for-period=10");
+    assert_eq!(
+        f.overrides,
+        [
+            ("gold-*".to_string(), "limit-for-period=1000".to_string()),
+            ("tenant-42".to_string(), "limit-for-period=5".to_string())
+        ]
+    );
+    assert_eq!(f.keys_in_use, 1);
+    assert_eq!(f.top_by_refusals, [("tenant-42".to_string(), 2)]);
+}

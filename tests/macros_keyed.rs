@@ -1,0 +1,140 @@
+//! `key = <expr>` and `permits = <expr>`: an attribute takes its key's
+//! instance of a keyed family, configured like the instance `name`.
+
+use std::sync::Once;
+use std::time::Duration;
+
+use resil::{Registry, Rejection};
+
+#[derive(Debug, PartialEq)]
+enum AppError {
+    Refused(&'static str),
+    Down,
+}
+
+impl From<Rejection> for AppError {
+    fn from(r: Rejection) -> Self {
+        AppError::Refused(r.kind().as_str())
+    }
+}
+
+static INIT: Once = Once::new();
+
+fn configured() {
+    INIT.call_once(|| {
+        let r = Registry::new();
+        let per_minute = |limit| {
+            move |b: resil::rate_limiter::RateLimiterConfigBuilder| {
+                b.limit_for_period(limit)
+                    .limit_refresh_period(Duration::from_secs(60))
+                    .timeout_duration(Duration::ZERO)
+            }
+        };
+        r.configure_rate_limiter("keyed-api", per_minute(2))
+            .unwrap();
+        r.configure_rate_limiter("keyed-weighted", per_minute(10))
+            .unwrap();
+        r.configure_rate_limiter("keyed-stack", per_minute(100))
+            .unwrap();
+        r.configure_circuit_breaker("keyed-hosts", |b| {
+            b.sliding_window_size(2).minimum_number_of_calls(2)
+        })
+        .unwrap();
+        r.configure_bulkhead("keyed-stack", |b| b.max_concurrent_calls(1))
+            .unwrap();
+        resil::init(r).unwrap();
+    });
+}
+
+struct Tenant {
+    id: String,
+}
+
+impl Tenant {
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+#[resil::rate_limiter(name = "keyed-api", key = tenant.id())]
+fn handle(tenant: &Tenant) -> Result<&'static str, AppError> {
+    Ok("ok")
+}
+
+#[resil::rate_limiter(name = "keyed-weighted", key = user, permits = items.len())]
+async fn order(user: u64, items: Vec<u32>) -> Result<usize, AppError> {
+    Ok(items.len())
+}
+
+#[resil::circuit_breaker(name = "keyed-hosts", key = host.clone())]
+fn fetch(host: String, up: bool) -> Result<(), AppError> {
+    if up {
+        Ok(())
+    } else {
+        Err(AppError::Down)
+    }
+}
+
+#[resil::retry(name = "keyed-stack")]
+#[resil::bulkhead(name = "keyed-stack", key = route)]
+#[resil::rate_limiter(name = "keyed-stack", key = route)]
+async fn stacked(route: &'static str) -> Result<(), AppError> {
+    assert!(route.starts_with('/'));
+    tokio::task::yield_now().await;
+    Ok(())
+}
+
+#[test]
+fn each_tenant_gets_its_own_quota() {
+    configured();
+    let a = Tenant {
+        id: "tenant-a".into(),
+    };
+    let b = Tenant {
+        id: "tenant-b".into(),
+    };
+    assert_eq!(handle(&a), Ok("ok"));
+    assert_eq!(handle(&a), Ok("ok"));
+    assert_eq!(handle(&a), Err(AppError::Refused("request_not_permitted")));
+    assert_eq!(handle(&b), Ok("ok"));
+    let family = resil::registry().keyed_rate_limiter("keyed-api");
+    assert_eq!(family.counts().in_use, 2);
+}
+
+#[tokio::test]
+async fn permits_weigh_each_call_on_its_key() {
+    configured();
+    assert_eq!(order(1, vec![0; 6]).await, Ok(6));
+    assert_eq!(
+        order(1, vec![0; 6]).await,
+        Err(AppError::Refused("request_not_permitted")),
+        "6 + 6 > 10 for user 1"
+    );
+    assert_eq!(order(1, vec![0; 4]).await, Ok(4));
+    assert_eq!(order(2, vec![0; 10]).await, Ok(10));
+}
+
+#[test]
+fn a_failing_host_opens_its_own_breaker_only() {
+    configured();
+    let _ = fetch("down.example".into(), false);
+    let _ = fetch("down.example".into(), false);
+    assert_eq!(
+        fetch("down.example".into(), true),
+        Err(AppError::Refused("call_not_permitted"))
+    );
+    assert_eq!(fetch("up.example".into(), true), Ok(()));
+}
+
+#[tokio::test]
+async fn keyed_layers_compose_with_the_rest_of_the_stack() {
+    configured();
+    let (x, y, z) = tokio::join!(stacked("/a"), stacked("/a"), stacked("/b"));
+    assert_eq!(
+        y,
+        Err(AppError::Refused("bulkhead_full")),
+        "one call per route at a time"
+    );
+    assert_eq!((x, z), (Ok(()), Ok(())));
+    assert_eq!(stacked("/a").await, Ok(()), "the slot came back");
+}
