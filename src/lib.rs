@@ -76,9 +76,9 @@ pub use resil_options as options;
 pub use resil_registry::config;
 
 pub use resil_core::{
-    bulkhead, circuit_breaker, clock, deadline, error, event, interval, rate_limiter, retry,
-    thread_pool_bulkhead, time_limiter, trace, ConfigError, Error, ErrorKind, IntervalFunction,
-    Rejection,
+    bulkhead, circuit_breaker, clock, criticality, deadline, error, event, interval, rate_limiter,
+    retry, thread_pool_bulkhead, time_limiter, trace, ConfigError, Criticality, Error, ErrorKind,
+    IntervalFunction, Rejection,
 };
 
 /// Primitives beyond Resilience4j's (issue 20): hedging, the adaptive

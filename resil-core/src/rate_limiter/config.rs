@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::drain::DrainOnResult;
 use crate::clock;
+use crate::criticality::{check_classes, Criticality, DEFAULT_THRESHOLDS};
 use crate::error::ConfigError;
 
 /// The longest `limit_refresh_period`: `u64::MAX` nanoseconds (about 584 years),
@@ -57,9 +58,47 @@ pub struct RateLimiterConfig {
     limit_refresh_period: Duration,
     timeout_duration: Duration,
     drain_permissions_on_result: Option<DrainOnResult>,
+    /// Per class ([`Criticality::index`]), in percent, as `f32` bits (so the
+    /// config stays `Eq + Hash`).
+    thresholds: [u32; 4],
 }
 
 impl RateLimiterConfig {
+    /// The threshold of `class`, in percent of `limit_for_period`: a call of
+    /// that class is admitted while fewer than `ceil(threshold × limit / 100)`
+    /// of the current cycle's permits are taken (defaults 50, 75, 100, 100
+    /// from `SHEDDABLE` to `CRITICAL_PLUS`). A class below 100 never waits
+    /// for, nor reserves, a later cycle's permits: it is refused at once, so
+    /// the reservations belong to the classes that may use the whole cycle.
+    #[inline]
+    pub fn threshold(&self, class: Criticality) -> f32 {
+        f32::from_bits(self.thresholds[class.index()])
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE` (file key `sheddable-threshold`).
+    #[inline]
+    pub fn sheddable_threshold(&self) -> f32 {
+        self.threshold(Criticality::Sheddable)
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE_PLUS` (file key `sheddable-plus-threshold`).
+    #[inline]
+    pub fn sheddable_plus_threshold(&self) -> f32 {
+        self.threshold(Criticality::SheddablePlus)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL` (file key `critical-threshold`).
+    #[inline]
+    pub fn critical_threshold(&self) -> f32 {
+        self.threshold(Criticality::Critical)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL_PLUS` (file key `critical-plus-threshold`).
+    #[inline]
+    pub fn critical_plus_threshold(&self) -> f32 {
+        self.threshold(Criticality::CriticalPlus)
+    }
+
     /// A builder starting from the defaults.
     pub fn builder() -> RateLimiterConfigBuilder {
         RateLimiterConfigBuilder {
@@ -143,6 +182,7 @@ impl Default for RateLimiterConfig {
             limit_refresh_period: Duration::from_nanos(500),
             timeout_duration: Duration::from_secs(5),
             drain_permissions_on_result: None,
+            thresholds: DEFAULT_THRESHOLDS.map(f32::to_bits),
         }
     }
 }
@@ -208,9 +248,37 @@ impl RateLimiterConfigBuilder {
         self
     }
 
+    /// The threshold of `class`, in percent of `limit_for_period`: `(0, 100]`,
+    /// and no class's above a more critical one's.
+    pub fn threshold(mut self, class: Criticality, percent: f32) -> Self {
+        self.config.thresholds[class.index()] = percent.to_bits();
+        self
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE`.
+    pub fn sheddable_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::Sheddable, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE_PLUS`.
+    pub fn sheddable_plus_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::SheddablePlus, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL`.
+    pub fn critical_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::Critical, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL_PLUS`.
+    pub fn critical_plus_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::CriticalPlus, percent)
+    }
+
     /// The configuration, or the first invalid value with its field name.
     pub fn build(self) -> Result<RateLimiterConfig, ConfigError> {
         let c = self.config;
+        check_classes(&c.thresholds.map(f32::from_bits), &[0.0; 4])?;
         check_period(c.limit_refresh_period)?;
         RateLimiterConfig::check_limit(c.limit_for_period, c.limit_refresh_period)?;
         Ok(c)
