@@ -249,3 +249,51 @@ fn class_settings_are_checked_with_their_field_and_range() {
         "invalid `critical_plus_guaranteed_share`: got 50, expected a percentage in [0, 40]: the guaranteed shares of all classes add up to at most 100"
     );
 }
+
+#[test]
+fn the_class_settings_come_from_a_file_and_a_typo_is_named_with_its_key_path() {
+    let registry = resil::Registry::from_yaml_str(
+        "
+resilience4j:
+  adaptive-bulkhead.instances.checkout:
+    initial-limit: 10
+    sheddable-threshold: 30
+    critical-plus-guaranteed-share: 20
+  rate-limiter.instances.partner:
+    sheddable-plus-threshold: 60
+",
+    )
+    .unwrap();
+    let handle = registry.adaptive_bulkhead("checkout");
+    let b = resil::Handle::get(&handle);
+    assert_eq!(b.config().threshold(Sheddable), 30.0);
+    assert_eq!(b.config().guaranteed_share(CriticalPlus), 20.0);
+    let held: Vec<_> = std::iter::from_fn(|| b.try_acquire_permission_as(Sheddable).ok())
+        .take(10)
+        .collect();
+    assert_eq!(held.len(), 3);
+    let handle = registry.rate_limiter("partner");
+    let l = resil::Handle::get(&handle);
+    assert_eq!(l.config().threshold(SheddablePlus), 60.0);
+
+    let err = resil::Registry::from_yaml_str(
+        "resilience4j.adaptive-bulkhead.instances.checkout.sheddable-treshold: 30\n",
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "unknown key `resilience4j.adaptive-bulkhead.instances.checkout.sheddable-treshold`; did you mean `sheddable-threshold`?"
+        ),
+        "{err}"
+    );
+    let err = resil::Registry::from_yaml_str(
+        "resilience4j.rate-limiter.instances.partner:\n  sheddable-threshold: 90\n  sheddable-plus-threshold: 80\n",
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "invalid `resilience4j.rate-limiter.instances.partner.sheddable-plus-threshold`: got 80, expected a percentage in [90, 100]"
+        ),
+        "{err}"
+    );
+}
