@@ -84,7 +84,7 @@ pub use resil_core::{
 /// Primitives beyond Resilience4j's (issue 20): hedging, the adaptive
 /// concurrency limit (in `bulkhead`), fault injection for drills, and the
 /// configuration advisor.
-pub use resil_core::{advisor, chaos, hedging};
+pub use resil_core::{advisor, chaos, hedging, inbound};
 
 mod file_advice;
 pub use file_advice::advise;

@@ -66,6 +66,9 @@ tokio::task_local! {
 /// stays cached on every core) — the same device as the deadline's.
 static USED: AtomicBool = AtomicBool::new(false);
 
+/// A future running in a [`Criticality::scope`].
+pub type Scoped<F> = tokio::task::futures::TaskLocalFuture<Criticality, F>;
+
 /// How much a request matters, from most to least: Google's four classes.
 ///
 /// Ordered: `Sheddable < SheddablePlus < Critical < CriticalPlus`.
@@ -136,8 +139,9 @@ impl Criticality {
     }
 
     /// Runs `fut` with this class as the task's criticality (an inner scope
-    /// overrides an outer one while it runs).
-    pub fn scope<F: Future>(self, fut: F) -> impl Future<Output = F::Output> {
+    /// overrides an outer one while it runs). The returned future is a
+    /// named type ([`Scoped`]), so a tower service can return it.
+    pub fn scope<F: Future>(self, fut: F) -> Scoped<F> {
         Self::mark_used();
         CLASS.scope(self, fut)
     }
@@ -151,7 +155,7 @@ impl Criticality {
 
     /// Scopes `fut` to the class of the task that calls `inherit` (capture
     /// before `tokio::spawn`, which would otherwise start at `Critical`).
-    pub fn inherit<F: Future>(fut: F) -> impl Future<Output = F::Output> {
+    pub fn inherit<F: Future>(fut: F) -> Scoped<F> {
         Self::current().scope(fut)
     }
 }

@@ -31,6 +31,7 @@ pub mod error;
 pub mod event;
 mod guarded;
 pub mod hedging;
+pub mod inbound;
 pub mod interval;
 pub mod log;
 pub mod rate_limiter;

@@ -91,6 +91,9 @@ pub(crate) struct AspectArgs {
     /// crates that re-export it.
     pub(crate) krate: Option<(Path, Span)>,
     pub(crate) kind: Option<(BulkheadKind, Span)>,
+    /// `criticality = <expr>`: the class the call runs with, evaluated
+    /// over the fn's arguments when it is called.
+    pub(crate) criticality: Option<(Expr, Span)>,
     pub(crate) overrides: Vec<Override>,
     /// The arguments could not all be read, or one looks like a misspelled
     /// `name`: a missing `name` is then not reported on top.
@@ -98,7 +101,7 @@ pub(crate) struct AspectArgs {
 }
 
 /// Arguments every attribute accepts.
-const COMMON: [&str; 4] = ["name", "fallback", "order", "crate"];
+const COMMON: [&str; 5] = ["name", "fallback", "order", "crate", "criticality"];
 
 /// Literal overrides each aspect accepts: the option table's rows an
 /// attribute may set (`valid.rs` checks each literal against its row).
@@ -205,6 +208,7 @@ impl AspectArgs {
             order: None,
             krate: None,
             kind: None,
+            criticality: None,
             overrides: Vec::new(),
             name_unknowable: false,
         };
@@ -256,6 +260,7 @@ impl AspectArgs {
                         "`crate` takes a string literal: `crate = \"my_facade::resil\"`",
                     )),
                 },
+                "criticality" => set_once(&mut args.criticality, value, &key, errors),
                 "order" => {
                     let idents = match &value {
                         Expr::Array(list) => list

@@ -259,10 +259,29 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
     };
     let out = mixed("__resil_out");
     let (trace, traced, args) = call_trace(&krate, &plan.layers, &all, is_async);
-    let run = if is_async {
-        quote!(let #out = #traced(#args, { #top_rebind #expr }).await;)
-    } else {
-        quote!(let #out = #traced(#args, || { #top_rebind #expr });)
+    // `criticality = <expr>`: evaluated once, before the stack runs (over
+    // the arguments as passed), and the whole stack runs in its scope.
+    let class = mixed("__resil_class");
+    let (class_let, run) = match &plan.criticality {
+        Some(e) => {
+            let span = e.span();
+            let of = respan(quote!(#c::criticality_of), span);
+            let class_let = quote_spanned!(span=> let #class = #of(#e););
+            let run = if is_async {
+                quote!(let #out = #p::Criticality::scope(#class, #traced(#args, { #top_rebind #expr })).await;)
+            } else {
+                quote!(let #out = #p::Criticality::sync_scope(#class, || #traced(#args, || { #top_rebind #expr }));)
+            };
+            (class_let, run)
+        }
+        None if is_async => (
+            TokenStream::new(),
+            quote!(let #out = #traced(#args, { #top_rebind #expr }).await;),
+        ),
+        None => (
+            TokenStream::new(),
+            quote!(let #out = #traced(#args, || { #top_rebind #expr });),
+        ),
     };
 
     let ret_span = ret.span();
@@ -314,6 +333,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         #pool_args
         #sites
         #trace
+        #class_let
         #run
         #finish
     };

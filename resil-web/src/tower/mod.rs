@@ -82,9 +82,13 @@
 //! `benches/tower_e2e.rs`).
 
 mod classify;
+#[cfg(feature = "http")]
+pub mod criticality;
 mod future;
 #[cfg(feature = "axum")]
 mod handler;
+#[cfg(feature = "http")]
+pub mod inbound;
 #[cfg(feature = "http")]
 mod http;
 mod layer;
@@ -94,7 +98,11 @@ mod shared;
 mod trace;
 
 pub use self::classify::{BreakerPredicates, Classify, Verdict};
+#[cfg(feature = "http")]
+pub use self::criticality::{CriticalityLayer, CriticalityService, RequestCriticality};
 pub use self::future::ResponseFuture;
+#[cfg(feature = "http")]
+pub use self::inbound::{Admitted, InboundGuardLayer, InboundGuardService};
 #[cfg(feature = "axum")]
 pub use self::handler::{HandlerFuture, ProtectedHandler};
 #[cfg(feature = "http")]
