@@ -171,7 +171,18 @@ const EXPECTED: [(&str, &[&str]); 14] = [
     ("overload", OVERLOAD_LINES),
 ];
 
-const OVERLOAD_LINES: &[&str] = &[];
+const OVERLOAD_LINES: &[&str] = &[
+    "capacity=20/100ms clients critical=12 sheddable=28 deadline=150ms ticks=30",
+    "unloaded CRITICAL offered=360 goodput=360 (100.0%) refused=0 late=0 p99=100ms",
+    "guarded CRITICAL offered=360 goodput=360 (100.0%) refused=0 late=0 p99=100ms",
+    "guarded SHEDDABLE offered=840 goodput=150 (17.9%) refused=690 late=0 p99=100ms",
+    "guarded guard refused=0",
+    "no-classes CRITICAL offered=360 goodput=300 (83.3%) refused=60 late=0 p99=100ms",
+    "no-classes SHEDDABLE offered=840 goodput=300 (35.7%) refused=540 late=0 p99=100ms",
+    "no-classes guard refused=0",
+    "unguarded CRITICAL offered=190 goodput=10 (5.3%) refused=0 late=170 p99=200ms",
+    "unguarded SHEDDABLE offered=430 goodput=10 (2.3%) refused=0 late=410 p99=200ms",
+];
 
 /// The lab, configured once per test binary (the process-wide registry can
 /// be set once), and a turn: the modes share the lab's clock, so they run one

@@ -15,7 +15,7 @@
 //!   bulkhead (`overload-service` in lab.yaml, limit C) and
 //!   `criticality = class`: `SHEDDABLE` is refused once half the limit is
 //!   busy, so `CRITICAL` keeps its share.
-//! * `guard only`: the same, every request `CRITICAL` (no classes).
+//! * `no-classes`: the same guard and bulkhead, every request `CRITICAL`.
 //! * `unguarded`: every request queues; queued work outlives its clients'
 //!   deadlines, so the service spends itself on answers nobody waits for.
 //!
@@ -131,7 +131,7 @@ async fn handle(service: Arc<Service>, path: String) -> http::Response {
         let _ = done.await;
         return reply(StatusCode::OK, "done");
     };
-    let Ok(_permit) = guard.try_enter() else {
+    let Ok(permit) = guard.try_enter() else {
         service.decided();
         return reply(StatusCode::SERVICE_UNAVAILABLE, "overloaded");
     };
@@ -141,8 +141,13 @@ async fn handle(service: Arc<Service>, path: String) -> http::Response {
         Criticality::Critical
     };
     match work(class, Arc::clone(&service)).await {
-        Ok(()) => reply(StatusCode::OK, "done"),
+        Ok(()) => {
+            drop(permit);
+            reply(StatusCode::OK, "done")
+        }
         Err(Shed) => {
+            // Refused further in: not a completion for the guard's estimate.
+            permit.refused();
             service.decided();
             reply(StatusCode::SERVICE_UNAVAILABLE, "shed")
         }
@@ -357,7 +362,7 @@ pub async fn overload(lab: &Lab) -> Vec<String> {
     let clients = mixed();
     for (name, g, classes) in [
         ("guarded", Some(guard(lab)), true),
-        ("guard-only", Some(guard(lab)), false),
+        ("no-classes", Some(guard(lab)), false),
         ("unguarded", None, true),
     ] {
         let (f, refused) = run(lab, &clients, g, classes).await;

@@ -247,6 +247,7 @@ impl InboundGuard {
         Ok(InboundPermit {
             inner: Arc::clone(&self.inner),
             start: now,
+            sample: true,
         })
     }
 
@@ -348,20 +349,36 @@ impl fmt::Debug for InboundGuard {
 }
 
 /// An admitted request: in flight until dropped, when its response time is
-/// recorded (a panicked or cancelled request is counted as completed when
-/// its permit drops, so the in-flight count never leaks).
+/// recorded as a completion (a panicked or cancelled request too, so the
+/// in-flight count never leaks) — unless [`refused`](Self::refused) says it
+/// was refused further in.
 #[must_use = "the request leaves the in-flight count as soon as the permit is dropped"]
 pub struct InboundPermit {
     inner: Arc<Inner>,
     start: u64,
+    sample: bool,
+}
+
+impl InboundPermit {
+    /// The request was refused further in (a bulkhead, a rate limiter: a
+    /// 503 or 429): it leaves the in-flight count without counting as a
+    /// completion, as a blocked entry in Sentinel records neither success
+    /// nor response time. A refusal takes no time, so counting it would
+    /// drag the smallest response time, and with it BBR's estimate, to
+    /// zero.
+    pub fn refused(mut self) {
+        self.sample = false;
+    }
 }
 
 impl Drop for InboundPermit {
     #[inline]
     fn drop(&mut self) {
         let i = &*self.inner;
-        let now = i.clock.now_nanos();
-        i.window.complete(now, now.saturating_sub(self.start));
+        if self.sample {
+            let now = i.clock.now_nanos();
+            i.window.complete(now, now.saturating_sub(self.start));
+        }
         i.in_flight.fetch_sub(1, Ordering::Release);
     }
 }

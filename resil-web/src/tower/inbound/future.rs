@@ -58,8 +58,14 @@ where
         match self.project().state.project() {
             Proj::Admitted { fut, permit } => {
                 let out = std::task::ready!(fut.poll(cx));
-                // The response is complete: the request leaves the count.
-                drop(permit.take());
+                // The response is complete: the request leaves the count. A
+                // 503 or 429 from further in is a refusal, not a completion.
+                if let Some(permit) = permit.take() {
+                    match &out {
+                        Ok(r) if matches!(r.status().as_u16(), 429 | 503) => permit.refused(),
+                        _ => drop(permit),
+                    }
+                }
                 Poll::Ready(out)
             }
             Proj::Refused { response } => match response.take() {
