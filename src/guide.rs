@@ -3,3 +3,7 @@
 //! in it. A page whose examples need a cargo feature is included under that
 //! feature. Add a page: one `#[doc = include_str!(…)]` item below.
 #![allow(dead_code)]
+
+/// Overload: criticality, admission by class, the inbound guard.
+#[doc = include_str!("../docs/overload.md")]
+pub struct Overload;

@@ -582,3 +582,51 @@ resilience4j:
         "chaos through the registry, off (the default)"
     );
 }
+
+#[test]
+fn admission_by_criticality_and_the_inbound_guard_allocate_nothing_per_call() {
+    use resil::inbound::{InboundGuard, InboundGuardConfig};
+    use resil::Criticality;
+
+    let clock = ManualClock::new();
+    let bulkhead = AdaptiveBulkhead::with_clock(
+        "classes",
+        AdaptiveBulkheadConfig::builder()
+            .initial_limit(4)
+            .sheddable_guaranteed_share(25.0)
+            .build()
+            .unwrap(),
+        clock.clone(),
+    );
+    let limiter = RateLimiter::with_clock(
+        "classes",
+        RateLimiterConfig::builder()
+            .limit_for_period(10)
+            .limit_refresh_period(Duration::from_secs(1))
+            .timeout_duration(Duration::ZERO)
+            .build()
+            .unwrap(),
+        clock.clone(),
+    );
+    let guard = InboundGuard::with_clock(
+        InboundGuardConfig::builder().max_rps(1e9).build().unwrap(),
+        clock.clone(),
+    );
+    // Warm up the lazily made parts (the task-local's first use).
+    Criticality::Sheddable.sync_scope(|| drop(bulkhead.try_acquire_permission()));
+    assert_eq!(
+        allocations_in(|i| {
+            let class = Criticality::ALL[(i % 4) as usize];
+            // Admitted, refused by threshold, admitted by guarantee.
+            let held: [_; 4] = std::array::from_fn(|_| bulkhead.try_acquire_permission_as(class));
+            drop(held);
+            class.sync_scope(|| {
+                let _ = limiter.try_acquire_permission(1);
+                let _ = bulkhead.call(|| Ok::<_, ()>(i));
+            });
+            drop(guard.try_enter());
+            clock.advance(Duration::from_millis(1));
+        }),
+        0
+    );
+}

@@ -197,3 +197,49 @@ fn bad_thresholds_are_named_with_their_range() {
         assert_eq!(err.unwrap_err().field(), field);
     }
 }
+
+#[cfg(feature = "yaml")]
+#[test]
+fn the_guard_s_section_in_a_file_is_checked_with_key_paths() {
+    use resil::config::FileConfig;
+    let file = FileConfig::from_yaml_str(
+        "
+resil:
+  inbound-guard:
+    cpu-usage-threshold: 70
+    load-threshold: 6.5
+    max-in-flight: 300
+    max-rps: 1200
+    max-average-rt: 400ms
+    window: 2s
+    window-buckets: 20
+    retry-after: 3s
+",
+    )
+    .unwrap();
+    let c = *file.inbound_guard().unwrap();
+    assert_eq!(c.cpu_usage_threshold(), Some(70.0));
+    assert_eq!(c.load_threshold(), Some(6.5));
+    assert_eq!(c.max_in_flight(), Some(300));
+    assert_eq!(c.max_rps(), Some(1200.0));
+    assert_eq!(c.max_average_rt(), Some(ms(400)));
+    assert_eq!((c.window(), c.window_buckets()), (Duration::from_secs(2), 20));
+    assert_eq!(c.retry_after(), Duration::from_secs(3));
+    assert!(FileConfig::from_yaml_str("resilience4j: {}\n").unwrap().inbound_guard().is_none());
+
+    let err = |text: &str| FileConfig::from_yaml_str(text).unwrap_err().to_string();
+    let e = err("resil.inbound-guard.cpu-usage-treshold: 70\n");
+    assert!(
+        e.contains("unknown key `resil.inbound-guard.cpu-usage-treshold`; did you mean `cpu-usage-threshold`?"),
+        "{e}"
+    );
+    let e = err("resil.inbound-guard.cpu-usage-threshold: 170\n");
+    assert!(
+        e.contains("invalid `resil.inbound-guard.cpu-usage-threshold`: got 170, expected a percentage in (0, 100]"),
+        "{e}"
+    );
+    let e = err("resil.inbound-guard.window: fast\n");
+    assert!(e.contains("invalid `resil.inbound-guard.window`: got \"fast\""), "{e}");
+    let e = err("resil.inbound-gard.max-rps: 5\n");
+    assert!(e.contains("did you mean `inbound-guard`?"), "{e}");
+}
