@@ -191,15 +191,18 @@ fn class_check(crit: &mut Criterion) {
         }),
     );
     let mut g = crit.benchmark_group("adaptive_bulkhead/class check");
-    g.bench_function("resil AdaptiveBulkhead acquire + drop, unclassified", |bench| {
-        bench.iter(|| b.try_acquire_permission_unclassified().is_ok())
-    });
-    g.bench_function("resil AdaptiveBulkhead acquire + drop, task's class (CRITICAL)", |bench| {
-        bench.iter(|| b.try_acquire_permission().is_ok())
-    });
-    g.bench_function("resil AdaptiveBulkhead acquire + drop, SHEDDABLE", |bench| {
-        bench.iter(|| b.try_acquire_permission_as(Criticality::Sheddable).is_ok())
-    });
+    g.bench_function(
+        "resil AdaptiveBulkhead acquire + drop, unclassified",
+        |bench| bench.iter(|| b.try_acquire_permission_unclassified().is_ok()),
+    );
+    g.bench_function(
+        "resil AdaptiveBulkhead acquire + drop, task's class (CRITICAL)",
+        |bench| bench.iter(|| b.try_acquire_permission().is_ok()),
+    );
+    g.bench_function(
+        "resil AdaptiveBulkhead acquire + drop, SHEDDABLE",
+        |bench| bench.iter(|| b.try_acquire_permission_as(Criticality::Sheddable).is_ok()),
+    );
     g.finish();
 }
 

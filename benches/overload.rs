@@ -57,10 +57,18 @@ fn call<S: Service<Req, Response = Resp, Error = Infallible>>(svc: &mut S) -> u1
         Poll::Ready(Ok(())) => {}
         _ => unreachable!("an uncontended limiter is always ready"),
     }
-    poll_once(svc.call(http::Request::new(()))).unwrap().status().as_u16()
+    poll_once(svc.call(http::Request::new(())))
+        .unwrap()
+        .status()
+        .as_u16()
 }
 
-fn inner() -> impl Service<Req, Response = Resp, Error = Infallible, Future = std::future::Ready<Result<Resp, Infallible>>> + Clone {
+fn inner() -> impl Service<
+    Req,
+    Response = Resp,
+    Error = Infallible,
+    Future = std::future::Ready<Result<Resp, Infallible>>,
+> + Clone {
     service_fn(|_: Req| std::future::ready(Ok::<_, Infallible>(http::Response::new(()))))
 }
 
@@ -76,12 +84,20 @@ fn decision(crit: &mut Criterion) {
     g.bench_function("resil InboundGuard try_enter + drop (defaults)", |b| {
         b.iter(|| guard.try_enter().is_ok())
     });
-    g.bench_function("resil InboundGuard try_enter + drop (max-rps: window summed)", |b| {
-        b.iter(|| with_rps.try_enter().is_ok())
-    });
-    g.bench_function("tokio Semaphore try_acquire_owned + drop (ConcurrencyLimit's permit)", |b| {
-        b.iter(|| std::sync::Arc::clone(&semaphore).try_acquire_owned().is_ok())
-    });
+    g.bench_function(
+        "resil InboundGuard try_enter + drop (max-rps: window summed)",
+        |b| b.iter(|| with_rps.try_enter().is_ok()),
+    );
+    g.bench_function(
+        "tokio Semaphore try_acquire_owned + drop (ConcurrencyLimit's permit)",
+        |b| {
+            b.iter(|| {
+                std::sync::Arc::clone(&semaphore)
+                    .try_acquire_owned()
+                    .is_ok()
+            })
+        },
+    );
     g.finish();
 }
 

@@ -107,7 +107,8 @@ fn calls_take_the_class_of_their_task_and_release_it_on_panic_and_cancel() {
     }));
     assert!(panicked.is_err());
     // A cancelled async call too.
-    let mut fut = Box::pin(Sheddable.scope(b.call_async(futures::future::pending::<Result<(), ()>>())));
+    let mut fut =
+        Box::pin(Sheddable.scope(b.call_async(futures::future::pending::<Result<(), ()>>())));
     assert!(fut.as_mut().now_or_never().is_none());
     assert_eq!(b.metrics().concurrent_calls(), 3);
     // The guarantee is in use: another Sheddable call is refused.
@@ -124,7 +125,9 @@ fn calls_take_the_class_of_their_task_and_release_it_on_panic_and_cancel() {
 #[test]
 fn without_a_class_every_call_is_critical_and_sees_the_plain_limit() {
     let b = bulkhead(8);
-    let held: Vec<_> = (0..8).map(|_| b.try_acquire_permission().unwrap()).collect();
+    let held: Vec<_> = (0..8)
+        .map(|_| b.try_acquire_permission().unwrap())
+        .collect();
     assert!(b.try_acquire_permission().is_err());
     assert!(held.iter().all(|p| p.criticality() == Critical));
     assert_eq!(b.metrics().rejected_calls_of(Critical), 1);
@@ -172,7 +175,10 @@ fn concurrent_classes_never_exceed_the_limit_plus_the_guarantees() {
     let m = b.metrics();
     assert_eq!(m.concurrent_calls(), 0);
     assert_eq!(
-        Criticality::ALL.map(|c| m.rejected_calls_of(c)).iter().sum::<u64>(),
+        Criticality::ALL
+            .map(|c| m.rejected_calls_of(c))
+            .iter()
+            .sum::<u64>(),
         m.rejected_calls()
     );
 }
@@ -224,11 +230,18 @@ async fn an_async_call_takes_its_class_from_the_scope_it_runs_in() {
     let clock = ManualClock::new();
     let l = limiter(&clock);
     for _ in 0..5 {
-        Sheddable.scope(l.call_async(async { Ok::<_, ()>(()) })).await.unwrap();
+        Sheddable
+            .scope(l.call_async(async { Ok::<_, ()>(()) }))
+            .await
+            .unwrap();
     }
-    let refused = Sheddable.scope(l.call_async(async { Ok::<_, ()>(()) })).await;
+    let refused = Sheddable
+        .scope(l.call_async(async { Ok::<_, ()>(()) }))
+        .await;
     assert!(matches!(refused, Err(Error::RequestNotPermitted(_))));
-    let ok = CriticalPlus.scope(l.call_async(async { Ok::<_, ()>(()) })).await;
+    let ok = CriticalPlus
+        .scope(l.call_async(async { Ok::<_, ()>(()) }))
+        .await;
     assert_eq!(ok, Ok(()));
 }
 

@@ -99,7 +99,10 @@ fn before_any_completion_or_reading_the_bbr_check_admits() {
 fn plain_thresholds_refuse_in_flight_rps_and_average_rt() {
     let clock = ManualClock::new();
     let guard = InboundGuard::with_clock(
-        InboundGuardConfig::builder().max_in_flight(3).build().unwrap(),
+        InboundGuardConfig::builder()
+            .max_in_flight(3)
+            .build()
+            .unwrap(),
         clock.clone(),
     );
     let held: Vec<_> = (0..3).map(|_| guard.try_enter().unwrap()).collect();
@@ -121,7 +124,10 @@ fn plain_thresholds_refuse_in_flight_rps_and_average_rt() {
     assert!(guard.try_enter().is_ok());
 
     let guard = InboundGuard::with_clock(
-        InboundGuardConfig::builder().max_average_rt(ms(200)).build().unwrap(),
+        InboundGuardConfig::builder()
+            .max_average_rt(ms(200))
+            .build()
+            .unwrap(),
         clock.clone(),
     );
     warm(&guard, &clock, 1, 4, ms(300));
@@ -136,7 +142,10 @@ fn plain_thresholds_refuse_in_flight_rps_and_average_rt() {
 fn a_panicking_or_cancelled_request_leaves_the_in_flight_count() {
     let clock = ManualClock::new();
     let guard = InboundGuard::with_clock(
-        InboundGuardConfig::builder().max_in_flight(1).build().unwrap(),
+        InboundGuardConfig::builder()
+            .max_in_flight(1)
+            .build()
+            .unwrap(),
         clock.clone(),
     );
     let g = guard.clone();
@@ -152,7 +161,9 @@ fn a_panicking_or_cancelled_request_leaves_the_in_flight_count() {
     };
     let mut fut = Box::pin(fut);
     let waker = futures::task::noop_waker();
-    let _ = fut.as_mut().poll(&mut std::task::Context::from_waker(&waker));
+    let _ = fut
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(&waker));
     assert_eq!(guard.metrics().in_flight, 1);
     drop(fut);
     assert_eq!(guard.metrics().in_flight, 0);
@@ -161,14 +172,22 @@ fn a_panicking_or_cancelled_request_leaves_the_in_flight_count() {
 
 #[test]
 fn concurrent_requests_never_exceed_max_in_flight() {
-    let guard = InboundGuard::new(InboundGuardConfig::builder().max_in_flight(8).build().unwrap());
+    let guard = InboundGuard::new(
+        InboundGuardConfig::builder()
+            .max_in_flight(8)
+            .build()
+            .unwrap(),
+    );
     let peak = std::sync::atomic::AtomicU32::new(0);
     std::thread::scope(|s| {
         for _ in 0..4 {
             s.spawn(|| {
                 for _ in 0..20_000 {
                     if let Ok(p) = guard.try_enter() {
-                        peak.fetch_max(guard.metrics().in_flight, std::sync::atomic::Ordering::Relaxed);
+                        peak.fetch_max(
+                            guard.metrics().in_flight,
+                            std::sync::atomic::Ordering::Relaxed,
+                        );
                         drop(p);
                     }
                 }
@@ -191,8 +210,14 @@ fn bad_thresholds_are_named_with_their_range() {
         (b().max_average_rt(Duration::ZERO).build(), "max_average_rt"),
         (b().load_threshold(f64::NAN).build(), "load_threshold"),
         (b().window(ms(1)).build(), "window"),
-        (b().window(ms(50)).window_buckets(100).build(), "window_buckets"),
-        (b().retry_after(Duration::from_secs(7200)).build(), "retry_after"),
+        (
+            b().window(ms(50)).window_buckets(100).build(),
+            "window_buckets",
+        ),
+        (
+            b().retry_after(Duration::from_secs(7200)).build(),
+            "retry_after",
+        ),
     ] {
         assert_eq!(err.unwrap_err().field(), field);
     }
@@ -223,9 +248,15 @@ resil:
     assert_eq!(c.max_in_flight(), Some(300));
     assert_eq!(c.max_rps(), Some(1200.0));
     assert_eq!(c.max_average_rt(), Some(ms(400)));
-    assert_eq!((c.window(), c.window_buckets()), (Duration::from_secs(2), 20));
+    assert_eq!(
+        (c.window(), c.window_buckets()),
+        (Duration::from_secs(2), 20)
+    );
     assert_eq!(c.retry_after(), Duration::from_secs(3));
-    assert!(FileConfig::from_yaml_str("resilience4j: {}\n").unwrap().inbound_guard().is_none());
+    assert!(FileConfig::from_yaml_str("resilience4j: {}\n")
+        .unwrap()
+        .inbound_guard()
+        .is_none());
 
     let err = |text: &str| FileConfig::from_yaml_str(text).unwrap_err().to_string();
     let e = err("resil.inbound-guard.cpu-usage-treshold: 70\n");
@@ -239,7 +270,10 @@ resil:
         "{e}"
     );
     let e = err("resil.inbound-guard.window: fast\n");
-    assert!(e.contains("invalid `resil.inbound-guard.window`: got \"fast\""), "{e}");
+    assert!(
+        e.contains("invalid `resil.inbound-guard.window`: got \"fast\""),
+        "{e}"
+    );
     let e = err("resil.inbound-gard.max-rps: 5\n");
     assert!(e.contains("did you mean `inbound-guard`?"), "{e}");
 }

@@ -312,7 +312,10 @@ fn the_overload_lines_keep_the_drill_s_promises() {
             .split_whitespace()
             .find_map(|w| w.strip_prefix(key))
             .unwrap_or_else(|| panic!("`{key}` in `{line}`"));
-        v.trim_end_matches("ms").trim_matches(|c| c == '(' || c == ')' || c == '%').parse().unwrap()
+        v.trim_end_matches("ms")
+            .trim_matches(|c| c == '(' || c == ')' || c == '%')
+            .parse()
+            .unwrap()
     };
     let line = |prefix: &str| {
         *OVERLOAD_LINES
@@ -326,12 +329,18 @@ fn the_overload_lines_keep_the_drill_s_promises() {
     let unguarded = line("unguarded CRITICAL");
     let goodput = |l: &str| field(l, "goodput=") / field(l, "offered=");
     assert!(goodput(guarded) >= 0.95, "{guarded}");
-    assert!(field(guarded, "p99=") <= 2.0 * field(unloaded, "p99="), "{guarded}");
+    assert!(
+        field(guarded, "p99=") <= 2.0 * field(unloaded, "p99="),
+        "{guarded}"
+    );
     assert_eq!(field(guarded, "refused="), 0.0, "{guarded}");
     assert!(field(shed, "refused=") > 0.0, "{shed}");
     assert!(goodput(unguarded) < 0.5, "{unguarded}");
     // The offered load is twice the capacity.
-    assert_eq!(overload::CRITICAL + overload::SHEDDABLE, 2 * overload::CAPACITY);
+    assert_eq!(
+        overload::CRITICAL + overload::SHEDDABLE,
+        2 * overload::CAPACITY
+    );
 }
 
 /// The README shows the `circuit` mode: its annotated fn as the lab has it,

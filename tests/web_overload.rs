@@ -49,7 +49,10 @@ async fn a_header_or_a_route_sets_the_class_the_handler_and_its_calls_see() {
         }
         async move { req.send().await.unwrap().text().await.unwrap() }
     };
-    assert_eq!(get("/class", Some("sheddable_plus")).await, "SHEDDABLE_PLUS");
+    assert_eq!(
+        get("/class", Some("sheddable_plus")).await,
+        "SHEDDABLE_PLUS"
+    );
     assert_eq!(get("/class", None).await, "CRITICAL");
     assert_eq!(get("/class", Some("urgent")).await, "CRITICAL");
     // Capped: a caller cannot claim CRITICAL_PLUS.
@@ -62,10 +65,15 @@ async fn the_class_from_the_header_decides_admission_in_the_handler_s_bulkhead()
     // A bulkhead of 2: SHEDDABLE gets in only while none is busy (50 %).
     let bulkhead = AdaptiveBulkhead::with_clock(
         "checkout",
-        AdaptiveBulkheadConfig::builder().initial_limit(2).build().unwrap(),
+        AdaptiveBulkheadConfig::builder()
+            .initial_limit(2)
+            .build()
+            .unwrap(),
         ManualClock::new(),
     );
-    let held = bulkhead.try_acquire_permission_as(Criticality::Critical).unwrap();
+    let held = bulkhead
+        .try_acquire_permission_as(Criticality::Critical)
+        .unwrap();
     async fn work(State(b): State<AdaptiveBulkhead>) -> &'static str {
         match b.call_async(async { Ok::<_, ()>(()) }).await {
             Ok(()) => "admitted",
@@ -79,7 +87,9 @@ async fn the_class_from_the_header_decides_admission_in_the_handler_s_bulkhead()
     let base = serve(app).await;
     let client = reqwest::Client::new();
     let send = |class: &'static str| {
-        let req = client.get(format!("{base}/work")).header("x-criticality", class);
+        let req = client
+            .get(format!("{base}/work"))
+            .header("x-criticality", class);
         async move { req.send().await.unwrap().text().await.unwrap() }
     };
     assert_eq!(send("SHEDDABLE").await, "refused");
@@ -135,7 +145,10 @@ async fn the_guard_in_front_of_every_route_answers_503_with_retry_after() {
 #[tokio::test]
 async fn the_admitted_extractor_guards_one_handler() {
     let guard = InboundGuard::with_clock(
-        InboundGuardConfig::builder().max_in_flight(1).build().unwrap(),
+        InboundGuardConfig::builder()
+            .max_in_flight(1)
+            .build()
+            .unwrap(),
         ManualClock::new(),
     );
     async fn handler(_: Admitted) -> &'static str {
@@ -147,7 +160,14 @@ async fn the_admitted_extractor_guards_one_handler() {
     let base = serve(app).await;
     let client = reqwest::Client::new();
     assert_eq!(
-        client.get(format!("{base}/guarded")).send().await.unwrap().text().await.unwrap(),
+        client
+            .get(format!("{base}/guarded"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
         "admitted"
     );
     let held = guard.try_enter().unwrap();
@@ -171,8 +191,24 @@ async fn a_refusal_further_in_is_no_completion_for_the_guard() {
         .layer(InboundGuardLayer::new(guard.clone()));
     let base = serve(app).await;
     let client = reqwest::Client::new();
-    assert_eq!(client.get(format!("{base}/shed")).send().await.unwrap().status(), 503);
+    assert_eq!(
+        client
+            .get(format!("{base}/shed"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        503
+    );
     assert_eq!(guard.metrics().completed_rps, 0.0);
-    assert_eq!(client.get(format!("{base}/ok")).send().await.unwrap().status(), 200);
+    assert_eq!(
+        client
+            .get(format!("{base}/ok"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
     assert!(guard.metrics().completed_rps > 0.0);
 }

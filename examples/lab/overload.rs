@@ -315,7 +315,9 @@ async fn run(
         // 3. Clients give up on requests older than their deadline.
         let now = clock.now_nanos();
         for (c, o) in outstanding.iter_mut().enumerate() {
-            if o.as_ref().is_some_and(|o| now - o.sent > DEADLINE.as_nanos() as u64) {
+            if o.as_ref()
+                .is_some_and(|o| now - o.sent > DEADLINE.as_nanos() as u64)
+            {
                 *o = None;
                 figures[fig(clients[c])].late += 1;
             }
@@ -357,7 +359,13 @@ pub async fn overload(lab: &Lab) -> Vec<String> {
         TICK.as_millis(),
         DEADLINE.as_millis()
     )];
-    let (unloaded, _) = run(lab, &[Criticality::Critical; CRITICAL], Some(guard(lab)), true).await;
+    let (unloaded, _) = run(
+        lab,
+        &[Criticality::Critical; CRITICAL],
+        Some(guard(lab)),
+        true,
+    )
+    .await;
     lines.push(unloaded[0].line("unloaded", Criticality::Critical));
     let clients = mixed();
     for (name, g, classes) in [

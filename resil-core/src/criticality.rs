@@ -275,7 +275,11 @@ pub(crate) fn check_classes(thresholds: &[f32; 4], shares: &[f32; 4]) -> Result<
     let mut sum = 0.0;
     for (i, &g) in shares.iter().enumerate() {
         if !(0.0..=100.0).contains(&g) {
-            return Err(ConfigError::new(SHARE_FIELDS[i], g, "a percentage in [0, 100]"));
+            return Err(ConfigError::new(
+                SHARE_FIELDS[i],
+                g,
+                "a percentage in [0, 100]",
+            ));
         }
         sum += g;
         if sum > 100.0 {
@@ -349,9 +353,8 @@ mod tests {
                 assert_eq!(Criticality::current(), Criticality::SheddablePlus);
                 tokio::task::yield_now().await;
                 assert_eq!(Criticality::current(), Criticality::SheddablePlus);
-                let inherited = tokio::spawn(Criticality::inherit(async {
-                    Criticality::current()
-                }));
+                let inherited =
+                    tokio::spawn(Criticality::inherit(async { Criticality::current() }));
                 let bare = tokio::spawn(async { Criticality::current() });
                 assert_eq!(inherited.await.unwrap(), Criticality::SheddablePlus);
                 assert_eq!(bare.await.unwrap(), Criticality::Critical);

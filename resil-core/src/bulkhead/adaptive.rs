@@ -454,9 +454,7 @@ impl AdaptiveBulkhead {
     /// threshold, no guaranteed share): the bulkhead as it admits without
     /// classes, and the baseline the class check is measured against.
     #[inline]
-    pub fn try_acquire_permission_unclassified(
-        &self,
-    ) -> Result<AdaptivePermit<'_>, BulkheadFull> {
+    pub fn try_acquire_permission_unclassified(&self) -> Result<AdaptivePermit<'_>, BulkheadFull> {
         if self.inner.sem.try_acquire() {
             Ok(self.inner.permitted(Criticality::Critical, false))
         } else {

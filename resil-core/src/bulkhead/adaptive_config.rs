@@ -292,7 +292,6 @@ impl AdaptiveBulkheadConfigBuilder {
         self
     }
 
-
     /// The threshold of `class`, in percent of the limit: `(0, 100]`, and no
     /// class's above a more critical one's.
     pub fn threshold(mut self, class: Criticality, percent: f32) -> Self {
@@ -486,7 +485,11 @@ mod tests {
                 "min_rtt_threshold",
                 "2s",
             ),
-            (b().sheddable_threshold(0.0).build(), "sheddable_threshold", "0"),
+            (
+                b().sheddable_threshold(0.0).build(),
+                "sheddable_threshold",
+                "0",
+            ),
             (
                 b().critical_plus_threshold(101.0).build(),
                 "critical_plus_threshold",

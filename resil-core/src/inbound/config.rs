@@ -176,29 +176,49 @@ impl InboundGuardConfigBuilder {
     pub fn build(self) -> Result<InboundGuardConfig, ConfigError> {
         let c = self.config;
         if c.max_in_flight == Some(0) {
-            return Err(ConfigError::new("max_in_flight", 0, "an integer in 1..=4294967295"));
+            return Err(ConfigError::new(
+                "max_in_flight",
+                0,
+                "an integer in 1..=4294967295",
+            ));
         }
         if let Some(rps) = c.max_rps.filter(|r| !(*r > 0.0 && r.is_finite())) {
             return Err(ConfigError::new("max_rps", rps, "a number above 0"));
         }
         if let Some(rt) = c.max_average_rt.filter(|rt| rt.is_zero()) {
-            return Err(ConfigError::new("max_average_rt", format!("{rt:?}"), "a duration above 0"));
+            return Err(ConfigError::new(
+                "max_average_rt",
+                format!("{rt:?}"),
+                "a duration above 0",
+            ));
         }
         if let Some(cpu) = c.cpu_usage_threshold.filter(|p| !(*p > 0.0 && *p <= 100.0)) {
-            return Err(ConfigError::new("cpu_usage_threshold", cpu, "a percentage in (0, 100]"));
+            return Err(ConfigError::new(
+                "cpu_usage_threshold",
+                cpu,
+                "a percentage in (0, 100]",
+            ));
         }
         if let Some(load) = c.load_threshold.filter(|l| !(*l > 0.0 && l.is_finite())) {
             return Err(ConfigError::new("load_threshold", load, "a number above 0"));
         }
         if !(Duration::from_millis(10)..=Duration::from_secs(60)).contains(&c.window) {
-            return Err(ConfigError::new("window", format!("{:?}", c.window), "a duration in 10ms..=60s"));
+            return Err(ConfigError::new(
+                "window",
+                format!("{:?}", c.window),
+                "a duration in 10ms..=60s",
+            ));
         }
-        let most = u32::try_from(c.window.as_millis()).unwrap_or(u32::MAX).min(1000);
+        let most = u32::try_from(c.window.as_millis())
+            .unwrap_or(u32::MAX)
+            .min(1000);
         if !(1..=most).contains(&c.window_buckets) {
             return Err(ConfigError::new(
                 "window_buckets",
                 c.window_buckets,
-                format!("an integer in 1..={most} (at most 1000, each bucket at least 1ms of `window`)"),
+                format!(
+                    "an integer in 1..={most} (at most 1000, each bucket at least 1ms of `window`)"
+                ),
             ));
         }
         if c.retry_after > Duration::from_secs(3600) {

@@ -73,7 +73,11 @@ impl Overloaded {
 
 impl fmt::Display for Overloaded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "service overloaded ({}); retry later", self.reason.as_str())
+        write!(
+            f,
+            "service overloaded ({}); retry later",
+            self.reason.as_str()
+        )
     }
 }
 
@@ -188,7 +192,9 @@ impl InboundGuard {
                 window: Window::new(config.window_buckets(), bucket),
                 cpu: AtomicU32::new(NONE),
                 load: AtomicU32::new(NONE),
-                cpu_over: config.cpu_usage_threshold().map_or(NONE, |p| milli(f64::from(p))),
+                cpu_over: config
+                    .cpu_usage_threshold()
+                    .map_or(NONE, |p| milli(f64::from(p))),
                 load_over: config.load_threshold().map_or(NONE, milli),
                 admitted: AtomicU64::new(0),
                 refused: Default::default(),
@@ -385,6 +391,8 @@ impl Drop for InboundPermit {
 
 impl fmt::Debug for InboundPermit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InboundPermit").field("start", &self.start).finish()
+        f.debug_struct("InboundPermit")
+            .field("start", &self.start)
+            .finish()
     }
 }

@@ -29,7 +29,5 @@ mod system;
 mod window;
 
 pub use self::config::{InboundGuardConfig, InboundGuardConfigBuilder};
-pub use self::guard::{
-    InboundGuard, InboundGuardMetrics, InboundPermit, Overload, Overloaded,
-};
+pub use self::guard::{InboundGuard, InboundGuardMetrics, InboundPermit, Overload, Overloaded};
 pub use self::system::{SystemReading, SystemSampler};

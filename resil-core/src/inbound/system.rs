@@ -71,7 +71,10 @@ impl SystemSampler {
     fn allowed_cpus(&self) -> f64 {
         let text = std::fs::read_to_string(self.cgroup.join("cpu.max")).unwrap_or_default();
         let mut parts = text.split_whitespace();
-        match (parts.next(), parts.next().and_then(|p| p.parse::<f64>().ok())) {
+        match (
+            parts.next(),
+            parts.next().and_then(|p| p.parse::<f64>().ok()),
+        ) {
             (Some(quota), Some(period)) if period > 0.0 => quota
                 .parse::<f64>()
                 .map_or(self.cpus, |q| (q / period).min(self.cpus)),
@@ -94,11 +97,17 @@ impl SystemSampler {
                 }
                 _ => None,
             };
-            self.last = Some(Last::Cgroup { usage_usec, at: now });
+            self.last = Some(Last::Cgroup {
+                usage_usec,
+                at: now,
+            });
             usage
         } else if let Some((busy, total)) = self.proc_stat() {
             let usage = match self.last {
-                Some(Last::Proc { busy: b0, total: t0 }) if total > t0 => {
+                Some(Last::Proc {
+                    busy: b0,
+                    total: t0,
+                }) if total > t0 => {
                     Some(busy.saturating_sub(b0) as f64 / (total - t0) as f64 * 100.0)
                 }
                 _ => None,
@@ -152,7 +161,13 @@ mod tests {
         let mut s = SystemSampler::with_paths(&d, d.join("none"), d.join("loadavg"));
         s.cpus = 4.0;
         let first = s.sample(0);
-        assert_eq!(first, SystemReading { cpu_usage: None, load: Some(3.5) });
+        assert_eq!(
+            first,
+            SystemReading {
+                cpu_usage: None,
+                load: Some(3.5)
+            }
+        );
         // 0.4 s of CPU in 1 s, with half a CPU allowed: 80 %.
         std::fs::write(d.join("cpu.stat"), "usage_usec 1400000\n").unwrap();
         let r = s.sample(1_000_000_000);
@@ -167,7 +182,11 @@ mod tests {
     #[test]
     fn without_cgroup_v2_proc_stat_gives_the_machine_s_usage() {
         let d = dir("proc");
-        std::fs::write(d.join("stat"), "cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 1 2 3\n").unwrap();
+        std::fs::write(
+            d.join("stat"),
+            "cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 1 2 3\n",
+        )
+        .unwrap();
         let mut s = SystemSampler::with_paths(d.join("no-cgroup"), d.join("stat"), d.join("none"));
         assert_eq!(s.sample(0), SystemReading::default());
         // +300 busy, +100 idle: 75 %.

@@ -158,6 +158,12 @@ mod tests {
         w.pass(1_020 * MS);
         let t = w.totals(1_050 * MS);
         assert_eq!(t.passed, 2);
-        assert_eq!(w.totals(5_000 * MS), Totals { min_rt: u64::MAX, ..Totals::default() });
+        assert_eq!(
+            w.totals(5_000 * MS),
+            Totals {
+                min_rt: u64::MAX,
+                ..Totals::default()
+            }
+        );
     }
 }

@@ -434,7 +434,12 @@ impl Cycles {
     /// 1/2^32ths) of the current cycle's permits: a lower class's
     /// admission. Never reserves a later cycle's permits; consumes nothing
     /// when it refuses.
-    pub(crate) fn acquire_within(&self, permits: u32, share: crate::criticality::Share, now: u64) -> bool {
+    pub(crate) fn acquire_within(
+        &self,
+        permits: u32,
+        share: crate::criticality::Share,
+        now: u64,
+    ) -> bool {
         let schedule = self.schedule.read();
         let cycle = schedule.clamp(self.cycle_at(now));
         let (lo, _) = schedule.window(cycle);

@@ -60,7 +60,12 @@ pub(crate) fn section(
     value: Value,
     problems: &mut Vec<Problem>,
 ) -> Option<InboundGuardConfig> {
-    let items = map_entries(value, path, "a map of the inbound guard's thresholds", problems)?;
+    let items = map_entries(
+        value,
+        path,
+        "a map of the inbound guard's thresholds",
+        problems,
+    )?;
     let mut b = InboundGuardConfig::builder();
     let mut seen: HashMap<&'static str, String> = HashMap::new();
     let mut paths: HashMap<&'static str, String> = HashMap::new();
@@ -147,21 +152,21 @@ fn apply(b: InboundGuardConfigBuilder, key: &str, read: Read) -> InboundGuardCon
         ("cpu-usage-threshold", Read::Number(n)) => b.cpu_usage_threshold(n as f32),
         ("load-threshold", Read::Number(n)) => b.load_threshold(n),
         // Out of `u32` becomes 0, which the builder refuses by name.
-        ("max-in-flight", Read::Number(n)) => {
-            b.max_in_flight(if n.fract() == 0.0 && n >= 0.0 && n <= f64::from(u32::MAX) {
+        ("max-in-flight", Read::Number(n)) => b.max_in_flight(
+            if n.fract() == 0.0 && n >= 0.0 && n <= f64::from(u32::MAX) {
                 n as u32
             } else {
                 0
-            })
-        }
+            },
+        ),
         ("max-rps", Read::Number(n)) => b.max_rps(n),
-        ("window-buckets", Read::Number(n)) => {
-            b.window_buckets(if n.fract() == 0.0 && n >= 0.0 && n <= f64::from(u32::MAX) {
+        ("window-buckets", Read::Number(n)) => b.window_buckets(
+            if n.fract() == 0.0 && n >= 0.0 && n <= f64::from(u32::MAX) {
                 n as u32
             } else {
                 0
-            })
-        }
+            },
+        ),
         ("max-average-rt", Read::Duration(d)) => b.max_average_rt(d),
         ("window", Read::Duration(d)) => b.window(d),
         ("retry-after", Read::Duration(d)) => b.retry_after(d),

@@ -86,11 +86,11 @@ use std::sync::Arc;
 pub(crate) use self::apply::Apply;
 pub use self::duration::{format_duration, parse_duration, ParseDurationError};
 pub use self::error::{ConfigFileError, Problem, ProblemKind};
-pub use self::inbound::INBOUND_GUARD_KEYS;
 pub use self::http::{
     parse_status_ranges, HttpEntry, HttpSection, StatusKey, StatusList, StatusSetError,
     EXPECTED_STATUS, HTTP_INSTANCES, RESIL_ROOT,
 };
+pub use self::inbound::INBOUND_GUARD_KEYS;
 pub(crate) use self::render::{rendered, Render};
 pub use self::resolved::{ErrorNames, Provenance, Resolved, Section};
 pub use self::schema::Kind;

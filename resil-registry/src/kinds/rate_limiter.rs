@@ -125,8 +125,12 @@ impl Telemetry for RateLimiter {
             Metric::counter(CALLS, Some("failed"), m.failed_acquisitions()),
         ];
         out.extend(resil_core::Criticality::ALL.map(|c| {
-            Metric::counter(REFUSED_BY_CLASS, Some(c.as_str()), m.failed_acquisitions_of(c))
-                .keyed("criticality")
+            Metric::counter(
+                REFUSED_BY_CLASS,
+                Some(c.as_str()),
+                m.failed_acquisitions_of(c),
+            )
+            .keyed("criticality")
         }));
         out
     }

@@ -88,9 +88,9 @@ mod future;
 #[cfg(feature = "axum")]
 mod handler;
 #[cfg(feature = "http")]
-pub mod inbound;
-#[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "http")]
+pub mod inbound;
 mod layer;
 mod respond;
 mod service;
@@ -101,12 +101,12 @@ pub use self::classify::{BreakerPredicates, Classify, Verdict};
 #[cfg(feature = "http")]
 pub use self::criticality::{CriticalityLayer, CriticalityService, RequestCriticality};
 pub use self::future::ResponseFuture;
-#[cfg(feature = "http")]
-pub use self::inbound::{Admitted, InboundGuardLayer, InboundGuardService};
 #[cfg(feature = "axum")]
 pub use self::handler::{HandlerFuture, ProtectedHandler};
 #[cfg(feature = "http")]
 pub use self::http::{default_refusal_response, RefusalResponses};
+#[cfg(feature = "http")]
+pub use self::inbound::{Admitted, InboundGuardLayer, InboundGuardService};
 pub use self::layer::{Builder, ResilienceLayer};
 pub use self::respond::{AsErrors, Refusal, Respond};
 pub use self::service::Resilience;
