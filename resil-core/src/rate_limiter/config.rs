@@ -58,9 +58,21 @@ pub struct RateLimiterConfig {
     limit_refresh_period: Duration,
     timeout_duration: Duration,
     drain_permissions_on_result: Option<DrainOnResult>,
-    /// Per class ([`Criticality::index`]), in percent, as `f32` bits (so the
-    /// config stays `Eq + Hash`).
-    thresholds: [u32; 4],
+    /// Per class ([`Criticality::index`]), in percent.
+    thresholds: Thresholds,
+}
+
+/// Per-class thresholds in percent, kept as `f32` bits so the config stays
+/// `Eq + Hash`; `Debug` shows the percentages.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Thresholds([u32; 4]);
+
+impl std::fmt::Debug for Thresholds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|b| f32::from_bits(*b)))
+            .finish()
+    }
 }
 
 impl RateLimiterConfig {
@@ -72,7 +84,7 @@ impl RateLimiterConfig {
     /// the reservations belong to the classes that may use the whole cycle.
     #[inline]
     pub fn threshold(&self, class: Criticality) -> f32 {
-        f32::from_bits(self.thresholds[class.index()])
+        f32::from_bits(self.thresholds.0[class.index()])
     }
 
     /// [`threshold`](Self::threshold) of `SHEDDABLE` (file key `sheddable-threshold`).
@@ -182,7 +194,7 @@ impl Default for RateLimiterConfig {
             limit_refresh_period: Duration::from_nanos(500),
             timeout_duration: Duration::from_secs(5),
             drain_permissions_on_result: None,
-            thresholds: DEFAULT_THRESHOLDS.map(f32::to_bits),
+            thresholds: Thresholds(DEFAULT_THRESHOLDS.map(f32::to_bits)),
         }
     }
 }
@@ -251,7 +263,7 @@ impl RateLimiterConfigBuilder {
     /// The threshold of `class`, in percent of `limit_for_period`: `(0, 100]`,
     /// and no class's above a more critical one's.
     pub fn threshold(mut self, class: Criticality, percent: f32) -> Self {
-        self.config.thresholds[class.index()] = percent.to_bits();
+        self.config.thresholds.0[class.index()] = percent.to_bits();
         self
     }
 
@@ -278,7 +290,7 @@ impl RateLimiterConfigBuilder {
     /// The configuration, or the first invalid value with its field name.
     pub fn build(self) -> Result<RateLimiterConfig, ConfigError> {
         let c = self.config;
-        check_classes(&c.thresholds.map(f32::from_bits), &[0.0; 4])?;
+        check_classes(&c.thresholds.0.map(f32::from_bits), &[0.0; 4])?;
         check_period(c.limit_refresh_period)?;
         RateLimiterConfig::check_limit(c.limit_for_period, c.limit_refresh_period)?;
         Ok(c)

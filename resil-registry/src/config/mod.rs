@@ -663,9 +663,9 @@ impl FileConfig {
     /// assert_eq!(guard.retry_after(), Duration::from_secs(2));
     /// assert_eq!(guard.cpu_usage_threshold(), Some(80.0));
     ///
-    /// let typo = FileConfig::from_yaml_str("resil.inbound-guard.max-inflight: 5\n").unwrap_err();
+    /// let typo = FileConfig::from_yaml_str("resil.inbound-guard.max-in-fligth: 5\n").unwrap_err();
     /// assert!(typo.to_string().contains(
-    ///     "unknown key `resil.inbound-guard.max-inflight`; did you mean `max-in-flight`?"
+    ///     "unknown key `resil.inbound-guard.max-in-fligth`; did you mean `max-in-flight`?"
     /// ), "{typo}");
     /// # }
     /// ```
