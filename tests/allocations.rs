@@ -488,6 +488,13 @@ const KB: usize = 1024;
 /// across reloads (16 B).
 const BREAKER_TOTALS: usize = 400;
 
+/// What a rate limiter keeps beyond its kilobyte since issue 30: its
+/// refusals per criticality (four counters instead of one) and the
+/// per-class thresholds in its config push its shared state, which is
+/// aligned to 128 bytes for the cursor's cache line, over one alignment
+/// step (measured: 1088 B).
+const RATE_LIMITER_CLASSES: usize = 64;
+
 #[test]
 fn every_primitive_fits_in_a_kilobyte_plus_its_window_until_someone_subscribes() {
     // Start the coarse clock's ticker (once per process) outside the counts.
@@ -516,7 +523,10 @@ fn every_primitive_fits_in_a_kilobyte_plus_its_window_until_someone_subscribes()
     let (_, bytes) = footprint(|| Bulkhead::new("bh", BulkheadConfig::default()));
     assert!(bytes <= KB, "bulkhead: {bytes} B");
     let (_, bytes) = footprint(|| RateLimiter::new("rl", RateLimiterConfig::default()));
-    assert!(bytes <= KB, "rate limiter: {bytes} B");
+    assert!(
+        bytes <= KB + RATE_LIMITER_CLASSES,
+        "rate limiter: {bytes} B"
+    );
     let (_, bytes) = footprint(|| Retry::new("retry", RetryConfig::default()));
     assert!(bytes <= KB, "retry: {bytes} B");
     let (_, bytes) = footprint(|| TimeLimiter::new("tl", TimeLimiterConfig::default()));

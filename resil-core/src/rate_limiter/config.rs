@@ -62,16 +62,33 @@ pub struct RateLimiterConfig {
     thresholds: Thresholds,
 }
 
-/// Per-class thresholds in percent, kept as `f32` bits so the config stays
-/// `Eq + Hash`; `Debug` shows the percentages.
+/// Per-class thresholds in hundredths of a percent (`10000` is 100 %): the
+/// config stays `Eq + Hash` and a limiter within its kilobyte; `Debug` shows
+/// the percentages. A value outside `0..=100` is kept as a marker that
+/// `build` refuses.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct Thresholds([u32; 4]);
+struct Thresholds([u16; 4]);
+
+/// Out of range: `build` refuses it, naming the value given.
+const INVALID: u16 = u16::MAX;
+
+impl Thresholds {
+    fn get(&self, i: usize) -> f32 {
+        f32::from(self.0[i]) / 100.0
+    }
+
+    fn encode(percent: f32) -> u16 {
+        if (0.0..=100.0).contains(&percent) {
+            (percent * 100.0).round() as u16
+        } else {
+            INVALID
+        }
+    }
+}
 
 impl std::fmt::Debug for Thresholds {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list()
-            .entries(self.0.iter().map(|b| f32::from_bits(*b)))
-            .finish()
+        f.debug_list().entries((0..4).map(|i| self.get(i))).finish()
     }
 }
 
@@ -84,7 +101,7 @@ impl RateLimiterConfig {
     /// the reservations belong to the classes that may use the whole cycle.
     #[inline]
     pub fn threshold(&self, class: Criticality) -> f32 {
-        f32::from_bits(self.thresholds.0[class.index()])
+        self.thresholds.get(class.index())
     }
 
     /// [`threshold`](Self::threshold) of `SHEDDABLE` (file key `sheddable-threshold`).
@@ -115,6 +132,7 @@ impl RateLimiterConfig {
     pub fn builder() -> RateLimiterConfigBuilder {
         RateLimiterConfigBuilder {
             config: RateLimiterConfig::default(),
+            invalid: [None; 4],
         }
     }
 
@@ -122,6 +140,7 @@ impl RateLimiterConfig {
     pub fn to_builder(&self) -> RateLimiterConfigBuilder {
         RateLimiterConfigBuilder {
             config: self.clone(),
+            invalid: [None; 4],
         }
     }
 
@@ -194,7 +213,7 @@ impl Default for RateLimiterConfig {
             limit_refresh_period: Duration::from_nanos(500),
             timeout_duration: Duration::from_secs(5),
             drain_permissions_on_result: None,
-            thresholds: Thresholds(DEFAULT_THRESHOLDS.map(f32::to_bits)),
+            thresholds: Thresholds(DEFAULT_THRESHOLDS.map(Thresholds::encode)),
         }
     }
 }
@@ -204,6 +223,8 @@ impl Default for RateLimiterConfig {
 #[must_use = "a builder does nothing until `build()` is called"]
 pub struct RateLimiterConfigBuilder {
     config: RateLimiterConfig,
+    /// A threshold given out of range, as given (for the error).
+    invalid: [Option<f32>; 4],
 }
 
 impl RateLimiterConfigBuilder {
@@ -263,7 +284,8 @@ impl RateLimiterConfigBuilder {
     /// The threshold of `class`, in percent of `limit_for_period`: `(0, 100]`,
     /// and no class's above a more critical one's.
     pub fn threshold(mut self, class: Criticality, percent: f32) -> Self {
-        self.config.thresholds.0[class.index()] = percent.to_bits();
+        self.config.thresholds.0[class.index()] = Thresholds::encode(percent);
+        self.invalid[class.index()] = (Thresholds::encode(percent) == INVALID).then_some(percent);
         self
     }
 
@@ -290,7 +312,9 @@ impl RateLimiterConfigBuilder {
     /// The configuration, or the first invalid value with its field name.
     pub fn build(self) -> Result<RateLimiterConfig, ConfigError> {
         let c = self.config;
-        check_classes(&c.thresholds.0.map(f32::from_bits), &[0.0; 4])?;
+        let given: [f32; 4] =
+            std::array::from_fn(|i| self.invalid[i].unwrap_or_else(|| c.thresholds.get(i)));
+        check_classes(&given, &[0.0; 4])?;
         check_period(c.limit_refresh_period)?;
         RateLimiterConfig::check_limit(c.limit_for_period, c.limit_refresh_period)?;
         Ok(c)

@@ -20,7 +20,7 @@ use super::{
 };
 use crate::clock::{self, Clock, CoarseClock, SharedClock, SystemClock};
 use crate::cold_box::ColdBox;
-use crate::criticality::{share_from_percent, Criticality, Share, FULL_SHARE};
+use crate::criticality::{share_from_percent, Criticality, Share};
 use crate::deadline;
 use crate::error::{DeadlineExceeded, Error, RequestNotPermitted, SharedName};
 use crate::event::{EventPublisher, EventStream};
@@ -161,13 +161,9 @@ pub(super) struct Inner<A: Algorithm> {
     waiting: AtomicU32,
     /// Acquisitions granted, counted per thread.
     granted: Striped<AtomicU64>,
-    /// Acquisitions refused.
-    refused: AtomicU64,
-    /// Acquisitions refused, per class ([`Criticality::index`]).
-    refused_by_class: [AtomicU64; 4],
-    /// Per class: the share of a period's permits it may take, in
-    /// 1/2^32ths (`FULL_SHARE`: all of them, reservations included).
-    shares: [Share; 4],
+    /// Acquisitions refused, per class ([`Criticality::index`]); their sum
+    /// is the total.
+    refused: [AtomicU64; 4],
     events: EventPublisher<RateLimiterEvent>,
     /// Refusals since the last aggregated log line (see [`crate::log`]).
     refusals_logged: crate::log::RefusalLog,
@@ -202,7 +198,6 @@ impl<A: Algorithm> Limiter<A> {
         let clock = SharedClock::new(clock);
         let origin = clock.now_nanos();
         let name = name.into();
-        let shares = A::thresholds(&config).map(share_from_percent);
         Limiter {
             inner: Arc::new(Inner {
                 state: A::build(&config, origin),
@@ -213,9 +208,7 @@ impl<A: Algorithm> Limiter<A> {
                 config,
                 waiting: AtomicU32::new(0),
                 granted: Striped::default(),
-                refused: AtomicU64::new(0),
-                refused_by_class: Default::default(),
-                shares,
+                refused: Default::default(),
                 events: EventPublisher::default(),
                 refusals_logged: crate::log::RefusalLog::new(),
                 warned_foreign: AtomicBool::new(false),
@@ -255,16 +248,17 @@ impl<A: Algorithm> Limiter<A> {
 
     /// A snapshot of the permits and the waiting callers.
     pub fn metrics(&self) -> RateLimiterMetrics {
+        let by_class = self
+            .inner
+            .refused
+            .each_ref()
+            .map(|r| r.load(Ordering::Relaxed));
         RateLimiterMetrics {
             available_permissions: self.available_permissions(),
             number_of_waiting_threads: self.inner.waiting.load(Ordering::Relaxed),
             successful_acquisitions: self.inner.granted.sum(),
-            failed_acquisitions: self.inner.refused.load(Ordering::Relaxed),
-            failed_by_class: self
-                .inner
-                .refused_by_class
-                .each_ref()
-                .map(|r| r.load(Ordering::Relaxed)),
+            failed_acquisitions: by_class.iter().sum(),
+            failed_by_class: by_class,
         }
     }
 
@@ -505,8 +499,8 @@ impl<A: Algorithm> Inner<A> {
     /// of it (a class below its threshold never reserves).
     #[inline]
     fn class_share(&self) -> Option<Share> {
-        let share = self.shares[Criticality::current().index()];
-        (share < FULL_SHARE).then_some(share)
+        let threshold = A::thresholds(&self.config)[Criticality::current().index()];
+        (threshold < 100.0).then(|| share_from_percent(threshold))
     }
 
     /// Takes `permits` within `share` of the current period, or refuses at
@@ -533,8 +527,7 @@ impl<A: Algorithm> Inner<A> {
         if granted {
             self.granted.increment();
         } else {
-            self.refused.fetch_add(1, Ordering::Relaxed);
-            self.refused_by_class[Criticality::current().index()].fetch_add(1, Ordering::Relaxed);
+            self.refused[Criticality::current().index()].fetch_add(1, Ordering::Relaxed);
         }
         self.events.publish_with(|| {
             let kind = if granted {
