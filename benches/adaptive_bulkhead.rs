@@ -13,6 +13,13 @@
 //! the downstream, and what this bench puts a figure on.
 //! (Refusals and the limit's movement are tested in `tests/adaptive_bulkhead.rs`.)
 //!
+//! `…/class check` puts a figure on admission by criticality: the same
+//! acquire and release with the class read from the task's context and
+//! checked against its threshold (`try_acquire_permission`, a `CRITICAL`
+//! call), with a class given (`try_acquire_permission_as`, a `SHEDDABLE`
+//! call, whose threshold is half the limit), and without any class
+//! (`try_acquire_permission_unclassified`, the plain limit), side by side.
+//!
 //! # What is measured
 //!
 //! As in `benches/bulkhead.rs`: one poll with a no-op waker must complete
@@ -173,6 +180,32 @@ fn single_thread(crit: &mut Criterion) {
     g.finish();
 }
 
+fn class_check(crit: &mut Criterion) {
+    use resil::Criticality;
+    let c = Contenders::new();
+    let b = &c.adaptive;
+    support::report_allocations(
+        "adaptive try_acquire_permission (class check)",
+        support::allocations_per_call(10_000, || {
+            drop(black_box(b.try_acquire_permission()));
+        }),
+    );
+    let mut g = crit.benchmark_group("adaptive_bulkhead/class check");
+    g.bench_function(
+        "resil AdaptiveBulkhead acquire + drop, unclassified",
+        |bench| bench.iter(|| b.try_acquire_permission_unclassified().is_ok()),
+    );
+    g.bench_function(
+        "resil AdaptiveBulkhead acquire + drop, task's class (CRITICAL)",
+        |bench| bench.iter(|| b.try_acquire_permission().is_ok()),
+    );
+    g.bench_function(
+        "resil AdaptiveBulkhead acquire + drop, SHEDDABLE",
+        |bench| bench.iter(|| b.try_acquire_permission_as(Criticality::Sheddable).is_ok()),
+    );
+    g.finish();
+}
+
 fn two_threads(crit: &mut Criterion) {
     let c = Contenders::new();
     let mut g = crit.benchmark_group("adaptive_bulkhead/2_threads");
@@ -217,6 +250,6 @@ fn two_threads(crit: &mut Criterion) {
 criterion_group! {
     name = groups;
     config = support::criterion();
-    targets = single_thread, two_threads
+    targets = single_thread, class_check, two_threads
 }
 criterion_main!(groups);

@@ -12,3 +12,7 @@ pub struct WebService;
 /// Keyed protection: a quota, a breaker and a bulkhead per tenant.
 #[doc = include_str!("../docs/tenants.md")]
 pub struct Tenants;
+
+/// Overload: criticality, admission by class, the inbound guard.
+#[doc = include_str!("../docs/overload.md")]
+pub struct Overload;

@@ -76,15 +76,15 @@ pub use resil_options as options;
 pub use resil_registry::config;
 
 pub use resil_core::{
-    bulkhead, circuit_breaker, clock, deadline, error, event, interval, keyed, rate_limiter, retry,
-    thread_pool_bulkhead, time_limiter, trace, ConfigError, Error, ErrorKind, IntervalFunction,
-    Rejection,
+    bulkhead, circuit_breaker, clock, criticality, deadline, error, event, interval, keyed,
+    rate_limiter, retry, thread_pool_bulkhead, time_limiter, trace, ConfigError, Criticality,
+    Error, ErrorKind, IntervalFunction, Rejection,
 };
 
 /// Primitives beyond Resilience4j's (issue 20): hedging, the adaptive
 /// concurrency limit (in `bulkhead`), fault injection for drills, and the
 /// configuration advisor.
-pub use resil_core::{advisor, chaos, hedging};
+pub use resil_core::{advisor, chaos, hedging, inbound};
 
 mod file_advice;
 pub use file_advice::advise;

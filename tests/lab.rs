@@ -31,6 +31,9 @@ mod lab;
 #[path = "../examples/lab/mechanisms.rs"]
 mod mechanisms;
 #[allow(dead_code)]
+#[path = "../examples/lab/overload.rs"]
+mod overload;
+#[allow(dead_code)]
 #[path = "../examples/lab/price.rs"]
 mod price;
 
@@ -39,7 +42,7 @@ use std::sync::OnceLock;
 use tokio::sync::{Mutex, MutexGuard};
 
 /// What each mode prints.
-const EXPECTED: [(&str, &[&str]); 13] = [
+const EXPECTED: [(&str, &[&str]); 14] = [
     // seed 003: four failures open it (minimum 4 calls), OPEN refuses without
     // calling, two probes and a query make 7 requests.
     (
@@ -161,6 +164,24 @@ const EXPECTED: [(&str, &[&str]); 13] = [
             "instances=10 bad=1 state=CLOSED buffered=100 failed=10 slow=0 failureRate=10.0",
         ],
     ),
+    // Issue 30: 2 C offered; with the guard and classes CRITICAL keeps all of
+    // its goodput at its unloaded p99 and SHEDDABLE takes the refusals; with
+    // the guard alone CRITICAL loses its share; with neither, every answer
+    // comes after its client's deadline.
+    ("overload", OVERLOAD_LINES),
+];
+
+const OVERLOAD_LINES: &[&str] = &[
+    "capacity=20/100ms clients critical=12 sheddable=28 deadline=150ms ticks=30",
+    "unloaded CRITICAL offered=360 goodput=360 (100.0%) refused=0 late=0 p99=100ms",
+    "guarded CRITICAL offered=360 goodput=360 (100.0%) refused=0 late=0 p99=100ms",
+    "guarded SHEDDABLE offered=840 goodput=150 (17.9%) refused=690 late=0 p99=100ms",
+    "guarded guard refused=0",
+    "no-classes CRITICAL offered=360 goodput=300 (83.3%) refused=60 late=0 p99=100ms",
+    "no-classes SHEDDABLE offered=840 goodput=300 (35.7%) refused=540 late=0 p99=100ms",
+    "no-classes guard refused=0",
+    "unguarded CRITICAL offered=190 goodput=10 (5.3%) refused=0 late=170 p99=200ms",
+    "unguarded SHEDDABLE offered=430 goodput=10 (2.3%) refused=0 late=410 p99=200ms",
 ];
 
 /// The lab, configured once per test binary (the process-wide registry can
@@ -273,6 +294,53 @@ async fn timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn defaults() {
     check("defaults").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overload() {
+    check("overload").await;
+}
+
+/// The overload drill's promises, read from the lines: with the guard and
+/// classes, CRITICAL's goodput is at least 95 % of what it offers and its
+/// p99 at most twice its unloaded p99, SHEDDABLE takes the refusals;
+/// without them, CRITICAL's goodput collapses.
+#[test]
+fn the_overload_lines_keep_the_drill_s_promises() {
+    let field = |line: &str, key: &str| -> f64 {
+        let v = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .unwrap_or_else(|| panic!("`{key}` in `{line}`"));
+        v.trim_end_matches("ms")
+            .trim_matches(|c| c == '(' || c == ')' || c == '%')
+            .parse()
+            .unwrap()
+    };
+    let line = |prefix: &str| {
+        *OVERLOAD_LINES
+            .iter()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("a line `{prefix}…`"))
+    };
+    let unloaded = line("unloaded CRITICAL");
+    let guarded = line("guarded CRITICAL");
+    let shed = line("guarded SHEDDABLE");
+    let unguarded = line("unguarded CRITICAL");
+    let goodput = |l: &str| field(l, "goodput=") / field(l, "offered=");
+    assert!(goodput(guarded) >= 0.95, "{guarded}");
+    assert!(
+        field(guarded, "p99=") <= 2.0 * field(unloaded, "p99="),
+        "{guarded}"
+    );
+    assert_eq!(field(guarded, "refused="), 0.0, "{guarded}");
+    assert!(field(shed, "refused=") > 0.0, "{shed}");
+    assert!(goodput(unguarded) < 0.5, "{unguarded}");
+    // The offered load is twice the capacity.
+    assert_eq!(
+        overload::CRITICAL + overload::SHEDDABLE,
+        2 * overload::CAPACITY
+    );
 }
 
 /// The README shows the `circuit` mode: its annotated fn as the lab has it,

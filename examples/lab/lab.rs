@@ -6,16 +6,16 @@ use resil::clock::ManualClock;
 use resil::config::FileConfig;
 use resil::Registry;
 
-use crate::{defaults, governance, mechanisms, price};
+use crate::{defaults, governance, mechanisms, overload, price};
 
 /// The config file beside the lab.
 pub const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/lab/lab.yaml");
 
 /// Every mode, in the order `cargo run --example lab` runs them: eight
 /// mechanisms as a Java lab on Resilience4j 2.3.0 runs them, three
-/// dependency-governance experiments, `timeout`, and a run of Resilience4j's
-/// default breaker configuration.
-pub const MODES: [&str; 13] = [
+/// dependency-governance experiments, `timeout`, a run of Resilience4j's
+/// default breaker configuration, and `overload`.
+pub const MODES: [&str; 14] = [
     "circuit",
     "slow",
     "classification",
@@ -29,6 +29,7 @@ pub const MODES: [&str; 13] = [
     "amplification",
     "timeout",
     "defaults",
+    "overload",
 ];
 
 /// What every mode gets: the lab's clock.
@@ -107,6 +108,7 @@ pub async fn run(lab: &Lab, mode: &str) -> Vec<String> {
         "shared-breaker" => governance::shared_breaker(lab).await,
         "amplification" => governance::amplification(lab).await,
         "defaults" => defaults::run(lab).await,
+        "overload" => overload::overload(lab).await,
         other => vec![format!(
             "unknown mode `{other}`; expected one of: {}",
             MODES.join(", ")

@@ -6,6 +6,7 @@
 //! cargo run --example lab -- circuit       # one of: circuit slow classification bulkhead
 //!                                          #   async rate order fallback shared
 //!                                          #   shared-breaker amplification timeout defaults
+//!                                          #   overload
 //! ```
 //!
 //! Every protected call is an annotated fn (`#[resil::circuit_breaker]`,
@@ -21,6 +22,7 @@ mod governance;
 mod http;
 mod lab;
 mod mechanisms;
+mod overload;
 mod price;
 
 use std::process::ExitCode;

@@ -21,6 +21,7 @@ pub mod chaos;
 pub mod circuit_breaker;
 pub mod clock;
 pub mod cold_box;
+pub mod criticality;
 pub mod deadline;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
@@ -30,6 +31,7 @@ pub mod error;
 pub mod event;
 mod guarded;
 pub mod hedging;
+pub mod inbound;
 pub mod interval;
 pub mod keyed;
 pub mod log;
@@ -41,6 +43,7 @@ pub mod thread_pool_bulkhead;
 pub mod time_limiter;
 pub mod trace;
 
+pub use crate::criticality::Criticality;
 pub use crate::error::{ConfigError, Error, ErrorKind};
 pub use crate::interval::IntervalFunction;
 pub use crate::rejection::Rejection;

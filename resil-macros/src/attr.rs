@@ -109,6 +109,9 @@ pub(crate) struct AspectArgs {
     /// crates that re-export it.
     pub(crate) krate: Option<(Path, Span)>,
     pub(crate) kind: Option<(BulkheadKind, Span)>,
+    /// `criticality = <expr>`: the class the call runs with, evaluated
+    /// over the fn's arguments when it is called.
+    pub(crate) criticality: Option<(Expr, Span)>,
     pub(crate) overrides: Vec<Override>,
     /// `key = <expr>`: one instance per key, from the keyed family `name`.
     pub(crate) key: Option<(Expr, Span)>,
@@ -120,7 +123,7 @@ pub(crate) struct AspectArgs {
 }
 
 /// Arguments every attribute accepts.
-const COMMON: [&str; 5] = ["name", "fallback", "on", "order", "crate"];
+const COMMON: [&str; 6] = ["name", "fallback", "on", "order", "crate", "criticality"];
 
 /// Literal overrides each aspect accepts: the option table's rows an
 /// attribute may set (`valid.rs` checks each literal against its row).
@@ -249,6 +252,7 @@ impl AspectArgs {
             order: None,
             krate: None,
             kind: None,
+            criticality: None,
             overrides: Vec::new(),
             key: None,
             permits: None,
@@ -309,6 +313,7 @@ impl AspectArgs {
                         "`crate` takes a string literal: `crate = \"my_facade::resil\"`",
                     )),
                 },
+                "criticality" => set_once(&mut args.criticality, value, &key, errors),
                 "order" => {
                     match ident_list(&value) {
                         Ok(idents) => set_once(&mut args.order, idents, &key, errors),

@@ -312,26 +312,54 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
     };
     let out = mixed("__resil_out");
     let (trace, traced, args) = call_trace(&krate, &plan.layers, &all, is_async);
-    let run = if is_async {
-        // Whether the call gets its span is decided before the stack's
-        // future is made: without, the fn awaits the stack's future itself,
-        // exactly as with no tracing at all (wrapped, even in a disabled
-        // span, a stack's future is moved once more, which cost 13 ns a call
-        // in `benches/tracing.rs`). The stack is made by one closure, so the
-        // body is written once.
-        let stack = mixed("__resil_stack");
-        quote!(
-            let #stack = #p::stack(#[inline(always)] || { #top_rebind #expr });
-            let #out = if #p::call_spans_enabled() {
-                #traced(#args, #stack()).await
+    // `criticality = <expr>`: evaluated once, before the stack runs (over
+    // the arguments as passed), and the whole stack runs in its scope.
+    //
+    // Whether the call gets its span is decided before the stack runs: an
+    // async fn then awaits the stack's future itself, exactly as with no
+    // tracing at all (wrapped, even in a disabled span, a stack's future is
+    // moved once more, which cost 13 ns a call in `benches/tracing.rs`); the
+    // stack is made by one closure, so the body is written once, and the
+    // closure is `#[inline(always)]` because it is called from two places
+    // (`traced_call` does the same for a sync stack).
+    let class = mixed("__resil_class");
+    let stack = mixed("__resil_stack");
+    let make_stack = quote!(let #stack = #p::stack(#[inline(always)] || { #top_rebind #expr }););
+    let sync_stack = quote!(#[inline(always)] || { #top_rebind #expr });
+    let (class_let, run) = match &plan.criticality {
+        Some(e) => {
+            let span = e.span();
+            let of = respan(quote!(#c::criticality_of), span);
+            let class_let = quote_spanned!(span=> let #class = #of(#e););
+            let run = if is_async {
+                quote!(
+                    #make_stack
+                    let #out = if #p::call_spans_enabled() {
+                        #p::Criticality::scope(#class, #traced(#args, #stack())).await
+                    } else {
+                        #p::Criticality::scope(#class, #stack()).await
+                    };
+                )
             } else {
-                #stack().await
+                quote!(let #out = #p::Criticality::sync_scope(#class, || #traced(#args, #sync_stack));)
             };
-        )
-    } else {
-        // `#[inline(always)]`: `traced_call` runs the stack from two
-        // places, with and without the call's span, and each inlines it.
-        quote!(let #out = #traced(#args, #[inline(always)] || { #top_rebind #expr });)
+            (class_let, run)
+        }
+        None if is_async => (
+            TokenStream::new(),
+            quote!(
+                #make_stack
+                let #out = if #p::call_spans_enabled() {
+                    #traced(#args, #stack()).await
+                } else {
+                    #stack().await
+                };
+            ),
+        ),
+        None => (
+            TokenStream::new(),
+            quote!(let #out = #traced(#args, #sync_stack);),
+        ),
     };
 
     let ret_span = ret.span();
@@ -385,6 +413,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
         #sites
         #keyed_lets
         #trace
+        #class_let
         #run
         #finish
     };

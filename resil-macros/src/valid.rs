@@ -27,6 +27,8 @@ pub(crate) struct Plan {
     pub(crate) on: Vec<OnClass>,
     /// The path expansions reach resil by: `::resil`, or the `crate = "…"` override.
     pub(crate) krate: TokenStream,
+    /// `criticality = <expr>`, from whichever attribute gave it.
+    pub(crate) criticality: Option<syn::Expr>,
 }
 
 /// One entry of `on = [...]`.
@@ -400,6 +402,7 @@ pub(crate) fn check(model: Model, errors: &mut Errors) -> Option<Plan> {
             Some((path, _)) => path.to_token_stream(),
             None => quote!(::resil),
         },
+        criticality: once.criticality.map(|c| c.0.clone()),
     })
 }
 
@@ -498,14 +501,16 @@ struct OncePerFn<'a> {
     fallback: Option<&'a (Vec<Path>, Span)>,
     order: Option<&'a (Vec<Ident>, Span)>,
     krate: Option<&'a (Path, Span)>,
+    criticality: Option<&'a (syn::Expr, Span)>,
 }
 
-/// One `crate`, one fallback list and one `order` per fn.
+/// One `crate`, one fallback list, one `order` and one `criticality` per fn.
 fn check_once_per_fn<'a>(aspects: &'a [AspectArgs], errors: &mut Errors) -> OncePerFn<'a> {
     let mut once = OncePerFn {
         fallback: None,
         order: None,
         krate: None,
+        criticality: None,
     };
     for a in aspects {
         if let Some(k) = &a.krate {
@@ -526,6 +531,16 @@ fn check_once_per_fn<'a>(aspects: &'a [AspectArgs], errors: &mut Errors) -> Once
                 ));
             } else {
                 once.fallback = Some(f);
+            }
+        }
+        if let Some(c) = &a.criticality {
+            if once.criticality.is_some() {
+                errors.push(syn::Error::new(
+                    c.1,
+                    "a fn has one `criticality`: it is the class of the whole call; give it on one attribute only",
+                ));
+            } else {
+                once.criticality = Some(c);
             }
         }
         if let Some(o) = &a.order {

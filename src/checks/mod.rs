@@ -31,6 +31,30 @@ impl<T, E> ProtectedResult for Result<T, E> {
     type Err = E;
 }
 
+/// What `criticality = <expr>` takes: a `resil::Criticality`.
+#[diagnostic::on_unimplemented(
+    message = "`criticality` takes a `resil::Criticality`, not `{Self}`",
+    label = "this is the class the call runs with",
+    note = "write `criticality = resil::Criticality::Sheddable`, or an expression over the fn's arguments that evaluates to a `resil::Criticality` (one of `CriticalPlus`, `Critical`, `SheddablePlus`, `Sheddable`)"
+)]
+pub trait IsCriticality {
+    /// The class.
+    fn class(self) -> resil_core::Criticality;
+}
+
+impl IsCriticality for resil_core::Criticality {
+    #[inline]
+    fn class(self) -> resil_core::Criticality {
+        self
+    }
+}
+
+/// Checks (and returns) the value of `criticality = <expr>`.
+#[inline]
+pub fn criticality_of<C: IsCriticality>(class: C) -> resil_core::Criticality {
+    class.class()
+}
+
 /// Work a thread-pool bulkhead runs on its own threads.
 #[diagnostic::on_unimplemented(
     message = "the body of a fn with a thread-pool bulkhead must be able to move to another thread",

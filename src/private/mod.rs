@@ -25,7 +25,7 @@ pub use resil_core::hedging::Hedging;
 pub use resil_core::retry::Retry;
 pub use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
 pub use resil_core::time_limiter::TimeLimiter;
-pub use resil_core::{Error, Rejection};
+pub use resil_core::{Criticality, Error, Rejection};
 pub use resil_registry::Handle;
 
 /// Pins the type of a body's value to the protected fn's return type, so

@@ -18,6 +18,7 @@ use super::semaphore::Semaphore;
 use super::vegas::Vegas;
 use super::AcquireError;
 use crate::clock::{self, Clock, SharedClock};
+use crate::criticality::{share_from_percent, share_of, Criticality, Share};
 use crate::error::{BulkheadFull, DeadlineExceeded, Error, SharedName};
 use crate::event::{EventPublisher, EventStream};
 use crate::guarded::{Acquire, Guarded};
@@ -90,6 +91,37 @@ use crate::guarded::{Acquire, Guarded};
 /// Inside a [`deadline`](crate::deadline) whose budget is spent, calls are
 /// refused with [`Error::DeadlineExceeded`] (not counted as rejections).
 ///
+/// # Admission by criticality
+///
+/// Every acquire has a [`Criticality`]: the task's
+/// ([`Criticality::current`], `CRITICAL` unless a scope set one), or the one
+/// given to [`try_acquire_permission_as`](Self::try_acquire_permission_as).
+/// As the slots in use rise, `SHEDDABLE` calls are refused first (by default
+/// from half the limit on), then `SHEDDABLE_PLUS` (from 75 %), then
+/// `CRITICAL` (at the limit); `CRITICAL_PLUS` calls still get their
+/// guaranteed share (10 %) when the limit is full. The thresholds and shares
+/// are [configuration](AdaptiveBulkheadConfig#admission-by-criticality);
+/// refusals are counted per class
+/// ([`rejected_calls_of`](AdaptiveBulkheadMetrics::rejected_calls_of)).
+///
+/// ```
+/// use resil_core::bulkhead::{AdaptiveBulkhead, AdaptiveBulkheadConfig};
+/// use resil_core::criticality::Criticality;
+///
+/// let b = AdaptiveBulkhead::new(
+///     "checkout",
+///     AdaptiveBulkheadConfig::builder().initial_limit(10).build().unwrap(),
+/// );
+/// let mut held = Vec::new();
+/// for _ in 0..5 {
+///     held.push(b.try_acquire_permission_as(Criticality::Sheddable).unwrap());
+/// }
+/// // Half the limit is busy: a prefetch is refused, a checkout is not.
+/// assert!(b.try_acquire_permission_as(Criticality::Sheddable).is_err());
+/// assert!(b.try_acquire_permission_as(Criticality::Critical).is_ok());
+/// assert_eq!(b.metrics().rejected_calls_of(Criticality::Sheddable), 1);
+/// ```
+///
 /// # What is a sample
 ///
 /// A call that completes (`Ok` or its own `Err`) is a latency sample, as in
@@ -123,6 +155,15 @@ pub(crate) struct AdaptiveInner {
     /// The estimator and the window feeding it, updated together.
     vegas: Mutex<(Windows, Vegas)>,
     rejected: AtomicU64,
+    /// Refusals per class, indexed by [`Criticality::index`].
+    rejected_by_class: [AtomicU64; 4],
+    /// Per class: the share of the limit below which it is admitted, in
+    /// 1/2^32ths.
+    thresholds: [Share; 4],
+    /// Per class: its guaranteed share in 1/2^32ths (0: none).
+    guaranteed: [Share; 4],
+    /// Per class with a guaranteed share: the slots it holds.
+    class_held: [AtomicU32; 4],
     samples: AtomicU64,
     dropped: AtomicU64,
     min_rtt: AtomicU64,
@@ -150,7 +191,7 @@ fn seed(name: &str) -> u64 {
 }
 
 impl AdaptiveInner {
-    /// A slot now, or the refusal.
+    /// A slot now for the task's class, or the refusal.
     #[inline]
     fn try_acquire_now(&self) -> Result<AdaptivePermit<'_>, AcquireError> {
         if crate::deadline::remaining().is_some_and(|left| left.is_zero()) {
@@ -158,30 +199,74 @@ impl AdaptiveInner {
                 &self.refusal_name,
             )));
         }
-        self.try_acquire().map_err(AcquireError::Full)
+        self.try_acquire(Criticality::current())
+            .map_err(AcquireError::Full)
+    }
+
+    /// A slot for a call of `class`: under its threshold, else within its
+    /// guaranteed share, else refused.
+    #[inline]
+    fn try_acquire(&self, class: Criticality) -> Result<AdaptivePermit<'_>, BulkheadFull> {
+        let c = class.index();
+        let counted = self.guaranteed[c] != 0;
+        if self.sem.try_acquire_share(self.thresholds[c]) {
+            if counted {
+                self.class_held[c].fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(self.permitted(class, counted))
+        } else if counted && self.try_guaranteed(c) {
+            Ok(self.permitted(class, counted))
+        } else {
+            Err(self.rejected(c))
+        }
+    }
+
+    /// Admits a call of class `c` that its threshold refused, if its class
+    /// holds fewer slots than its guaranteed share of the current limit. The
+    /// class count is raised first (by CAS, so racing callers never take more
+    /// than the share), then a slot is taken past the limit.
+    #[cold]
+    fn try_guaranteed(&self, c: usize) -> bool {
+        let share = share_of(self.limit.load(Ordering::Relaxed), self.guaranteed[c]);
+        let held = &self.class_held[c];
+        let mut now = held.load(Ordering::Relaxed);
+        loop {
+            if now >= share {
+                return false;
+            }
+            match held.compare_exchange_weak(now, now + 1, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(actual) => now = actual,
+            }
+        }
+        if self.sem.acquire_over_limit() {
+            true
+        } else {
+            held.fetch_sub(1, Ordering::Relaxed);
+            false
+        }
     }
 
     #[inline]
-    fn try_acquire(&self) -> Result<AdaptivePermit<'_>, BulkheadFull> {
-        if self.sem.try_acquire() {
-            let inflight = self.sem.snapshot().0;
-            self.events.publish_with(|| {
-                AdaptiveBulkheadEvent::of(&self.name, AdaptiveBulkheadEventKind::CallPermitted)
-            });
-            Ok(AdaptivePermit {
-                inner: self,
-                start: self.clock.now_nanos(),
-                inflight,
-                sample: Sample::Ignore,
-            })
-        } else {
-            Err(self.rejected())
+    fn permitted(&self, class: Criticality, counted: bool) -> AdaptivePermit<'_> {
+        let inflight = self.sem.snapshot().0;
+        self.events.publish_with(|| {
+            AdaptiveBulkheadEvent::of(&self.name, AdaptiveBulkheadEventKind::CallPermitted)
+        });
+        AdaptivePermit {
+            inner: self,
+            start: self.clock.now_nanos(),
+            inflight,
+            sample: Sample::Ignore,
+            class,
+            counted,
         }
     }
 
     #[cold]
-    fn rejected(&self) -> BulkheadFull {
+    fn rejected(&self, class: usize) -> BulkheadFull {
         self.rejected.fetch_add(1, Ordering::Relaxed);
+        self.rejected_by_class[class].fetch_add(1, Ordering::Relaxed);
         self.events.publish_with(|| {
             AdaptiveBulkheadEvent::of(&self.name, AdaptiveBulkheadEventKind::CallRejected)
         });
@@ -190,9 +275,12 @@ impl AdaptiveInner {
 
     /// A permitted call ended: learn from it, then give its slot back.
     #[inline]
-    fn finish(&self, start: u64, inflight: u32, sample: Sample) {
+    fn finish(&self, start: u64, inflight: u32, sample: Sample, class: Option<Criticality>) {
         if sample != Sample::Ignore {
             self.learn(start, inflight, sample == Sample::Dropped);
+        }
+        if let Some(class) = class {
+            self.class_held[class.index()].fetch_sub(1, Ordering::Relaxed);
         }
         self.sem.release();
         self.events.publish_with(|| {
@@ -280,6 +368,11 @@ impl AdaptiveBulkhead {
                 limit: AtomicU32::new(config.initial_limit()),
                 vegas: Mutex::new((windows, vegas)),
                 rejected: AtomicU64::new(0),
+                rejected_by_class: Default::default(),
+                thresholds: Criticality::ALL.map(|c| share_from_percent(config.threshold(c))),
+                guaranteed: Criticality::ALL
+                    .map(|c| share_from_percent(config.guaranteed_share(c))),
+                class_held: Default::default(),
                 samples: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
                 min_rtt: AtomicU64::new(0),
@@ -323,6 +416,10 @@ impl AdaptiveBulkhead {
             limit: i.limit.load(Ordering::Relaxed),
             in_use: i.sem.snapshot().0,
             rejected: i.rejected.load(Ordering::Relaxed),
+            rejected_by_class: i
+                .rejected_by_class
+                .each_ref()
+                .map(|r| r.load(Ordering::Relaxed)),
             samples: i.samples.load(Ordering::Relaxed),
             dropped: i.dropped.load(Ordering::Relaxed),
             min_rtt: Duration::from_nanos(i.min_rtt.load(Ordering::Relaxed)),
@@ -334,12 +431,35 @@ impl AdaptiveBulkhead {
         self.inner.events.subscribe()
     }
 
-    /// Takes a free slot now, or refuses with `BulkheadFull`; never waits and
-    /// does not consult the task's deadline. Say how the call went with the
-    /// permit's `record_*` methods; a permit merely dropped is ignored.
+    /// Takes a free slot now for the task's [`Criticality`], or refuses with
+    /// `BulkheadFull`; never waits and does not consult the task's deadline.
+    /// Say how the call went with the permit's `record_*` methods; a permit
+    /// merely dropped is ignored.
     #[inline]
     pub fn try_acquire_permission(&self) -> Result<AdaptivePermit<'_>, BulkheadFull> {
-        self.inner.try_acquire()
+        self.inner.try_acquire(Criticality::current())
+    }
+
+    /// [`try_acquire_permission`](Self::try_acquire_permission) for a call of
+    /// `class`, whatever the task's.
+    #[inline]
+    pub fn try_acquire_permission_as(
+        &self,
+        class: Criticality,
+    ) -> Result<AdaptivePermit<'_>, BulkheadFull> {
+        self.inner.try_acquire(class)
+    }
+
+    /// Takes a free slot under the plain limit, ignoring criticality (no
+    /// threshold, no guaranteed share): the bulkhead as it admits without
+    /// classes, and the baseline the class check is measured against.
+    #[inline]
+    pub fn try_acquire_permission_unclassified(&self) -> Result<AdaptivePermit<'_>, BulkheadFull> {
+        if self.inner.sem.try_acquire() {
+            Ok(self.inner.permitted(Criticality::Critical, false))
+        } else {
+            Err(self.inner.rejected(Criticality::Critical.index()))
+        }
     }
 
     /// Runs `f` in a slot, or refuses at once (`BulkheadFull`, or
@@ -436,9 +556,18 @@ pub struct AdaptivePermit<'a> {
     start: u64,
     inflight: u32,
     sample: Sample,
+    class: Criticality,
+    /// Whether the class's held count was raised (it has a guaranteed share).
+    counted: bool,
 }
 
 impl AdaptivePermit<'_> {
+    /// The class this slot was admitted as.
+    #[inline]
+    pub fn criticality(&self) -> Criticality {
+        self.class
+    }
+
     /// The call completed (with a value or its own error): its latency is a
     /// sample for the limit.
     #[inline]
@@ -461,7 +590,9 @@ impl AdaptivePermit<'_> {
 impl Drop for AdaptivePermit<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.inner.finish(self.start, self.inflight, self.sample);
+        let class = self.counted.then_some(self.class);
+        self.inner
+            .finish(self.start, self.inflight, self.sample, class);
     }
 }
 
@@ -470,6 +601,7 @@ impl fmt::Debug for AdaptivePermit<'_> {
         f.debug_struct("AdaptivePermit")
             .field("bulkhead", &&*self.inner.name)
             .field("inflight", &self.inflight)
+            .field("criticality", &self.class)
             .finish()
     }
 }

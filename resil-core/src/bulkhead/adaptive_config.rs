@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::criticality::{check_classes, Criticality, DEFAULT_THRESHOLDS};
 use crate::error::ConfigError;
 
 use super::MAX_CONCURRENT_CALLS;
@@ -33,6 +34,25 @@ use super::MAX_CONCURRENT_CALLS;
 ///     "invalid `initial_limit`: got 20, expected an integer in min_limit..=max_limit (here 50..=1000)"
 /// );
 /// ```
+///
+/// # Admission by criticality
+///
+/// Each [`Criticality`] has a *threshold*, a percentage of the limit: a call
+/// of that class is admitted while the calls in flight (of every class) are
+/// fewer than `ceil(threshold × limit / 100)`. The defaults refuse
+/// `SHEDDABLE` work once half the limit is busy, `SHEDDABLE_PLUS` at 75 %, and
+/// let `CRITICAL` and `CRITICAL_PLUS` use all of it — so a program that never
+/// sets a class (every call `CRITICAL`) sees the plain limit.
+///
+/// Each class also has a *guaranteed share* (Netflix concurrency-limits'
+/// partitioned limiter): a call refused by its threshold or by the limit is
+/// admitted anyway while its own class holds fewer than
+/// `ceil(share × limit / 100)` slots. Below its threshold a class borrows any
+/// idle share; above it only its guarantee is left. By default only
+/// `CRITICAL_PLUS` has one (10 %), which is what makes it the last class
+/// refused: with the limit full, the load balancer's health probe still gets
+/// in. Guaranteed calls may take the slots in flight past the limit by at
+/// most the sum of the shares, as in Netflix's limiter.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AdaptiveBulkheadConfig {
     initial_limit: u32,
@@ -44,7 +64,15 @@ pub struct AdaptiveBulkheadConfig {
     max_window_time: Duration,
     window_size: u32,
     min_rtt_threshold: Duration,
+    /// Per class (indexed by [`Criticality::index`]), in percent of the limit.
+    thresholds: [f32; 4],
+    /// Per class, in percent of the limit.
+    guaranteed: [f32; 4],
 }
+
+/// The default per-class guaranteed shares (percent of the limit), from
+/// `SHEDDABLE` to `CRITICAL_PLUS`.
+pub(crate) const DEFAULT_GUARANTEED_SHARES: [f32; 4] = [0.0, 0.0, 0.0, 10.0];
 
 impl Default for AdaptiveBulkheadConfig {
     fn default() -> Self {
@@ -58,6 +86,8 @@ impl Default for AdaptiveBulkheadConfig {
             max_window_time: Duration::from_secs(1),
             window_size: 10,
             min_rtt_threshold: Duration::from_micros(100),
+            thresholds: DEFAULT_THRESHOLDS,
+            guaranteed: DEFAULT_GUARANTEED_SHARES,
         }
     }
 }
@@ -131,6 +161,73 @@ impl AdaptiveBulkheadConfig {
     pub fn min_rtt_threshold(&self) -> Duration {
         self.min_rtt_threshold
     }
+
+    /// The threshold of `class`: in percent of the limit, the in-flight calls
+    /// below which the class is admitted (defaults 50, 75, 100, 100 from
+    /// `SHEDDABLE` to `CRITICAL_PLUS`).
+    #[inline]
+    pub fn threshold(&self, class: Criticality) -> f32 {
+        self.thresholds[class.index()]
+    }
+
+    /// The guaranteed share of `class`, in percent of the limit (defaults 0,
+    /// 0, 0, 10 from `SHEDDABLE` to `CRITICAL_PLUS`).
+    #[inline]
+    pub fn guaranteed_share(&self, class: Criticality) -> f32 {
+        self.guaranteed[class.index()]
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE` (file key `sheddable-threshold`).
+    #[inline]
+    pub fn sheddable_threshold(&self) -> f32 {
+        self.threshold(Criticality::Sheddable)
+    }
+
+    /// [`guaranteed_share`](Self::guaranteed_share) of `SHEDDABLE` (file key
+    /// `sheddable-guaranteed-share`).
+    #[inline]
+    pub fn sheddable_guaranteed_share(&self) -> f32 {
+        self.guaranteed_share(Criticality::Sheddable)
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE_PLUS` (file key `sheddable-plus-threshold`).
+    #[inline]
+    pub fn sheddable_plus_threshold(&self) -> f32 {
+        self.threshold(Criticality::SheddablePlus)
+    }
+
+    /// [`guaranteed_share`](Self::guaranteed_share) of `SHEDDABLE_PLUS` (file key
+    /// `sheddable-plus-guaranteed-share`).
+    #[inline]
+    pub fn sheddable_plus_guaranteed_share(&self) -> f32 {
+        self.guaranteed_share(Criticality::SheddablePlus)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL` (file key `critical-threshold`).
+    #[inline]
+    pub fn critical_threshold(&self) -> f32 {
+        self.threshold(Criticality::Critical)
+    }
+
+    /// [`guaranteed_share`](Self::guaranteed_share) of `CRITICAL` (file key
+    /// `critical-guaranteed-share`).
+    #[inline]
+    pub fn critical_guaranteed_share(&self) -> f32 {
+        self.guaranteed_share(Criticality::Critical)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL_PLUS` (file key `critical-plus-threshold`).
+    #[inline]
+    pub fn critical_plus_threshold(&self) -> f32 {
+        self.threshold(Criticality::CriticalPlus)
+    }
+
+    /// [`guaranteed_share`](Self::guaranteed_share) of `CRITICAL_PLUS` (file key
+    /// `critical-plus-guaranteed-share`).
+    #[inline]
+    pub fn critical_plus_guaranteed_share(&self) -> f32 {
+        self.guaranteed_share(Criticality::CriticalPlus)
+    }
 }
 
 /// Builds an [`AdaptiveBulkheadConfig`]; [`build`](Self::build) checks every value.
@@ -195,9 +292,64 @@ impl AdaptiveBulkheadConfigBuilder {
         self
     }
 
+    /// The threshold of `class`, in percent of the limit: `(0, 100]`, and no
+    /// class's above a more critical one's.
+    pub fn threshold(mut self, class: Criticality, percent: f32) -> Self {
+        self.config.thresholds[class.index()] = percent;
+        self
+    }
+
+    /// The guaranteed share of `class`, in percent of the limit: `[0, 100]`,
+    /// all classes' together at most 100.
+    pub fn guaranteed_share(mut self, class: Criticality, percent: f32) -> Self {
+        self.config.guaranteed[class.index()] = percent;
+        self
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE`.
+    pub fn sheddable_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::Sheddable, percent)
+    }
+
+    /// [`guaranteed_share`](Self::guaranteed_share) of `SHEDDABLE`.
+    pub fn sheddable_guaranteed_share(self, percent: f32) -> Self {
+        self.guaranteed_share(Criticality::Sheddable, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE_PLUS`.
+    pub fn sheddable_plus_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::SheddablePlus, percent)
+    }
+
+    /// [`guaranteed_share`](Self::guaranteed_share) of `SHEDDABLE_PLUS`.
+    pub fn sheddable_plus_guaranteed_share(self, percent: f32) -> Self {
+        self.guaranteed_share(Criticality::SheddablePlus, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL`.
+    pub fn critical_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::Critical, percent)
+    }
+
+    /// [`guaranteed_share`](Self::guaranteed_share) of `CRITICAL`.
+    pub fn critical_guaranteed_share(self, percent: f32) -> Self {
+        self.guaranteed_share(Criticality::Critical, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL_PLUS`.
+    pub fn critical_plus_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::CriticalPlus, percent)
+    }
+
+    /// [`guaranteed_share`](Self::guaranteed_share) of `CRITICAL_PLUS`.
+    pub fn critical_plus_guaranteed_share(self, percent: f32) -> Self {
+        self.guaranteed_share(Criticality::CriticalPlus, percent)
+    }
+
     /// The configuration, or the first invalid value with its field name.
     pub fn build(self) -> Result<AdaptiveBulkheadConfig, ConfigError> {
         let c = self.config;
+        check_classes(&c.thresholds, &c.guaranteed)?;
         let minute = Duration::from_secs(60);
         if !(Duration::from_millis(1)..=minute).contains(&c.min_window_time) {
             return Err(ConfigError::new(
@@ -289,6 +441,14 @@ mod tests {
             (Duration::from_secs(1), Duration::from_secs(1), 10)
         );
         assert_eq!(c.min_rtt_threshold(), Duration::from_micros(100));
+        assert_eq!(
+            Criticality::ALL.map(|k| c.threshold(k)),
+            [50.0, 75.0, 100.0, 100.0]
+        );
+        assert_eq!(
+            Criticality::ALL.map(|k| c.guaranteed_share(k)),
+            [0.0, 0.0, 0.0, 10.0]
+        );
         assert_eq!(AdaptiveBulkheadConfig::builder().build(), Ok(c));
     }
 
@@ -325,6 +485,31 @@ mod tests {
                 "min_rtt_threshold",
                 "2s",
             ),
+            (
+                b().sheddable_threshold(0.0).build(),
+                "sheddable_threshold",
+                "0",
+            ),
+            (
+                b().critical_plus_threshold(101.0).build(),
+                "critical_plus_threshold",
+                "101",
+            ),
+            (
+                b().critical_threshold(60.0).build(),
+                "critical_threshold",
+                "60",
+            ),
+            (
+                b().sheddable_guaranteed_share(-1.0).build(),
+                "sheddable_guaranteed_share",
+                "-1",
+            ),
+            (
+                b().critical_guaranteed_share(95.0).build(),
+                "critical_plus_guaranteed_share",
+                "10",
+            ),
         ];
         for (result, field, got) in cases {
             let err = result.unwrap_err();
@@ -337,6 +522,10 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "invalid `min_limit`: got 11, expected an integer in 1..=max_limit (here 1..=10)"
+        );
+        assert_eq!(
+            b().sheddable_plus_threshold(40.0).build().unwrap_err().to_string(),
+            "invalid `sheddable_plus_threshold`: got 40, expected a percentage in [50, 100]: a class is never refused before a less critical one (`sheddable_threshold` is 50)"
         );
     }
 }

@@ -86,6 +86,7 @@ pub struct AdaptiveBulkheadMetrics {
     pub(crate) limit: u32,
     pub(crate) in_use: u32,
     pub(crate) rejected: u64,
+    pub(crate) rejected_by_class: [u64; 4],
     pub(crate) samples: u64,
     pub(crate) dropped: u64,
     pub(crate) min_rtt: Duration,
@@ -115,6 +116,13 @@ impl AdaptiveBulkheadMetrics {
     #[inline]
     pub fn rejected_calls(&self) -> u64 {
         self.rejected
+    }
+
+    /// Calls of `class` refused since the bulkhead was created (they add up
+    /// to [`rejected_calls`](Self::rejected_calls)).
+    #[inline]
+    pub fn rejected_calls_of(&self, class: crate::criticality::Criticality) -> u64 {
+        self.rejected_by_class[class.index()]
     }
 
     /// Calls whose latency was a sample (finished calls, minus ignored ones,

@@ -43,6 +43,8 @@ use std::thread::Thread;
 
 use parking_lot::Mutex;
 
+use crate::criticality::{share_of, Share, FULL_SHARE};
+
 const IN_USE_MASK: u64 = (1 << 31) - 1;
 const WAITERS: u64 = 1 << 31;
 const MAX_SHIFT: u32 = 32;
@@ -218,14 +220,60 @@ impl Semaphore {
         false
     }
 
+    /// [`try_acquire`](Self::try_acquire) under a ceiling that is a share
+    /// of the limit: a slot only while fewer than [`share_of`]`(max, share)`
+    /// are held. `share >= FULL_SHARE` is the plain limit.
+    #[inline]
+    pub(crate) fn try_acquire_share(&self, share: Share) -> bool {
+        if share >= FULL_SHARE {
+            return self.try_acquire();
+        }
+        if self.wide.load(Ordering::Relaxed) {
+            return self.try_acquire_cas_share(share);
+        }
+        let s = self.state.fetch_add(1, Ordering::Acquire);
+        let queued = s & WAITERS != 0 && s & UNFAIR == 0;
+        if in_use(s) < share_of(max(s), share) && !queued {
+            return true;
+        }
+        self.release();
+        false
+    }
+
+    /// Takes a slot whatever the limit (a guaranteed share, checked by the
+    /// caller): the slots held may then exceed `max`, as after a lowered
+    /// limit. Refuses only when `in_use` would leave its 31 bits' lower half,
+    /// which no real bulkhead reaches.
+    #[cold]
+    pub(crate) fn acquire_over_limit(&self) -> bool {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            if in_use(s) >= ADD_LIMIT {
+                return false;
+            }
+            match self
+                .state
+                .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
     /// The fast path for limits above [`ADD_LIMIT`]: a CAS that never
     /// overshoots.
     #[cold]
     fn try_acquire_cas(&self) -> bool {
+        self.try_acquire_cas_share(FULL_SHARE)
+    }
+
+    #[cold]
+    fn try_acquire_cas_share(&self, share: Share) -> bool {
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
             let queued = s & WAITERS != 0 && s & UNFAIR == 0;
-            if in_use(s) >= max(s) || queued {
+            if in_use(s) >= share_of(max(s), share) || queued {
                 return false;
             }
             match self

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::drain::DrainOnResult;
 use crate::clock;
+use crate::criticality::{check_classes, Criticality, DEFAULT_THRESHOLDS};
 use crate::error::ConfigError;
 
 /// The longest `limit_refresh_period`: `u64::MAX` nanoseconds (about 584 years),
@@ -57,13 +58,81 @@ pub struct RateLimiterConfig {
     limit_refresh_period: Duration,
     timeout_duration: Duration,
     drain_permissions_on_result: Option<DrainOnResult>,
+    /// Per class ([`Criticality::index`]), in percent.
+    thresholds: Thresholds,
+}
+
+/// Per-class thresholds in hundredths of a percent (`10000` is 100 %): the
+/// config stays `Eq + Hash` and a limiter within its kilobyte; `Debug` shows
+/// the percentages. A value outside `0..=100` is kept as a marker that
+/// `build` refuses.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Thresholds([u16; 4]);
+
+/// Out of range: `build` refuses it, naming the value given.
+const INVALID: u16 = u16::MAX;
+
+impl Thresholds {
+    fn get(&self, i: usize) -> f32 {
+        f32::from(self.0[i]) / 100.0
+    }
+
+    fn encode(percent: f32) -> u16 {
+        if (0.0..=100.0).contains(&percent) {
+            (percent * 100.0).round() as u16
+        } else {
+            INVALID
+        }
+    }
+}
+
+impl std::fmt::Debug for Thresholds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries((0..4).map(|i| self.get(i))).finish()
+    }
 }
 
 impl RateLimiterConfig {
+    /// The threshold of `class`, in percent of `limit_for_period`: a call of
+    /// that class is admitted while fewer than `ceil(threshold × limit / 100)`
+    /// of the current cycle's permits are taken (defaults 50, 75, 100, 100
+    /// from `SHEDDABLE` to `CRITICAL_PLUS`). A class below 100 never waits
+    /// for, nor reserves, a later cycle's permits: it is refused at once, so
+    /// the reservations belong to the classes that may use the whole cycle.
+    #[inline]
+    pub fn threshold(&self, class: Criticality) -> f32 {
+        self.thresholds.get(class.index())
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE` (file key `sheddable-threshold`).
+    #[inline]
+    pub fn sheddable_threshold(&self) -> f32 {
+        self.threshold(Criticality::Sheddable)
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE_PLUS` (file key `sheddable-plus-threshold`).
+    #[inline]
+    pub fn sheddable_plus_threshold(&self) -> f32 {
+        self.threshold(Criticality::SheddablePlus)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL` (file key `critical-threshold`).
+    #[inline]
+    pub fn critical_threshold(&self) -> f32 {
+        self.threshold(Criticality::Critical)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL_PLUS` (file key `critical-plus-threshold`).
+    #[inline]
+    pub fn critical_plus_threshold(&self) -> f32 {
+        self.threshold(Criticality::CriticalPlus)
+    }
+
     /// A builder starting from the defaults.
     pub fn builder() -> RateLimiterConfigBuilder {
         RateLimiterConfigBuilder {
             config: RateLimiterConfig::default(),
+            invalid: [None; 4],
         }
     }
 
@@ -71,6 +140,7 @@ impl RateLimiterConfig {
     pub fn to_builder(&self) -> RateLimiterConfigBuilder {
         RateLimiterConfigBuilder {
             config: self.clone(),
+            invalid: [None; 4],
         }
     }
 
@@ -143,6 +213,7 @@ impl Default for RateLimiterConfig {
             limit_refresh_period: Duration::from_nanos(500),
             timeout_duration: Duration::from_secs(5),
             drain_permissions_on_result: None,
+            thresholds: Thresholds(DEFAULT_THRESHOLDS.map(Thresholds::encode)),
         }
     }
 }
@@ -152,6 +223,8 @@ impl Default for RateLimiterConfig {
 #[must_use = "a builder does nothing until `build()` is called"]
 pub struct RateLimiterConfigBuilder {
     config: RateLimiterConfig,
+    /// A threshold given out of range, as given (for the error).
+    invalid: [Option<f32>; 4],
 }
 
 impl RateLimiterConfigBuilder {
@@ -208,9 +281,40 @@ impl RateLimiterConfigBuilder {
         self
     }
 
+    /// The threshold of `class`, in percent of `limit_for_period`: `(0, 100]`,
+    /// and no class's above a more critical one's.
+    pub fn threshold(mut self, class: Criticality, percent: f32) -> Self {
+        self.config.thresholds.0[class.index()] = Thresholds::encode(percent);
+        self.invalid[class.index()] = (Thresholds::encode(percent) == INVALID).then_some(percent);
+        self
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE`.
+    pub fn sheddable_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::Sheddable, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE_PLUS`.
+    pub fn sheddable_plus_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::SheddablePlus, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL`.
+    pub fn critical_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::Critical, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL_PLUS`.
+    pub fn critical_plus_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::CriticalPlus, percent)
+    }
+
     /// The configuration, or the first invalid value with its field name.
     pub fn build(self) -> Result<RateLimiterConfig, ConfigError> {
         let c = self.config;
+        let given: [f32; 4] =
+            std::array::from_fn(|i| self.invalid[i].unwrap_or_else(|| c.thresholds.get(i)));
+        check_classes(&given, &[0.0; 4])?;
         check_period(c.limit_refresh_period)?;
         RateLimiterConfig::check_limit(c.limit_for_period, c.limit_refresh_period)?;
         Ok(c)

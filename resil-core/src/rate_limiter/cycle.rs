@@ -430,6 +430,41 @@ impl Cycles {
         }
     }
 
+    /// Takes `permits` now only if they fit in the first `share` (in
+    /// 1/2^32ths) of the current cycle's permits: a lower class's
+    /// admission. Never reserves a later cycle's permits; consumes nothing
+    /// when it refuses.
+    pub(crate) fn acquire_within(
+        &self,
+        permits: u32,
+        share: crate::criticality::Share,
+        now: u64,
+    ) -> bool {
+        let schedule = self.schedule.read();
+        let cycle = schedule.clamp(self.cycle_at(now));
+        let (lo, _) = schedule.window(cycle);
+        let ceiling = lo.saturating_add(u64::from(crate::criticality::share_of(
+            schedule.limit_of(cycle),
+            share,
+        )));
+        let mut cursor = self.hot.0.cursor.load(Ordering::Acquire);
+        loop {
+            let end = cursor.max(lo).saturating_add(u64::from(permits));
+            if end > ceiling {
+                return false;
+            }
+            match self.hot.0.cursor.compare_exchange_weak(
+                cursor,
+                end,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => cursor = actual,
+            }
+        }
+    }
+
     /// Gives back a reservation that was never used, if no permit was taken
     /// after it (otherwise later callers' waits were computed behind it, and it
     /// stays consumed, as in Resilience4j). Returns whether it was given back.

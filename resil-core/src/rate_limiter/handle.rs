@@ -20,6 +20,7 @@ use super::{
 };
 use crate::clock::{self, Clock, CoarseClock, SharedClock, SystemClock};
 use crate::cold_box::ColdBox;
+use crate::criticality::{share_from_percent, Criticality, Share};
 use crate::deadline;
 use crate::error::{DeadlineExceeded, Error, RequestNotPermitted, SharedName};
 use crate::event::{EventPublisher, EventStream};
@@ -98,6 +99,20 @@ pub(crate) mod sealed {
             max_wait: impl FnMut() -> u64,
         ) -> Result<Grant, Refusal>;
 
+        /// The per-class thresholds of the configuration, in percent of the
+        /// permits of a period (all 100: the algorithm does not admit by class).
+        fn thresholds(_config: &Self::Config) -> [f32; 4] {
+            [100.0; 4]
+        }
+
+        /// Takes `permits` now if they fit in the first `share` (1/2^32ths)
+        /// of the period's permits; never reserves, consumes nothing on
+        /// refusal. Called only for a class whose threshold is below 100.
+        fn acquire_within(&self, permits: u32, share: crate::criticality::Share, now: u64) -> bool {
+            let _ = share;
+            self.acquire_fast(permits, || now)
+        }
+
         /// Gives back an unused reservation if it is still the latest.
         fn give_back(&self, grant: &Grant);
 
@@ -146,8 +161,9 @@ pub(super) struct Inner<A: Algorithm> {
     waiting: AtomicU32,
     /// Acquisitions granted, counted per thread.
     granted: Striped<AtomicU64>,
-    /// Acquisitions refused.
-    refused: AtomicU64,
+    /// Acquisitions refused, per class ([`Criticality::index`]); their sum
+    /// is the total.
+    refused: [AtomicU64; 4],
     events: EventPublisher<RateLimiterEvent>,
     /// Refusals since the last aggregated log line (see [`crate::log`]).
     refusals_logged: crate::log::RefusalLog,
@@ -192,7 +208,7 @@ impl<A: Algorithm> Limiter<A> {
                 config,
                 waiting: AtomicU32::new(0),
                 granted: Striped::default(),
-                refused: AtomicU64::new(0),
+                refused: Default::default(),
                 events: EventPublisher::default(),
                 refusals_logged: crate::log::RefusalLog::new(),
                 warned_foreign: AtomicBool::new(false),
@@ -232,11 +248,17 @@ impl<A: Algorithm> Limiter<A> {
 
     /// A snapshot of the permits and the waiting callers.
     pub fn metrics(&self) -> RateLimiterMetrics {
+        let by_class = self
+            .inner
+            .refused
+            .each_ref()
+            .map(|r| r.load(Ordering::Relaxed));
         RateLimiterMetrics {
             available_permissions: self.available_permissions(),
             number_of_waiting_threads: self.inner.waiting.load(Ordering::Relaxed),
             successful_acquisitions: self.inner.granted.sum(),
-            failed_acquisitions: self.inner.refused.load(Ordering::Relaxed),
+            failed_acquisitions: by_class.iter().sum(),
+            failed_by_class: by_class,
         }
     }
 
@@ -338,6 +360,9 @@ impl<A: Algorithm> Limiter<A> {
         Acquire<(), ColdBox<impl Future<Output = Result<(), AcquireError>> + '_>>,
         AcquireError,
     > {
+        if let Some(share) = self.inner.class_share() {
+            return self.inner.take_within(1, share).map(|()| Acquire::Now(()));
+        }
         // The common case returns without building a `Grant`: the result
         // stays two words, in registers.
         if self.inner.take_now(1) {
@@ -363,6 +388,9 @@ impl<A: Algorithm> Limiter<A> {
     #[inline]
     pub fn try_acquire_permission(&self, permits: u32) -> bool {
         let inner = &*self.inner;
+        if let Some(share) = inner.class_share() {
+            return inner.take_within(permits, share).is_ok();
+        }
         let granted = inner.state.acquire_fast(permits, || inner.now())
             || inner
                 .state
@@ -467,12 +495,39 @@ impl<A: Algorithm> Inner<A> {
         self.clock.sleep(Duration::from_nanos(nanos));
     }
 
+    /// The share of a period the task's class may take, when it is not all
+    /// of it (a class below its threshold never reserves).
+    #[inline]
+    fn class_share(&self) -> Option<Share> {
+        let threshold = A::thresholds(&self.config)[Criticality::current().index()];
+        (threshold < 100.0).then(|| share_from_percent(threshold))
+    }
+
+    /// Takes `permits` within `share` of the current period, or refuses at
+    /// once (no reservation).
+    #[cold]
+    fn take_within(&self, permits: u32, share: Share) -> Result<(), AcquireError> {
+        let granted = self
+            .state
+            .acquire_within(permits, share, self.precise_now());
+        self.publish(granted, permits);
+        if granted {
+            Ok(())
+        } else {
+            self.refusals_logged
+                .refused("rate limiter", &self.name, "calls refused", &self.clock);
+            Err(AcquireError::NotPermitted(RequestNotPermitted::by(
+                &self.refusal_name,
+            )))
+        }
+    }
+
     #[inline]
     fn publish(&self, granted: bool, permits: u32) {
         if granted {
             self.granted.increment();
         } else {
-            self.refused.fetch_add(1, Ordering::Relaxed);
+            self.refused[Criticality::current().index()].fetch_add(1, Ordering::Relaxed);
         }
         self.events.publish_with(|| {
             let kind = if granted {
@@ -488,6 +543,9 @@ impl<A: Algorithm> Inner<A> {
     /// deadline; consumes nothing on refusal.
     #[inline]
     fn reserve(&self, permits: u32) -> Result<Grant, AcquireError> {
+        if let Some(share) = self.class_share() {
+            return self.take_within(permits, share).map(|()| Grant::NOW);
+        }
         if self.take_now(permits) {
             Ok(Grant::NOW)
         } else {

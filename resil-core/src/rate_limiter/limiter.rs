@@ -146,5 +146,13 @@ impl Machinery for Cycles {
         Cycles::available(self, now)
     }
 
+    fn thresholds(config: &RateLimiterConfig) -> [f32; 4] {
+        crate::criticality::Criticality::ALL.map(|c| config.threshold(c))
+    }
+
+    fn acquire_within(&self, permits: u32, share: crate::criticality::Share, now: u64) -> bool {
+        Cycles::acquire_within(self, permits, share, now)
+    }
+
     fn debug_fields(&self, _: &mut fmt::DebugStruct<'_, '_>) {}
 }

@@ -12,6 +12,7 @@ pub struct RateLimiterMetrics {
     pub(crate) number_of_waiting_threads: u32,
     pub(crate) successful_acquisitions: u64,
     pub(crate) failed_acquisitions: u64,
+    pub(crate) failed_by_class: [u64; 4],
 }
 
 impl RateLimiterMetrics {
@@ -43,5 +44,13 @@ impl RateLimiterMetrics {
     #[inline]
     pub fn failed_acquisitions(&self) -> u64 {
         self.failed_acquisitions
+    }
+
+    /// Acquisitions refused for calls of `class` (the task's
+    /// [`Criticality`](crate::criticality::Criticality) when it asked); they
+    /// add up to [`failed_acquisitions`](Self::failed_acquisitions).
+    #[inline]
+    pub fn failed_acquisitions_of(&self, class: crate::criticality::Criticality) -> u64 {
+        self.failed_by_class[class.index()]
     }
 }

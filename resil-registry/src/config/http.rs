@@ -52,8 +52,8 @@ pub const RESIL_ROOT: &str = "resil";
 /// Where a file keeps HTTP classifiers: `resil.http.instances.<name>`.
 pub const HTTP_INSTANCES: &str = "resil.http.instances";
 
-/// The keys of `resil` (one: `http`).
-const RESIL_KEYS: [&str; 1] = ["http"];
+/// The keys of `resil`: `http` and `inbound-guard` (see `inbound.rs`).
+const RESIL_KEYS: [&str; 2] = ["http", "inbound-guard"];
 
 /// The keys of `resil.http` (one: `instances`).
 const HTTP_SECTION_KEYS: [&str; 1] = ["instances"];
@@ -419,7 +419,19 @@ fn unknown_name(path: &str, name: &str, configured: &[&str]) -> Problem {
 
 /// Reads the `resil` subtree (`root` is the key as written), recording every
 /// problem with its key path.
+#[cfg(test)]
 pub(crate) fn section(root: &str, value: Value, problems: &mut Vec<Problem>) -> HttpSection {
+    section_and_guard(root, value, problems, &mut None)
+}
+
+/// [`section`], also reading `resil.inbound-guard` into `guard` (a later
+/// section replaces an earlier one).
+pub(crate) fn section_and_guard(
+    root: &str,
+    value: Value,
+    problems: &mut Vec<Problem>,
+    guard: &mut Option<resil_core::inbound::InboundGuardConfig>,
+) -> HttpSection {
     let mut section = HttpSection::default();
     let Some(items) = map_entries(value, root, "a map with an `http` key", problems) else {
         return section;
@@ -427,6 +439,14 @@ pub(crate) fn section(root: &str, value: Value, problems: &mut Vec<Problem>) -> 
     let mut seen = HashMap::new();
     for (key, value) in items {
         let path = format!("{root}.{key}");
+        if normalize(&key) == normalize("inbound-guard") {
+            if let Some(first) = seen.insert("inbound-guard", key.clone()) {
+                problems.push(duplicate(&path, &first, &key));
+            } else if let Some(config) = super::inbound::section(&path, value, problems) {
+                *guard = Some(config);
+            }
+            continue;
+        }
         if normalize(&key) != "http" {
             problems.push(unknown_key(path, &key, RESIL_KEYS, "resil's own keys"));
             continue;
@@ -678,7 +698,7 @@ mod tests {
         assert_eq!(
             problems,
             [
-                "unknown key `resil.htp`; did you mean `http`? (resil's own keys: `http`)",
+                "unknown key `resil.htp`; did you mean `http`? (resil's own keys: `http`, `inbound-guard`)",
                 "unknown key `resil.http.instance`; did you mean `instances`? \
                  (keys of `resil.http`: `instances`)",
                 "unknown key `resil.http.instances.a.ignore-statuses`; did you mean \

@@ -69,6 +69,7 @@ pub(crate) mod duration;
 mod env;
 mod error;
 mod http;
+mod inbound;
 pub(crate) mod load;
 #[cfg(feature = "properties")]
 mod properties;
@@ -90,6 +91,7 @@ pub use self::http::{
     parse_status_ranges, HttpEntry, HttpSection, StatusKey, StatusList, StatusSetError,
     EXPECTED_STATUS, HTTP_INSTANCES, RESIL_ROOT,
 };
+pub use self::inbound::INBOUND_GUARD_KEYS;
 pub(crate) use self::render::{rendered, Render};
 pub use self::resolved::{ErrorNames, Provenance, Resolved, Section};
 pub use self::schema::Kind;
@@ -217,6 +219,8 @@ pub struct FileConfig {
     sections: Sections,
     /// resil's own `resil.http.instances`: the HTTP classifiers' status sets.
     http: HttpSection,
+    /// resil's own `resil.inbound-guard`: the inbound guard's thresholds.
+    inbound_guard: Option<resil_core::inbound::InboundGuardConfig>,
 }
 
 impl Default for FileConfig {
@@ -474,6 +478,7 @@ impl FileConfig {
 
         let mut merged = Document::default();
         let mut merged_http = HttpSection::default();
+        let mut inbound_guard = None;
         let mut ignored_keys: Vec<String> = Vec::new();
         // Every document's lines, for the problems found after merging.
         let mut all_lines = value::Lines::new();
@@ -497,7 +502,12 @@ impl FileConfig {
             document.locate(&doc.lines, &label);
             for (root, mut value) in resil {
                 let _ = spring::resolve_placeholders(&mut value, &root, &lookup, &mut found);
-                merged_http.merge(http::section(&root, value, &mut found));
+                merged_http.merge(http::section_and_guard(
+                    &root,
+                    value,
+                    &mut found,
+                    &mut inbound_guard,
+                ));
             }
             for problem in &mut found {
                 problem.locate(&doc.lines);
@@ -525,6 +535,7 @@ impl FileConfig {
         merged_http.apply_env(&vars, &configured, &mut late);
         merged_http.check_names(&configured, &mut late);
         config.http = merged_http;
+        config.inbound_guard = inbound_guard;
         for problem in &mut late {
             problem.locate(&all_lines);
         }
@@ -560,6 +571,7 @@ impl FileConfig {
             properties: Vec::new(),
             sections: Sections::resolve(&doc, problems),
             http: HttpSection::default(),
+            inbound_guard: None,
         }
     }
 
@@ -637,6 +649,35 @@ impl FileConfig {
     /// ```
     pub fn http(&self) -> &HttpSection {
         &self.http
+    }
+
+    /// resil's own `resil.inbound-guard`: the server-wide inbound guard's
+    /// thresholds, checked by the loader (`None` when the file has no such
+    /// section; a later document's section replaces an earlier one's).
+    ///
+    /// ```
+    /// # #[cfg(feature = "yaml")] {
+    /// use resil_registry::config::FileConfig;
+    /// use std::time::Duration;
+    ///
+    /// let file = FileConfig::from_yaml_str("
+    /// resil.inbound-guard:
+    ///   max-in-flight: 500
+    ///   retry-after: 2s
+    /// ").unwrap();
+    /// let guard = file.inbound_guard().unwrap();
+    /// assert_eq!(guard.max_in_flight(), Some(500));
+    /// assert_eq!(guard.retry_after(), Duration::from_secs(2));
+    /// assert_eq!(guard.cpu_usage_threshold(), Some(80.0));
+    ///
+    /// let typo = FileConfig::from_yaml_str("resil.inbound-guard.max-in-fligth: 5\n").unwrap_err();
+    /// assert!(typo.to_string().contains(
+    ///     "unknown key `resil.inbound-guard.max-in-fligth`; did you mean `max-in-flight`?"
+    /// ), "{typo}");
+    /// # }
+    /// ```
+    pub fn inbound_guard(&self) -> Option<&resil_core::inbound::InboundGuardConfig> {
+        self.inbound_guard.as_ref()
     }
 
     /// The active profiles the configuration was read with

@@ -2,12 +2,15 @@
 //! options, health and metrics, published beside the bulkhead's names:
 //! `resilience4j_bulkhead_adaptive_limit` (the current limit, a gauge),
 //! `…_concurrent_calls`, `…_available_concurrent_calls`, `…_min_rtt_seconds`
-//! and `resilience4j_bulkhead_adaptive_calls{kind=rejected|dropped|sampled}`.
+//! `resilience4j_bulkhead_adaptive_calls{kind=rejected|dropped|sampled}` and
+//! `resilience4j_bulkhead_adaptive_rejected_calls{criticality}` (one series
+//! per class: four, whatever the traffic).
 
 use resil_core::bulkhead::{
     AdaptiveBulkhead, AdaptiveBulkheadConfig, AdaptiveBulkheadConfigBuilder,
 };
 use resil_core::event::EventStream;
+use resil_core::Criticality;
 
 use super::primitive;
 use super::{bind, plain_options};
@@ -34,6 +37,14 @@ bind! {
         "max-window-time" => Duration: max_window_time,
         "window-size" => U32: window_size,
         "min-rtt-threshold" => Duration: min_rtt_threshold,
+        "sheddable-threshold" => Percent: sheddable_threshold,
+        "sheddable-plus-threshold" => Percent: sheddable_plus_threshold,
+        "critical-threshold" => Percent: critical_threshold,
+        "critical-plus-threshold" => Percent: critical_plus_threshold,
+        "sheddable-guaranteed-share" => Percent: sheddable_guaranteed_share,
+        "sheddable-plus-guaranteed-share" => Percent: sheddable_plus_guaranteed_share,
+        "critical-guaranteed-share" => Percent: critical_guaranteed_share,
+        "critical-plus-guaranteed-share" => Percent: critical_plus_guaranteed_share,
     }
 }
 
@@ -60,10 +71,15 @@ const CALLS: Family = Family::new(
     "Calls the adaptive bulkhead refused, dropped from its samples, or sampled (kind)",
 );
 
+const REJECTED_BY_CLASS: Family = Family::new(
+    "bulkhead_adaptive_rejected_calls",
+    "Calls the adaptive bulkhead refused, by the request's criticality",
+);
+
 impl Telemetry for AdaptiveBulkhead {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
-        vec![
+        let mut out = vec![
             Metric::gauge(LIMIT, None, f64::from(m.limit())),
             Metric::gauge(CONCURRENT, None, f64::from(m.concurrent_calls())),
             Metric::gauge(AVAILABLE, None, f64::from(m.available_concurrent_calls())),
@@ -71,7 +87,12 @@ impl Telemetry for AdaptiveBulkhead {
             Metric::counter(CALLS, Some("rejected"), m.rejected_calls()),
             Metric::counter(CALLS, Some("dropped"), m.dropped_calls()),
             Metric::counter(CALLS, Some("sampled"), m.samples()),
-        ]
+        ];
+        out.extend(Criticality::ALL.map(|c| {
+            Metric::counter(REJECTED_BY_CLASS, Some(c.as_str()), m.rejected_calls_of(c))
+                .keyed("criticality")
+        }));
+        out
     }
 
     fn config_values(&self) -> Vec<(&'static str, String)> {

@@ -88,6 +88,10 @@ bind! {
         "limit-for-period" => U32: limit_for_period,
         "limit-refresh-period" => Duration: limit_refresh_period,
         "timeout-duration" => Duration: timeout_duration,
+        "sheddable-threshold" => Percent: sheddable_threshold,
+        "sheddable-plus-threshold" => Percent: sheddable_plus_threshold,
+        "critical-threshold" => Percent: critical_threshold,
+        "critical-plus-threshold" => Percent: critical_plus_threshold,
     }
 }
 
@@ -106,15 +110,29 @@ const CALLS: Family = Family::new(
     "Acquisitions the rate limiter granted or refused (kind)",
 );
 
+const REFUSED_BY_CLASS: Family = Family::new(
+    "ratelimiter_refused_calls",
+    "Acquisitions the rate limiter refused, by the request's criticality",
+);
+
 impl Telemetry for RateLimiter {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
-        vec![
+        let mut out = vec![
             Metric::gauge(AVAILABLE, None, m.available_permissions() as f64),
             Metric::gauge(WAITING, None, f64::from(m.number_of_waiting_threads())),
             Metric::counter(CALLS, Some("successful"), m.successful_acquisitions()),
             Metric::counter(CALLS, Some("failed"), m.failed_acquisitions()),
-        ]
+        ];
+        out.extend(resil_core::Criticality::ALL.map(|c| {
+            Metric::counter(
+                REFUSED_BY_CLASS,
+                Some(c.as_str()),
+                m.failed_acquisitions_of(c),
+            )
+            .keyed("criticality")
+        }));
+        out
     }
 
     fn config_values(&self) -> Vec<(&'static str, String)> {

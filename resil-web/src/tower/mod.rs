@@ -82,11 +82,15 @@
 //! `benches/tower_e2e.rs`).
 
 mod classify;
+#[cfg(feature = "http")]
+pub mod criticality;
 mod future;
 #[cfg(feature = "axum")]
 mod handler;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "http")]
+pub mod inbound;
 mod layer;
 mod respond;
 mod service;
@@ -94,11 +98,15 @@ mod shared;
 mod trace;
 
 pub use self::classify::{BreakerPredicates, Classify, Verdict};
+#[cfg(feature = "http")]
+pub use self::criticality::{CriticalityLayer, CriticalityService, RequestCriticality};
 pub use self::future::ResponseFuture;
 #[cfg(feature = "axum")]
 pub use self::handler::{HandlerFuture, ProtectedHandler};
 #[cfg(feature = "http")]
 pub use self::http::{default_refusal_response, RefusalResponses};
+#[cfg(feature = "http")]
+pub use self::inbound::{Admitted, InboundGuardLayer, InboundGuardService};
 pub use self::layer::{Builder, ResilienceLayer};
 pub use self::respond::{AsErrors, Quota, Refusal, Respond};
 pub use self::service::Resilience;

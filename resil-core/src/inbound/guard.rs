@@ -1,0 +1,398 @@
+//! The guard: admit or refuse one inbound request.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::config::InboundGuardConfig;
+use super::system::SystemSampler;
+use super::window::Window;
+use crate::clock::{self, Clock, SharedClock};
+
+/// Why the guard refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Overload {
+    /// More requests in flight than `max-in-flight`.
+    InFlight,
+    /// More requests per second than `max-rps`.
+    Rps,
+    /// An average response time above `max-average-rt`.
+    AverageRt,
+    /// CPU usage above its threshold, and more in flight than the service
+    /// completes (the BBR check).
+    Cpu,
+    /// Load above its threshold, and more in flight than the service
+    /// completes (the BBR check).
+    Load,
+}
+
+impl Overload {
+    /// Every reason, in the order the guard checks them.
+    pub const ALL: [Overload; 5] = [
+        Overload::Rps,
+        Overload::InFlight,
+        Overload::AverageRt,
+        Overload::Load,
+        Overload::Cpu,
+    ];
+
+    /// A short stable label (`in_flight`, `rps`, `average_rt`, `cpu`, `load`):
+    /// the `kind` of the refusal metric.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Overload::InFlight => "in_flight",
+            Overload::Rps => "rps",
+            Overload::AverageRt => "average_rt",
+            Overload::Cpu => "cpu",
+            Overload::Load => "load",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A refused request: the service is overloaded. Answer 503 with
+/// `Retry-After: retry_after` (the tower layer does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overloaded {
+    /// What was over its threshold.
+    pub reason: Overload,
+    /// How long the client should wait before trying again.
+    pub retry_after: Duration,
+}
+
+impl Overloaded {
+    /// `"overloaded"`: the refusal's classification, whatever the reason.
+    pub const fn kind(&self) -> &'static str {
+        "overloaded"
+    }
+}
+
+impl fmt::Display for Overloaded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "service overloaded ({}); retry later",
+            self.reason.as_str()
+        )
+    }
+}
+
+impl std::error::Error for Overloaded {}
+
+/// What the guard saw: in flight now, its window's rates and response times,
+/// the last CPU and load readings, and its refusals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InboundGuardMetrics {
+    /// Requests in flight now.
+    pub in_flight: u32,
+    /// Requests admitted per second over the window.
+    pub admitted_rps: f64,
+    /// Requests completed per second over the window.
+    pub completed_rps: f64,
+    /// The most requests completed per second in one bucket of the window
+    /// (BBR's bottleneck bandwidth).
+    pub max_completed_rps: f64,
+    /// The smallest response time in the window (BBR's round-trip
+    /// propagation time), `None` before a completion.
+    pub min_rt: Option<Duration>,
+    /// The average response time over the window.
+    pub average_rt: Option<Duration>,
+    /// The last CPU usage reading, in percent.
+    pub cpu_usage: Option<f64>,
+    /// The last load reading.
+    pub load: Option<f64>,
+    /// Requests admitted since the guard was made.
+    pub admitted: u64,
+    /// Requests refused since the guard was made, per reason (in
+    /// [`Overload::ALL`]'s order).
+    pub refused: [u64; 5],
+}
+
+impl InboundGuardMetrics {
+    /// Requests refused for `reason`.
+    pub fn refused_for(&self, reason: Overload) -> u64 {
+        self.refused[reason.index()]
+    }
+}
+
+/// One guard in front of every route of a service (Sentinel's system rules,
+/// with its BBR check): it refuses inbound work when the service as a whole
+/// is overloaded, before the work costs anything.
+///
+/// A request is refused, in this order, when:
+///
+/// 1. `max-rps` is set and the window's admitted rate would exceed it;
+/// 2. `max-in-flight` is set and that many requests are in flight;
+/// 3. `max-average-rt` is set and the window's average response time is above it;
+/// 4. the load is above `load-threshold`, or 5. the CPU usage above
+///    `cpu-usage-threshold` (default 80 %), **and** the BBR check fails: more
+///    than one request already in flight and more than `max completed RPS ×
+///    min RT` — more than the service completes in the time of its fastest
+///    request, so the excess waits in a queue. (Sentinel's `checkBbr`, with
+///    its window: the best bucket's completions per second, the smallest
+///    response time; a response time of zero makes the estimate zero.)
+///
+/// The CPU and load readings come from [`record_system`](Self::record_system)
+/// (tests inject them) or a sampler task
+/// ([`spawn_system_sampler`](Self::spawn_system_sampler), cgroup v2 aware).
+/// While none came, the CPU and load conditions are off.
+///
+/// # Cost
+///
+/// A decision with the default thresholds is one `fetch_add`, a clock
+/// reading, one load of the CPU reading and the window's bucket add; the
+/// window is summed only when a rate, an average or the BBR check needs it.
+/// Nothing is allocated; the permit holds one `Arc` (as tower's
+/// `ConcurrencyLimit`'s `OwnedSemaphorePermit` does).
+#[derive(Clone)]
+pub struct InboundGuard {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: InboundGuardConfig,
+    clock: SharedClock,
+    in_flight: AtomicU32,
+    window: Window,
+    /// The last CPU usage in thousandths of a percent (`u32::MAX`: none).
+    cpu: AtomicU32,
+    /// The last load in thousandths (`u32::MAX`: none).
+    load: AtomicU32,
+    /// Thresholds in the same units (`u32::MAX`: off).
+    cpu_over: u32,
+    load_over: u32,
+    admitted: AtomicU64,
+    refused: [AtomicU64; 5],
+}
+
+const NONE: u32 = u32::MAX;
+
+fn milli(v: f64) -> u32 {
+    (v * 1000.0).clamp(0.0, f64::from(NONE - 1)) as u32
+}
+
+impl InboundGuard {
+    /// A guard timing requests on the system clock.
+    pub fn new(config: InboundGuardConfig) -> Self {
+        Self::with_clock(config, SharedClock::system())
+    }
+
+    /// A guard timing requests on `clock` (a
+    /// [`ManualClock`](crate::clock::ManualClock) in tests).
+    pub fn with_clock(config: InboundGuardConfig, clock: impl Clock) -> Self {
+        let bucket = clock::nanos(config.window()) / u64::from(config.window_buckets());
+        InboundGuard {
+            inner: Arc::new(Inner {
+                clock: SharedClock::new(clock),
+                in_flight: AtomicU32::new(0),
+                window: Window::new(config.window_buckets(), bucket),
+                cpu: AtomicU32::new(NONE),
+                load: AtomicU32::new(NONE),
+                cpu_over: config
+                    .cpu_usage_threshold()
+                    .map_or(NONE, |p| milli(f64::from(p))),
+                load_over: config.load_threshold().map_or(NONE, milli),
+                admitted: AtomicU64::new(0),
+                refused: Default::default(),
+                config,
+            }),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> InboundGuardConfig {
+        self.inner.config
+    }
+
+    /// Records a CPU usage (percent) and a load reading; `None` leaves the
+    /// previous one.
+    pub fn record_system(&self, cpu_usage: Option<f64>, load: Option<f64>) {
+        if let Some(cpu) = cpu_usage {
+            self.inner.cpu.store(milli(cpu), Ordering::Relaxed);
+        }
+        if let Some(load) = load {
+            self.inner.load.store(milli(load), Ordering::Relaxed);
+        }
+    }
+
+    /// Samples the CPU usage and load every `every` on a tokio task (cgroup
+    /// v2 aware, see [`SystemSampler`]); the task ends when the guard's last
+    /// handle is dropped.
+    pub fn spawn_system_sampler(&self, every: Duration) -> tokio::task::JoinHandle<()> {
+        let weak = Arc::downgrade(&self.inner);
+        let mut sampler = SystemSampler::new();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                let Some(inner) = weak.upgrade() else { return };
+                let guard = InboundGuard { inner };
+                let reading = sampler.sample(guard.inner.clock.now_nanos());
+                guard.record_system(reading.cpu_usage, reading.load);
+            }
+        })
+    }
+
+    /// Admits a request (the permit counts it in flight until dropped, and
+    /// times it), or refuses it.
+    #[inline]
+    pub fn try_enter(&self) -> Result<InboundPermit, Overloaded> {
+        let i = &*self.inner;
+        let before = i.in_flight.fetch_add(1, Ordering::Acquire);
+        let now = i.clock.now_nanos();
+        if let Err(reason) = i.check(before, now) {
+            i.in_flight.fetch_sub(1, Ordering::Release);
+            return Err(i.refuse(reason));
+        }
+        i.window.pass(now);
+        i.admitted.fetch_add(1, Ordering::Relaxed);
+        Ok(InboundPermit {
+            inner: Arc::clone(&self.inner),
+            start: now,
+            sample: true,
+        })
+    }
+
+    /// A snapshot of what the guard measures.
+    pub fn metrics(&self) -> InboundGuardMetrics {
+        let i = &*self.inner;
+        let now = i.clock.now_nanos();
+        let t = i.window.totals(now);
+        let reading = |v: u32| (v != NONE).then(|| f64::from(v) / 1000.0);
+        InboundGuardMetrics {
+            in_flight: i.in_flight.load(Ordering::Relaxed),
+            admitted_rps: t.passed as f64 / i.window.seconds(),
+            completed_rps: t.completed as f64 / i.window.seconds(),
+            max_completed_rps: t.max_completed as f64 / i.window.bucket_seconds(),
+            min_rt: (t.min_rt != u64::MAX).then(|| Duration::from_nanos(t.min_rt)),
+            average_rt: (t.completed > 0).then(|| Duration::from_nanos(t.rt_sum / t.completed)),
+            cpu_usage: reading(i.cpu.load(Ordering::Relaxed)),
+            load: reading(i.load.load(Ordering::Relaxed)),
+            admitted: i.admitted.load(Ordering::Relaxed),
+            refused: i.refused.each_ref().map(|r| r.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+impl Inner {
+    /// Every rule, in Sentinel's order; `in_flight` excludes this request.
+    #[inline]
+    fn check(&self, in_flight: u32, now: u64) -> Result<(), Overload> {
+        let c = &self.config;
+        if c.max_rps().is_some() || c.max_average_rt().is_some() {
+            self.check_window(in_flight, now)?;
+        }
+        if c.max_in_flight().is_some_and(|max| in_flight >= max) {
+            return Err(Overload::InFlight);
+        }
+        // An unset threshold is `NONE` (no reading exceeds it); an absent
+        // reading is `NONE` too, hence the second comparison.
+        let load = self.load.load(Ordering::Relaxed);
+        if load > self.load_over && load != NONE && !self.bbr(in_flight, now) {
+            return Err(Overload::Load);
+        }
+        let cpu = self.cpu.load(Ordering::Relaxed);
+        if cpu > self.cpu_over && cpu != NONE && !self.bbr(in_flight, now) {
+            return Err(Overload::Cpu);
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn check_window(&self, _in_flight: u32, now: u64) -> Result<(), Overload> {
+        let t = self.window.totals(now);
+        if let Some(max) = self.config.max_rps() {
+            if (t.passed + 1) as f64 / self.window.seconds() > max {
+                return Err(Overload::Rps);
+            }
+        }
+        if let Some(max) = self.config.max_average_rt() {
+            if t.completed > 0 && t.rt_sum / t.completed > clock::nanos(max) {
+                return Err(Overload::AverageRt);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sentinel's `checkBbr`: admit unless more than one request is in
+    /// flight and more than the window's best completion rate × its fastest
+    /// response time.
+    #[cold]
+    fn bbr(&self, in_flight: u32, now: u64) -> bool {
+        if in_flight <= 1 {
+            return true;
+        }
+        let t = self.window.totals(now);
+        if t.min_rt == u64::MAX {
+            // Nothing completed yet: no estimate to hold the load against.
+            return true;
+        }
+        let max_rps = t.max_completed as f64 / self.window.bucket_seconds();
+        f64::from(in_flight) <= max_rps * (t.min_rt as f64 / 1e9)
+    }
+
+    #[cold]
+    fn refuse(&self, reason: Overload) -> Overloaded {
+        self.refused[reason.index()].fetch_add(1, Ordering::Relaxed);
+        Overloaded {
+            reason,
+            retry_after: self.config.retry_after(),
+        }
+    }
+}
+
+impl fmt::Debug for InboundGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InboundGuard")
+            .field("config", &self.inner.config)
+            .field("in_flight", &self.inner.in_flight.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// An admitted request: in flight until dropped, when its response time is
+/// recorded as a completion (a panicked or cancelled request too, so the
+/// in-flight count never leaks) — unless [`refused`](Self::refused) says it
+/// was refused further in.
+#[must_use = "the request leaves the in-flight count as soon as the permit is dropped"]
+pub struct InboundPermit {
+    inner: Arc<Inner>,
+    start: u64,
+    sample: bool,
+}
+
+impl InboundPermit {
+    /// The request was refused further in (a bulkhead, a rate limiter: a
+    /// 503 or 429): it leaves the in-flight count without counting as a
+    /// completion, as a blocked entry in Sentinel records neither success
+    /// nor response time. A refusal takes no time, so counting it would
+    /// drag the smallest response time, and with it BBR's estimate, to
+    /// zero.
+    pub fn refused(mut self) {
+        self.sample = false;
+    }
+}
+
+impl Drop for InboundPermit {
+    #[inline]
+    fn drop(&mut self) {
+        let i = &*self.inner;
+        if self.sample {
+            let now = i.clock.now_nanos();
+            i.window.complete(now, now.saturating_sub(self.start));
+        }
+        i.in_flight.fetch_sub(1, Ordering::Release);
+    }
+}
+
+impl fmt::Debug for InboundPermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InboundPermit")
+            .field("start", &self.start)
+            .finish()
+    }
+}

@@ -1,0 +1,169 @@
+//! The sliding window of requests admitted and completed (Sentinel's
+//! `LeapArray` with a `MetricBucket` of pass, success, RT and min RT).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+/// One bucket: what happened in one `bucket`-long stretch of time.
+#[derive(Debug)]
+struct Bucket {
+    /// Which stretch (`now / bucket`) the counts belong to.
+    epoch: AtomicU64,
+    passed: AtomicU64,
+    completed: AtomicU64,
+    rt_sum: AtomicU64,
+    min_rt: AtomicU64,
+}
+
+impl Bucket {
+    fn new() -> Self {
+        Bucket {
+            epoch: AtomicU64::new(u64::MAX),
+            passed: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+            rt_sum: AtomicU64::new(0),
+            min_rt: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+/// What the window holds now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Totals {
+    pub(crate) passed: u64,
+    pub(crate) completed: u64,
+    pub(crate) rt_sum: u64,
+    /// The smallest response time, `u64::MAX` when nothing completed.
+    pub(crate) min_rt: u64,
+    /// The most completions in one bucket.
+    pub(crate) max_completed: u64,
+}
+
+/// `buckets` buckets of `bucket` nanoseconds each.
+#[derive(Debug)]
+pub(crate) struct Window {
+    buckets: Box<[Bucket]>,
+    bucket: u64,
+    /// Held only to reset a bucket that a new stretch of time takes over.
+    reset: Mutex<()>,
+}
+
+impl Window {
+    pub(crate) fn new(buckets: u32, bucket: u64) -> Self {
+        Window {
+            buckets: (0..buckets.max(1)).map(|_| Bucket::new()).collect(),
+            bucket: bucket.max(1),
+            reset: Mutex::new(()),
+        }
+    }
+
+    /// The bucket of reading `now`, reset first if it held an older stretch.
+    #[inline]
+    fn current(&self, now: u64) -> &Bucket {
+        let epoch = now / self.bucket;
+        let b = &self.buckets[(epoch % self.buckets.len() as u64) as usize];
+        if b.epoch.load(Ordering::Acquire) != epoch {
+            self.rotate(b, epoch);
+        }
+        b
+    }
+
+    #[cold]
+    fn rotate(&self, b: &Bucket, epoch: u64) {
+        let _reset = self.reset.lock();
+        let held = b.epoch.load(Ordering::Acquire);
+        // A later stretch already took it (a reading older than another
+        // thread's): count into it rather than erase newer counts.
+        if held != u64::MAX && held >= epoch {
+            return;
+        }
+        b.passed.store(0, Ordering::Relaxed);
+        b.completed.store(0, Ordering::Relaxed);
+        b.rt_sum.store(0, Ordering::Relaxed);
+        b.min_rt.store(u64::MAX, Ordering::Relaxed);
+        b.epoch.store(epoch, Ordering::Release);
+    }
+
+    /// A request was admitted at `now`.
+    #[inline]
+    pub(crate) fn pass(&self, now: u64) {
+        self.current(now).passed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request completed at `now` after `rt` nanoseconds.
+    #[inline]
+    pub(crate) fn complete(&self, now: u64, rt: u64) {
+        let b = self.current(now);
+        b.completed.fetch_add(1, Ordering::Relaxed);
+        b.rt_sum.fetch_add(rt, Ordering::Relaxed);
+        b.min_rt.fetch_min(rt, Ordering::Relaxed);
+    }
+
+    /// The buckets of the window ending at `now`.
+    pub(crate) fn totals(&self, now: u64) -> Totals {
+        let epoch = now / self.bucket;
+        let n = self.buckets.len() as u64;
+        let mut t = Totals {
+            min_rt: u64::MAX,
+            ..Totals::default()
+        };
+        for b in self.buckets.iter() {
+            let e = b.epoch.load(Ordering::Acquire);
+            if e == u64::MAX || e > epoch || epoch - e >= n {
+                continue;
+            }
+            let completed = b.completed.load(Ordering::Relaxed);
+            t.passed += b.passed.load(Ordering::Relaxed);
+            t.completed += completed;
+            t.rt_sum += b.rt_sum.load(Ordering::Relaxed);
+            t.min_rt = t.min_rt.min(b.min_rt.load(Ordering::Relaxed));
+            t.max_completed = t.max_completed.max(completed);
+        }
+        t
+    }
+
+    /// The window's length in seconds.
+    pub(crate) fn seconds(&self) -> f64 {
+        (self.bucket as f64 * self.buckets.len() as f64) / 1e9
+    }
+
+    /// One bucket's length in seconds.
+    pub(crate) fn bucket_seconds(&self) -> f64 {
+        self.bucket as f64 / 1e9
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn counts_slide_out_bucket_by_bucket() {
+        let w = Window::new(10, 100 * MS);
+        w.pass(0);
+        w.complete(50 * MS, 40 * MS);
+        w.pass(150 * MS);
+        w.complete(160 * MS, 10 * MS);
+        w.complete(170 * MS, 30 * MS);
+        let t = w.totals(900 * MS);
+        assert_eq!((t.passed, t.completed, t.rt_sum), (2, 3, 80 * MS));
+        assert_eq!((t.min_rt, t.max_completed), (10 * MS, 2));
+        // At 1.0 s the first bucket (0..100 ms) has left the window.
+        let t = w.totals(1_000 * MS);
+        assert_eq!((t.passed, t.completed, t.min_rt), (1, 2, 10 * MS));
+        // A bucket reused by a later stretch starts from zero.
+        w.pass(1_020 * MS);
+        let t = w.totals(1_050 * MS);
+        assert_eq!(t.passed, 2);
+        assert_eq!(
+            w.totals(5_000 * MS),
+            Totals {
+                min_rt: u64::MAX,
+                ..Totals::default()
+            }
+        );
+    }
+}

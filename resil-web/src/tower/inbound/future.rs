@@ -1,0 +1,77 @@
+//! The response future: the inner service's, holding the permit, or a
+//! refusal ready at once.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use http::Response;
+use pin_project_lite::pin_project;
+use resil_core::inbound::InboundPermit;
+
+pin_project! {
+    /// The future of [`InboundGuardService`](super::InboundGuardService): the
+    /// inner service's, holding the permit that keeps the request in flight
+    /// until the response is complete (or the future dropped), or a refusal
+    /// ready at once.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct InboundFuture<F, B> {
+        #[pin]
+        state: State<F, B>,
+    }
+}
+
+pin_project! {
+    #[project = Proj]
+    enum State<F, B> {
+        Admitted { #[pin] fut: F, permit: Option<InboundPermit> },
+        Refused { response: Option<Response<B>> },
+    }
+}
+
+impl<F, B> InboundFuture<F, B> {
+    pub(super) fn admitted(fut: F, permit: InboundPermit) -> Self {
+        InboundFuture {
+            state: State::Admitted {
+                fut,
+                permit: Some(permit),
+            },
+        }
+    }
+
+    pub(super) fn refused(response: Response<B>) -> Self {
+        InboundFuture {
+            state: State::Refused {
+                response: Some(response),
+            },
+        }
+    }
+}
+
+impl<F, B, E> Future for InboundFuture<F, B>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = Result<Response<B>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            Proj::Admitted { fut, permit } => {
+                let out = std::task::ready!(fut.poll(cx));
+                // The response is complete: the request leaves the count. A
+                // 503 or 429 from further in is a refusal, not a completion.
+                if let Some(permit) = permit.take() {
+                    match &out {
+                        Ok(r) if matches!(r.status().as_u16(), 429 | 503) => permit.refused(),
+                        _ => drop(permit),
+                    }
+                }
+                Poll::Ready(out)
+            }
+            Proj::Refused { response } => match response.take() {
+                Some(r) => Poll::Ready(Ok(r)),
+                None => Poll::Pending,
+            },
+        }
+    }
+}
