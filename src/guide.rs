@@ -3,3 +3,8 @@
 //! in it. A page whose examples need a cargo feature is included under that
 //! feature. Add a page: one `#[doc = include_str!(…)]` item below.
 #![allow(dead_code)]
+
+/// Breaker failure models (`RATE`, `CONSECUTIVE`, `COUNT`), adaptive
+/// client-side throttling and the adaptive bulkhead's rules (issue 30).
+#[doc = include_str!("../docs/failure-models-and-throttling.md")]
+pub struct FailureModelsAndThrottling;

@@ -86,6 +86,9 @@ pub use resil_core::{
 /// configuration advisor.
 pub use resil_core::{advisor, chaos, hedging};
 
+/// Adaptive client-side throttling (the Google SRE book's; issue 30).
+pub use resil_core::throttler;
+
 mod file_advice;
 pub use file_advice::advise;
 
@@ -95,6 +98,7 @@ pub use file_advice::advise;
 pub use resil_macros::{
     bulkhead, chaos, circuit_breaker, hedge, rate_limiter, retry, time_limiter, ErrorClass,
 };
+pub use resil_macros::throttler;
 
 pub mod fallback;
 

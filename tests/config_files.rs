@@ -198,7 +198,8 @@ fn provenance_lists_every_option_with_its_value_and_source() {
     );
     assert_eq!(
         p.len(),
-        25,
+        // 25, and issue 30's `failure-model` and its three thresholds.
+        29,
         "every circuit-breaker option once, and no tags"
     );
     let _ = Kind::CircuitBreaker;

@@ -26,6 +26,7 @@ fn exposition() -> String {
     let _ = registry.hedging("inventory");
     let _ = registry.adaptive_bulkhead("inventory");
     let _ = registry.chaos("inventory");
+    let _ = registry.throttler("inventory");
     let _ = registry.layer_counts("inventory-api");
     SITE.degraded(&resil::Error::Call("down"));
     let _ = SITE.finished(Err::<(), _>("fallback failed too"));

@@ -88,6 +88,8 @@ bind! {
         "limit-for-period" => U32: limit_for_period,
         "limit-refresh-period" => Duration: limit_refresh_period,
         "timeout-duration" => Duration: timeout_duration,
+        "warm-up-period" => Duration: warm_up_period,
+        "cold-factor" => U32: cold_factor,
     }
 }
 
