@@ -95,10 +95,10 @@ pub use file_advice::advise;
 // The attributes live in the macro namespace, so `resil::circuit_breaker` is
 // both the module above and the attribute here; the derive shares its name
 // with the `ErrorClass` trait, as serde's derives do.
+pub use resil_macros::throttler;
 pub use resil_macros::{
     bulkhead, chaos, circuit_breaker, hedge, rate_limiter, retry, time_limiter, ErrorClass,
 };
-pub use resil_macros::throttler;
 
 pub mod fallback;
 

@@ -490,8 +490,8 @@ fn a_queue_above_six_f_with_fewer_than_half_the_limit_in_flight_changes_nothing(
     let clock = ManualClock::new();
     let b = adaptive(&clock, 46, 1, 100);
     round(&b, &clock, 46, ms(10)); // the no-load latency
-    // The window that closes on the next round's first sample holds the
-    // first round's samples too (46 in flight): it may shrink by one.
+                                   // The window that closes on the next round's first sample holds the
+                                   // first round's samples too (46 in flight): it may shrink by one.
     round(&b, &clock, 20, ms(100));
     let limit = b.limit();
     assert!(limit >= 45, "{limit}");
@@ -519,5 +519,9 @@ fn a_timeout_in_the_first_window_shrinks_the_limit_and_sets_no_baseline() {
     let _ = b.try_acquire_permission().map(|p| p.record_success());
     let m = b.metrics();
     assert_eq!(m.limit(), 45, "a timeout always shrinks, by log10 = 1");
-    assert_ne!(m.min_rtt(), ms(800), "the timeout is not the no-load latency");
+    assert_ne!(
+        m.min_rtt(),
+        ms(800),
+        "the timeout is not the no-load latency"
+    );
 }

@@ -318,8 +318,13 @@ enum Op {
 #[derive(Debug)]
 enum ModelState {
     /// The run, and the instants of the failures (ms) since CLOSED.
-    Closed { run: u32, failures: Vec<u64> },
-    Open { until: u64 },
+    Closed {
+        run: u32,
+        failures: Vec<u64>,
+    },
+    Open {
+        until: u64,
+    },
     /// Successful probes so far.
     HalfOpen(u32),
 }

@@ -198,8 +198,9 @@ fn provenance_lists_every_option_with_its_value_and_source() {
     );
     assert_eq!(
         p.len(),
-        // 25, and issue 30's `failure-model` and its three thresholds.
-        29,
+        // 25, and issue 30's `failure-model`, its three thresholds and the
+        // ramp after recovery (`warm-up-period`, `cold-factor`).
+        31,
         "every circuit-breaker option once, and no tags"
     );
     let _ = Kind::CircuitBreaker;

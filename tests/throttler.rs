@@ -61,7 +61,10 @@ fn the_rejection_probability_follows_the_formula_and_the_draw_decides() {
         let requests = 10 + i;
         let expected = formula(requests, 10, 2.0);
         let p = t.metrics().rejection_probability();
-        assert!((p - expected).abs() < 1e-12, "{requests} requests: {p} vs {expected}");
+        assert!(
+            (p - expected).abs() < 1e-12,
+            "{requests} requests: {p} vs {expected}"
+        );
         if requests <= 20 {
             assert_eq!(p, 0.0);
         }
@@ -79,7 +82,10 @@ fn the_rejection_probability_follows_the_formula_and_the_draw_decides() {
     assert_eq!(rejected.name(), Some("search"));
     // The local rejection counts as a request.
     let m = t.metrics();
-    assert_eq!((m.requests(), m.accepts(), m.not_permitted_calls()), (41, 10, 1));
+    assert_eq!(
+        (m.requests(), m.accepts(), m.not_permitted_calls()),
+        (41, 10, 1)
+    );
     draw.store(formula(41, 10, 2.0).to_bits(), Ordering::Relaxed);
     assert_eq!(accept(&t), Ok(1), "a draw equal to p is not below it");
 }

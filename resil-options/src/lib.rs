@@ -579,6 +579,14 @@ const CIRCUIT_BREAKER: &[OptionSpec] = &[
         Default::Is("10s"),
     ),
     attr(
+        "warm-up-period",
+        Ty::Duration,
+        "warm_up_period",
+        ANY_DURATION,
+        Default::Is("0ms"),
+    ),
+    core("cold-factor", Ty::U32, "cold_factor", Default::Is("3")),
+    attr(
         "wait-duration-in-open-state",
         Ty::Duration,
         "wait_duration_in_open_state",

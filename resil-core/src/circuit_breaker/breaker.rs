@@ -12,8 +12,7 @@ use parking_lot::Mutex;
 
 use super::calls::{CallKind, CallTotals, Totals};
 use super::config::{
-    CircuitBreakerConfig, FailureModel, Outcome, ResultTransition, SlidingWindowType,
-    MIN_OPEN_WAIT,
+    CircuitBreakerConfig, FailureModel, Outcome, ResultTransition, SlidingWindowType, MIN_OPEN_WAIT,
 };
 use super::event::{CircuitBreakerEvent, CircuitBreakerEventKind};
 use super::metrics::Metrics;
@@ -67,6 +66,11 @@ pub(crate) struct Inner {
     open_until: AtomicU64,
     /// HALF_OPEN: the last instant of the round's max wait (`u64::MAX`: never).
     half_open_until: AtomicU64,
+    /// CLOSED after recovery, ramping up (`warm_up_period`): when the ramp
+    /// started and ends (clock nanos), and the calls it has seen.
+    ramp_from: AtomicU64,
+    ramp_until: AtomicU64,
+    ramp_calls: AtomicU64,
     /// A classification found no predicate written for the type it was shown
     /// (reported once per breaker, at debug level).
     untyped_reported: AtomicBool,
@@ -78,9 +82,9 @@ pub(crate) struct Inner {
     refusals_logged: RefusalLog,
     pub(crate) inspects_values: bool,
     pub(crate) name: Arc<str>,
-    /// The refusals OPEN, HALF_OPEN and FORCED_OPEN hand out, built once
-    /// (see [`SharedName`]).
-    refusals: [CallNotPermitted; 3],
+    /// The refusals OPEN, HALF_OPEN, FORCED_OPEN and a ramping CLOSED hand
+    /// out, built once (see [`SharedName`]).
+    refusals: [CallNotPermitted; 4],
     pub(crate) clock: SharedClock,
     pub(crate) config: CircuitBreakerConfig,
     events: EventPublisher<CircuitBreakerEvent>,
@@ -248,6 +252,9 @@ impl CircuitBreaker {
             slow_nanos: clock::nanos(config.slow_call_duration_threshold),
             open_until: AtomicU64::new(0),
             half_open_until: AtomicU64::new(u64::MAX),
+            ramp_from: AtomicU64::new(0),
+            ramp_until: AtomicU64::new(0),
+            ramp_calls: AtomicU64::new(0),
             untyped_reported: AtomicBool::new(false),
             not_permitted: AtomicU64::new(0),
             totals,
@@ -255,8 +262,13 @@ impl CircuitBreaker {
             inspects_values: config.inspects_values(),
             refusals: {
                 let name = SharedName::new(Arc::clone(&name));
-                [State::Open, State::HalfOpen, State::ForcedOpen]
-                    .map(|state| CallNotPermitted::by(&name, state))
+                [
+                    State::Open,
+                    State::HalfOpen,
+                    State::ForcedOpen,
+                    State::Closed,
+                ]
+                .map(|state| CallNotPermitted::by(&name, state))
             },
             name,
             clock,
@@ -440,7 +452,7 @@ impl CircuitBreaker {
     pub fn try_acquire_permission(&self) -> Result<Permit<'_>, CallNotPermitted> {
         let inner = &*self.inner;
         let w = inner.load();
-        if w.state().passes_unguarded() {
+        if w.passes_unguarded() {
             Ok(Permit::new(inner, w, inner.start(w)))
         } else {
             inner.acquire_slow(w)
@@ -473,7 +485,7 @@ impl CircuitBreaker {
     {
         let inner = &*self.inner;
         let w = inner.load();
-        if !w.state().passes_unguarded() {
+        if !w.passes_unguarded() {
             return self.call_guarded(f);
         }
         // CLOSED, METRICS_ONLY, DISABLED: no probe slot to give back on a panic,
@@ -590,7 +602,7 @@ impl CircuitBreaker {
     {
         let inner = &*self.inner;
         let w = inner.load();
-        if !w.state().passes_unguarded() {
+        if !w.passes_unguarded() {
             let permit = self
                 .try_acquire_permission()
                 .map_err(Error::CallNotPermitted)?;
@@ -780,7 +792,9 @@ impl CircuitBreaker {
         inner.window.copy_from(&old.window);
         // The failure model's memory carries over too when the model keeps
         // its shape (a run, or as many failure instants).
-        inner.run.store(old.run.load(Ordering::Acquire), Ordering::Release);
+        inner
+            .run
+            .store(old.run.load(Ordering::Acquire), Ordering::Release);
         if inner.failure_times.len() == old.failure_times.len() {
             for (new, old) in inner.failure_times.iter().zip(old.failure_times.iter()) {
                 new.store(old.load(Ordering::Acquire), Ordering::Relaxed);
@@ -816,14 +830,6 @@ impl fmt::Debug for CircuitBreaker {
             .field("state", &self.inner.load().state())
             .field("config", &self.inner.config)
             .finish()
-    }
-}
-
-impl State {
-    /// CLOSED, METRICS_ONLY and DISABLED permit every call without a probe slot.
-    #[inline]
-    fn passes_unguarded(self) -> bool {
-        matches!(self, State::Closed | State::MetricsOnly | State::Disabled)
     }
 }
 
@@ -959,6 +965,7 @@ impl Inner {
         let i = match state {
             State::Open => 0,
             State::HalfOpen => 1,
+            State::Closed => 3,
             _ => 2,
         };
         self.refusals[i].clone()
@@ -974,6 +981,14 @@ impl Inner {
         let mut fires = 0;
         loop {
             match w.state() {
+                State::Closed if w.slots() != 0 => {
+                    // Ramping up after recovery (`warm_up_period`).
+                    let now = self.clock.now_nanos();
+                    if !self.ramp_admits(w, now) {
+                        return Err(self.reject(State::Closed));
+                    }
+                    return Ok(Permit::new(self, w, now));
+                }
                 State::Closed | State::MetricsOnly => {
                     return Ok(Permit::new(self, w, self.clock.now_nanos()))
                 }
@@ -1014,6 +1029,32 @@ impl Inner {
             }
             w = self.load();
         }
+    }
+
+    /// Whether the ramp after recovery admits a call at `now`: the fraction
+    /// grows linearly from `1 / cold_factor` to 1 over `warm_up_period`, and
+    /// the ramp's `n`-th call is admitted when `floor((n + 1)·f) > floor(n·f)`
+    /// (admissions spread evenly). Once the ramp is over, the CLOSED word
+    /// drops its ramp mark (same epoch) and every call passes unguarded again.
+    #[cold]
+    #[inline(never)]
+    fn ramp_admits(&self, w: Word, now: u64) -> bool {
+        let until = self.ramp_until.load(Ordering::Acquire);
+        if now >= until {
+            let _ = self.word.compare_exchange(
+                w.0,
+                Word::new(w.epoch(), State::Closed, 0).0,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+            return true;
+        }
+        let from = self.ramp_from.load(Ordering::Acquire);
+        let progress = now.saturating_sub(from) as f64 / until.saturating_sub(from).max(1) as f64;
+        let cold = 1.0 / f64::from(self.config.cold_factor.max(1));
+        let f = cold + (1.0 - cold) * progress.min(1.0);
+        let n = self.ramp_calls.fetch_add(1, Ordering::Relaxed) as f64;
+        ((n + 1.0) * f).floor() > (n * f).floor()
     }
 
     /// Gives back a HALF_OPEN probe slot, if its round is still the current one.
@@ -1305,11 +1346,8 @@ impl Inner {
             Some(Tripped::Rate(rate)) => {
                 self.publish_notable(CircuitBreakerEventKind::FailureRateExceeded { rate })
             }
-            Some(Tripped::Consecutive(failures)) => {
-                self.publish_notable(CircuitBreakerEventKind::ConsecutiveFailuresExceeded {
-                    failures,
-                })
-            }
+            Some(Tripped::Consecutive(failures)) => self
+                .publish_notable(CircuitBreakerEventKind::ConsecutiveFailuresExceeded { failures }),
             Some(Tripped::Count(failures)) => {
                 self.publish_notable(CircuitBreakerEventKind::FailureCountExceeded {
                     failures,
@@ -1532,6 +1570,15 @@ impl Inner {
                 }
             }
             State::Closed | State::ForcedOpen | State::Disabled | State::MetricsOnly => {
+                let ramp = self.config.warm_up_period;
+                if to == State::Closed && reason == Reason::ProbesPassed && !ramp.is_zero() {
+                    // Recovered: ramp up (the word's slot field marks it).
+                    self.ramp_from.store(now, Ordering::Release);
+                    self.ramp_until
+                        .store(now.saturating_add(clock::nanos(ramp)), Ordering::Release);
+                    self.ramp_calls.store(0, Ordering::Relaxed);
+                    slots = 1;
+                }
                 if to != State::ForcedOpen {
                     // CLOSED, DISABLED and METRICS_ONLY end the run of OPEN
                     // periods; FORCED_OPEN neither counts nor ends it.

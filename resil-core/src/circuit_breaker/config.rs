@@ -267,6 +267,8 @@ pub(crate) const MIN_OPEN_WAIT: Duration = Duration::from_millis(1);
 /// | `consecutive_failure_threshold` | 5 (with [`Consecutive`](FailureModel::Consecutive)) |
 /// | `failure_count_threshold` | 5 (with [`Count`](FailureModel::Count)) |
 /// | `failure_count_interval` | 10 s (with [`Count`](FailureModel::Count)) |
+/// | `warm_up_period` | 0 (no ramp after HALF_OPEN closes) |
+/// | `cold_factor` | 3 |
 /// | classification | every error is a failure, every value a success |
 ///
 /// ```
@@ -305,6 +307,8 @@ pub struct CircuitBreakerConfig {
     pub(crate) consecutive_failure_threshold: u32,
     pub(crate) failure_count_threshold: u32,
     pub(crate) failure_count_interval: Duration,
+    pub(crate) warm_up_period: Duration,
+    pub(crate) cold_factor: u32,
     /// `None` while no predicate is configured (the common case keeps the
     /// configuration, and so every breaker, small).
     classifier: Option<Arc<Classifier>>,
@@ -330,6 +334,8 @@ impl Default for CircuitBreakerConfig {
             consecutive_failure_threshold: 5,
             failure_count_threshold: 5,
             failure_count_interval: Duration::from_secs(10),
+            warm_up_period: Duration::ZERO,
+            cold_factor: 3,
             classifier: None,
         }
     }
@@ -452,6 +458,17 @@ impl CircuitBreakerConfig {
     /// within ([`FailureModel::Count`]).
     pub fn failure_count_interval(&self) -> Duration {
         self.failure_count_interval
+    }
+
+    /// The ramp after HALF_OPEN closes the breaker (zero: none). See
+    /// [`CircuitBreakerConfigBuilder::warm_up_period`].
+    pub fn warm_up_period(&self) -> Duration {
+        self.warm_up_period
+    }
+
+    /// The ramp starts by admitting `1 / cold_factor` of the calls.
+    pub fn cold_factor(&self) -> u32 {
+        self.cold_factor
     }
 
     /// Completed probes after which HALF_OPEN decides:
@@ -637,6 +654,8 @@ impl fmt::Debug for CircuitBreakerConfig {
             )
             .field("failure_count_threshold", &self.failure_count_threshold)
             .field("failure_count_interval", &self.failure_count_interval)
+            .field("warm_up_period", &self.warm_up_period)
+            .field("cold_factor", &self.cold_factor)
             .field("record_error", &c.record_error.len())
             .field("ignore_error", &c.ignore_error.len())
             .field("record_result", &c.record_result.len())
@@ -806,6 +825,56 @@ impl CircuitBreakerConfigBuilder {
     /// fall within (≥ 1 ms; default 10 s).
     pub fn failure_count_interval(mut self, interval: Duration) -> Self {
         self.config.failure_count_interval = interval;
+        self
+    }
+
+    /// A post-recovery ramp: when the half-open probes close the breaker, it
+    /// does not let the whole traffic onto a downstream that has just
+    /// recovered (seed 000 §二十八, "小批探测与预热"): for `warm_up_period` it
+    /// admits a fraction of the calls growing linearly from `1 / cold_factor`
+    /// to all of them (the rate limiter's warm-up, Guava's and Sentinel's
+    /// cold factor), and refuses the others with
+    /// [`CallNotPermitted`](crate::error::CallNotPermitted) in state CLOSED,
+    /// counted as not permitted. Admissions are spread evenly (call `n` of
+    /// the ramp is admitted when `floor((n + 1)·f) > floor(n·f)` for the
+    /// fraction `f` at that moment), so a test can count them. Admitted
+    /// calls are recorded as in CLOSED, so a relapse reopens it. Zero (the
+    /// default) turns it off; only a HALF_OPEN → CLOSED decided by the probes
+    /// ramps (not a manual transition or a reset).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig, State};
+    /// use resil_core::clock::ManualClock;
+    ///
+    /// let clock = ManualClock::new();
+    /// let config = CircuitBreakerConfig::builder()
+    ///     .sliding_window_size(2)
+    ///     .minimum_number_of_calls(2)
+    ///     .permitted_number_of_calls_in_half_open_state(1)
+    ///     .wait_duration_in_open_state(Duration::from_secs(1))
+    ///     .warm_up_period(Duration::from_secs(10))
+    ///     .build()
+    ///     .unwrap();
+    /// let breaker = CircuitBreaker::with_clock("catalog", config, clock.clone());
+    /// breaker.transition_to_open().unwrap();
+    /// clock.advance(Duration::from_millis(1_001));
+    /// breaker.call(|| Ok::<_, ()>(())).unwrap(); // the probe closes it
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// let admitted = |n| (0..n).filter(|_| breaker.call(|| Ok::<_, ()>(())).is_ok()).count();
+    /// assert_eq!(admitted(30), 10); // a third at first
+    /// clock.advance(Duration::from_secs(10));
+    /// assert_eq!(admitted(30), 30); // the ramp is over
+    /// ```
+    pub fn warm_up_period(mut self, period: Duration) -> Self {
+        self.config.warm_up_period = period;
+        self
+    }
+
+    /// How cold the ramp starts: `1 / cold_factor` of the calls (≥ 1;
+    /// default 3). Only with a `warm_up_period`.
+    pub fn cold_factor(mut self, factor: u32) -> Self {
+        self.config.cold_factor = factor;
         self
     }
 
@@ -996,6 +1065,9 @@ impl CircuitBreakerConfigBuilder {
                 c.failure_count_threshold,
                 "an integer in [1, 65536]",
             ));
+        }
+        if c.cold_factor == 0 {
+            return Err(ConfigError::new("cold_factor", 0, "an integer >= 1"));
         }
         if c.failure_count_interval < Duration::from_millis(1) {
             return Err(ConfigError::new(

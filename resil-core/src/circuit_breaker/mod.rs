@@ -128,8 +128,7 @@ pub use self::breaker::CircuitBreaker;
 pub use self::calls::{histogram_bounds, CallKind, CallTimer, CallTotals};
 pub use self::config::{
     CircuitBreakerConfig, CircuitBreakerConfigBuilder, FailureModel, Outcome, ResultTransition,
-    SlidingWindowType, MAX_COUNT_WINDOW_SIZE, MAX_FAILURE_COUNT_THRESHOLD,
-    MAX_TIME_WINDOW_SECONDS,
+    SlidingWindowType, MAX_COUNT_WINDOW_SIZE, MAX_FAILURE_COUNT_THRESHOLD, MAX_TIME_WINDOW_SECONDS,
 };
 pub use self::event::{CircuitBreakerEvent, CircuitBreakerEventKind};
 pub use self::metrics::Metrics;

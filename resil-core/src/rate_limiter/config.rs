@@ -383,7 +383,10 @@ mod tests {
             err.to_string(),
             "invalid `warm_up_period`: got 500ms, expected zero (no warm-up) or at least one `limit_refresh_period` (1s)"
         );
-        let err = RateLimiterConfig::builder().cold_factor(0).build().unwrap_err();
+        let err = RateLimiterConfig::builder()
+            .cold_factor(0)
+            .build()
+            .unwrap_err();
         assert_eq!(err.field(), "cold_factor");
         let c = RateLimiterConfig::default();
         assert_eq!((c.warm_up_period(), c.cold_factor()), (Duration::ZERO, 3));

@@ -105,7 +105,9 @@ impl Machinery for Cycles {
     }
 
     fn config_now(&self, config: &RateLimiterConfig, timeout: Duration) -> RateLimiterConfig {
-        config.clone().with_dynamic(self.configured_limit(), timeout)
+        config
+            .clone()
+            .with_dynamic(self.configured_limit(), timeout)
     }
 
     #[inline]

@@ -100,7 +100,10 @@ mod tests {
             "search",
             ThrottlerEventKind::NotPermitted { probability: 0.25 },
         );
-        assert_eq!(e.to_string(), "throttler 'search': NOT_PERMITTED (p = 0.250)");
+        assert_eq!(
+            e.to_string(),
+            "throttler 'search': NOT_PERMITTED (p = 0.250)"
+        );
         assert_eq!(e.label(), "NOT_PERMITTED");
         assert!(!e.is_notable());
     }

@@ -395,8 +395,12 @@ impl Inner {
     fn reject(&self, now: u64, probability: f64) -> RequestNotPermitted {
         self.window.record(now, REQUEST);
         self.not_permitted.fetch_add(1, Ordering::Relaxed);
-        self.refusals_logged
-            .refused("throttler", &self.name, "calls refused locally", &self.clock);
+        self.refusals_logged.refused(
+            "throttler",
+            &self.name,
+            "calls refused locally",
+            &self.clock,
+        );
         self.events.publish_with(|| {
             ThrottlerEvent::of(&self.name, ThrottlerEventKind::NotPermitted { probability })
         });

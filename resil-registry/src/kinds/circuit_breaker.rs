@@ -143,6 +143,8 @@ bind! {
         "consecutive-failure-threshold" => U32: consecutive_failure_threshold,
         "failure-count-threshold" => U32: failure_count_threshold,
         "failure-count-interval" => Duration: failure_count_interval,
+        "warm-up-period" => Duration: warm_up_period,
+        "cold-factor" => U32: cold_factor,
         "automatic-transition-from-open-to-half-open-enabled" => Bool: automatic_transition_from_open_to_half_open_enabled,
         "permitted-number-of-calls-in-half-open-state" => U32: permitted_number_of_calls_in_half_open_state,
         "max-wait-duration-in-half-open-state" => Duration: max_wait_duration_in_half_open_state,
