@@ -88,6 +88,7 @@ static TRACE: CallTrace = CallTrace {
     time_limiter: None,
     bulkhead: Some("bench-tracing-hand"),
     chaos: None,
+    throttler: None,
 };
 
 fn fn_error(e: Error<Unavailable>) -> Unavailable {

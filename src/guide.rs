@@ -16,3 +16,8 @@ pub struct Tenants;
 /// Overload: criticality, admission by class, the inbound guard.
 #[doc = include_str!("../docs/overload.md")]
 pub struct Overload;
+
+/// Breaker failure models (`RATE`, `CONSECUTIVE`, `COUNT`), adaptive
+/// client-side throttling and the adaptive bulkhead's rules (issue 30).
+#[doc = include_str!("../docs/failure-models-and-throttling.md")]
+pub struct FailureModelsAndThrottling;

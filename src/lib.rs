@@ -86,12 +86,16 @@ pub use resil_core::{
 /// configuration advisor.
 pub use resil_core::{advisor, chaos, hedging, inbound};
 
+/// Adaptive client-side throttling (the Google SRE book's; issue 30).
+pub use resil_core::throttler;
+
 mod file_advice;
 pub use file_advice::advise;
 
 // The attributes live in the macro namespace, so `resil::circuit_breaker` is
 // both the module above and the attribute here; the derive shares its name
 // with the `ErrorClass` trait, as serde's derives do.
+pub use resil_macros::throttler;
 pub use resil_macros::{
     bulkhead, chaos, circuit_breaker, hedge, rate_limiter, retry, time_limiter, ErrorClass,
 };

@@ -481,3 +481,47 @@ fn under_many_threads_every_slot_comes_back_and_the_counts_add_up() {
     assert_eq!(b.available_concurrent_calls(), m.limit());
     let _ = clock.now_nanos();
 }
+
+// Issue 30, item 6: the two promises of the docs, checked as a user would
+// (Vegas is the anchor; see `resil_core::bulkhead::AdaptiveBulkhead`).
+
+#[test]
+fn a_queue_above_six_f_with_fewer_than_half_the_limit_in_flight_changes_nothing() {
+    let clock = ManualClock::new();
+    let b = adaptive(&clock, 46, 1, 100);
+    round(&b, &clock, 46, ms(10)); // the no-load latency
+                                   // The window that closes on the next round's first sample holds the
+                                   // first round's samples too (46 in flight): it may shrink by one.
+    round(&b, &clock, 20, ms(100));
+    let limit = b.limit();
+    assert!(limit >= 45, "{limit}");
+    // 20 calls in flight (fewer than half of 45), latency 10× the no-load
+    // one, for 12 s: the limit stays where it is.
+    for _ in 0..120 {
+        round(&b, &clock, 20, ms(100));
+    }
+    assert_eq!(b.limit(), limit, "app-limited: neither grows nor shrinks");
+    // Half the limit in flight, the same latency: queueing shows, shrinks
+    // (the window closes on the next sample).
+    round(&b, &clock, limit.div_ceil(2), ms(100));
+    round(&b, &clock, 1, ms(100));
+    assert!(b.limit() < limit, "{} < {limit}", b.limit());
+}
+
+#[test]
+fn a_timeout_in_the_first_window_shrinks_the_limit_and_sets_no_baseline() {
+    let clock = ManualClock::new();
+    let b = adaptive(&clock, 46, 1, 100);
+    let permit = b.try_acquire_permission().unwrap();
+    clock.advance(ms(800));
+    permit.record_dropped();
+    clock.advance(ms(1)); // the window closes
+    let _ = b.try_acquire_permission().map(|p| p.record_success());
+    let m = b.metrics();
+    assert_eq!(m.limit(), 45, "a timeout always shrinks, by log10 = 1");
+    assert_ne!(
+        m.min_rtt(),
+        ms(800),
+        "the timeout is not the no-load latency"
+    );
+}

@@ -23,6 +23,7 @@ use resil::hedging::{Hedging, HedgingConfig};
 use resil::rate_limiter::{RateLimiter, RateLimiterConfig};
 use resil::retry::{Retry, RetryConfig};
 use resil::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadConfig};
+use resil::throttler::{Throttler, ThrottlerConfig};
 use resil::time_limiter::{TimeLimiter, TimeLimiterConfig};
 use resil::Error;
 
@@ -418,6 +419,30 @@ fn an_adaptive_bulkhead_allocates_nothing_per_call() {
         0,
         "try_acquire_permission + record_success"
     );
+}
+
+#[test]
+fn a_throttler_allocates_nothing_per_call_accepting_refusing_or_rejecting() {
+    let healthy = Throttler::new("throttler", ThrottlerConfig::default());
+    assert_eq!(
+        allocations_in(|i| drop(healthy.call(|| mixed(i)))),
+        0,
+        "call, mostly accepted"
+    );
+    assert_eq!(
+        allocations_in(|i| drop(ready(healthy.call_async(async move { mixed(i) })))),
+        0,
+        "call_async"
+    );
+    // A downstream refusing everything: most calls are rejected locally,
+    // the rest refused; neither allocates.
+    let refusing = Throttler::new("throttler", ThrottlerConfig::default());
+    assert_eq!(
+        allocations_in(|_| drop(refusing.call(|| Err::<u64, u32>(429)))),
+        0,
+        "rejecting"
+    );
+    assert!(refusing.metrics().not_permitted_calls() > 0);
 }
 
 #[test]

@@ -8,11 +8,12 @@ use resil_web::tower::ResilienceLayer;
 #[test]
 fn the_attributes_and_the_layer_nest_their_aspects_in_one_order() {
     // Written innermost first, so only the table can put them in order.
-    let expanded: [Aspect; 4] = resil_macros::__expansion_order! {
+    let expanded: [Aspect; 5] = resil_macros::__expansion_order! {
         #[resil::bulkhead(name = "order")]
         #[resil::time_limiter(name = "order")]
         #[resil::rate_limiter(name = "order")]
         #[resil::circuit_breaker(name = "order")]
+        #[resil::throttler(name = "order")]
         async fn fetch() -> Result<u32, E> {
             Ok(1)
         }
@@ -25,6 +26,7 @@ fn the_attributes_and_the_layer_nest_their_aspects_in_one_order() {
         .time_limiter()
         .rate_limiter()
         .circuit_breaker()
+        .throttler()
         .build();
     assert_eq!(layer.aspects().collect::<Vec<_>>(), expanded);
 
@@ -40,12 +42,13 @@ fn the_attributes_and_the_layer_nest_their_aspects_in_one_order() {
 
 #[test]
 fn the_attributes_nest_every_aspect_in_the_table_order() {
-    let expanded: [Aspect; 7] = resil_macros::__expansion_order! {
+    let expanded: [Aspect; 8] = resil_macros::__expansion_order! {
         #[resil::chaos(name = "order")]
         #[resil::bulkhead(name = "order")]
         #[resil::time_limiter(name = "order")]
         #[resil::rate_limiter(name = "order")]
         #[resil::circuit_breaker(name = "order")]
+        #[resil::throttler(name = "order")]
         #[resil::hedge(name = "order")]
         #[resil::retry(name = "order")]
         async fn fetch() -> Result<u32, E> {

@@ -198,7 +198,10 @@ fn provenance_lists_every_option_with_its_value_and_source() {
     );
     assert_eq!(
         p.len(),
-        27,
+        // 25, issue 29's `keyed.*` (two rows), and issue 30's
+        // `failure-model`, its three thresholds and the ramp after recovery
+        // (`warm-up-period`, `cold-factor`).
+        33,
         "every circuit-breaker option once (`keyed.*` included), and no tags"
     );
     let _ = Kind::CircuitBreaker;

@@ -44,6 +44,7 @@ fn touch(registry: &Registry, kind: Kind) {
         Kind::Hedging => drop(registry.hedging("x")),
         Kind::AdaptiveBulkhead => drop(registry.adaptive_bulkhead("x")),
         Kind::Chaos => drop(registry.chaos("x")),
+        Kind::Throttler => drop(registry.throttler("x")),
         other => unreachable!("{other} is not in Kind::ALL"),
     }
 }
@@ -117,6 +118,40 @@ proptest! {
         });
         prop_assume!(ok.is_ok());
         roundtrip(&registry, Kind::CircuitBreaker)?;
+    }
+
+    #[test]
+    fn every_failure_model_throttler_and_warm_up_value_renders_as_it_loads(
+        model in 0u8..3,
+        consecutive in 1u32..1_000,
+        count in 1u32..65_536,
+        interval in duration(),
+        ramp in duration(),
+        cold in 1u32..10,
+        k in 1.0f64..8.0,
+        window in 1u64..3_600,
+        cap in 0.01f64..1.0,
+    ) {
+        use resil::circuit_breaker::FailureModel;
+        let registry = Registry::new();
+        let model = [FailureModel::Rate, FailureModel::Consecutive, FailureModel::Count][model as usize];
+        let ok = registry.configure_circuit_breaker("x", move |b| {
+            b.failure_model(model)
+                .consecutive_failure_threshold(consecutive)
+                .failure_count_threshold(count)
+                .failure_count_interval(interval)
+                .warm_up_period(ramp)
+                .cold_factor(cold)
+        });
+        prop_assume!(ok.is_ok());
+        roundtrip(&registry, Kind::CircuitBreaker)?;
+        let ok = registry.configure_throttler("x", move |b| {
+            b.accepts_multiplier(k)
+                .sliding_window_duration(Duration::from_secs(window))
+                .max_rejection_probability(cap)
+        });
+        prop_assume!(ok.is_ok());
+        roundtrip(&registry, Kind::Throttler)?;
     }
 
     #[test]

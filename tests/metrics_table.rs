@@ -26,6 +26,7 @@ fn exposition() -> String {
     let _ = registry.hedging("inventory");
     let _ = registry.adaptive_bulkhead("inventory");
     let _ = registry.chaos("inventory");
+    let _ = registry.throttler("inventory");
     let _ = registry.layer_counts("inventory-api");
     let _ = registry.keyed_rate_limiter("inventory").get("tenant-1");
     SITE.degraded(&resil::Error::Call("down"));

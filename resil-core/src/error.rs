@@ -457,7 +457,9 @@ impl CallNotPermitted {
         self.inner.0.as_str()
     }
 
-    /// The state that refused: `Open`, `ForcedOpen` or `HalfOpen` (no probe slot left).
+    /// The state that refused: `Open`, `ForcedOpen`, `HalfOpen` (no probe slot
+    /// left) or `Closed` (ramping up after recovery: see the breaker's
+    /// `warm_up_period`).
     #[inline]
     pub fn state(&self) -> State {
         self.inner.1
@@ -466,6 +468,13 @@ impl CallNotPermitted {
 
 impl fmt::Display for CallNotPermitted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.state() == State::Closed {
+            return write!(
+                f,
+                "circuit breaker '{}' is CLOSED and ramping up after recovery: this call is not permitted",
+                self.name()
+            );
+        }
         write!(
             f,
             "circuit breaker '{}' is {} and does not permit further calls",

@@ -40,6 +40,7 @@ pub mod rejection;
 pub mod retry;
 mod striped;
 pub mod thread_pool_bulkhead;
+pub mod throttler;
 pub mod time_limiter;
 pub mod trace;
 

@@ -156,6 +156,7 @@ pub(crate) fn sections(aspect: Aspect) -> &'static [Section] {
         // come from the file or code, chaos's switch from management.
         Aspect::Hedge => &[Section::Hedging],
         Aspect::Chaos => &[Section::Chaos],
+        Aspect::Throttler => &[Section::Throttler],
     }
 }
 

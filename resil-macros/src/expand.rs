@@ -476,6 +476,7 @@ fn call_trace(
     let time_limiter = name_of(Aspect::TimeLimiter);
     let bulkhead = name_of(Aspect::Bulkhead);
     let chaos = name_of(Aspect::Chaos);
+    let throttler = name_of(Aspect::Throttler);
     // A keyed breaker is not a registry handle: its state is the key's.
     let breaker = match layers
         .iter()
@@ -499,6 +500,7 @@ fn call_trace(
             time_limiter: #time_limiter,
             bulkhead: #bulkhead,
             chaos: #chaos,
+            throttler: #throttler,
         };
     };
     let f = if is_async {
@@ -572,6 +574,7 @@ fn primitive(layer: &Layer) -> (Ident, Ident) {
         Aspect::Bulkhead => ("Bulkhead", "bulkhead"),
         Aspect::Chaos => ("Chaos", "chaos"),
         Aspect::Hedge => ("Hedging", "hedging"),
+        Aspect::Throttler => ("Throttler", "throttler"),
     };
     (
         Ident::new(ty, Span::call_site()),
@@ -668,6 +671,8 @@ fn outer_call(
         (Aspect::Hedge, false) => quote!(::core::compile_error!("`hedge` needs an async fn")),
         (Aspect::CircuitBreaker, true) => quote!(#p::CircuitBreaker::call_async_nested(#h, #inner)),
         (Aspect::CircuitBreaker, false) => quote!(#p::CircuitBreaker::call_nested(#h, || #inner)),
+        (Aspect::Throttler, true) => quote!(#p::Throttler::call_async_nested(#h, #inner)),
+        (Aspect::Throttler, false) => quote!(#p::Throttler::call_nested(#h, || #inner)),
         (Aspect::Bulkhead, true) if layer.adaptive => {
             quote!(#p::around_adaptive_bulkhead_async(#h, #inner))
         }

@@ -416,6 +416,41 @@ pub fn chaos(args: TokenStream, item: TokenStream) -> TokenStream {
     entry::expand(Aspect::Chaos, args.into(), item.into()).into()
 }
 
+/// Adaptive client-side throttling (the Google SRE book's): the registry's
+/// throttler `name` (`resilience4j.throttler.instances.<name>`) refuses calls
+/// locally, with probability `max(0, (requests − K·accepts) / (requests + 1))`
+/// over its sliding window, once the downstream refuses more than it accepts
+/// (by default every error is a refusal). In the fixed order it sits inside
+/// `retry` and `hedge` and outside `circuit_breaker`:
+/// `Retry( Hedge( Throttler( CircuitBreaker( … ))))`, so every attempt is a
+/// request, a local refusal costs nothing inside, and an inner aspect's own
+/// refusal (a breaker's, a bulkhead's) is not counted as the downstream's.
+/// Its refusal is `resil::Error::RequestNotPermitted`, named after the
+/// throttler.
+///
+/// ```
+/// # #[derive(Debug, PartialEq)]
+/// # pub enum E { Busy, Refused }
+/// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E::Refused } }
+/// #[resil::throttler(name = "doc-throttler")]
+/// fn search(q: u32) -> Result<u32, E> {
+///     if q == 0 { Err(E::Busy) } else { Ok(q) }
+/// }
+///
+/// assert_eq!(search(7), Ok(7));
+/// let mut refused_locally = 0;
+/// for _ in 0..200 {
+///     if search(0) == Err(E::Refused) {
+///         refused_locally += 1;
+///     }
+/// }
+/// assert!(refused_locally > 100, "{refused_locally}");
+/// ```
+#[proc_macro_attribute]
+pub fn throttler(args: TokenStream, item: TokenStream) -> TokenStream {
+    entry::expand(Aspect::Throttler, args.into(), item.into()).into()
+}
+
 /// Implements `resil::ErrorClass` for an enum: one stable name per variant,
 /// the variant's name in snake_case, or `#[error_class(name = "…")]`. Config
 /// files name these in `record-errors`, `ignore-errors` and `retry-errors`.

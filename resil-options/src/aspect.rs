@@ -12,6 +12,8 @@ pub enum Aspect {
     Retry,
     /// `#[resil::hedge]`.
     Hedge,
+    /// `#[resil::throttler]`: adaptive client-side throttling.
+    Throttler,
     /// `#[resil::circuit_breaker]`.
     CircuitBreaker,
     /// `#[resil::rate_limiter]`.
@@ -28,7 +30,7 @@ pub enum Aspect {
 /// attributes are written in (or a layer's builder methods are called in):
 ///
 /// ```text
-/// Retry( Hedge( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( Chaos( call )))))))
+/// Retry( Hedge( Throttler( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( Chaos( call ))))))))
 /// ```
 ///
 /// This is the one place the order is written. The attribute macros sort a
@@ -46,6 +48,15 @@ pub enum Aspect {
 ///   retry sees one outcome per hedged group.
 /// - **Chaos** innermost: it stands for the downstream, so every other aspect
 ///   sees an injected fault as a real one.
+/// - **Throttler** (adaptive client-side throttling) inside Hedge and
+///   Retry, outside the breaker: every attempt, hedged or retried, is one
+///   request to it (the SRE book counts retries as requests, and sheds
+///   them first when the downstream refuses); a local refusal costs no
+///   breaker permit, rate-limiter permission, timer or bulkhead slot; and
+///   the breaker never counts the throttler's own refusals as the
+///   downstream's failures, while the throttler counts nothing for a
+///   breaker's (or any inner) local refusal — only what reached the
+///   downstream, plus timeouts, which it counts as refused.
 ///
 /// # Consequences
 ///
@@ -69,9 +80,10 @@ pub enum Aspect {
 ///     [Aspect::Retry, Aspect::TimeLimiter, Aspect::Bulkhead],
 /// );
 /// ```
-pub const ORDER: [Aspect; 7] = [
+pub const ORDER: [Aspect; 8] = [
     Aspect::Retry,
     Aspect::Hedge,
+    Aspect::Throttler,
     Aspect::CircuitBreaker,
     Aspect::RateLimiter,
     Aspect::TimeLimiter,
@@ -85,6 +97,7 @@ impl Aspect {
         match self {
             Aspect::Retry => "retry",
             Aspect::Hedge => "hedge",
+            Aspect::Throttler => "throttler",
             Aspect::CircuitBreaker => "circuit_breaker",
             Aspect::RateLimiter => "rate_limiter",
             Aspect::TimeLimiter => "time_limiter",
@@ -126,7 +139,7 @@ impl fmt::Display for Aspect {
 /// consumer that applies a subset of the aspects derives its order from the
 /// table instead of writing it again.
 pub const fn in_order<const N: usize>(mut aspects: [Aspect; N]) -> [Aspect; N] {
-    // Insertion sort: `const fn` has no `sort`, and N is at most 7.
+    // Insertion sort: `const fn` has no `sort`, and N is at most 8.
     let mut i = 1;
     while i < N {
         let mut j = i;
@@ -154,7 +167,7 @@ mod tests {
     fn the_table_lists_every_aspect_once_outermost_first() {
         assert_eq!(
             order_text(),
-            "retry, hedge, circuit_breaker, rate_limiter, time_limiter, bulkhead, chaos"
+            "retry, hedge, throttler, circuit_breaker, rate_limiter, time_limiter, bulkhead, chaos"
         );
         for a in ORDER {
             assert_eq!(Aspect::from_name(a.name()), Some(a));

@@ -59,6 +59,9 @@ pub enum Section {
     AdaptiveBulkhead,
     /// `chaos`: fault injection for drills, off by default.
     Chaos,
+    /// `throttler`: adaptive client-side throttling (the Google SRE book's;
+    /// not in Resilience4j).
+    Throttler,
     /// A kind that exists only in resil-registry's own unit tests, which
     /// prove that adding a kind is one module and one line. Never in
     /// [`ALL`](Self::ALL), no file section, no options.
@@ -68,7 +71,7 @@ pub enum Section {
 
 impl Section {
     /// Every kind, in the registry's fixed order.
-    pub const ALL: [Section; 9] = [
+    pub const ALL: [Section; 10] = [
         Section::CircuitBreaker,
         Section::Retry,
         Section::Bulkhead,
@@ -78,6 +81,7 @@ impl Section {
         Section::Hedging,
         Section::AdaptiveBulkhead,
         Section::Chaos,
+        Section::Throttler,
     ];
 
     /// The stable snake_case label (`"circuit_breaker"`,
@@ -93,6 +97,7 @@ impl Section {
             Section::Hedging => "hedging",
             Section::AdaptiveBulkhead => "adaptive_bulkhead",
             Section::Chaos => "chaos",
+            Section::Throttler => "throttler",
             Section::UnitTestCounter => "unit_test_counter",
         }
     }
@@ -109,6 +114,7 @@ impl Section {
             Section::Hedging => "hedging",
             Section::AdaptiveBulkhead => "adaptive bulkhead",
             Section::Chaos => "chaos",
+            Section::Throttler => "throttler",
             Section::UnitTestCounter => "unit-test counter",
         }
     }
@@ -127,6 +133,7 @@ impl Section {
             Section::Hedging => "hedging",
             Section::AdaptiveBulkhead => "bulkhead_adaptive",
             Section::Chaos => "chaos",
+            Section::Throttler => "throttler",
             Section::UnitTestCounter => "unit_test_counter",
         }
     }
@@ -144,6 +151,7 @@ impl Section {
             Section::Hedging => "hedging",
             Section::AdaptiveBulkhead => "adaptive-bulkhead",
             Section::Chaos => "chaos",
+            Section::Throttler => "throttler",
             Section::UnitTestCounter => "unit-test-counter",
         }
     }
@@ -180,6 +188,7 @@ impl Section {
             Section::Hedging => HEDGING,
             Section::AdaptiveBulkhead => ADAPTIVE_BULKHEAD,
             Section::Chaos => CHAOS,
+            Section::Throttler => THROTTLER,
             Section::UnitTestCounter => &[],
         }
     }
@@ -458,6 +467,10 @@ pub const FAILURE_POLICIES: &[&str] = &["FAIL_CLOSED", "FAIL_OPEN", "LOCAL_FALLB
 pub const TOPOLOGIES: &[&str] = &["STANDALONE", "CLUSTER", "SENTINEL"];
 /// Sliding window types as Resilience4j writes them.
 pub const SLIDING_WINDOW_TYPES: &[&str] = &["COUNT_BASED", "TIME_BASED"];
+/// Circuit-breaker failure models: what opens a CLOSED breaker on failures
+/// (the window's rate, a run of consecutive failures, a count within an
+/// interval).
+pub const FAILURE_MODELS: &[&str] = &["RATE", "CONSECUTIVE", "COUNT"];
 /// Circuit-breaker states as Resilience4j writes them.
 pub const STATES: &[&str] = &[
     "CLOSED",
@@ -527,6 +540,52 @@ const CIRCUIT_BREAKER: &[OptionSpec] = &[
         },
         Default::Is("100"),
     ),
+    core(
+        "failure-model",
+        Ty::Choice(FAILURE_MODELS),
+        "failure_model",
+        Default::Is("RATE"),
+    ),
+    attr(
+        "consecutive-failure-threshold",
+        Ty::U32,
+        "consecutive_failure_threshold",
+        Check::Int {
+            min: 1,
+            max: U32,
+            ty: "u32",
+        },
+        Default::Is("5"),
+    ),
+    attr(
+        "failure-count-threshold",
+        Ty::U32,
+        "failure_count_threshold",
+        Check::Int {
+            min: 1,
+            max: 65_536,
+            ty: "u32",
+        },
+        Default::Is("5"),
+    ),
+    attr(
+        "failure-count-interval",
+        Ty::Duration,
+        "failure_count_interval",
+        Check::Duration {
+            min_nanos: 1_000_000,
+            min_text: "1ms",
+        },
+        Default::Is("10s"),
+    ),
+    attr(
+        "warm-up-period",
+        Ty::Duration,
+        "warm_up_period",
+        ANY_DURATION,
+        Default::Is("0ms"),
+    ),
+    core("cold-factor", Ty::U32, "cold_factor", Default::Is("3")),
     attr(
         "wait-duration-in-open-state",
         Ty::Duration,
@@ -811,6 +870,14 @@ const RATE_LIMITER: &[OptionSpec] = &[
         "critical_plus_threshold",
         Default::Is("100"),
     ),
+    attr(
+        "warm-up-period",
+        Ty::Duration,
+        "warm_up_period",
+        ANY_DURATION,
+        Default::Is("0ms"),
+    ),
+    core("cold-factor", Ty::U32, "cold_factor", Default::Is("3")),
     HEALTH[0],
     HEALTH[1],
     EVENTS,
@@ -1021,6 +1088,36 @@ const CHAOS: &[OptionSpec] = &[
         "results",
         Ty::Names,
         Default::Unset("none (names given to `Registry::register_chaos_result`)"),
+    ),
+    HEALTH[0],
+    HEALTH[1],
+    EVENTS,
+];
+
+/// A throttler's rows (Google SRE book's client-side throttling). What
+/// counts as accepted is set in code (`accept_error`, `refuse_result`).
+const THROTTLER: &[OptionSpec] = &[
+    core(
+        "accepts-multiplier",
+        Ty::F64,
+        "accepts_multiplier",
+        Default::Is("2"),
+    ),
+    attr(
+        "sliding-window-duration",
+        Ty::Duration,
+        "sliding_window_duration",
+        Check::Duration {
+            min_nanos: 1_000_000_000,
+            min_text: "1s",
+        },
+        Default::Is("2m"),
+    ),
+    core(
+        "max-rejection-probability",
+        Ty::F64,
+        "max_rejection_probability",
+        Default::Is("1"),
     ),
     HEALTH[0],
     HEALTH[1],

@@ -60,6 +60,7 @@ fn every_kind_has_an_accessor_built_from_the_defaults() {
     );
     assert_eq!(registry.adaptive_bulkhead("x").config().max_limit(), 1000);
     assert!(!registry.chaos("x").config().enabled());
+    assert_eq!(registry.throttler("x").config().accepts_multiplier(), 2.0);
     for kind in Kind::ALL {
         assert_eq!(registry.len(kind), 1, "{kind}");
     }

@@ -24,6 +24,7 @@ pub use resil_core::circuit_breaker::CircuitBreaker;
 pub use resil_core::hedging::Hedging;
 pub use resil_core::retry::Retry;
 pub use resil_core::thread_pool_bulkhead::ThreadPoolBulkhead;
+pub use resil_core::throttler::Throttler;
 pub use resil_core::time_limiter::TimeLimiter;
 pub use resil_core::{Criticality, Error, Rejection};
 pub use resil_registry::Handle;

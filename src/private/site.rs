@@ -13,6 +13,7 @@ use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfigBuilder};
 use resil_core::hedging::{Hedging, HedgingConfigBuilder};
 use resil_core::retry::{Retry, RetryConfigBuilder};
 use resil_core::thread_pool_bulkhead::{ThreadPoolBulkhead, ThreadPoolBulkheadConfigBuilder};
+use resil_core::throttler::{Throttler, ThrottlerConfigBuilder};
 use resil_core::time_limiter::{TimeLimiter, TimeLimiterConfigBuilder};
 pub use resil_registry::AttributeSite;
 use resil_registry::{registry, Handle};
@@ -76,6 +77,7 @@ lookups! {
     chaos, chaos_with, Chaos, ChaosConfigBuilder;
     hedging, hedging_with, Hedging, HedgingConfigBuilder;
     time_limiter, time_limiter_with, TimeLimiter, TimeLimiterConfigBuilder;
+    throttler, throttler_with, Throttler, ThrottlerConfigBuilder;
 }
 
 /// The protected fn's return type, to register its error type with the

@@ -46,6 +46,8 @@ pub struct CallTrace {
     pub bulkhead: Option<&'static str>,
     /// `chaos.name`.
     pub chaos: Option<&'static str>,
+    /// `throttler.name`.
+    pub throttler: Option<&'static str>,
 }
 
 /// The call's span; with a breaker in the stack, its state as the call
@@ -80,6 +82,7 @@ fn enabled_call_span(trace: &'static CallTrace, breaker: Option<&Handle<CircuitB
         "timeout.occurred" = Empty,
         "bulkhead.name" = trace.bulkhead,
         "chaos.name" = trace.chaos,
+        "throttler.name" = trace.throttler,
         "error.type" = Empty,
     );
     if let Some(breaker) = breaker {

@@ -38,10 +38,16 @@ use crate::guarded::{Acquire, Guarded};
 ///   `rtt` this window's, `queue = ceil(L × (1 − rtt_noload / rtt))` calls
 ///   are estimated to wait downstream;
 /// * with `f = max(1, floor(log10 L))`: `queue <= f` grows the limit by
-///   `6f`, `queue < 3f` by `f`; `queue > 6f` shrinks it by `f`, as does a
-///   window holding a drop (a timeout); otherwise it stays;
-/// * a window in which fewer than half the limit's calls were in flight never
-///   grows it (the limit was not what bounded the traffic);
+///   `6f`, `queue < 3f` by `f`; `queue > 6f` shrinks it by `f`; otherwise it
+///   stays — all of this only for a window in which at least half the
+///   limit's calls were in flight: a window with fewer changes nothing,
+///   neither up nor down (Vegas' app-limited rule: the limit was not what
+///   bounded the traffic, so lowering it would not relieve the downstream);
+/// * a window holding a drop (a timeout) always shrinks the limit by `f`,
+///   whatever was in flight, the first window included; its latency never
+///   becomes the no-load latency (it measures the timeout). `VegasLimit`
+///   would take a first window's timeout as its baseline and keep the
+///   limit: resil keeps this one promise instead;
 /// * `rtt_noload` is re-measured every 15 to 30 × `L` windows, so a
 ///   downstream that became slower for good is learnt.
 ///

@@ -12,11 +12,21 @@
 //! * `queue > 6·f(L)`: queueing shows, shrink: `L − f(L)`;
 //! * otherwise keep `L`.
 //!
-//! A *drop* (the call timed out) always shrinks. A sample taken while less
-//! than half the limit was in flight never grows it (the limit was not what
-//! bounded the traffic, so its latency says nothing about a larger one). The
-//! new value is smoothed, `(1 − s)·L + s·new`, and kept within
-//! `min_limit..=max_limit`.
+//! These four rules apply only to a sample taken while **at least half the
+//! limit** was in flight. A sample with fewer in flight changes nothing, in
+//! either direction (Vegas' *app-limited* rule, as in concurrency-limits'
+//! `VegasLimit` and `Gradient2Limit`): the limit was not what bounded the
+//! traffic, so shrinking it would not relieve the downstream now, and the
+//! latency says nothing about the limit.
+//!
+//! A *drop* (the call timed out) **always** shrinks by `f(L)`: in the first
+//! window too, whatever was in flight, and its latency never becomes
+//! `rtt_noload` (it measures the timeout, not the downstream). Here resil
+//! departs from `VegasLimit`, which takes any new minimum (the first
+//! sample, a probe) as the baseline before looking at the drop, so a first
+//! window that timed out at 800 ms would leave the limit unchanged and the
+//! baseline at 800 ms. The new value is smoothed, `(1 − s)·L + s·new`, and
+//! kept within `min_limit..=max_limit`.
 //!
 //! A downstream that becomes slower for good would leave `rtt_noload` too low
 //! for ever, so every `jitter × probe_multiplier × L` samples (jitter drawn in
@@ -87,6 +97,13 @@ impl Vegas {
     pub(crate) fn sample(&mut self, rtt: u64, inflight: u32, dropped: bool) -> u32 {
         let rtt = rtt.max(1);
         self.probe_count += 1;
+        if dropped {
+            // Before the baseline and the probe: a timeout always shrinks,
+            // and its latency is the timeout's, never the no-load latency.
+            let current = self.estimated;
+            self.settle(current, current - f64::from(log10_root(current as u32)));
+            return self.limit();
+        }
         let probe_at = self.probe_jitter * f64::from(self.probe_multiplier) * self.estimated;
         if probe_at <= self.probe_count as f64 {
             self.probe_jitter = 0.5 + self.rng.f64() * 0.5;
@@ -103,13 +120,13 @@ impl Vegas {
     }
 
     fn update(&mut self, rtt: u64, inflight: u32, dropped: bool) {
+        debug_assert!(!dropped, "a drop is handled before the baseline");
         let current = self.estimated;
         let whole = current as u32;
         let queue = (current * (1.0 - self.rtt_noload as f64 / rtt as f64)).ceil();
         let step = f64::from(log10_root(whole));
-        let next = if dropped {
-            current - step
-        } else if f64::from(inflight) * 2.0 < current {
+        let next = if f64::from(inflight) * 2.0 < current {
+            // App-limited: neither grows nor shrinks (see the module docs).
             return;
         } else {
             let (alpha, beta, threshold) = (3.0 * step, 6.0 * step, step);
@@ -123,6 +140,12 @@ impl Vegas {
                 return;
             }
         };
+        self.settle(current, next);
+    }
+
+    /// Moves the estimate from `current` towards `next`, smoothed and kept
+    /// within the bounds.
+    fn settle(&mut self, current: f64, next: f64) {
         let next = next.clamp(f64::from(self.min), f64::from(self.max));
         self.estimated = (1.0 - self.smoothing) * current + self.smoothing * next;
     }
@@ -191,6 +214,33 @@ mod tests {
             9,
             "2 in flight of 9: app-limited"
         );
+    }
+
+    // Issue 30, item 6: the two promises checked from outside.
+
+    #[test]
+    fn a_queue_above_six_f_with_fewer_than_half_in_flight_changes_nothing() {
+        // A limit of 46, 20 calls in flight (fewer than 23), latency 10×
+        // the minimum: app-limited, the limit stays (Vegas' rule).
+        let mut v = vegas(46, 100);
+        v.sample(10 * MS, 46, false);
+        for _ in 0..12 {
+            assert_eq!(v.sample(100 * MS, 20, false), 46);
+        }
+        // With half the limit in flight the same latency shrinks it by f.
+        assert_eq!(v.sample(100 * MS, 23, false), 45);
+    }
+
+    #[test]
+    fn a_timeout_in_the_first_window_shrinks_and_is_not_the_baseline() {
+        let mut v = vegas(46, 100);
+        assert_eq!(v.sample(800 * MS, 1, true), 45);
+        assert_eq!(v.rtt_noload(), 0, "a timeout measures the timeout");
+        // The first completed call sets the baseline, as before.
+        assert_eq!(v.sample(10 * MS, 46, false), 45);
+        assert_eq!(v.rtt_noload(), 10 * MS);
+        // And a later drop shrinks whatever is in flight.
+        assert_eq!(v.sample(10 * MS, 1, true), 44);
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::any::{type_name, Any};
 use std::fmt;
 use std::future::{Future, Pending};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 
 use super::calls::{CallKind, CallTotals, Totals};
 use super::config::{
-    CircuitBreakerConfig, Outcome, ResultTransition, SlidingWindowType, MIN_OPEN_WAIT,
+    CircuitBreakerConfig, FailureModel, Outcome, ResultTransition, SlidingWindowType, MIN_OPEN_WAIT,
 };
 use super::event::{CircuitBreakerEvent, CircuitBreakerEventKind};
 use super::metrics::Metrics;
@@ -66,6 +66,11 @@ pub(crate) struct Inner {
     open_until: AtomicU64,
     /// HALF_OPEN: the last instant of the round's max wait (`u64::MAX`: never).
     half_open_until: AtomicU64,
+    /// CLOSED after recovery, ramping up (`warm_up_period`): when the ramp
+    /// started and ends (clock nanos), and the calls it has seen.
+    ramp_from: AtomicU64,
+    ramp_until: AtomicU64,
+    ramp_calls: AtomicU64,
     /// A classification found no predicate written for the type it was shown
     /// (reported once per breaker, at debug level).
     untyped_reported: AtomicBool,
@@ -77,9 +82,9 @@ pub(crate) struct Inner {
     refusals_logged: RefusalLog,
     pub(crate) inspects_values: bool,
     pub(crate) name: Arc<str>,
-    /// The refusals OPEN, HALF_OPEN and FORCED_OPEN hand out, built once
-    /// (see [`SharedName`]).
-    refusals: [CallNotPermitted; 3],
+    /// The refusals OPEN, HALF_OPEN, FORCED_OPEN and a ramping CLOSED hand
+    /// out, built once (see [`SharedName`]).
+    refusals: [CallNotPermitted; 4],
     pub(crate) clock: SharedClock,
     pub(crate) config: CircuitBreakerConfig,
     events: EventPublisher<CircuitBreakerEvent>,
@@ -87,6 +92,19 @@ pub(crate) struct Inner {
     /// The CLOSED / METRICS_ONLY window: recorded without the lock (see
     /// [`Inner::complete`]), reset under it.
     window: Window,
+    /// What opens the breaker on failures (the config's, copied beside the
+    /// window: one byte read on the recording path).
+    model: FailureModel,
+    /// [`FailureModel::Consecutive`]: failures in a row since the last
+    /// success (CLOSED / METRICS_ONLY; reset when they are entered).
+    run: AtomicU32,
+    /// [`FailureModel::Count`]: the instants (clock nanos) of the last
+    /// `failure_count_threshold` failures, failure `i` in slot `i % len`
+    /// (empty for the other models).
+    failure_times: Box<[AtomicU64]>,
+    /// [`FailureModel::Count`]: failures recorded since CLOSED was entered
+    /// (the ring's never-wrapping cursor).
+    failure_cursor: AtomicU64,
     core: Mutex<Core>,
 }
 
@@ -142,6 +160,14 @@ enum Reason {
     BothRatesExceeded,
     /// `transition_on_result` / `transition_on_error` asked for OPEN.
     ResultTransition,
+    /// [`FailureModel::Consecutive`]: a run reached its threshold.
+    ConsecutiveFailures,
+    /// [`FailureModel::Count`]: the failures within the interval reached
+    /// their threshold.
+    FailureCount,
+    /// [`FailureModel::Consecutive`] / [`FailureModel::Count`]: a half-open
+    /// probe failed.
+    ProbeFailed,
     ProbesPassed,
     OpenWaitElapsed,
     HalfOpenWaitElapsed,
@@ -160,6 +186,9 @@ impl Reason {
             Reason::ResultTransition => {
                 "a result or error asked to open (transition_on_result / transition_on_error)"
             }
+            Reason::ConsecutiveFailures => "consecutive failures reached their threshold",
+            Reason::FailureCount => "failures within the interval reached their threshold",
+            Reason::ProbeFailed => "a half-open probe failed",
             Reason::ProbesPassed => "half-open probes passed",
             Reason::OpenWaitElapsed => "wait duration in open state elapsed",
             Reason::HalfOpenWaitElapsed => "max wait duration in half-open state elapsed",
@@ -210,12 +239,22 @@ impl CircuitBreaker {
             }
         };
         let initial = config.initial_state;
+        let model = config.failure_model;
+        let failure_times: Box<[AtomicU64]> = match model {
+            FailureModel::Count => (0..config.failure_count_threshold)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            _ => Box::default(),
+        };
         let inner = Arc::new_cyclic(|me| Inner {
             word: AtomicU64::new(Word::new(0, State::Closed, 0).0),
             clean: AtomicBool::new(false),
             slow_nanos: clock::nanos(config.slow_call_duration_threshold),
             open_until: AtomicU64::new(0),
             half_open_until: AtomicU64::new(u64::MAX),
+            ramp_from: AtomicU64::new(0),
+            ramp_until: AtomicU64::new(0),
+            ramp_calls: AtomicU64::new(0),
             untyped_reported: AtomicBool::new(false),
             not_permitted: AtomicU64::new(0),
             totals,
@@ -223,8 +262,13 @@ impl CircuitBreaker {
             inspects_values: config.inspects_values(),
             refusals: {
                 let name = SharedName::new(Arc::clone(&name));
-                [State::Open, State::HalfOpen, State::ForcedOpen]
-                    .map(|state| CallNotPermitted::by(&name, state))
+                [
+                    State::Open,
+                    State::HalfOpen,
+                    State::ForcedOpen,
+                    State::Closed,
+                ]
+                .map(|state| CallNotPermitted::by(&name, state))
             },
             name,
             clock,
@@ -232,6 +276,10 @@ impl CircuitBreaker {
             events: EventPublisher::default(),
             me: me.clone(),
             window,
+            model,
+            run: AtomicU32::new(0),
+            failure_times,
+            failure_cursor: AtomicU64::new(0),
             core: Mutex::new(Core {
                 probes: Aggregate::default(),
                 shown: Shown::Main,
@@ -334,6 +382,8 @@ impl CircuitBreaker {
             minimum: u64::from(minimum),
             not_permitted: inner.not_permitted.load(Ordering::Relaxed),
             ignored: core.ignored,
+            consecutive_failures: inner.run.load(Ordering::Relaxed),
+            failures_in_interval: inner.failures_in_interval(now),
         }
     }
 
@@ -402,7 +452,7 @@ impl CircuitBreaker {
     pub fn try_acquire_permission(&self) -> Result<Permit<'_>, CallNotPermitted> {
         let inner = &*self.inner;
         let w = inner.load();
-        if w.state().passes_unguarded() {
+        if w.passes_unguarded() {
             Ok(Permit::new(inner, w, inner.start(w)))
         } else {
             inner.acquire_slow(w)
@@ -435,7 +485,7 @@ impl CircuitBreaker {
     {
         let inner = &*self.inner;
         let w = inner.load();
-        if !w.state().passes_unguarded() {
+        if !w.passes_unguarded() {
             return self.call_guarded(f);
         }
         // CLOSED, METRICS_ONLY, DISABLED: no probe slot to give back on a panic,
@@ -552,7 +602,7 @@ impl CircuitBreaker {
     {
         let inner = &*self.inner;
         let w = inner.load();
-        if !w.state().passes_unguarded() {
+        if !w.passes_unguarded() {
             let permit = self
                 .try_acquire_permission()
                 .map_err(Error::CallNotPermitted)?;
@@ -740,6 +790,20 @@ impl CircuitBreaker {
             other => inner.transition_locked(&mut core, other, None, Reason::Initial),
         }
         inner.window.copy_from(&old.window);
+        // The failure model's memory carries over too when the model keeps
+        // its shape (a run, or as many failure instants).
+        inner
+            .run
+            .store(old.run.load(Ordering::Acquire), Ordering::Release);
+        if inner.failure_times.len() == old.failure_times.len() {
+            for (new, old) in inner.failure_times.iter().zip(old.failure_times.iter()) {
+                new.store(old.load(Ordering::Acquire), Ordering::Relaxed);
+            }
+            inner.failure_cursor.store(
+                old.failure_cursor.load(Ordering::Acquire),
+                Ordering::Release,
+            );
+        }
         core.ignored = old_core.ignored;
         inner
             .not_permitted
@@ -755,6 +819,7 @@ impl CircuitBreaker {
         std::mem::size_of::<Inner>()
             + std::mem::size_of::<Totals>()
             + self.inner.window.heap_bytes()
+            + std::mem::size_of_val(&*self.inner.failure_times)
     }
 }
 
@@ -765,14 +830,6 @@ impl fmt::Debug for CircuitBreaker {
             .field("state", &self.inner.load().state())
             .field("config", &self.inner.config)
             .finish()
-    }
-}
-
-impl State {
-    /// CLOSED, METRICS_ONLY and DISABLED permit every call without a probe slot.
-    #[inline]
-    fn passes_unguarded(self) -> bool {
-        matches!(self, State::Closed | State::MetricsOnly | State::Disabled)
     }
 }
 
@@ -908,6 +965,7 @@ impl Inner {
         let i = match state {
             State::Open => 0,
             State::HalfOpen => 1,
+            State::Closed => 3,
             _ => 2,
         };
         self.refusals[i].clone()
@@ -923,6 +981,14 @@ impl Inner {
         let mut fires = 0;
         loop {
             match w.state() {
+                State::Closed if w.slots() != 0 => {
+                    // Ramping up after recovery (`warm_up_period`).
+                    let now = self.clock.now_nanos();
+                    if !self.ramp_admits(w, now) {
+                        return Err(self.reject(State::Closed));
+                    }
+                    return Ok(Permit::new(self, w, now));
+                }
                 State::Closed | State::MetricsOnly => {
                     return Ok(Permit::new(self, w, self.clock.now_nanos()))
                 }
@@ -963,6 +1029,32 @@ impl Inner {
             }
             w = self.load();
         }
+    }
+
+    /// Whether the ramp after recovery admits a call at `now`: the fraction
+    /// grows linearly from `1 / cold_factor` to 1 over `warm_up_period`, and
+    /// the ramp's `n`-th call is admitted when `floor((n + 1)·f) > floor(n·f)`
+    /// (admissions spread evenly). Once the ramp is over, the CLOSED word
+    /// drops its ramp mark (same epoch) and every call passes unguarded again.
+    #[cold]
+    #[inline(never)]
+    fn ramp_admits(&self, w: Word, now: u64) -> bool {
+        let until = self.ramp_until.load(Ordering::Acquire);
+        if now >= until {
+            let _ = self.word.compare_exchange(
+                w.0,
+                Word::new(w.epoch(), State::Closed, 0).0,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+            return true;
+        }
+        let from = self.ramp_from.load(Ordering::Acquire);
+        let progress = now.saturating_sub(from) as f64 / until.saturating_sub(from).max(1) as f64;
+        let cold = 1.0 / f64::from(self.config.cold_factor.max(1));
+        let f = cold + (1.0 - cold) * progress.min(1.0);
+        let n = self.ramp_calls.fetch_add(1, Ordering::Relaxed) as f64;
+        ((n + 1.0) * f).floor() > (n * f).floor()
     }
 
     /// Gives back a HALF_OPEN probe slot, if its round is still the current one.
@@ -1064,6 +1156,9 @@ impl Inner {
                 CircuitBreakerEventKind::Success { elapsed }
             }
         });
+        if self.model != FailureModel::Rate && self.note_model_outcome(end, failed) {
+            self.check_window(permit, end);
+        }
         if change == Change::Up
             && (!m.is_clean()
                 || self.window.calls() <= u64::from(self.config.minimum_number_of_calls()))
@@ -1161,6 +1256,9 @@ impl Inner {
                 match state {
                     State::Closed | State::MetricsOnly => {
                         self.window.record(end, m);
+                        if self.model != FailureModel::Rate {
+                            self.note_model_outcome(end, outcome == Outcome::Failure);
+                        }
                         self.refresh_clean();
                         let total = self.window.total(end);
                         let minimum = self.config.minimum_number_of_calls();
@@ -1211,6 +1309,12 @@ impl Inner {
 
     /// Publishes exceeded thresholds and opens (except in METRICS_ONLY).
     /// Returns whether a threshold was reached.
+    ///
+    /// The slow-call rate is the window's (or the round's) in every failure
+    /// model, gated by `minimum`. Failures are judged by the model: the
+    /// failure rate for [`FailureModel::Rate`]; the run or the failure
+    /// instants for the others in CLOSED / METRICS_ONLY, and any failed probe
+    /// in HALF_OPEN.
     fn check_thresholds(
         &self,
         core: &mut Core,
@@ -1218,14 +1322,18 @@ impl Inner {
         total: Aggregate,
         minimum: u32,
     ) -> bool {
-        if total.calls < u64::from(minimum) || total.calls == 0 {
-            return false;
-        }
-        let failure_rate = total.failed as f32 * 100.0 / total.calls as f32;
-        let slow_rate = total.slow as f32 * 100.0 / total.calls as f32;
-        let failure_exceeded = failure_rate >= self.config.failure_rate_threshold;
-        let slow_exceeded = slow_rate >= self.config.slow_call_rate_threshold;
-        if !failure_exceeded && !slow_exceeded {
+        let rated = total.calls >= u64::from(minimum) && total.calls > 0;
+        let slow_rate = total.slow as f32 * 100.0 / total.calls.max(1) as f32;
+        let slow_exceeded = rated && slow_rate >= self.config.slow_call_rate_threshold;
+        let failures = match self.model {
+            FailureModel::Rate => {
+                let rate = total.failed as f32 * 100.0 / total.calls.max(1) as f32;
+                (rated && rate >= self.config.failure_rate_threshold).then_some(Tripped::Rate(rate))
+            }
+            _ if state == State::HalfOpen => (total.failed > 0).then_some(Tripped::Probe),
+            _ => self.model_tripped(),
+        };
+        if failures.is_none() && !slow_exceeded {
             return false;
         }
         if state == State::MetricsOnly {
@@ -1234,23 +1342,129 @@ impl Inner {
             }
             core.thresholds_reported = true;
         }
-        if failure_exceeded {
-            self.publish_notable(CircuitBreakerEventKind::FailureRateExceeded {
-                rate: failure_rate,
-            });
+        match failures {
+            Some(Tripped::Rate(rate)) => {
+                self.publish_notable(CircuitBreakerEventKind::FailureRateExceeded { rate })
+            }
+            Some(Tripped::Consecutive(failures)) => self
+                .publish_notable(CircuitBreakerEventKind::ConsecutiveFailuresExceeded { failures }),
+            Some(Tripped::Count(failures)) => {
+                self.publish_notable(CircuitBreakerEventKind::FailureCountExceeded {
+                    failures,
+                    interval: self.config.failure_count_interval,
+                })
+            }
+            Some(Tripped::Probe) | None => {}
         }
         if slow_exceeded {
             self.publish_notable(CircuitBreakerEventKind::SlowCallRateExceeded { rate: slow_rate });
         }
         if state != State::MetricsOnly {
-            let reason = match (failure_exceeded, slow_exceeded) {
-                (true, true) => Reason::BothRatesExceeded,
-                (true, false) => Reason::FailureRateExceeded,
-                _ => Reason::SlowCallRateExceeded,
+            let reason = match (failures, slow_exceeded) {
+                (Some(Tripped::Rate(_)), true) => Reason::BothRatesExceeded,
+                (Some(Tripped::Rate(_)), false) => Reason::FailureRateExceeded,
+                (Some(Tripped::Consecutive(_)), _) => Reason::ConsecutiveFailures,
+                (Some(Tripped::Count(_)), _) => Reason::FailureCount,
+                (Some(Tripped::Probe), _) => Reason::ProbeFailed,
+                (None, _) => Reason::SlowCallRateExceeded,
             };
             self.transition_locked(core, State::Open, None, reason);
         }
         true
+    }
+
+    /// Whether the failures recorded in CLOSED / METRICS_ONLY open the
+    /// breaker under a [`FailureModel::Consecutive`] or
+    /// [`FailureModel::Count`] model (decided under the lock, from what the
+    /// lock-free recorders stored).
+    fn model_tripped(&self) -> Option<Tripped> {
+        match self.model {
+            FailureModel::Rate => None,
+            FailureModel::Consecutive => {
+                let run = self.run.load(Ordering::Acquire);
+                (run >= self.config.consecutive_failure_threshold)
+                    .then_some(Tripped::Consecutive(run))
+            }
+            FailureModel::Count => {
+                let n = self.failure_times.len() as u64;
+                if n == 0 || self.failure_cursor.load(Ordering::Acquire) < n {
+                    return None;
+                }
+                let (mut oldest, mut newest) = (u64::MAX, 0);
+                for t in self.failure_times.iter() {
+                    let t = t.load(Ordering::Acquire);
+                    oldest = oldest.min(t);
+                    newest = newest.max(t);
+                }
+                (newest - oldest <= clock::nanos(self.config.failure_count_interval))
+                    .then_some(Tripped::Count(n as u32))
+            }
+        }
+    }
+
+    /// [`FailureModel::Count`]: the failures recorded within the interval
+    /// that ends `now` (at most `failure_count_threshold`; 0 for the other
+    /// models).
+    fn failures_in_interval(&self, now: u64) -> u64 {
+        let written = self
+            .failure_cursor
+            .load(Ordering::Acquire)
+            .min(self.failure_times.len() as u64) as usize;
+        let interval = clock::nanos(self.config.failure_count_interval);
+        self.failure_times[..written]
+            .iter()
+            .filter(|t| now.saturating_sub(t.load(Ordering::Acquire)) <= interval)
+            .count() as u64
+    }
+
+    /// Notes one CLOSED / METRICS_ONLY outcome for a
+    /// [`FailureModel::Consecutive`] or [`FailureModel::Count`] model, without
+    /// the lock: a success ends the run (a load, and a store only when there
+    /// was a run), a failure extends it and stores its instant. Returns
+    /// whether the failure may have reached the model's threshold, to be
+    /// decided under the lock.
+    #[inline]
+    fn note_model_outcome(&self, end: u64, failed: bool) -> bool {
+        if !failed {
+            if self.run.load(Ordering::Relaxed) != 0 {
+                self.run.store(0, Ordering::Relaxed);
+            }
+            return false;
+        }
+        self.note_model_failure(end)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn note_model_failure(&self, end: u64) -> bool {
+        let run = self.run.fetch_add(1, Ordering::AcqRel).saturating_add(1);
+        match self.model {
+            FailureModel::Rate => false,
+            FailureModel::Consecutive => run >= self.config.consecutive_failure_threshold,
+            FailureModel::Count => {
+                let n = self.failure_times.len() as u64;
+                let i = self.failure_cursor.fetch_add(1, Ordering::AcqRel);
+                self.failure_times[(i % n) as usize].store(end, Ordering::Release);
+                // The failure `n - 1` before this one is the oldest of the last
+                // `n`; a slot a concurrent recorder has claimed but not yet
+                // written holds an older instant, so the check errs towards
+                // "not yet" and that recorder checks again.
+                let oldest = self.failure_times[((i + 1) % n) as usize].load(Ordering::Acquire);
+                i + 1 >= n
+                    && end.saturating_sub(oldest)
+                        <= clock::nanos(self.config.failure_count_interval)
+            }
+        }
+    }
+
+    /// Forgets the run and the failure instants (entering CLOSED,
+    /// METRICS_ONLY or DISABLED; with the lock held).
+    fn reset_model(&self) {
+        self.run.store(0, Ordering::Release);
+        self.failure_cursor.store(0, Ordering::Release);
+        for t in self.failure_times.iter() {
+            t.store(0, Ordering::Relaxed);
+        }
     }
 
     /// Applies a time-triggered transition if the breaker is still in the state
@@ -1356,12 +1570,22 @@ impl Inner {
                 }
             }
             State::Closed | State::ForcedOpen | State::Disabled | State::MetricsOnly => {
+                let ramp = self.config.warm_up_period;
+                if to == State::Closed && reason == Reason::ProbesPassed && !ramp.is_zero() {
+                    // Recovered: ramp up (the word's slot field marks it).
+                    self.ramp_from.store(now, Ordering::Release);
+                    self.ramp_until
+                        .store(now.saturating_add(clock::nanos(ramp)), Ordering::Release);
+                    self.ramp_calls.store(0, Ordering::Relaxed);
+                    slots = 1;
+                }
                 if to != State::ForcedOpen {
                     // CLOSED, DISABLED and METRICS_ONLY end the run of OPEN
                     // periods; FORCED_OPEN neither counts nor ends it.
                     core.attempts = 0;
                 }
                 self.window.reset(now);
+                self.reset_model();
                 core.shown = Shown::Main;
             }
         }
@@ -1468,6 +1692,19 @@ impl Inner {
         });
         Some(task.abort_handle())
     }
+}
+
+/// What a failure model found, for its event and log line.
+#[derive(Clone, Copy)]
+enum Tripped {
+    /// The failure rate (percent) reached its threshold.
+    Rate(f32),
+    /// A run of this many consecutive failures.
+    Consecutive(u32),
+    /// This many failures within the interval.
+    Count(u32),
+    /// A half-open probe failed (Consecutive / Count).
+    Probe,
 }
 
 /// Adds one outcome to a round's totals.

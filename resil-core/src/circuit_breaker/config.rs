@@ -23,6 +23,81 @@ pub enum SlidingWindowType {
     TimeBased,
 }
 
+/// What opens a CLOSED breaker on failures (`failure-model` in a file). The
+/// three models share everything else: the states, the half-open probes, the
+/// slow-call rate, the events and the metrics (the sliding window is kept and
+/// shown whatever the model).
+///
+/// | model | opens when | knobs |
+/// |---|---|---|
+/// | [`Rate`](Self::Rate) (default) | the window's failure rate ≥ `failure_rate_threshold`, once it holds `minimum_number_of_calls` | Resilience4j's |
+/// | [`Consecutive`](Self::Consecutive) | `consecutive_failure_threshold` failures in a row (a success resets the run) | Envoy's `consecutive_5xx`, Linkerd's consecutive failures |
+/// | [`Count`](Self::Count) | `failure_count_threshold` failures within any `failure_count_interval` | Sentinel's error-count rule |
+///
+/// `Count`'s window is **exact and sliding**: the breaker keeps the instants
+/// of the last `failure_count_threshold` failures and opens when the oldest of
+/// them is at most `failure_count_interval` before the newest. Sentinel's rule
+/// counts in one fixed (tumbling) bucket per interval, so a burst straddling
+/// a bucket boundary can hold almost twice the threshold without opening;
+/// this one never misses it. It costs 8 bytes per counted failure and nothing
+/// per success.
+///
+/// `Consecutive` and `Count` are not gated by `minimum_number_of_calls` (the
+/// count is its own minimum). In HALF_OPEN they decide as Sentinel and
+/// Linkerd do: the first failed probe reopens; the round closes once
+/// `min(minimum_number_of_calls, permitted_number_of_calls_in_half_open_state)`
+/// probes completed without a failure (and below the slow-call threshold).
+///
+/// ```
+/// use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig, FailureModel, State};
+///
+/// let config = CircuitBreakerConfig::builder()
+///     .failure_model(FailureModel::Consecutive)
+///     .consecutive_failure_threshold(3)
+///     .build()
+///     .unwrap();
+/// let breaker = CircuitBreaker::new("payments", config);
+/// let _ = breaker.call(|| Err::<(), _>("503"));
+/// let _ = breaker.call(|| Err::<(), _>("503"));
+/// let _ = breaker.call(|| Ok::<_, &str>(()));   // the run starts again
+/// let _ = breaker.call(|| Err::<(), _>("503"));
+/// let _ = breaker.call(|| Err::<(), _>("503"));
+/// assert_eq!(breaker.state(), State::Closed);
+/// let _ = breaker.call(|| Err::<(), _>("503")); // third in a row
+/// assert_eq!(breaker.state(), State::Open);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum FailureModel {
+    /// The failure rate of the sliding window (Resilience4j's model).
+    #[default]
+    Rate,
+    /// A run of consecutive failures.
+    Consecutive,
+    /// A number of failures within a sliding interval.
+    Count,
+}
+
+impl FailureModel {
+    /// The file's word: `RATE`, `CONSECUTIVE`, `COUNT`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FailureModel::Rate => "RATE",
+            FailureModel::Consecutive => "CONSECUTIVE",
+            FailureModel::Count => "COUNT",
+        }
+    }
+}
+
+impl fmt::Display for FailureModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The largest `failure_count_threshold` (the breaker keeps one instant per
+/// counted failure).
+pub const MAX_FAILURE_COUNT_THRESHOLD: u32 = 1 << 16;
+
 /// How one completed call counts in the sliding window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
@@ -188,6 +263,12 @@ pub(crate) const MIN_OPEN_WAIT: Duration = Duration::from_millis(1);
 /// | `max_wait_duration_in_half_open_state` | 0 (unlimited) |
 /// | `transition_to_state_after_wait_duration` | [`Open`](State::Open) |
 /// | `initial_state` | [`Closed`](State::Closed) |
+/// | `failure_model` | [`Rate`](FailureModel::Rate) |
+/// | `consecutive_failure_threshold` | 5 (with [`Consecutive`](FailureModel::Consecutive)) |
+/// | `failure_count_threshold` | 5 (with [`Count`](FailureModel::Count)) |
+/// | `failure_count_interval` | 10 s (with [`Count`](FailureModel::Count)) |
+/// | `warm_up_period` | 0 (no ramp after HALF_OPEN closes) |
+/// | `cold_factor` | 3 |
 /// | classification | every error is a failure, every value a success |
 ///
 /// ```
@@ -222,6 +303,12 @@ pub struct CircuitBreakerConfig {
     pub(crate) max_wait_duration_in_half_open_state: Duration,
     pub(crate) transition_to_state_after_wait_duration: State,
     pub(crate) initial_state: State,
+    pub(crate) failure_model: FailureModel,
+    pub(crate) consecutive_failure_threshold: u32,
+    pub(crate) failure_count_threshold: u32,
+    pub(crate) failure_count_interval: Duration,
+    pub(crate) warm_up_period: Duration,
+    pub(crate) cold_factor: u32,
     /// `None` while no predicate is configured (the common case keeps the
     /// configuration, and so every breaker, small).
     classifier: Option<Arc<Classifier>>,
@@ -243,6 +330,12 @@ impl Default for CircuitBreakerConfig {
             max_wait_duration_in_half_open_state: Duration::ZERO,
             transition_to_state_after_wait_duration: State::Open,
             initial_state: State::Closed,
+            failure_model: FailureModel::Rate,
+            consecutive_failure_threshold: 5,
+            failure_count_threshold: 5,
+            failure_count_interval: Duration::from_secs(10),
+            warm_up_period: Duration::ZERO,
+            cold_factor: 3,
             classifier: None,
         }
     }
@@ -343,6 +436,39 @@ impl CircuitBreakerConfig {
     /// The state a new breaker starts in.
     pub fn initial_state(&self) -> State {
         self.initial_state
+    }
+
+    /// What opens the breaker on failures (see [`FailureModel`]).
+    pub fn failure_model(&self) -> FailureModel {
+        self.failure_model
+    }
+
+    /// Failures in a row that open the breaker ([`FailureModel::Consecutive`]).
+    pub fn consecutive_failure_threshold(&self) -> u32 {
+        self.consecutive_failure_threshold
+    }
+
+    /// Failures within `failure_count_interval` that open the breaker
+    /// ([`FailureModel::Count`]).
+    pub fn failure_count_threshold(&self) -> u32 {
+        self.failure_count_threshold
+    }
+
+    /// The sliding interval `failure_count_threshold` failures must fall
+    /// within ([`FailureModel::Count`]).
+    pub fn failure_count_interval(&self) -> Duration {
+        self.failure_count_interval
+    }
+
+    /// The ramp after HALF_OPEN closes the breaker (zero: none). See
+    /// [`CircuitBreakerConfigBuilder::warm_up_period`].
+    pub fn warm_up_period(&self) -> Duration {
+        self.warm_up_period
+    }
+
+    /// The ramp starts by admitting `1 / cold_factor` of the calls.
+    pub fn cold_factor(&self) -> u32 {
+        self.cold_factor
     }
 
     /// Completed probes after which HALF_OPEN decides:
@@ -521,6 +647,15 @@ impl fmt::Debug for CircuitBreakerConfig {
                 &self.transition_to_state_after_wait_duration,
             )
             .field("initial_state", &self.initial_state)
+            .field("failure_model", &self.failure_model)
+            .field(
+                "consecutive_failure_threshold",
+                &self.consecutive_failure_threshold,
+            )
+            .field("failure_count_threshold", &self.failure_count_threshold)
+            .field("failure_count_interval", &self.failure_count_interval)
+            .field("warm_up_period", &self.warm_up_period)
+            .field("cold_factor", &self.cold_factor)
             .field("record_error", &c.record_error.len())
             .field("ignore_error", &c.ignore_error.len())
             .field("record_result", &c.record_result.len())
@@ -660,6 +795,86 @@ impl CircuitBreakerConfigBuilder {
     /// METRICS_ONLY keep a breaker off until an operator moves it.
     pub fn initial_state(mut self, state: State) -> Self {
         self.config.initial_state = state;
+        self
+    }
+
+    /// What opens the breaker on failures: the window's failure rate (the
+    /// default), a run of consecutive failures, or a count of failures within
+    /// an interval (see [`FailureModel`]).
+    pub fn failure_model(mut self, model: FailureModel) -> Self {
+        self.config.failure_model = model;
+        self
+    }
+
+    /// With [`FailureModel::Consecutive`]: this many failures in a row open
+    /// the breaker (≥ 1; default 5). A success resets the run; an ignored
+    /// error neither counts nor resets.
+    pub fn consecutive_failure_threshold(mut self, failures: u32) -> Self {
+        self.config.consecutive_failure_threshold = failures;
+        self
+    }
+
+    /// With [`FailureModel::Count`]: this many failures within
+    /// `failure_count_interval` open the breaker (1 to 65 536; default 5).
+    pub fn failure_count_threshold(mut self, failures: u32) -> Self {
+        self.config.failure_count_threshold = failures;
+        self
+    }
+
+    /// With [`FailureModel::Count`]: the sliding interval the failures must
+    /// fall within (≥ 1 ms; default 10 s).
+    pub fn failure_count_interval(mut self, interval: Duration) -> Self {
+        self.config.failure_count_interval = interval;
+        self
+    }
+
+    /// A post-recovery ramp: when the half-open probes close the breaker, it
+    /// does not let the whole traffic onto a downstream that has just
+    /// recovered (seed 000 §二十八, "小批探测与预热"): for `warm_up_period` it
+    /// admits a fraction of the calls growing linearly from `1 / cold_factor`
+    /// to all of them (the rate limiter's warm-up, Guava's and Sentinel's
+    /// cold factor), and refuses the others with
+    /// [`CallNotPermitted`](crate::error::CallNotPermitted) in state CLOSED,
+    /// counted as not permitted. Admissions are spread evenly (call `n` of
+    /// the ramp is admitted when `floor((n + 1)·f) > floor(n·f)` for the
+    /// fraction `f` at that moment), so a test can count them. Admitted
+    /// calls are recorded as in CLOSED, so a relapse reopens it. Zero (the
+    /// default) turns it off; only a HALF_OPEN → CLOSED decided by the probes
+    /// ramps (not a manual transition or a reset).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig, State};
+    /// use resil_core::clock::ManualClock;
+    ///
+    /// let clock = ManualClock::new();
+    /// let config = CircuitBreakerConfig::builder()
+    ///     .sliding_window_size(2)
+    ///     .minimum_number_of_calls(2)
+    ///     .permitted_number_of_calls_in_half_open_state(1)
+    ///     .wait_duration_in_open_state(Duration::from_secs(1))
+    ///     .warm_up_period(Duration::from_secs(10))
+    ///     .build()
+    ///     .unwrap();
+    /// let breaker = CircuitBreaker::with_clock("catalog", config, clock.clone());
+    /// breaker.transition_to_open().unwrap();
+    /// clock.advance(Duration::from_millis(1_001));
+    /// breaker.call(|| Ok::<_, ()>(())).unwrap(); // the probe closes it
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// let admitted = |n| (0..n).filter(|_| breaker.call(|| Ok::<_, ()>(())).is_ok()).count();
+    /// assert_eq!(admitted(30), 10); // a third at first
+    /// clock.advance(Duration::from_secs(10));
+    /// assert_eq!(admitted(30), 30); // the ramp is over
+    /// ```
+    pub fn warm_up_period(mut self, period: Duration) -> Self {
+        self.config.warm_up_period = period;
+        self
+    }
+
+    /// How cold the ramp starts: `1 / cold_factor` of the calls (≥ 1;
+    /// default 3). Only with a `warm_up_period`.
+    pub fn cold_factor(mut self, factor: u32) -> Self {
+        self.config.cold_factor = factor;
         self
     }
 
@@ -837,6 +1052,30 @@ impl CircuitBreakerConfigBuilder {
                 "an integer in [1, 16777216]",
             ));
         }
+        if c.consecutive_failure_threshold == 0 {
+            return Err(ConfigError::new(
+                "consecutive_failure_threshold",
+                0,
+                "an integer >= 1",
+            ));
+        }
+        if !(1..=MAX_FAILURE_COUNT_THRESHOLD).contains(&c.failure_count_threshold) {
+            return Err(ConfigError::new(
+                "failure_count_threshold",
+                c.failure_count_threshold,
+                "an integer in [1, 65536]",
+            ));
+        }
+        if c.cold_factor == 0 {
+            return Err(ConfigError::new("cold_factor", 0, "an integer >= 1"));
+        }
+        if c.failure_count_interval < Duration::from_millis(1) {
+            return Err(ConfigError::new(
+                "failure_count_interval",
+                format!("{:?}", c.failure_count_interval),
+                "a duration >= 1ms",
+            ));
+        }
         Ok(self.config)
     }
 }
@@ -903,6 +1142,29 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(time.minimum_number_of_calls(), 10);
+    }
+
+    #[test]
+    fn failure_model_defaults_and_ranges_name_their_field() {
+        let c = CircuitBreakerConfig::default();
+        assert_eq!(c.failure_model(), FailureModel::Rate);
+        assert_eq!(c.consecutive_failure_threshold(), 5);
+        assert_eq!(c.failure_count_threshold(), 5);
+        assert_eq!(c.failure_count_interval(), Duration::from_secs(10));
+        let err = |b: CircuitBreakerConfigBuilder| b.build().unwrap_err().to_string();
+        assert_eq!(
+            err(CircuitBreakerConfig::builder().consecutive_failure_threshold(0)),
+            "invalid `consecutive_failure_threshold`: got 0, expected an integer >= 1"
+        );
+        assert_eq!(
+            err(CircuitBreakerConfig::builder().failure_count_threshold(70_000)),
+            "invalid `failure_count_threshold`: got 70000, expected an integer in [1, 65536]"
+        );
+        assert_eq!(
+            err(CircuitBreakerConfig::builder().failure_count_interval(Duration::from_micros(10))),
+            "invalid `failure_count_interval`: got 10µs, expected a duration >= 1ms"
+        );
+        assert_eq!(FailureModel::Consecutive.to_string(), "CONSECUTIVE");
     }
 
     #[test]

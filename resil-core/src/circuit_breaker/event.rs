@@ -51,6 +51,22 @@ pub enum CircuitBreakerEventKind {
         /// The slow-call rate, in percent.
         rate: f32,
     },
+    /// `CONSECUTIVE_FAILURES_EXCEEDED` (resil's): with
+    /// [`FailureModel::Consecutive`](super::FailureModel::Consecutive), a run
+    /// of failures reached `consecutive_failure_threshold`.
+    ConsecutiveFailuresExceeded {
+        /// The failures in the run.
+        failures: u32,
+    },
+    /// `FAILURE_COUNT_EXCEEDED` (resil's): with
+    /// [`FailureModel::Count`](super::FailureModel::Count),
+    /// `failure_count_threshold` failures fell within `failure_count_interval`.
+    FailureCountExceeded {
+        /// The failures counted.
+        failures: u32,
+        /// The interval they fell within.
+        interval: Duration,
+    },
     /// `RESET`: the breaker was reset to a fresh CLOSED state.
     Reset,
 }
@@ -69,6 +85,10 @@ impl EventKind for CircuitBreakerEventKind {
             CircuitBreakerEventKind::StateTransition { .. } => "STATE_TRANSITION",
             CircuitBreakerEventKind::FailureRateExceeded { .. } => "FAILURE_RATE_EXCEEDED",
             CircuitBreakerEventKind::SlowCallRateExceeded { .. } => "SLOW_CALL_RATE_EXCEEDED",
+            CircuitBreakerEventKind::ConsecutiveFailuresExceeded { .. } => {
+                "CONSECUTIVE_FAILURES_EXCEEDED"
+            }
+            CircuitBreakerEventKind::FailureCountExceeded { .. } => "FAILURE_COUNT_EXCEEDED",
             CircuitBreakerEventKind::Reset => "RESET",
         }
     }
@@ -81,6 +101,8 @@ impl EventKind for CircuitBreakerEventKind {
             CircuitBreakerEventKind::StateTransition { .. }
                 | CircuitBreakerEventKind::FailureRateExceeded { .. }
                 | CircuitBreakerEventKind::SlowCallRateExceeded { .. }
+                | CircuitBreakerEventKind::ConsecutiveFailuresExceeded { .. }
+                | CircuitBreakerEventKind::FailureCountExceeded { .. }
                 | CircuitBreakerEventKind::Reset
         )
     }
@@ -105,6 +127,13 @@ impl EventKind for CircuitBreakerEventKind {
             | CircuitBreakerEventKind::SlowCallRateExceeded { rate } => {
                 visit("rate", Field::Percent(f64::from(rate)));
             }
+            CircuitBreakerEventKind::ConsecutiveFailuresExceeded { failures } => {
+                visit("failures", Field::U64(u64::from(failures)));
+            }
+            CircuitBreakerEventKind::FailureCountExceeded { failures, interval } => {
+                visit("failures", Field::U64(u64::from(failures)));
+                visit("interval", Field::Duration(interval));
+            }
             CircuitBreakerEventKind::Reset => {}
         }
     }
@@ -119,6 +148,12 @@ impl EventKind for CircuitBreakerEventKind {
             CircuitBreakerEventKind::StateTransition { from, to } => write!(f, " {from} -> {to}"),
             CircuitBreakerEventKind::FailureRateExceeded { rate }
             | CircuitBreakerEventKind::SlowCallRateExceeded { rate } => write!(f, " ({rate}%)"),
+            CircuitBreakerEventKind::ConsecutiveFailuresExceeded { failures } => {
+                write!(f, " ({failures} in a row)")
+            }
+            CircuitBreakerEventKind::FailureCountExceeded { failures, interval } => {
+                write!(f, " ({failures} within {interval:?})")
+            }
             CircuitBreakerEventKind::Reset => Ok(()),
         }
     }

@@ -20,12 +20,30 @@ pub struct Metrics {
     pub(crate) minimum: u64,
     pub(crate) not_permitted: u64,
     pub(crate) ignored: u64,
+    pub(crate) consecutive_failures: u32,
+    pub(crate) failures_in_interval: u64,
 }
 
 impl Metrics {
     /// The state when the snapshot was taken.
     pub fn state(&self) -> State {
         self.state
+    }
+
+    /// Failures in a row since the last success in CLOSED / METRICS_ONLY,
+    /// what [`FailureModel::Consecutive`](super::FailureModel::Consecutive)
+    /// compares with `consecutive_failure_threshold` (0 with
+    /// [`FailureModel::Rate`], which keeps no run).
+    pub fn consecutive_failures(&self) -> u32 {
+        self.consecutive_failures
+    }
+
+    /// Failures within the last `failure_count_interval`, what
+    /// [`FailureModel::Count`](super::FailureModel::Count) compares with
+    /// `failure_count_threshold` (at most that many are kept; 0 with the
+    /// other models).
+    pub fn failures_in_interval(&self) -> u64 {
+        self.failures_in_interval
     }
 
     /// Failed calls in percent of buffered calls, or `None` while fewer than

@@ -127,8 +127,8 @@ mod window;
 pub use self::breaker::CircuitBreaker;
 pub use self::calls::{histogram_bounds, CallKind, CallTimer, CallTotals};
 pub use self::config::{
-    CircuitBreakerConfig, CircuitBreakerConfigBuilder, Outcome, ResultTransition,
-    SlidingWindowType, MAX_COUNT_WINDOW_SIZE, MAX_TIME_WINDOW_SECONDS,
+    CircuitBreakerConfig, CircuitBreakerConfigBuilder, FailureModel, Outcome, ResultTransition,
+    SlidingWindowType, MAX_COUNT_WINDOW_SIZE, MAX_FAILURE_COUNT_THRESHOLD, MAX_TIME_WINDOW_SECONDS,
 };
 pub use self::event::{CircuitBreakerEvent, CircuitBreakerEventKind};
 pub use self::metrics::Metrics;

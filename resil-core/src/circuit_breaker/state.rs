@@ -193,6 +193,15 @@ impl Word {
         self.0 >> EPOCH_SHIFT
     }
 
+    /// CLOSED (not ramping up after recovery), DISABLED or METRICS_ONLY: a
+    /// call is permitted without a probe slot or a ramp's admission. The
+    /// slot field is 0 in these states, except in CLOSED while it ramps up
+    /// (see `warm_up_period`), where it is 1.
+    #[inline]
+    pub(crate) const fn passes_unguarded(self) -> bool {
+        matches!(self.0 & (TAG_MASK | SLOT_MASK), 0 | 4 | 5)
+    }
+
     /// The same word with one probe slot fewer (callers check `slots() > 0`).
     #[inline]
     pub(crate) const fn take_slot(self) -> Word {

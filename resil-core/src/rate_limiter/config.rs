@@ -60,6 +60,10 @@ pub struct RateLimiterConfig {
     drain_permissions_on_result: Option<DrainOnResult>,
     /// Per class ([`Criticality::index`]), in percent.
     thresholds: Thresholds,
+    /// In nanoseconds (0: no warm-up): 8 bytes, not a `Duration`'s 16, so a
+    /// limiter stays within its kilobyte (see `tests/allocations.rs`).
+    warm_up_nanos: u64,
+    cold_factor: u32,
 }
 
 /// Per-class thresholds in hundredths of a percent (`10000` is 100 %): the
@@ -133,6 +137,7 @@ impl RateLimiterConfig {
         RateLimiterConfigBuilder {
             config: RateLimiterConfig::default(),
             invalid: [None; 4],
+            warm_up_period: None,
         }
     }
 
@@ -141,6 +146,7 @@ impl RateLimiterConfig {
         RateLimiterConfigBuilder {
             config: self.clone(),
             invalid: [None; 4],
+            warm_up_period: None,
         }
     }
 
@@ -164,6 +170,20 @@ impl RateLimiterConfig {
     #[inline]
     pub fn timeout_duration(&self) -> Duration {
         self.timeout_duration
+    }
+
+    /// The ramp after idleness (zero, the default: none). See
+    /// [`RateLimiterConfigBuilder::warm_up_period`].
+    #[inline]
+    pub fn warm_up_period(&self) -> Duration {
+        Duration::from_nanos(self.warm_up_nanos)
+    }
+
+    /// A cold limiter grants `limit_for_period / cold_factor` (rounded up)
+    /// per cycle at first (default 3, Guava's and Sentinel's).
+    #[inline]
+    pub fn cold_factor(&self) -> u32 {
+        self.cold_factor
     }
 
     /// Whether a `drain_permissions_on_result` predicate is set.
@@ -214,6 +234,8 @@ impl Default for RateLimiterConfig {
             timeout_duration: Duration::from_secs(5),
             drain_permissions_on_result: None,
             thresholds: Thresholds(DEFAULT_THRESHOLDS.map(Thresholds::encode)),
+            warm_up_nanos: 0,
+            cold_factor: 3,
         }
     }
 }
@@ -225,6 +247,8 @@ pub struct RateLimiterConfigBuilder {
     config: RateLimiterConfig,
     /// A threshold given out of range, as given (for the error).
     invalid: [Option<f32>; 4],
+    /// Checked by `build` before it is stored in nanoseconds.
+    warm_up_period: Option<Duration>,
 }
 
 impl RateLimiterConfigBuilder {
@@ -243,6 +267,49 @@ impl RateLimiterConfigBuilder {
     /// How long a call may wait for a permit; zero refuses at once.
     pub fn timeout_duration(mut self, timeout: Duration) -> Self {
         self.config.timeout_duration = timeout;
+        self
+    }
+
+    /// Warms up after idleness (Guava's `SmoothWarmingUp`, Sentinel's
+    /// warm-up controller), for a downstream whose caches, connection pools
+    /// or JIT go cold: a limiter that granted nothing for longer than
+    /// `warm_up_period` (and a new one) starts at `limit_for_period /
+    /// cold_factor` permits per cycle (rounded up) and ramps linearly to
+    /// `limit_for_period` over `warm_up_period`. Zero (the default) turns it
+    /// off; otherwise at least one `limit_refresh_period`. The ramp moves
+    /// once per cycle, at the cycle's first acquire; a cycle in which nobody
+    /// acquired keeps the step before it (it errs towards fewer permits).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resil_core::clock::ManualClock;
+    /// use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig};
+    ///
+    /// let config = RateLimiterConfig::builder()
+    ///     .limit_for_period(30)
+    ///     .limit_refresh_period(Duration::from_secs(1))
+    ///     .timeout_duration(Duration::ZERO)
+    ///     .warm_up_period(Duration::from_secs(10))
+    ///     .build()
+    ///     .unwrap();
+    /// let clock = ManualClock::new();
+    /// let limiter = RateLimiter::with_clock("catalog", config, clock.clone());
+    /// let granted = |limiter: &RateLimiter| (0..40).filter(|_| limiter.acquire_permission(1).is_ok()).count();
+    /// assert_eq!(granted(&limiter), 10); // cold: 30 / 3
+    /// clock.advance(Duration::from_secs(5));
+    /// assert_eq!(granted(&limiter), 20); // half-way up the ramp
+    /// clock.advance(Duration::from_secs(5));
+    /// assert_eq!(granted(&limiter), 30); // warm
+    /// ```
+    pub fn warm_up_period(mut self, period: Duration) -> Self {
+        self.warm_up_period = Some(period);
+        self
+    }
+
+    /// How much colder a cold limiter is: it starts at `limit_for_period /
+    /// cold_factor` (at least 1; default 3). Only with a `warm_up_period`.
+    pub fn cold_factor(mut self, factor: u32) -> Self {
+        self.config.cold_factor = factor;
         self
     }
 
@@ -311,12 +378,29 @@ impl RateLimiterConfigBuilder {
 
     /// The configuration, or the first invalid value with its field name.
     pub fn build(self) -> Result<RateLimiterConfig, ConfigError> {
-        let c = self.config;
+        let mut c = self.config;
         let given: [f32; 4] =
             std::array::from_fn(|i| self.invalid[i].unwrap_or_else(|| c.thresholds.get(i)));
         check_classes(&given, &[0.0; 4])?;
         check_period(c.limit_refresh_period)?;
         RateLimiterConfig::check_limit(c.limit_for_period, c.limit_refresh_period)?;
+        let warm_up = self.warm_up_period.unwrap_or(c.warm_up_period());
+        if (!warm_up.is_zero() && warm_up < c.limit_refresh_period)
+            || warm_up > MAX_LIMIT_REFRESH_PERIOD
+        {
+            return Err(ConfigError::new(
+                "warm_up_period",
+                format!("{warm_up:?}"),
+                format!(
+                    "zero (no warm-up) or at least one `limit_refresh_period` ({:?})",
+                    c.limit_refresh_period
+                ),
+            ));
+        }
+        if c.cold_factor == 0 {
+            return Err(ConfigError::new("cold_factor", 0, "an integer >= 1"));
+        }
+        c.warm_up_nanos = clock::nanos(warm_up);
         Ok(c)
     }
 }
@@ -390,6 +474,26 @@ mod tests {
             err.to_string(),
             "invalid `limit_refresh_period`: got 0ns, expected a duration in 1ns..=584 years (u64::MAX nanoseconds)"
         );
+    }
+
+    #[test]
+    fn a_warm_up_shorter_than_a_cycle_or_a_zero_cold_factor_is_rejected() {
+        let err = RateLimiterConfig::builder()
+            .limit_refresh_period(Duration::from_secs(1))
+            .warm_up_period(Duration::from_millis(500))
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid `warm_up_period`: got 500ms, expected zero (no warm-up) or at least one `limit_refresh_period` (1s)"
+        );
+        let err = RateLimiterConfig::builder()
+            .cold_factor(0)
+            .build()
+            .unwrap_err();
+        assert_eq!(err.field(), "cold_factor");
+        let c = RateLimiterConfig::default();
+        assert_eq!((c.warm_up_period(), c.cold_factor()), (Duration::ZERO, 3));
     }
 
     #[test]

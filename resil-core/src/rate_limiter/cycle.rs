@@ -265,6 +265,11 @@ struct Hot {
     /// The cycle some recent acquire was in: a hint that spares most acquires
     /// the division of the time by the period, checked on every use.
     hint: AtomicU64,
+    /// The ramp after idleness, when a `warm_up_period` is configured. Never
+    /// written after construction, and read only on the slow path, which
+    /// reads this line anyway; kept here because the padding has room for
+    /// it (the limiter stays within its size).
+    warm: Option<Box<WarmUp>>,
 }
 
 /// The cycle algorithm's state, the type parameter of
@@ -284,17 +289,151 @@ pub struct Cycles {
     pub(crate) changes: Mutex<()>,
 }
 
+/// No cycle yet (a new limiter is cold).
+const NEVER: u64 = u64::MAX;
+
+/// The warm-up ramp (Guava's `SmoothWarmingUp`, Sentinel's warm-up
+/// controller, in cycles): a limiter idle for more than `cycles` cycles (and
+/// a new one) grants `cold` permits in the cycle it wakes up in, and
+/// `cold + (full − cold) × k / cycles` in the `k`-th cycle after, `full`
+/// from the `cycles`-th on. Applied by the first acquire of each cycle (every
+/// cycle's first acquire takes [`Cycles::acquire_at`]), under the changes
+/// mutex: the fast path never sees it.
+#[derive(Debug)]
+struct WarmUp {
+    /// The ramp's length in cycles (at least 1).
+    cycles: u64,
+    cold_factor: u32,
+    /// `limit_for_period` (what the ramp ends at; `change_limit_for_period`
+    /// moves it).
+    full: AtomicU64,
+    /// The cycle the current ramp started in, or [`NEVER`] once warm.
+    from: AtomicU64,
+    /// The last cycle an acquire took the slow path in ([`NEVER`]: none).
+    last: AtomicU64,
+}
+
+impl WarmUp {
+    fn cold(&self, full: u32) -> u32 {
+        full.div_ceil(self.cold_factor).max(1)
+    }
+
+    /// The limit of the `k`-th cycle of the ramp.
+    fn target(&self, full: u32, k: u64) -> u32 {
+        if k >= self.cycles {
+            return full;
+        }
+        let cold = self.cold(full);
+        let extra = u64::from(full - cold) * k / self.cycles;
+        cold + extra as u32
+    }
+}
+
 impl Cycles {
     pub(crate) fn new(limit: u32, period_nanos: u64, origin: u64) -> Self {
         Cycles {
             hot: Padded(Hot {
                 cursor: AtomicU64::new(0),
                 hint: AtomicU64::new(0),
+                warm: None,
             }),
             schedule: ScheduleCell::new(Schedule::initial(limit)),
             period: Divider::new(period_nanos),
             origin,
             changes: Mutex::new(()),
+        }
+    }
+
+    /// With a warm-up ramp of `warm_up_nanos` (0: none) starting at
+    /// `limit / cold_factor`.
+    pub(crate) fn warming_up(mut self, warm_up_nanos: u64, cold_factor: u32) -> Self {
+        if warm_up_nanos > 0 {
+            let cycles = (warm_up_nanos / self.period.divisor()).max(1);
+            // No cycle is hinted yet: the first acquire takes the slow path.
+            self.hot.0.hint.store(NEVER, Ordering::Relaxed);
+            self.hot.0.warm = Some(Box::new(WarmUp {
+                cycles,
+                cold_factor: cold_factor.max(1),
+                full: AtomicU64::new(u64::from(self.schedule.read().limit)),
+                from: AtomicU64::new(NEVER),
+                last: AtomicU64::new(NEVER),
+            }));
+        }
+        self
+    }
+
+    /// A new `limit_for_period` is also the ramp's new end.
+    pub(crate) fn warm_up_to(&self, limit: u32) {
+        if let Some(w) = &self.hot.0.warm {
+            w.full.store(u64::from(limit), Ordering::Relaxed);
+        }
+    }
+
+    /// The configured limit: the ramp's end while warming up.
+    #[inline]
+    pub(crate) fn configured_limit(&self) -> u32 {
+        match &self.hot.0.warm {
+            Some(w) => w.full.load(Ordering::Relaxed) as u32,
+            None => self.limit(),
+        }
+    }
+
+    /// Moves the warm-up ramp to the cycle `now` is in (see [`WarmUp`]):
+    /// lowers the current cycle to the cold limit when the limiter wakes up
+    /// from idleness, and raises the current cycle's limit along the ramp
+    /// while nothing of it is taken yet beyond its start.
+    #[cold]
+    #[inline(never)]
+    fn warm_up(&self, w: &WarmUp, now: u64) {
+        let cycle = self.period.div(self.elapsed(now));
+        if w.last.load(Ordering::Acquire) == cycle {
+            return;
+        }
+        let _serial = self.changes.lock();
+        let last = w.last.swap(cycle, Ordering::AcqRel);
+        if last == cycle {
+            return;
+        }
+        let full = w.full.load(Ordering::Relaxed) as u32;
+        let idle = last == NEVER || (last < cycle && cycle - last > w.cycles);
+        if idle {
+            w.from.store(cycle, Ordering::Release);
+        }
+        let from = w.from.load(Ordering::Acquire);
+        if from == NEVER {
+            return;
+        }
+        let k = cycle.saturating_sub(from);
+        let target = w.target(full, k);
+        if k >= w.cycles {
+            w.from.store(NEVER, Ordering::Release);
+        }
+        let old = self.schedule.read();
+        let cycle = old.clamp(cycle);
+        let current = old.limit_of(cycle);
+        if target < current {
+            // Lower: every later cycle at the target, and this one's permits
+            // beyond it taken away (as `drain` does).
+            self.change_limit(target, now);
+            let (_, hi) = old.window(cycle);
+            self.hot
+                .0
+                .cursor
+                .fetch_max(hi - u64::from(target), Ordering::AcqRel);
+        } else if target > current && cycle >= old.from_cycle {
+            // Raise: lay this cycle out again with the target, from the same
+            // first permit (permits already taken in it stay taken).
+            let (lo, _) = old.window(cycle);
+            self.schedule.write(Schedule {
+                from_cycle: cycle,
+                from_index: lo,
+                limit: target,
+                previous_limit: if cycle > old.from_cycle {
+                    old.limit
+                } else {
+                    old.previous_limit
+                },
+            });
         }
     }
 
@@ -311,15 +450,19 @@ impl Cycles {
     }
 
     /// The cycle `now` falls in: the hint's, if `now` is in it, else computed
-    /// (and the hint moved).
+    /// (and the hint moved, by an acquire or when there is no warm-up: with
+    /// one, only an acquire may move it, so that the first acquire of every
+    /// cycle takes the slow path, where the ramp is applied).
     #[inline]
-    fn cycle_at(&self, now: u64) -> u64 {
+    fn cycle_at(&self, now: u64, acquiring: bool) -> u64 {
         let hint = self.hot.0.hint.load(Ordering::Acquire);
         if self.is_in(hint, now) {
             hint
         } else {
             let cycle = self.period.div(self.elapsed(now));
-            self.hot.0.hint.store(cycle, Ordering::Release);
+            if acquiring || self.hot.0.warm.is_none() {
+                self.hot.0.hint.store(cycle, Ordering::Release);
+            }
             cycle
         }
     }
@@ -387,13 +530,16 @@ impl Cycles {
         now: u64,
         mut max_wait: impl FnMut() -> u64,
     ) -> Result<Grant, Refusal> {
+        if let Some(w) = &self.hot.0.warm {
+            self.warm_up(w, now);
+        }
         let schedule = self.schedule.read();
         if permits > schedule.limit {
             return Err(Refusal::ExceedsLimit {
                 limit: schedule.limit,
             });
         }
-        let cycle = schedule.clamp(self.cycle_at(now));
+        let cycle = schedule.clamp(self.cycle_at(now, true));
         let (lo, hi) = schedule.window(cycle);
         let n = u64::from(permits);
         let mut cursor = self.hot.0.cursor.load(Ordering::Acquire);
@@ -481,7 +627,7 @@ impl Cycles {
     /// the next cycle refills as usual. Returns how many permits were free.
     pub(crate) fn drain(&self, now: u64) -> u32 {
         let schedule = self.schedule.read();
-        let cycle = schedule.clamp(self.cycle_at(now));
+        let cycle = schedule.clamp(self.cycle_at(now, false));
         let (lo, hi) = schedule.window(cycle);
         let before = self.hot.0.cursor.fetch_max(hi, Ordering::AcqRel);
         u32::try_from(hi.saturating_sub(before.max(lo))).unwrap_or(u32::MAX)
@@ -491,7 +637,7 @@ impl Cycles {
     /// are reserved (Resilience4j `availablePermissions`).
     pub(crate) fn available(&self, now: u64) -> i64 {
         let schedule = self.schedule.read();
-        let cycle = schedule.clamp(self.cycle_at(now));
+        let cycle = schedule.clamp(self.cycle_at(now, false));
         let (lo, hi) = schedule.window(cycle);
         let cursor = self.hot.0.cursor.load(Ordering::Acquire).max(lo);
         // Both fit i64: the cursor is at most the timeout's worth of permits
@@ -503,7 +649,7 @@ impl Cycles {
     /// starts: zero while the current cycle has one.
     pub(crate) fn wait_for_next(&self, now: u64) -> u64 {
         let schedule = self.schedule.read();
-        let cycle = schedule.clamp(self.cycle_at(now));
+        let cycle = schedule.clamp(self.cycle_at(now, false));
         let (lo, hi) = schedule.window(cycle);
         let cursor = self.hot.0.cursor.load(Ordering::Acquire).max(lo);
         if cursor < hi {

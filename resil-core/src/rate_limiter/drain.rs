@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// `None` for an outcome of other types than the predicate's.
-type Erased = Arc<dyn Fn(Outcome<'_>) -> Option<bool> + Send + Sync>;
+type Erased = Box<dyn Fn(Outcome<'_>) -> Option<bool> + Send + Sync>;
 
 /// A call's outcome as the erased predicate sees it.
 #[derive(Clone, Copy)]
@@ -25,7 +25,11 @@ enum Outcome<'a> {
 /// It looks inside a `resil::Error<E>` (a rate limiter around other resil
 /// primitives), up to four levels deep: `Error::Call(e)` is shown as `e`.
 #[derive(Clone)]
-pub(crate) struct DrainOnResult {
+pub(crate) struct DrainOnResult(Arc<Drain>);
+
+/// One pointer in the configuration (which every limiter keeps inline, so
+/// its size is the limiter's).
+struct Drain {
     test: Erased,
     /// `Result<T, E>`, the types the predicate is written for.
     written_for: &'static str,
@@ -35,8 +39,8 @@ impl DrainOnResult {
     pub(crate) fn new<T: 'static, E: 'static>(
         f: impl Fn(Result<&T, &E>) -> bool + Send + Sync + 'static,
     ) -> Self {
-        DrainOnResult {
-            test: Arc::new(move |outcome| match outcome {
+        DrainOnResult(Arc::new(Drain {
+            test: Box::new(move |outcome| match outcome {
                 Outcome::Value(v) => v.downcast_ref::<T>().map(|v| f(Ok(v))),
                 Outcome::Error(e) => match e.downcast_ref::<E>() {
                     Some(e) => Some(f(Err(e))),
@@ -50,7 +54,7 @@ impl DrainOnResult {
                 },
             }),
             written_for: std::any::type_name::<Result<T, E>>(),
-        }
+        }))
     }
 
     /// Whether `result` should drain the limiter; `None` when the predicate
@@ -58,8 +62,8 @@ impl DrainOnResult {
     #[inline]
     pub(crate) fn check<T: 'static, E: 'static>(&self, result: &Result<T, E>) -> Option<bool> {
         match result {
-            Ok(v) => (self.test)(Outcome::Value(v)),
-            Err(e) => (self.test)(Outcome::Error(e)),
+            Ok(v) => (self.0.test)(Outcome::Value(v)),
+            Err(e) => (self.0.test)(Outcome::Error(e)),
         }
     }
 
@@ -103,7 +107,7 @@ impl DrainOnResult {
             "rate limiter '{limiter}': a call returned `{}`, but its drain_permissions_on_result \
              predicate is written for `{}` and can never match it",
             std::any::type_name::<Result<T, E>>(),
-            self.written_for
+            self.0.written_for
         );
     }
 }
@@ -111,7 +115,7 @@ impl DrainOnResult {
 impl PartialEq for DrainOnResult {
     /// The same predicate (a clone of one configuration), not equal behaviour.
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.test, &other.test)
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
@@ -119,13 +123,13 @@ impl Eq for DrainOnResult {}
 
 impl Hash for DrainOnResult {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        (Arc::as_ptr(&self.test) as *const () as usize).hash(state);
+        (Arc::as_ptr(&self.0) as usize).hash(state);
     }
 }
 
 impl fmt::Debug for DrainOnResult {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DrainOnResult({})", self.written_for)
+        write!(f, "DrainOnResult({})", self.0.written_for)
     }
 }
 

@@ -74,6 +74,7 @@ impl RateLimiter {
         self.inner
             .state
             .change_limit(limit_for_period, self.inner.now());
+        self.inner.state.warm_up_to(limit_for_period);
         Ok(())
     }
 }
@@ -92,6 +93,7 @@ impl Machinery for Cycles {
             clock::nanos(config.limit_refresh_period()),
             origin,
         )
+        .warming_up(clock::nanos(config.warm_up_period()), config.cold_factor())
     }
 
     fn refill_period(config: &RateLimiterConfig) -> Duration {
@@ -103,7 +105,9 @@ impl Machinery for Cycles {
     }
 
     fn config_now(&self, config: &RateLimiterConfig, timeout: Duration) -> RateLimiterConfig {
-        config.clone().with_dynamic(self.limit(), timeout)
+        config
+            .clone()
+            .with_dynamic(self.configured_limit(), timeout)
     }
 
     #[inline]

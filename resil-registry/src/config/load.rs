@@ -196,18 +196,10 @@ fn walk_root(doc: &mut Document, root: &str, value: Value, problems: &mut Vec<Pr
     for (key, value) in items {
         let path = format!("{root}.{key}");
         let Some(kind) = Kind::from_key(&key) else {
-            const KINDS: [&str; 9] = [
-                "circuitbreaker",
-                "circuit-breaker",
-                "retry",
-                "bulkhead",
-                "thread-pool-bulkhead",
-                "ratelimiter",
-                "rate-limiter",
-                "timelimiter",
-                "time-limiter",
-            ];
-            problems.push(Problem::unknown_key(path, closest(&key, KINDS), None));
+            // Every kind's key (the one list), so a new kind gets its typos
+            // answered too; `-` and `_` are ignored when comparing.
+            let kinds = Kind::ALL.map(Kind::config_key);
+            problems.push(Problem::unknown_key(path, closest(&key, kinds), None));
             continue;
         };
         let section = doc.kind_mut(kind);

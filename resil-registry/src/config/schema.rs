@@ -64,7 +64,7 @@ pub(crate) fn normalize(key: &str) -> String {
 
 pub(crate) use resil_options::{
     OptionSpec, Target, Ty, ALLOW_HEALTH_INDICATOR_TO_FAIL, EVENT_CONSUMER_BUFFER_SIZE,
-    REGISTER_HEALTH_INDICATOR, SLIDING_WINDOW_TYPES, STATES,
+    FAILURE_MODELS, REGISTER_HEALTH_INDICATOR, SLIDING_WINDOW_TYPES, STATES,
 };
 
 /// What a type accepts, for "expected …" in errors.

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use resil_core::circuit_breaker::{
-    CallKind, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder, SlidingWindowType,
-    State,
+    CallKind, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder, FailureModel,
+    SlidingWindowType, State,
 };
 use resil_core::clock::SharedClock;
 use resil_core::event::EventStream;
@@ -19,7 +19,7 @@ use crate::config::apply::{backoff, choice, duration, Apply, Values};
 use crate::config::bind::Bind;
 use crate::config::render::{backoff_values, word, Render};
 use crate::config::resolved::{ErrorNames, Resolved};
-use crate::config::schema::{Val, SLIDING_WINDOW_TYPES, STATES};
+use crate::config::schema::{Val, FAILURE_MODELS, SLIDING_WINDOW_TYPES, STATES};
 use crate::kind::Kind;
 use crate::overrides::{Overrides, Transition};
 use crate::primitive::{Hooks, NoTwins};
@@ -149,6 +149,11 @@ bind! {
         "slow-call-duration-threshold" => Duration: slow_call_duration_threshold,
         "sliding-window-size" => U32: sliding_window_size,
         "minimum-number-of-calls" => U32: minimum_number_of_calls,
+        "consecutive-failure-threshold" => U32: consecutive_failure_threshold,
+        "failure-count-threshold" => U32: failure_count_threshold,
+        "failure-count-interval" => Duration: failure_count_interval,
+        "warm-up-period" => Duration: warm_up_period,
+        "cold-factor" => U32: cold_factor,
         "automatic-transition-from-open-to-half-open-enabled" => Bool: automatic_transition_from_open_to_half_open_enabled,
         "permitted-number-of-calls-in-half-open-state" => U32: permitted_number_of_calls_in_half_open_state,
         "max-wait-duration-in-half-open-state" => Duration: max_wait_duration_in_half_open_state,
@@ -174,6 +179,13 @@ impl Apply for CircuitBreakerConfig {
             b = b.sliding_window_type(match x {
                 "TIME_BASED" => SlidingWindowType::TimeBased,
                 _ => SlidingWindowType::CountBased,
+            });
+        }
+        if let Some(x) = choice(v, "failure-model") {
+            b = b.failure_model(match x {
+                "CONSECUTIVE" => FailureModel::Consecutive,
+                "COUNT" => FailureModel::Count,
+                _ => FailureModel::Rate,
             });
         }
         if let Some(x) = choice(v, "transition-to-state-after-wait-duration") {
@@ -222,6 +234,10 @@ impl Render for CircuitBreakerConfig {
             (
                 "sliding-window-type",
                 Some(word(SLIDING_WINDOW_TYPES, window)),
+            ),
+            (
+                "failure-model",
+                Some(word(FAILURE_MODELS, c.failure_model().as_str())),
             ),
             ("wait-duration-in-open-state", Some(Val::Duration(wait))),
             (
@@ -330,18 +346,37 @@ impl Telemetry for CircuitBreaker {
                 Status::Degraded,
                 Some("HALF_OPEN: probing whether the backend recovered".to_owned()),
             ),
-            State::Open => (
-                Status::Down,
-                Some(format!(
-                    "OPEN: failure rate {} (threshold {}%), slow-call rate {} (threshold {}%)",
-                    m.failure_rate()
-                        .map_or("n/a".to_owned(), |r| format!("{r}%")),
-                    self.config().failure_rate_threshold(),
-                    m.slow_call_rate()
-                        .map_or("n/a".to_owned(), |r| format!("{r}%")),
-                    self.config().slow_call_rate_threshold(),
-                )),
-            ),
+            State::Open => {
+                let c = self.config();
+                let failures = match c.failure_model() {
+                    FailureModel::Rate => format!(
+                        "failure rate {} (threshold {}%)",
+                        m.failure_rate()
+                            .map_or("n/a".to_owned(), |r| format!("{r}%")),
+                        c.failure_rate_threshold(),
+                    ),
+                    FailureModel::Consecutive => format!(
+                        "{} consecutive failures (threshold {})",
+                        m.consecutive_failures(),
+                        c.consecutive_failure_threshold(),
+                    ),
+                    FailureModel::Count => format!(
+                        "{} failures within {:?} (threshold {})",
+                        m.failures_in_interval(),
+                        c.failure_count_interval(),
+                        c.failure_count_threshold(),
+                    ),
+                };
+                (
+                    Status::Down,
+                    Some(format!(
+                        "OPEN: {failures}, slow-call rate {} (threshold {}%)",
+                        m.slow_call_rate()
+                            .map_or("n/a".to_owned(), |r| format!("{r}%")),
+                        c.slow_call_rate_threshold(),
+                    )),
+                )
+            }
             State::ForcedOpen => (Status::Down, Some("FORCED_OPEN by an operator".to_owned())),
         }
     }

@@ -21,6 +21,7 @@ mod hedging;
 pub(crate) mod rate_limiter;
 mod retry;
 mod thread_pool_bulkhead;
+mod throttler;
 mod time_limiter;
 #[cfg(test)]
 pub(crate) mod unit_test_counter;
@@ -193,6 +194,12 @@ macro_rules! kinds {
                 resil_core::chaos::Chaos,
                 resil_core::chaos::ChaosConfig,
                 resil_core::chaos::ChaosConfigBuilder;
+            /// The adaptive client-side throttler called `name`
+            /// (`resilience4j.throttler.instances.<name>`), created on first use.
+            throttler, try_throttler, configure_throttler:
+                resil_core::throttler::Throttler,
+                resil_core::throttler::ThrottlerConfig,
+                resil_core::throttler::ThrottlerConfigBuilder;
             /// The unit tests' own kind (`kinds/unit_test_counter.rs`).
             [cfg(test)] unit_test_counter, try_unit_test_counter, configure_unit_test_counter:
                 crate::kinds::unit_test_counter::types::Counter,

@@ -92,6 +92,8 @@ bind! {
         "sheddable-plus-threshold" => Percent: sheddable_plus_threshold,
         "critical-threshold" => Percent: critical_threshold,
         "critical-plus-threshold" => Percent: critical_plus_threshold,
+        "warm-up-period" => Duration: warm_up_period,
+        "cold-factor" => U32: cold_factor,
     }
 }
 

@@ -40,6 +40,16 @@ pub trait Classify<Res, E>: Send + Sync + 'static {
     fn error_type(&self, response: &Res, label: &mut dyn FnMut(&str)) {
         let _ = (response, label);
     }
+
+    /// For the layer's throttler: whether the downstream *refused* this
+    /// response (`Some(true)`: an HTTP 429 or 503), accepted it
+    /// (`Some(false)`), or `None` (the default) to leave it to the
+    /// throttler's own `refuse_result` predicates. An inner error is a
+    /// refusal unless the throttler's `accept_error` says otherwise.
+    fn refused(&self, response: &Res) -> Option<bool> {
+        let _ = response;
+        None
+    }
 }
 
 /// The breaker's own predicates decide, written for the service's response

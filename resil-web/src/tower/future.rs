@@ -19,6 +19,7 @@ use pin_project_lite::pin_project;
 use resil_core::bulkhead::{AcquirePermission, BulkheadPermit};
 use resil_core::circuit_breaker::Permit;
 use resil_core::cold_box::ColdBox;
+use resil_core::throttler::Permit as ThrottlePermit;
 use resil_core::time_limiter::Watch;
 use resil_core::trace::LeanSpan as Span;
 use resil_core::Error;
@@ -51,6 +52,8 @@ pin_project! {
         // limiter's wait, which the time limiter does not time.
         watch: Option<Watch<'static>>,
         permit: Option<Permit<'static>>,
+        // The throttler's permit: records whether the downstream accepted.
+        throttle: Option<ThrottlePermit<'static>>,
         shared: &'static Shared<C, R>,
         // The request's `resil.call` span, entered on every poll.
         span: Span,
@@ -173,6 +176,7 @@ where
             stage: Stage::refused(error),
             watch: None,
             permit,
+            throttle: None,
             shared,
             span,
         }
@@ -200,6 +204,7 @@ where
             },
             watch: None,
             permit,
+            throttle: None,
             shared,
             span,
         }
@@ -217,9 +222,17 @@ where
             stage,
             watch: watch(shared),
             permit,
+            throttle: None,
             shared,
             span,
         }
+    }
+
+    /// The throttler's permit, to record the downstream's answer with.
+    #[inline(always)]
+    pub(crate) fn throttled_by(mut self, throttle: Option<ThrottlePermit<'static>>) -> Self {
+        self.throttle = throttle;
+        self
     }
 }
 
@@ -267,6 +280,13 @@ where
                         Ok(response) => {
                             if let Some(permit) = this.permit.take() {
                                 record_response(&shared.classify, permit, &response);
+                            }
+                            if let Some(throttle) = this.throttle.take() {
+                                match shared.classify.refused(&response) {
+                                    Some(true) => throttle.refused(),
+                                    Some(false) => throttle.accepted(),
+                                    None => throttle.on_value(&response),
+                                }
                             }
                             if !span.is_disabled() {
                                 // By value: a reference would keep the
@@ -321,6 +341,11 @@ where
         };
         if let Some(permit) = this.permit.take() {
             record(&shared.classify, permit, &out);
+        }
+        if let Some(throttle) = this.throttle.take() {
+            // Never `Ok` here (a response returns above); an inner local
+            // refusal drops the permit and counts nothing.
+            throttle.on_nested_result(&out);
         }
         let out = if span.is_disabled() {
             out

@@ -140,4 +140,12 @@ impl<B, E> Classify<Response<B>, E> for HttpClassifier {
             label(response.status().as_str());
         }
     }
+
+    /// 429 Too Many Requests and 503 Service Unavailable are the
+    /// downstream's refusals (the SRE book's "rejected for lack of
+    /// capacity"); every other answer was accepted.
+    #[inline]
+    fn refused(&self, response: &Response<B>) -> Option<bool> {
+        Some(matches!(response.status().as_u16(), 429 | 503))
+    }
 }

@@ -23,7 +23,7 @@ pub struct ResilienceLayer<C: 'static = BreakerPredicates, R: 'static = AsErrors
 
 impl ResilienceLayer {
     /// The aspects a layer applies, outermost first:
-    /// CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( service )))).
+    /// Throttler( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( service ))))).
     ///
     /// Derived from the one table the attribute macros sort by,
     /// [`resil_options::ORDER`] (where the order and its consequences are
@@ -34,11 +34,12 @@ impl ResilienceLayer {
     /// time; compile-time assertions (in `service.rs`) tie that code to this
     /// order, so a change of the table that the state machine does not
     /// follow fails to build instead of silently disagreeing.
-    pub const ORDER: [Aspect; 4] = resil_options::in_order([
+    pub const ORDER: [Aspect; 5] = resil_options::in_order([
         // A set, sorted by the table: written alphabetically on purpose.
         Aspect::Bulkhead,
         Aspect::CircuitBreaker,
         Aspect::RateLimiter,
+        Aspect::Throttler,
         Aspect::TimeLimiter,
     ]);
 
@@ -48,6 +49,7 @@ impl ResilienceLayer {
         Builder {
             registry,
             name: name.to_owned(),
+            throttler: false,
             breaker: false,
             limiter: false,
             time_limiter: false,
@@ -92,6 +94,7 @@ impl<C: 'static, R: 'static> fmt::Debug for ResilienceLayer<C, R> {
         let s = self.shared;
         f.debug_struct("ResilienceLayer")
             .field("name", &s.name)
+            .field("throttler", &s.throttler.is_some())
             .field("circuit_breaker", &s.breaker.is_some())
             .field("rate_limiter", &s.limiter.is_some())
             .field("time_limiter", &s.time_limiter.is_some())
@@ -116,6 +119,7 @@ impl<S, C: 'static, R: 'static> Layer<S> for ResilienceLayer<C, R> {
 pub struct Builder<'r, C = BreakerPredicates, R = AsErrors> {
     registry: &'r Registry,
     name: String,
+    throttler: bool,
     breaker: bool,
     limiter: bool,
     time_limiter: bool,
@@ -125,6 +129,18 @@ pub struct Builder<'r, C = BreakerPredicates, R = AsErrors> {
 }
 
 impl<'r, C: 'static, R: 'static> Builder<'r, C, R> {
+    /// Protects with the adaptive client-side throttler called `name`
+    /// (outermost: a request it refuses locally takes nothing inside). A
+    /// response counts as refused by the downstream when the classifier
+    /// says so ([`Classify::refused`](super::Classify::refused): HTTP 429
+    /// and 503 with the HTTP classifier), an inner error and a timeout are
+    /// refusals, and a refusal by an inner aspect (the breaker's, the
+    /// bulkhead's) counts nothing.
+    pub fn throttler(mut self) -> Self {
+        self.throttler = true;
+        self
+    }
+
     /// Protects with the circuit breaker called `name`.
     pub fn circuit_breaker(mut self) -> Self {
         self.breaker = true;
@@ -157,6 +173,7 @@ impl<'r, C: 'static, R: 'static> Builder<'r, C, R> {
         Builder {
             registry: self.registry,
             name: self.name,
+            throttler: self.throttler,
             breaker: self.breaker,
             limiter: self.limiter,
             time_limiter: self.time_limiter,
@@ -172,6 +189,7 @@ impl<'r, C: 'static, R: 'static> Builder<'r, C, R> {
         Builder {
             registry: self.registry,
             name: self.name,
+            throttler: self.throttler,
             breaker: self.breaker,
             limiter: self.limiter,
             time_limiter: self.time_limiter,
@@ -188,6 +206,7 @@ impl<'r, C: 'static, R: 'static> Builder<'r, C, R> {
         let r = self.registry;
         let name = self.name.as_str();
         let shared = Shared {
+            throttler: self.throttler.then(|| r.throttler(name)),
             breaker: self.breaker.then(|| r.circuit_breaker(name)),
             limiter: self.limiter.then(|| r.rate_limiter(name)),
             time_limiter: self.time_limiter.then(|| r.time_limiter(name)),

@@ -21,7 +21,7 @@ use super::trace;
 // `ResilienceLayer::ORDER` is sorted by; together they fix all of it): a
 // change of order there that the code does not follow fails to build here.
 const _: () = {
-    use Aspect::{Bulkhead, CircuitBreaker, RateLimiter, TimeLimiter};
+    use Aspect::{Bulkhead, CircuitBreaker, RateLimiter, Throttler, TimeLimiter};
     /// The aspect's position in the layer's order (it must have one).
     const fn at(aspect: Aspect) -> usize {
         let mut i = 0;
@@ -33,7 +33,11 @@ const _: () = {
         }
         panic!("the state machine applies an aspect `ResilienceLayer::ORDER` lacks")
     }
-    // `call` asks the breaker first: its permit records the limiter's refusal.
+    // `call` asks the throttler first: its refusal takes no breaker permit,
+    // and the breaker's refusal (dropping the throttler's permit) counts
+    // nothing for the throttler.
+    assert!(at(Throttler) < at(CircuitBreaker));
+    // `call` asks the breaker next: its permit records the limiter's refusal.
     assert!(at(CircuitBreaker) < at(RateLimiter));
     // The time limiter's side starts after the limiter's wait (`running`,
     // and `watch` after the `Until::Permit` sleep), so that wait is untimed.
@@ -104,8 +108,22 @@ where
         let shared = self.shared;
         let span = trace::call_span(shared);
         // Outermost first (`ResilienceLayer::ORDER`, asserted above): the
-        // breaker, then the rate limiter. A refusal never calls the inner
-        // service.
+        // throttler, the breaker, then the rate limiter. A refusal never
+        // calls the inner service.
+        let throttle = match &shared.throttler {
+            Some(throttler) => match throttler.get().try_acquire_permission() {
+                Ok(permit) => Some(permit),
+                Err(refused) => {
+                    return ResponseFuture::refused(
+                        shared,
+                        span,
+                        None,
+                        Error::RequestNotPermitted(refused),
+                    )
+                }
+            },
+            None => None,
+        };
         let permit = match &shared.breaker {
             Some(breaker) => {
                 let breaker = breaker.get();
@@ -128,6 +146,7 @@ where
                 Ok(wait) if wait.is_zero() => {}
                 Ok(wait) => {
                     return ResponseFuture::throttled(shared, span, permit, wait, self.take(), req)
+                        .throttled_by(throttle)
                 }
                 Err(refused) => {
                     return ResponseFuture::refused(shared, span, permit, refused.into())
@@ -135,7 +154,7 @@ where
             }
         }
         let stage = span.in_scope(|| body(shared, &mut self.inner, req));
-        ResponseFuture::running(shared, span, permit, stage)
+        ResponseFuture::running(shared, span, permit, stage).throttled_by(throttle)
     }
 }
 

@@ -5,6 +5,7 @@
 use resil_core::bulkhead::Bulkhead;
 use resil_core::circuit_breaker::CircuitBreaker;
 use resil_core::rate_limiter::RateLimiter;
+use resil_core::throttler::Throttler;
 use resil_core::time_limiter::TimeLimiter;
 use resil_options::Aspect;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use resil_registry::{Handle, LayerCounts};
 /// line, and the name, read only by errors and `Debug`, last.
 #[repr(C, align(64))]
 pub(crate) struct Shared<C, R> {
+    pub(crate) throttler: Option<Handle<Throttler>>,
     pub(crate) breaker: Option<Handle<CircuitBreaker>>,
     pub(crate) limiter: Option<Handle<RateLimiter>>,
     pub(crate) time_limiter: Option<Handle<TimeLimiter>>,
@@ -36,6 +38,7 @@ impl<C, R> Shared<C, R> {
     /// Whether the layer applies `aspect`.
     pub(crate) fn applies(&self, aspect: Aspect) -> bool {
         match aspect {
+            Aspect::Throttler => self.throttler.is_some(),
             Aspect::CircuitBreaker => self.breaker.is_some(),
             Aspect::RateLimiter => self.limiter.is_some(),
             Aspect::TimeLimiter => self.time_limiter.is_some(),

@@ -57,6 +57,7 @@ fn enabled_call_span<C, R>(shared: &'static Shared<C, R>) -> Span {
         "resil.call",
         "resil.instance" = shared.name.as_str(),
         "resil.aspects" = %Aspects(shared),
+        "throttler.name" = name(Aspect::Throttler),
         "circuitbreaker.name" = name(Aspect::CircuitBreaker),
         "circuitbreaker.state" = Empty,
         "ratelimiter.name" = name(Aspect::RateLimiter),
