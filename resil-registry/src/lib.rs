@@ -81,6 +81,7 @@ mod primitive;
 mod registry;
 mod reload;
 mod store;
+mod switches;
 mod telemetry;
 
 pub use crate::audit::{ManagementOutcome, ManagementRequests};
@@ -95,7 +96,7 @@ pub use crate::global::{
 };
 pub use crate::handle::Handle;
 pub use crate::kind::Kind;
-pub use crate::overrides::{ManualOverride, Transition};
+pub use crate::overrides::{ChaosSwitch, ManualOverride, Transition, Tuning};
 pub use crate::primitive::Primitive;
 pub use crate::registry::{
     AttributeSite, Registry, RegistryBuilder, DEFAULT_ALLOW_HEALTH_INDICATOR_TO_FAIL,
@@ -103,6 +104,7 @@ pub use crate::registry::{
 };
 pub use crate::reload::{ReloadError, ReloadReport};
 pub use crate::store::DEFAULT_EVENT_BUFFER_SIZE;
+pub use crate::switches::{Switch, SwitchAction};
 pub use crate::telemetry::describe::MetricKind;
 pub use crate::telemetry::health::{ComponentHealth, Health, Status};
 pub use crate::telemetry::layer::LayerCounts;

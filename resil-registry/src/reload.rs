@@ -289,6 +289,7 @@ impl Registry {
         for kind in &mut kinds {
             kind.apply(self, &mut report);
         }
+        self.reassert_rate_twins();
         struct Count<'a>(&'a Registry, usize);
         impl KindVisitor for Count<'_> {
             fn visit<P: Primitive>(&mut self) {
@@ -444,6 +445,7 @@ impl Registry {
             };
             let label = format!("{} {name}", P::KIND);
             if handle.update_in_place(&config) {
+                handle.reassert(&self.inner.overrides, &name);
                 let entry = self.store::<P>().entries.get(name.as_str());
                 self.inner.events.publish(
                     P::KIND,

@@ -511,6 +511,7 @@ impl Registry {
             instance.instrument(self.histograms(&self.file()));
             self.tap(&entry.slot, &instance);
             P::before_install(&self.inner.overrides, &name, current, &instance, carried);
+            instance.reassert(&self.inner.overrides, &name);
             entry.drain(self.inner.events.wall());
             if let Some(capture) = &entry.capture {
                 *capture.lock() = instance.subscribe_events();
