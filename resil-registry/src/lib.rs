@@ -83,6 +83,8 @@ mod reload;
 mod store;
 mod switches;
 mod telemetry;
+mod versions;
+mod watch;
 
 pub use crate::audit::{ManagementOutcome, ManagementRequests};
 pub use crate::classes::{
@@ -112,3 +114,10 @@ pub use crate::telemetry::ring::{FieldValue, RecordedEvent};
 pub use crate::telemetry::snapshot::{
     ConfigValue, FallbackSnapshot, InstanceSnapshot, MetricSnapshot, OverrideSnapshot, Snapshot,
 };
+pub use crate::versions::{
+    ConfigReloads, ConfigSource, ConfigVersion, KeyChange, VersionError, VersionStatus,
+    DEFAULT_CONFIG_HISTORY,
+};
+#[cfg(feature = "watch")]
+pub use crate::watch::WatchError;
+pub use crate::watch::DEFAULT_WATCH_DEBOUNCE;

@@ -38,6 +38,7 @@ use crate::handle::{Handle, Slot};
 use crate::primitive::{Pending, Primitive, Twins};
 use crate::registry::{plan, Registry};
 use crate::store::{for_each_kind, CodeSettings, KindVisitor};
+use crate::versions::ConfigSource;
 
 /// Why a reload was refused. Nothing was applied.
 #[derive(Debug, Clone)]
@@ -67,6 +68,16 @@ impl fmt::Display for ReloadError {
 }
 
 impl std::error::Error for ReloadError {}
+
+impl ReloadError {
+    /// Every problem, one line each (as a refused version lists them).
+    pub fn problems(&self) -> Vec<String> {
+        match self {
+            ReloadError::File(e) => e.problems().iter().map(ToString::to_string).collect(),
+            ReloadError::Instances(errors) => errors.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
 
 impl From<ConfigFileError> for ReloadError {
     fn from(e: ConfigFileError) -> Self {
@@ -178,9 +189,20 @@ impl Registry {
         V: AsRef<str>,
     {
         let path = path.as_ref();
-        let (file, mut problems) = FileConfig::load_file_all(path, vars)?;
+        let (file, mut problems) = match FileConfig::load_file_all(path, vars) {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                let e = ReloadError::File(e);
+                let _one_at_a_time = self.inner.reload_lock.lock();
+                let source = ConfigSource::File(path.to_path_buf());
+                self.record_version(None, source, Err(e.problems()), None);
+                return Err(e);
+            }
+        };
         if problems.is_empty() {
-            return self.reload(file);
+            let report = self.reload(file)?;
+            self.after_file_loaded(path);
+            return Ok(report);
         }
         struct Names<'a> {
             registry: &'a Registry,
@@ -200,7 +222,24 @@ impl Registry {
         });
         let mut e = ConfigFileError::new(problems);
         e.sort();
-        Err(ReloadError::File(e.with_origin(path)))
+        let e = ReloadError::File(e.with_origin(path));
+        let _one_at_a_time = self.inner.reload_lock.lock();
+        let source = ConfigSource::File(path.to_path_buf());
+        self.record_version(Some(&Arc::new(file)), source, Err(e.problems()), None);
+        Err(e)
+    }
+
+    /// Starts the watcher when the builder or the loaded file asks for one.
+    fn after_file_loaded(&self, path: &Path) {
+        #[cfg(feature = "watch")]
+        self.watch_if_asked(path);
+        #[cfg(not(feature = "watch"))]
+        if self.inner.watch.enabled || crate::watch::file_asks(&self.file()) {
+            tracing::warn!(
+                path = %path.display(),
+                "the config file asks to be watched, but resil was built without feature `watch`"
+            );
+        }
     }
 
     /// [`reload_file_with_env`](Self::reload_file_with_env) with the process
@@ -240,8 +279,52 @@ impl Registry {
     /// (FORCED_OPEN, DISABLED, METRICS_ONLY, a manual override) and starts
     /// CLOSED with an empty window; its `Replaced` event says which
     /// (`state_carried_over`).
+    ///
+    /// Every attempt is a [`ConfigVersion`](crate::ConfigVersion) in
+    /// [`config_versions`](Self::config_versions) (a refused one with its
+    /// problems) and one count in [`config_reloads`](Self::config_reloads);
+    /// the source is the file's path, or [`ConfigSource::Code`] for text.
     pub fn reload(&self, file: FileConfig) -> Result<ReloadReport, ReloadError> {
+        let source = match file.origin() {
+            Some(path) => ConfigSource::File(path.to_path_buf()),
+            None => ConfigSource::Code,
+        };
+        self.reload_from(file, source)
+    }
+
+    /// [`reload`](Self::reload), recording `source` as where the config
+    /// came from (a push source, the environment, …).
+    pub fn reload_from(
+        &self,
+        file: FileConfig,
+        source: ConfigSource,
+    ) -> Result<ReloadReport, ReloadError> {
+        self.reload_versioned(file, source, None)
+    }
+
+    /// A reload recorded as a version (`rollback_of`: the version a
+    /// rollback applies again).
+    pub(crate) fn reload_versioned(
+        &self,
+        file: FileConfig,
+        source: ConfigSource,
+        rollback_of: Option<u64>,
+    ) -> Result<ReloadReport, ReloadError> {
         let _one_at_a_time = self.inner.reload_lock.lock();
+        let keys = Arc::new(file.clone());
+        let result = self.install_locked(file);
+        let outcome = match &result {
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.problems()),
+        };
+        let applied = result.is_ok().then(|| self.file());
+        let recorded = applied.as_ref().unwrap_or(&keys);
+        self.record_version(Some(recorded), source, outcome, rollback_of);
+        result
+    }
+
+    /// The reload itself, under the reload lock.
+    fn install_locked(&self, file: FileConfig) -> Result<ReloadReport, ReloadError> {
         // Every kind's settings, for writing: no instance is created, and no
         // code setting changes, between validation and application.
         struct Lock<'a> {

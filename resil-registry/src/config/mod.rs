@@ -67,7 +67,7 @@ pub(crate) mod bind;
 pub(crate) mod duration;
 mod env;
 mod error;
-mod http;
+pub(crate) mod http;
 mod load;
 #[cfg(feature = "properties")]
 mod properties;
@@ -87,7 +87,7 @@ pub use self::duration::{format_duration, parse_duration, ParseDurationError};
 pub use self::error::{ConfigFileError, Problem, ProblemKind};
 pub use self::http::{
     parse_status_ranges, HttpEntry, HttpSection, StatusKey, StatusList, StatusSetError,
-    EXPECTED_STATUS, HTTP_INSTANCES, RESIL_ROOT,
+    EXPECTED_STATUS, HTTP_INSTANCES, RESIL_ROOT, WATCH_DEBOUNCE_KEY, WATCH_KEY,
 };
 pub(crate) use self::render::{rendered, Render};
 pub use self::resolved::{ErrorNames, Provenance, Resolved, Section};

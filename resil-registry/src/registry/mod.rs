@@ -75,6 +75,10 @@ pub(crate) struct Inner {
     pub(crate) sites: Mutex<HashMap<(Kind, String), &'static AttributeSite>>,
     /// Management requests by outcome.
     pub(crate) audit: crate::audit::Audit,
+    /// The config versions applied and refused, and the reload counts.
+    pub(crate) versions: crate::versions::History,
+    /// The config file watcher's settings and, once started, the watcher.
+    pub(crate) watch: crate::watch::WatchState,
 }
 
 /// Named, shared instances of the nine primitives and their configuration.
