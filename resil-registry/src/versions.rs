@@ -78,6 +78,14 @@ pub struct ConfigVersion {
     pub rollback_of: Option<u64>,
 }
 
+impl ConfigVersion {
+    /// [`at`](Self::at) as ISO-8601 UTC with milliseconds
+    /// (`2026-12-07T01:52:45.123Z`), as events write their time.
+    pub fn at_iso8601(&self) -> String {
+        crate::telemetry::ring::iso8601(self.at)
+    }
+}
+
 /// One key that differs between two versions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyChange {

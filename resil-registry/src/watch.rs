@@ -31,6 +31,7 @@ pub(crate) struct WatchState {
     /// The builder's `watch_config`.
     pub(crate) enabled: bool,
     /// The builder's `watch_debounce`.
+    #[cfg_attr(not(feature = "watch"), allow(dead_code))]
     pub(crate) debounce: Option<Duration>,
     #[cfg(feature = "watch")]
     running: parking_lot::Mutex<Option<imp::Watching>>,

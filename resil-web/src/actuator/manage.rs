@@ -28,7 +28,10 @@ const MAX_BODY: usize = 16 * 1024;
 
 /// Authorizes and reads the JSON body (an empty body is `{}`), merging
 /// query parameters in (`?ttl=30s`); the refusal response otherwise.
-async fn authorized(ctx: &Ctx, request: Request) -> Result<Map<String, Value>, Response> {
+pub(crate) async fn authorized(
+    ctx: &Ctx,
+    request: Request,
+) -> Result<Map<String, Value>, Response> {
     let (parts, body) = request.into_parts();
     let Some(authorize) = &ctx.authorize else {
         return Err(error(
