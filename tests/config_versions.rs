@@ -6,7 +6,7 @@
 
 use resil::circuit_breaker::State;
 use resil::config::FileConfig;
-use resil::registry_crate::{ConfigSource, KeyChange, VersionError, VersionStatus};
+use resil::registry_crate::{VersionSource, KeyChange, VersionError, VersionStatus};
 use resil::Registry;
 
 fn file(window: u32, threshold: u32) -> FileConfig {
@@ -44,12 +44,12 @@ fn a_rollback_across_a_reload_that_changed_the_window_restores_it_as_a_new_versi
     let versions = registry.config_versions();
     assert_eq!(versions.len(), 3);
     let (v1, v3) = (&versions[0], &versions[2]);
-    assert_eq!(v3.source, ConfigSource::Management("alice".into()));
+    assert_eq!(v3.source, VersionSource::Management("alice".into()));
     assert_eq!(v3.rollback_of, Some(1));
     assert_eq!(v3.hash, v1.hash, "the same settings, the same hash");
     assert_ne!(versions[1].hash, v1.hash);
     assert_eq!(registry.active_config_version(), Some(3));
-    assert_eq!(versions[0].source, ConfigSource::Code);
+    assert_eq!(versions[0].source, VersionSource::Code);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use resil::registry_crate::{ConfigSource, VersionStatus};
+use resil::registry_crate::{VersionSource, VersionStatus};
 use resil::Registry;
 
 /// A generous bound for a reload on a busy machine (not a timing claim).
@@ -78,8 +78,8 @@ fn sources(registry: &Registry) -> Vec<(u64, bool)> {
         .collect()
 }
 
-fn file_source(path: &Path) -> ConfigSource {
-    ConfigSource::File(path.to_path_buf())
+fn file_source(path: &Path) -> VersionSource {
+    VersionSource::File(path.to_path_buf())
 }
 
 #[test]

@@ -85,6 +85,9 @@ mod switches;
 mod telemetry;
 mod versions;
 mod watch;
+pub mod source;
+#[cfg(feature = "redis")]
+pub mod fleet;
 
 pub use crate::audit::{ManagementOutcome, ManagementRequests};
 pub use crate::classes::{
@@ -115,9 +118,7 @@ pub use crate::telemetry::snapshot::{
     ConfigValue, FallbackSnapshot, InstanceSnapshot, MetricSnapshot, OverrideSnapshot, Snapshot,
 };
 pub use crate::versions::{
-    ConfigReloads, ConfigSource, ConfigVersion, KeyChange, VersionError, VersionStatus,
+    ConfigReloads, VersionSource, ConfigVersion, KeyChange, VersionError, VersionStatus,
     DEFAULT_CONFIG_HISTORY,
 };
-#[cfg(feature = "watch")]
-pub use crate::watch::WatchError;
 pub use crate::watch::DEFAULT_WATCH_DEBOUNCE;

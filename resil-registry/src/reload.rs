@@ -38,7 +38,7 @@ use crate::handle::{Handle, Slot};
 use crate::primitive::{Pending, Primitive, Twins};
 use crate::registry::{plan, Registry};
 use crate::store::{for_each_kind, CodeSettings, KindVisitor};
-use crate::versions::ConfigSource;
+use crate::versions::VersionSource;
 
 /// Why a reload was refused. Nothing was applied.
 #[derive(Debug, Clone)]
@@ -194,7 +194,7 @@ impl Registry {
             Err(e) => {
                 let e = ReloadError::File(e);
                 let _one_at_a_time = self.inner.reload_lock.lock();
-                let source = ConfigSource::File(path.to_path_buf());
+                let source = VersionSource::File(path.to_path_buf());
                 self.record_version(None, source, Err(e.problems()), None);
                 return Err(e);
             }
@@ -224,7 +224,7 @@ impl Registry {
         e.sort();
         let e = ReloadError::File(e.with_origin(path));
         let _one_at_a_time = self.inner.reload_lock.lock();
-        let source = ConfigSource::File(path.to_path_buf());
+        let source = VersionSource::File(path.to_path_buf());
         self.record_version(Some(&Arc::new(file)), source, Err(e.problems()), None);
         Err(e)
     }
@@ -283,11 +283,11 @@ impl Registry {
     /// Every attempt is a [`ConfigVersion`](crate::ConfigVersion) in
     /// [`config_versions`](Self::config_versions) (a refused one with its
     /// problems) and one count in [`config_reloads`](Self::config_reloads);
-    /// the source is the file's path, or [`ConfigSource::Code`] for text.
+    /// the source is the file's path, or [`VersionSource::Code`] for text.
     pub fn reload(&self, file: FileConfig) -> Result<ReloadReport, ReloadError> {
         let source = match file.origin() {
-            Some(path) => ConfigSource::File(path.to_path_buf()),
-            None => ConfigSource::Code,
+            Some(path) => VersionSource::File(path.to_path_buf()),
+            None => VersionSource::Code,
         };
         self.reload_from(file, source)
     }
@@ -297,7 +297,7 @@ impl Registry {
     pub fn reload_from(
         &self,
         file: FileConfig,
-        source: ConfigSource,
+        source: VersionSource,
     ) -> Result<ReloadReport, ReloadError> {
         self.reload_versioned(file, source, None)
     }
@@ -307,7 +307,7 @@ impl Registry {
     pub(crate) fn reload_versioned(
         &self,
         file: FileConfig,
-        source: ConfigSource,
+        source: VersionSource,
         rollback_of: Option<u64>,
     ) -> Result<ReloadReport, ReloadError> {
         let _one_at_a_time = self.inner.reload_lock.lock();

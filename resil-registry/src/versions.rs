@@ -18,6 +18,7 @@ use crate::config::FileConfig;
 use crate::primitive::Primitive;
 use crate::registry::Registry;
 use crate::reload::{ReloadError, ReloadReport};
+use crate::source::SourceStatus;
 use crate::store::{for_each_kind, KindVisitor};
 
 /// Versions kept by default (see [`RegistryBuilder::config_history`](crate::RegistryBuilder::config_history)).
@@ -26,7 +27,7 @@ pub const DEFAULT_CONFIG_HISTORY: usize = 32;
 /// Where a config came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum ConfigSource {
+pub enum VersionSource {
     /// A file, by its path (a reload, the watcher).
     File(PathBuf),
     /// The `RESIL_…` environment variables alone.
@@ -39,14 +40,14 @@ pub enum ConfigSource {
     Push(String),
 }
 
-impl fmt::Display for ConfigSource {
+impl fmt::Display for VersionSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ConfigSource::File(path) => write!(f, "file {}", path.display()),
-            ConfigSource::Env => f.write_str("env"),
-            ConfigSource::Code => f.write_str("code"),
-            ConfigSource::Management(who) => write!(f, "management by {who}"),
-            ConfigSource::Push(from) => write!(f, "push from {from}"),
+            VersionSource::File(path) => write!(f, "file {}", path.display()),
+            VersionSource::Env => f.write_str("env"),
+            VersionSource::Code => f.write_str("code"),
+            VersionSource::Management(who) => write!(f, "management by {who}"),
+            VersionSource::Push(from) => write!(f, "push from {from}"),
         }
     }
 }
@@ -71,7 +72,7 @@ pub struct ConfigVersion {
     /// When it was applied or refused (wall clock).
     pub at: SystemTime,
     /// Where it came from.
-    pub source: ConfigSource,
+    pub source: VersionSource,
     /// Applied or refused (with the problems).
     pub status: VersionStatus,
     /// For a rollback: the version it applied again.
@@ -152,6 +153,10 @@ pub(crate) struct History {
     active: AtomicU64,
     applied: AtomicU64,
     refused: AtomicU64,
+    /// The followed sources' reachability.
+    sources: Mutex<Vec<SourceStatus>>,
+    /// Notified whenever a source's reachability changes.
+    source_changed: Condvar,
 }
 
 impl History {
@@ -164,7 +169,60 @@ impl History {
             active: AtomicU64::new(0),
             applied: AtomicU64::new(0),
             refused: AtomicU64::new(0),
+            sources: Mutex::new(Vec::new()),
+            source_changed: Condvar::new(),
         }
+    }
+
+    /// Sets the source `name`'s reachability; whether it changed.
+    pub(crate) fn set_source(&self, name: &str, reachable: bool, error: Option<String>) -> bool {
+        let mut sources = self.sources.lock();
+        let changed = match sources.iter_mut().find(|s| s.name == name) {
+            Some(s) if s.reachable == reachable => {
+                s.error = error;
+                false
+            }
+            Some(s) => {
+                s.reachable = reachable;
+                s.since = SystemTime::now();
+                s.error = error;
+                true
+            }
+            None => {
+                sources.push(SourceStatus {
+                    name: name.to_owned(),
+                    reachable,
+                    since: SystemTime::now(),
+                    error,
+                });
+                true
+            }
+        };
+        drop(sources);
+        self.source_changed.notify_all();
+        changed
+    }
+
+    pub(crate) fn sources(&self) -> Vec<SourceStatus> {
+        self.sources.lock().clone()
+    }
+
+    pub(crate) fn wait_source(&self, name: &str, reachable: bool, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut sources = self.sources.lock();
+        let done = |s: &Vec<SourceStatus>| {
+            s.iter().any(|s| s.name == name && s.reachable == reachable)
+        };
+        while !done(&sources) {
+            if self
+                .source_changed
+                .wait_until(&mut sources, deadline)
+                .timed_out()
+            {
+                return done(&sources);
+            }
+        }
+        true
     }
 
     fn push(&self, kept: Kept) {
@@ -258,7 +316,7 @@ impl Registry {
     pub(crate) fn record_version(
         &self,
         file: Option<&Arc<FileConfig>>,
-        source: ConfigSource,
+        source: VersionSource,
         outcome: Result<(), Vec<String>>,
         rollback_of: Option<u64>,
     ) -> u64 {
@@ -290,6 +348,13 @@ impl Registry {
             keys,
         });
         id
+    }
+
+    /// Records a config that could not even be loaded from `source` as a
+    /// refused version.
+    pub(crate) fn record_refused(&self, source: VersionSource, e: &ReloadError) {
+        let _one_at_a_time = self.inner.reload_lock.lock();
+        self.record_version(None, source, Err(e.problems()), None);
     }
 
     /// Every version kept, oldest first (at most
@@ -337,7 +402,7 @@ impl Registry {
         tracing::warn!(version = id, who, "config rollback");
         self.reload_versioned(
             (*file).clone(),
-            ConfigSource::Management(who.to_owned()),
+            VersionSource::Management(who.to_owned()),
             Some(id),
         )
         .map_err(VersionError::Reload)
