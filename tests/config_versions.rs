@@ -6,7 +6,7 @@
 
 use resil::circuit_breaker::State;
 use resil::config::FileConfig;
-use resil::registry_crate::{VersionSource, KeyChange, VersionError, VersionStatus};
+use resil::registry_crate::{KeyChange, VersionError, VersionSource, VersionStatus};
 use resil::Registry;
 
 fn file(window: u32, threshold: u32) -> FileConfig {

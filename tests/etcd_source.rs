@@ -40,7 +40,11 @@ fn puts_watches_and_deletes_under_the_prefix_apply_as_versions() {
         source.name()
     };
     registry.follow_source(source).unwrap();
-    assert!(registry.wait_for_config_version(1, PATIENCE), "{:?}", statuses(&registry));
+    assert!(
+        registry.wait_for_config_version(1, PATIENCE),
+        "{:?}",
+        statuses(&registry)
+    );
     let breaker = registry.circuit_breaker("inventory");
     assert_eq!(breaker.config().sliding_window_size(), 10);
     let v1 = registry.config_versions().pop().unwrap();
@@ -48,7 +52,11 @@ fn puts_watches_and_deletes_under_the_prefix_apply_as_versions() {
 
     // A change through the watch.
     etcd.put(WINDOW, "20");
-    assert!(registry.wait_for_config_version(2, PATIENCE), "{:?}", statuses(&registry));
+    assert!(
+        registry.wait_for_config_version(2, PATIENCE),
+        "{:?}",
+        statuses(&registry)
+    );
     assert_eq!(breaker.config().sliding_window_size(), 20);
 
     // A misspelt key: refused, the config in force stays.
@@ -56,10 +64,16 @@ fn puts_watches_and_deletes_under_the_prefix_apply_as_versions() {
         "/resil/resilience4j.circuitbreaker.instances.inventory.sliding-window-sise",
         "5",
     );
-    assert!(registry.wait_for_config_version(3, PATIENCE), "{:?}", statuses(&registry));
+    assert!(
+        registry.wait_for_config_version(3, PATIENCE),
+        "{:?}",
+        statuses(&registry)
+    );
     match &registry.config_versions()[2].status {
         VersionStatus::Refused(problems) => assert!(
-            problems.iter().any(|p| p.contains("did you mean `sliding-window-size`")),
+            problems
+                .iter()
+                .any(|p| p.contains("did you mean `sliding-window-size`")),
             "{problems:?}"
         ),
         other => panic!("expected refused, got {other:?}"),
@@ -70,10 +84,22 @@ fn puts_watches_and_deletes_under_the_prefix_apply_as_versions() {
     // Deleting the bad key applies again; deleting the setting goes back to
     // the default.
     etcd.delete("/resil/resilience4j.circuitbreaker.instances.inventory.sliding-window-sise");
-    assert!(registry.wait_for_config_version(4, PATIENCE), "{:?}", statuses(&registry));
+    assert!(
+        registry.wait_for_config_version(4, PATIENCE),
+        "{:?}",
+        statuses(&registry)
+    );
     etcd.delete(WINDOW);
-    assert!(registry.wait_for_config_version(5, PATIENCE), "{:?}", statuses(&registry));
-    assert_eq!(breaker.config().sliding_window_size(), 100, "resil-core's default");
+    assert!(
+        registry.wait_for_config_version(5, PATIENCE),
+        "{:?}",
+        statuses(&registry)
+    );
+    assert_eq!(
+        breaker.config().sliding_window_size(),
+        100,
+        "resil-core's default"
+    );
     assert_eq!(
         statuses(&registry),
         [(1, true), (2, true), (3, false), (4, true), (5, true)]
@@ -89,7 +115,8 @@ fn an_unreachable_etcd_keeps_the_last_good_config_and_says_so() {
     let mut etcd = EtcdServer::start();
     etcd.put(WINDOW, "30");
     let registry = Registry::new();
-    let source = EtcdSource::new([etcd.endpoint()], "/resil/").retry_every(Duration::from_millis(100));
+    let source =
+        EtcdSource::new([etcd.endpoint()], "/resil/").retry_every(Duration::from_millis(100));
     let name = {
         use resil::registry_crate::source::ConfigSource;
         source.name()
@@ -100,7 +127,11 @@ fn an_unreachable_etcd_keeps_the_last_good_config_and_says_so() {
     assert_eq!(breaker.config().sliding_window_size(), 30);
 
     etcd.kill();
-    assert!(registry.wait_for_source(&name, false, PATIENCE), "{:?}", registry.config_sources());
+    assert!(
+        registry.wait_for_source(&name, false, PATIENCE),
+        "{:?}",
+        registry.config_sources()
+    );
     let status = registry
         .config_sources()
         .into_iter()
@@ -108,15 +139,31 @@ fn an_unreachable_etcd_keeps_the_last_good_config_and_says_so() {
         .unwrap();
     assert!(!status.reachable);
     assert!(status.error.is_some());
-    assert_eq!(breaker.config().sliding_window_size(), 30, "the last good config stays");
+    assert_eq!(
+        breaker.config().sliding_window_size(),
+        30,
+        "the last good config stays"
+    );
     assert_eq!(registry.active_config_version(), Some(1));
-    assert_eq!(registry.config_versions().len(), 1, "an outage is no version");
+    assert_eq!(
+        registry.config_versions().len(),
+        1,
+        "an outage is no version"
+    );
 
     // Back: nothing changed meanwhile, so no new version; a change applies.
     etcd.restart();
-    assert!(registry.wait_for_source(&name, true, PATIENCE), "{:?}", registry.config_sources());
+    assert!(
+        registry.wait_for_source(&name, true, PATIENCE),
+        "{:?}",
+        registry.config_sources()
+    );
     etcd.put(WINDOW, "40");
-    assert!(registry.wait_for_config_version(2, PATIENCE), "{:?}", statuses(&registry));
+    assert!(
+        registry.wait_for_config_version(2, PATIENCE),
+        "{:?}",
+        statuses(&registry)
+    );
     assert_eq!(breaker.config().sliding_window_size(), 40);
     assert_eq!(registry.config_versions().len(), 2);
 }

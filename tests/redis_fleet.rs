@@ -33,7 +33,11 @@ impl Replica {
         let fleet = registry
             .join_fleet(FleetOptions::new(&server.url(), namespace).replica(name))
             .unwrap();
-        assert!(fleet.wait_for(|s| s.connected, PATIENCE), "{:?}", fleet.status());
+        assert!(
+            fleet.wait_for(|s| s.connected, PATIENCE),
+            "{:?}",
+            fleet.status()
+        );
         Replica {
             registry,
             clock,
@@ -88,8 +92,16 @@ fn a_force_open_with_a_ttl_reaches_every_replica_expires_on_each_and_a_late_repl
     let late = Replica::join(&server, ns, "r4");
     late.wait_applied(1);
     assert_eq!(late.state(), State::ForcedOpen);
-    let left = late.registry.manual_override("inventory").unwrap().until.unwrap();
-    assert!(left > Duration::ZERO && left <= Duration::from_secs(30), "{left:?}");
+    let left = late
+        .registry
+        .manual_override("inventory")
+        .unwrap()
+        .until
+        .unwrap();
+    assert!(
+        left > Duration::ZERO && left <= Duration::from_secs(30),
+        "{left:?}"
+    );
 
     // The TTL ends it on every replica, each on its own clock.
     for r in replicas.iter().chain([&late]) {
@@ -143,7 +155,11 @@ fn a_release_reaches_every_replica_and_chaos_switches_travel_too() {
     for r in &replicas {
         assert_eq!(r.state(), State::Closed);
     }
-    assert!(replicas[0].registry.chaos_status("drill").unwrap().enabled());
+    assert!(replicas[0]
+        .registry
+        .chaos_status("drill")
+        .unwrap()
+        .enabled());
 }
 
 #[test]
@@ -153,17 +169,27 @@ fn with_redis_down_local_management_works_the_gap_is_reported_and_shared_once_ba
     let b = Replica::join(&server, "fleet-outage", "b");
 
     server.kill();
-    assert!(a.fleet.wait_for(|s| !s.connected, PATIENCE), "{:?}", a.fleet.status());
+    assert!(
+        a.fleet.wait_for(|s| !s.connected, PATIENCE),
+        "{:?}",
+        a.fleet.status()
+    );
     a.fleet
         .switch(&force_open(Some(600), "db down"), "alice")
         .unwrap();
-    assert_eq!(a.state(), State::ForcedOpen, "local management keeps working");
+    assert_eq!(
+        a.state(),
+        State::ForcedOpen,
+        "local management keeps working"
+    );
     let status = a.fleet.status();
     assert!(!status.connected);
     assert_eq!(status.unsent, 1, "the gap: one change not shared yet");
     assert!(status.error.is_some());
     // The other replica's own management works too.
-    b.registry.disable("inventory", None, "local decision").unwrap();
+    b.registry
+        .disable("inventory", None, "local decision")
+        .unwrap();
     assert_eq!(b.state(), State::Disabled);
 
     server.restart();

@@ -293,8 +293,8 @@ impl Registry {
     /// wait for Redis: an unreachable Redis is retried, and reported by
     /// [`Fleet::status`].
     pub fn join_fleet(&self, options: FleetOptions) -> Result<Fleet, FleetError> {
-        let client =
-            redis::Client::open(options.url.as_str()).map_err(|e| FleetError::Url(e.to_string()))?;
+        let client = redis::Client::open(options.url.as_str())
+            .map_err(|e| FleetError::Url(e.to_string()))?;
         let shared = Arc::new(Shared {
             options,
             next: AtomicU64::new(1),
@@ -392,7 +392,12 @@ impl Fleet {
         let deadline = Instant::now() + timeout;
         let mut status = self.shared.status.lock();
         while !done(&status) {
-            if self.shared.changed.wait_until(&mut status, deadline).timed_out() {
+            if self
+                .shared
+                .changed
+                .wait_until(&mut status, deadline)
+                .timed_out()
+            {
                 return done(&status);
             }
         }
@@ -456,8 +461,12 @@ impl Follower {
     fn session(&mut self) -> redis::RedisResult<()> {
         let ns = self.shared.options.namespace.clone();
         let channel = format!("{ns}:changes");
-        let mut sub = self.client.get_connection_with_timeout(Duration::from_secs(2))?;
-        let mut cmd = self.client.get_connection_with_timeout(Duration::from_secs(2))?;
+        let mut sub = self
+            .client
+            .get_connection_with_timeout(Duration::from_secs(2))?;
+        let mut cmd = self
+            .client
+            .get_connection_with_timeout(Duration::from_secs(2))?;
         cmd.set_read_timeout(Some(Duration::from_secs(2)))?;
         cmd.set_write_timeout(Some(Duration::from_secs(2)))?;
         let mut pubsub = sub.as_pubsub();
@@ -600,7 +609,11 @@ impl Follower {
                 if let Some(field) = record.field() {
                     self.pending.remove(&field);
                 }
-                audit(&self.shared.options.replica, &record, "applied from the fleet");
+                audit(
+                    &self.shared.options.replica,
+                    &record,
+                    "applied from the fleet",
+                );
                 self.shared.status.lock().applied_from_fleet += 1;
                 self.shared.changed.notify_all();
             }

@@ -71,6 +71,8 @@ mod chain;
 mod classes;
 mod error;
 mod event;
+#[cfg(feature = "redis")]
+pub mod fleet;
 mod global;
 mod handle;
 mod kind;
@@ -80,14 +82,12 @@ mod overrides;
 mod primitive;
 mod registry;
 mod reload;
+pub mod source;
 mod store;
 mod switches;
 mod telemetry;
 mod versions;
 mod watch;
-pub mod source;
-#[cfg(feature = "redis")]
-pub mod fleet;
 
 pub use crate::audit::{ManagementOutcome, ManagementRequests};
 pub use crate::classes::{
@@ -118,7 +118,7 @@ pub use crate::telemetry::snapshot::{
     ConfigValue, FallbackSnapshot, InstanceSnapshot, MetricSnapshot, OverrideSnapshot, Snapshot,
 };
 pub use crate::versions::{
-    ConfigReloads, VersionSource, ConfigVersion, KeyChange, VersionError, VersionStatus,
+    ConfigReloads, ConfigVersion, KeyChange, VersionError, VersionSource, VersionStatus,
     DEFAULT_CONFIG_HISTORY,
 };
 pub use crate::watch::DEFAULT_WATCH_DEBOUNCE;

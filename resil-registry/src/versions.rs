@@ -207,12 +207,16 @@ impl History {
         self.sources.lock().clone()
     }
 
-    pub(crate) fn wait_source(&self, name: &str, reachable: bool, timeout: std::time::Duration) -> bool {
+    pub(crate) fn wait_source(
+        &self,
+        name: &str,
+        reachable: bool,
+        timeout: std::time::Duration,
+    ) -> bool {
         let deadline = std::time::Instant::now() + timeout;
         let mut sources = self.sources.lock();
-        let done = |s: &Vec<SourceStatus>| {
-            s.iter().any(|s| s.name == name && s.reachable == reachable)
-        };
+        let done =
+            |s: &Vec<SourceStatus>| s.iter().any(|s| s.name == name && s.reachable == reachable);
         while !done(&sources) {
             if self
                 .source_changed

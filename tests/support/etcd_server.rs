@@ -26,11 +26,8 @@ impl EtcdServer {
     /// Starts a single-member cluster on free ports and waits until it is
     /// healthy.
     pub fn start() -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "resil-etcd-{}-{}",
-            std::process::id(),
-            free_port()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("resil-etcd-{}-{}", std::process::id(), free_port()));
         let _ = std::fs::remove_dir_all(&dir);
         Self::spawn(free_port(), free_port(), dir)
     }
@@ -153,7 +150,9 @@ fn free_port() -> u16 {
 /// One HTTP/1.0 request to 127.0.0.1:`port`; the response body.
 fn http(port: u16, method: &str, path: &str, body: &str) -> Option<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
     let request = format!(
         "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
@@ -168,7 +167,11 @@ fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {

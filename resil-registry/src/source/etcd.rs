@@ -61,7 +61,10 @@ impl EtcdSource {
             .await
             .map_err(|e| e.to_string())?;
         let mut watch = client
-            .watch(self.prefix.as_str(), Some(WatchOptions::new().with_prefix()))
+            .watch(
+                self.prefix.as_str(),
+                Some(WatchOptions::new().with_prefix()),
+            )
             .await
             .map_err(|e| e.to_string())?;
         // Read after the watch exists, so no change falls between the two.

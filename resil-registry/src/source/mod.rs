@@ -112,7 +112,10 @@ impl Feed {
         let Some(registry) = self.registry() else {
             return;
         };
-        let changed = registry.inner.versions.set_source(&self.name, reachable, error.clone());
+        let changed = registry
+            .inner
+            .versions
+            .set_source(&self.name, reachable, error.clone());
         match (changed, reachable) {
             (false, _) => {}
             (true, true) => tracing::info!(
