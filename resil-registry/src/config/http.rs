@@ -729,7 +729,7 @@ mod tests {
         assert_eq!(
             problems,
             [
-                "unknown key `resil.htp`; did you mean `http`? (resil's own keys: `http`)",
+                "unknown key `resil.htp`; did you mean `http`? (resil's own keys: `http`, `config`)",
                 "unknown key `resil.http.instance`; did you mean `instances`? \
                  (keys of `resil.http`: `instances`)",
                 "unknown key `resil.http.instances.a.ignore-statuses`; did you mean \

@@ -56,19 +56,15 @@ pub(crate) async fn list(State(ctx): Shared, request: Request) -> Response {
     Json(json!({ "active": active, "versions": versions })).into_response()
 }
 
-fn id_field(fields: &serde_json::Map<String, Value>, key: &str) -> Result<u64, Response> {
+/// The version number in `key`, or why not.
+fn id_field(fields: &serde_json::Map<String, Value>, key: &str) -> Result<u64, String> {
     let got = fields.get(key).cloned().unwrap_or(Value::Null);
     let n = match &got {
         Value::Number(n) => n.as_u64(),
         Value::String(s) => s.parse().ok(),
         _ => None,
     };
-    n.ok_or_else(|| {
-        error(
-            StatusCode::BAD_REQUEST,
-            format!("invalid `{key}`: got {got}, expected a version number"),
-        )
-    })
+    n.ok_or_else(|| format!("invalid `{key}`: got {got}, expected a version number"))
 }
 
 /// `GET /actuator/configversions/diff?from=1&to=2`: `{"from", "to",
@@ -80,7 +76,7 @@ pub(crate) async fn diff(State(ctx): Shared, request: Request) -> Response {
     };
     let (from, to) = match (id_field(&fields, "from"), id_field(&fields, "to")) {
         (Ok(a), Ok(b)) => (a, b),
-        (Err(r), _) | (_, Err(r)) => return r,
+        (Err(why), _) | (_, Err(why)) => return error(StatusCode::BAD_REQUEST, why),
     };
     match ctx.registry.config_diff(from, to) {
         Ok(changes) => {
