@@ -11,6 +11,69 @@ use std::time::Duration;
 use resil::registry_crate::{VersionSource, VersionStatus};
 use resil::Registry;
 
+/// Counts the reload attempts logged for sources containing a text (the
+/// attempts' one log line each), across every thread.
+mod log_lines {
+    use std::sync::{Mutex, OnceLock};
+
+    use tracing::field::{Field, Visit};
+    use tracing_subscriber::layer::{Context, SubscriberExt};
+    use tracing_subscriber::Layer;
+
+    static LINES: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
+    #[derive(Default)]
+    struct Fields {
+        message: String,
+        source: String,
+    }
+
+    impl Visit for Fields {
+        fn record_str(&mut self, field: &Field, value: &str) {
+            if field.name() == "source" {
+                self.source = value.to_owned();
+            }
+        }
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.message = format!("{value:?}");
+            }
+        }
+    }
+
+    struct Count;
+
+    impl<S: tracing::Subscriber> Layer<S> for Count {
+        fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+            let mut fields = Fields::default();
+            event.record(&mut fields);
+            if fields.message.starts_with("config reload") {
+                LINES.lock().unwrap().push((fields.source, fields.message));
+            }
+        }
+    }
+
+    /// Installs the counter once per test binary.
+    pub fn install() {
+        static ONCE: OnceLock<()> = OnceLock::new();
+        ONCE.get_or_init(|| {
+            let subscriber = tracing_subscriber::registry().with(Count);
+            tracing::subscriber::set_global_default(subscriber).unwrap();
+        });
+    }
+
+    /// The attempts' lines whose source contains `text`.
+    pub fn of(text: &str) -> Vec<String> {
+        LINES
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(source, _)| source.contains(text))
+            .map(|(_, m)| m.clone())
+            .collect()
+    }
+}
+
 /// A generous bound for a reload on a busy machine (not a timing claim).
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -84,6 +147,7 @@ fn file_source(path: &Path) -> VersionSource {
 
 #[test]
 fn a_configmap_data_swap_applies_once_and_a_refused_file_keeps_the_previous_version() {
+    log_lines::install();
     let mut map = ConfigMap::new("configmap-swap", &window(10));
     let registry = Registry::builder()
         .watch_config(true)
@@ -143,6 +207,9 @@ fn a_configmap_data_swap_applies_once_and_a_refused_file_keeps_the_previous_vers
     );
     let reloads = registry.config_reloads();
     assert_eq!((reloads.applied, reloads.refused), (3, 1));
+    let lines = log_lines::of(&map.dir.to_string_lossy());
+    assert_eq!(lines.len(), 4, "one log line per attempt: {lines:#?}");
+    assert!(lines[2].starts_with("config reload refused"), "{lines:#?}");
     let text = registry.prometheus_text();
     assert!(
         text.contains("resil_config_reloads_total{result=\"applied\"} 3"),

@@ -85,6 +85,28 @@ impl From<ConfigFileError> for ReloadError {
     }
 }
 
+/// The one log line of a reload attempt (whoever made it: a program, the
+/// file watcher, a push source, a rollback): INFO with what changed, or
+/// WARN with every problem.
+pub(crate) fn log_attempt(id: u64, source: &str, result: &Result<ReloadReport, ReloadError>) {
+    match result {
+        Ok(report) => tracing::info!(
+            version = id,
+            source,
+            replaced = ?report.replaced,
+            updated_in_place = ?report.updated_in_place,
+            unchanged = report.unchanged,
+            "config reloaded: version {id} from {source}"
+        ),
+        Err(e) => tracing::warn!(
+            version = id,
+            source,
+            error = %e,
+            "config reload refused, nothing changed: version {id} from {source}"
+        ),
+    }
+}
+
 /// What a reload changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReloadReport {
@@ -192,11 +214,9 @@ impl Registry {
         let (file, mut problems) = match FileConfig::load_file_all(path, vars) {
             Ok(loaded) => loaded,
             Err(e) => {
-                let e = ReloadError::File(e);
-                let _one_at_a_time = self.inner.reload_lock.lock();
-                let source = VersionSource::File(path.to_path_buf());
-                self.record_version(None, source, Err(e.problems()), None);
-                return Err(e);
+                let e = Err(ReloadError::File(e));
+                self.record_refused(VersionSource::File(path.to_path_buf()), &e);
+                return e;
             }
         };
         if problems.is_empty() {
@@ -225,8 +245,9 @@ impl Registry {
         let e = ReloadError::File(e.with_origin(path));
         let _one_at_a_time = self.inner.reload_lock.lock();
         let source = VersionSource::File(path.to_path_buf());
-        self.record_version(Some(&Arc::new(file)), source, Err(e.problems()), None);
-        Err(e)
+        let e = Err(e);
+        self.record_version(Some(&Arc::new(file)), source, &e, None);
+        e
     }
 
     /// Starts the watcher when the builder or the loaded file asks for one.
@@ -313,13 +334,9 @@ impl Registry {
         let _one_at_a_time = self.inner.reload_lock.lock();
         let keys = Arc::new(file.clone());
         let result = self.install_locked(file);
-        let outcome = match &result {
-            Ok(_) => Ok(()),
-            Err(e) => Err(e.problems()),
-        };
         let applied = result.is_ok().then(|| self.file());
         let recorded = applied.as_ref().unwrap_or(&keys);
-        self.record_version(Some(recorded), source, outcome, rollback_of);
+        self.record_version(Some(recorded), source, &result, rollback_of);
         result
     }
 
@@ -358,13 +375,10 @@ impl Registry {
             if let Some(origin) = file.origin() {
                 e = e.with_origin(origin);
             }
-            tracing::warn!(error = %e, "config reload refused");
             return Err(ReloadError::File(e));
         }
         if !errors.is_empty() {
-            let e = ReloadError::Instances(errors);
-            tracing::warn!(error = %e, "config reload refused");
-            return Err(e);
+            return Err(ReloadError::Instances(errors));
         }
 
         *self.inner.file.write() = Arc::new(file);
@@ -384,12 +398,6 @@ impl Registry {
         for_each_kind(&mut count);
         let existing = count.1;
         report.unchanged = existing - report.replaced.len() - report.updated_in_place.len();
-        tracing::info!(
-            replaced = ?report.replaced,
-            updated_in_place = ?report.updated_in_place,
-            unchanged = report.unchanged,
-            "config reloaded"
-        );
         // The settings guards are released here, after every change is in.
         drop(kinds);
         let file = self.file();

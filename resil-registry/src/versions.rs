@@ -316,18 +316,24 @@ fn diff(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<KeyCh
 
 impl Registry {
     /// Records the outcome of one reload of `file` from `source`: a version
-    /// in the history and one count.
+    /// in the history, one count and one log line (written before waiters
+    /// are told). Called under the reload lock.
     pub(crate) fn record_version(
         &self,
         file: Option<&Arc<FileConfig>>,
         source: VersionSource,
-        outcome: Result<(), Vec<String>>,
+        result: &Result<ReloadReport, ReloadError>,
         rollback_of: Option<u64>,
     ) -> u64 {
         let history = &self.inner.versions;
         let keys = file.map(|f| keys_of(f)).unwrap_or_default();
+        let outcome = match result {
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.problems()),
+        };
         let applied = outcome.is_ok();
         let id = history.next.fetch_add(1, Ordering::AcqRel);
+        crate::reload::log_attempt(id, &source.to_string(), result);
         let (status, file) = match outcome {
             Ok(()) => {
                 history.applied.fetch_add(1, Ordering::Relaxed);
@@ -356,9 +362,16 @@ impl Registry {
 
     /// Records a config that could not even be loaded from `source` as a
     /// refused version.
-    pub(crate) fn record_refused(&self, source: VersionSource, e: &ReloadError) {
+    pub(crate) fn record_refused(
+        &self,
+        source: VersionSource,
+        result: &Result<ReloadReport, ReloadError>,
+    ) {
+        if result.is_ok() {
+            return;
+        }
         let _one_at_a_time = self.inner.reload_lock.lock();
-        self.record_version(None, source, Err(e.problems()), None);
+        self.record_version(None, source, result, None);
     }
 
     /// Every version kept, oldest first (at most

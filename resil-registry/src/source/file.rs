@@ -13,8 +13,8 @@
 //! refused file changes nothing (a reload is all or nothing) and is listed
 //! as a refused version; the next change is tried again.
 //!
-//! Each attempt is one log line (target `resil::config::watch`: INFO when
-//! applied, WARN when refused, with the version and the problems), one
+//! Each attempt is one log line (the reload's: INFO when applied, WARN when
+//! refused, with the version, the source and the problems), one
 //! version in [`Registry::config_versions`](crate::Registry::config_versions)
 //! and one count in [`Registry::config_reloads`](crate::Registry::config_reloads)
 //! (`resil_config_reloads_total{result}`).
@@ -30,7 +30,6 @@ use std::time::Duration;
 use notify::{RecursiveMode, Watcher};
 
 use super::{ConfigSource, Feed};
-use crate::reload::ReloadError;
 
 /// How often a quiet watcher checks whether its registry is gone.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
@@ -147,10 +146,10 @@ impl ConfigSource for FileSource {
                 continue;
             }
             self.seen = now;
-            let Some(result) = feed.reload_file(&self.path) else {
+            // The reload writes the attempt's one log line.
+            if feed.reload_file(&self.path).is_none() {
                 return;
-            };
-            log_attempt(&self.path, result);
+            }
         }
     }
 }
@@ -165,23 +164,4 @@ fn fingerprint(path: &Path) -> Option<u64> {
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
     Some(h)
-}
-
-/// The one log line of an attempt.
-fn log_attempt(path: &Path, result: Result<crate::ReloadReport, ReloadError>) {
-    match result {
-        Ok(report) => tracing::info!(
-            target: "resil::config::watch",
-            path = %path.display(),
-            replaced = report.replaced.len(),
-            updated_in_place = report.updated_in_place.len(),
-            "config file changed: applied"
-        ),
-        Err(e) => tracing::warn!(
-            target: "resil::config::watch",
-            path = %path.display(),
-            problems = ?e.problems(),
-            "config file changed: refused, the config in force stays"
-        ),
-    }
 }

@@ -83,9 +83,9 @@ impl Feed {
         Some(match file {
             Ok(file) => registry.reload_from(file, source),
             Err(e) => {
-                let e = ReloadError::File(e);
-                registry.record_refused(source, &e);
-                Err(e)
+                let result = Err(ReloadError::File(e));
+                registry.record_refused(source, &result);
+                result
             }
         })
     }
