@@ -193,7 +193,7 @@ impl Registry {
         match kind {
             Kind::CircuitBreaker => self.release_breaker(name),
             Kind::Chaos => self.release_chaos(name),
-            Kind::RateLimiter => self.release_tuning::<RateLimiter>(name),
+            Kind::RateLimiter => self.release_rate_limiter(name),
             Kind::Bulkhead => self.release_tuning::<Bulkhead>(name),
             _ => Ok(false),
         }
@@ -260,9 +260,6 @@ impl Registry {
         if !instance.update_in_place(&config) {
             self.replace_with::<P>(name, config, "release");
         }
-        if P::KIND == Kind::RateLimiter {
-            self.release_rate_twin(name)?;
-        }
         drop(code);
         tracing::info!(kind = P::KIND.as_str(), name, "run-time settings released");
         self.announce::<P>(
@@ -274,27 +271,32 @@ impl Registry {
         Ok(true)
     }
 
-    /// The Redis-backed limiter `name` back to its resolved limit and timeout.
-    fn release_rate_twin(&self, name: &str) -> Result<(), RegistryError> {
-        let Some(local) = self.find::<RateLimiter>(name) else {
-            return Ok(());
-        };
-        let config = local.config();
+    /// A rate limiter's limit and timeout back to its settings: the local
+    /// limiter of the name and its Redis-backed one, whichever run.
+    fn release_rate_limiter(&self, name: &str) -> Result<bool, RegistryError> {
+        if self.find::<RateLimiter>(name).is_some() {
+            if !self.release_tuning::<RateLimiter>(name)? {
+                return Ok(false);
+            }
+        } else {
+            let key = (Kind::RateLimiter, Arc::<str>::from(name));
+            if self.inner.overrides.tunings.lock().remove(&key).is_none() {
+                return Err(RegistryError::NotFound {
+                    kind: Kind::RateLimiter,
+                    name: name.to_owned(),
+                });
+            }
+        }
+        // The Redis-backed limiter: the file's limit and timeout again.
+        let file = self.file();
+        let config = file.rate_limiter().for_name(name).config().clone();
         let twins = &self.store::<RateLimiter>().twins;
         let events = &self.inner.events;
-        twins.change(
-            name,
-            RateChange::Limit(config.limit_for_period()),
-            events,
-            "release",
-        )?;
-        twins.change(
-            name,
-            RateChange::Timeout(config.timeout_duration()),
-            events,
-            "release",
-        )?;
-        Ok(())
+        let limit = RateChange::Limit(config.limit_for_period());
+        twins.change(name, limit, events, "release")?;
+        let timeout = RateChange::Timeout(config.timeout_duration());
+        twins.change(name, timeout, events, "release")?;
+        Ok(true)
     }
 
     /// Publishes `what` about the instance of kind `P` called `name`.
