@@ -565,10 +565,12 @@ fn operators_change_a_distributed_limiters_limit_and_timeout_by_name() {
         .reload(file(&FILE.replace("burst = 20", "burst = 30")))
         .unwrap();
     assert_eq!(checkout.config().limit_for_period(), 40);
-    assert_eq!(checkout.config().burst(), 30, "the reload's own change is in");
-    assert!(registry
-        .release(Kind::RateLimiter, "checkout")
-        .unwrap());
+    assert_eq!(
+        checkout.config().burst(),
+        30,
+        "the reload's own change is in"
+    );
+    assert!(registry.release(Kind::RateLimiter, "checkout").unwrap());
     assert_eq!(checkout.config().limit_for_period(), 100);
     assert_eq!(checkout.config().timeout_duration(), Duration::ZERO);
 }

@@ -74,10 +74,12 @@ impl Registry {
     }
 
     /// Transitions the breaker called `name`. A transition to CLOSED, OPEN,
-    /// HALF_OPEN or a reset ends any manual override; FORCED_OPEN, DISABLED
-    /// and METRICS_ONLY set one without a TTL: use
-    /// [`force_open`](Self::force_open), [`disable`](Self::disable) and
-    /// [`metrics_only`](Self::metrics_only) for a TTL and a reason.
+    /// HALF_OPEN, METRICS_ONLY or a reset ends any manual override (a plain
+    /// METRICS_ONLY is kept as the breaker's mode by a rebuild, and is the
+    /// mode a later override returns to); FORCED_OPEN and DISABLED set one
+    /// without a TTL: use [`force_open`](Self::force_open),
+    /// [`disable`](Self::disable) and [`metrics_only`](Self::metrics_only)
+    /// for a TTL and a reason.
     pub fn transition_circuit_breaker(
         &self,
         name: &str,
@@ -86,7 +88,6 @@ impl Registry {
         match to {
             Transition::ForcedOpen => return self.force_open(name, None, ""),
             Transition::Disabled => return self.disable(name, None, ""),
-            Transition::MetricsOnly => return self.metrics_only(name, None, ""),
             _ => {}
         }
         self.run_due_overrides();
