@@ -21,3 +21,6 @@ pub struct Overload;
 /// client-side throttling and the adaptive bulkhead's rules (issue 30).
 #[doc = include_str!("../docs/failure-models-and-throttling.md")]
 pub struct FailureModelsAndThrottling;
+
+#[doc = include_str!("../docs/operating-a-fleet.md")]
+pub struct OperatingAFleet;

@@ -41,7 +41,7 @@ fn families(text: &str) -> BTreeMap<String, (String, String, String)> {
     let mut help = BTreeMap::new();
     let mut kind = BTreeMap::new();
     // family → label key → values (only `kind`, `state`, `outcome` and
-    // `criticality` values are listed).
+    // `criticality` and `result` values are listed).
     let mut labels: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# HELP ") {
@@ -70,7 +70,12 @@ fn families(text: &str) -> BTreeMap<String, (String, String, String)> {
                     continue;
                 }
                 let values = entry.entry(k.to_owned()).or_default();
-                if k == "kind" || k == "state" || k == "outcome" || k == "criticality" {
+                if k == "kind"
+                    || k == "state"
+                    || k == "outcome"
+                    || k == "criticality"
+                    || k == "result"
+                {
                     values.insert(v.trim_matches('"').to_owned());
                 }
             }

@@ -551,8 +551,9 @@ fn operators_change_a_distributed_limiters_limit_and_timeout_by_name() {
         Err(RegistryError::NotFound { .. })
     ));
 
-    // A reload that leaves this limiter's settings alone keeps the
-    // operator's limit; one that changes them applies the file.
+    // A reload keeps the operator's limit, whether it leaves this
+    // limiter's settings alone or changes them (issue 32: an operator's
+    // switch survives every reload); a release applies the file.
     registry
         .reload(file(&FILE.replace(
             "[resilience4j.ratelimiter.instances.search]\nlimit-for-period = 5",
@@ -563,8 +564,15 @@ fn operators_change_a_distributed_limiters_limit_and_timeout_by_name() {
     registry
         .reload(file(&FILE.replace("burst = 20", "burst = 30")))
         .unwrap();
+    assert_eq!(checkout.config().limit_for_period(), 40);
+    assert_eq!(
+        checkout.config().burst(),
+        30,
+        "the reload's own change is in"
+    );
+    assert!(registry.release(Kind::RateLimiter, "checkout").unwrap());
     assert_eq!(checkout.config().limit_for_period(), 100);
-    assert_eq!(checkout.config().burst(), 30);
+    assert_eq!(checkout.config().timeout_duration(), Duration::ZERO);
 }
 
 /// A wrong password is counted as `kind="auth"`, not as unavailable or

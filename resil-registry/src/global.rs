@@ -154,7 +154,10 @@ fn set_up_from_vars(
     match vars.iter().find(|(k, _)| k == RESIL_CONFIG) {
         // One report for the file's problems and its unknown names.
         Some((_, path)) => registry.reload_file_with_env(path, vars.iter().cloned())?,
-        None => registry.reload(FileConfig::from_env(vars.iter().cloned())?)?,
+        None => registry.reload_from(
+            FileConfig::from_env(vars.iter().cloned())?,
+            crate::versions::VersionSource::Env,
+        )?,
     };
     Ok(registry)
 }

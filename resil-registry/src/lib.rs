@@ -71,6 +71,8 @@ mod chain;
 mod classes;
 mod error;
 mod event;
+#[cfg(feature = "redis")]
+pub mod fleet;
 mod global;
 mod handle;
 mod http_status;
@@ -82,8 +84,12 @@ mod overrides;
 mod primitive;
 mod registry;
 mod reload;
+pub mod source;
 mod store;
+mod switches;
 mod telemetry;
+mod versions;
+mod watch;
 
 pub use crate::audit::{ManagementOutcome, ManagementRequests};
 pub use crate::classes::{
@@ -99,7 +105,7 @@ pub use crate::handle::Handle;
 pub use crate::http_status::HttpStatus;
 pub use crate::keyed::KeyedFamilySnapshot;
 pub use crate::kind::Kind;
-pub use crate::overrides::{ManualOverride, Transition};
+pub use crate::overrides::{ChaosSwitch, ManualOverride, Transition, Tuning};
 pub use crate::primitive::Primitive;
 pub use crate::registry::{
     AttributeSite, Registry, RegistryBuilder, DEFAULT_ALLOW_HEALTH_INDICATOR_TO_FAIL,
@@ -107,6 +113,7 @@ pub use crate::registry::{
 };
 pub use crate::reload::{ReloadError, ReloadReport};
 pub use crate::store::DEFAULT_EVENT_BUFFER_SIZE;
+pub use crate::switches::{Switch, SwitchAction};
 pub use crate::telemetry::describe::MetricKind;
 pub use crate::telemetry::health::{ComponentHealth, Health, Status};
 pub use crate::telemetry::layer::LayerCounts;
@@ -114,3 +121,8 @@ pub use crate::telemetry::ring::{FieldValue, RecordedEvent};
 pub use crate::telemetry::snapshot::{
     ConfigValue, FallbackSnapshot, InstanceSnapshot, MetricSnapshot, OverrideSnapshot, Snapshot,
 };
+pub use crate::versions::{
+    ConfigReloads, ConfigVersion, KeyChange, VersionError, VersionSource, VersionStatus,
+    DEFAULT_CONFIG_HISTORY,
+};
+pub use crate::watch::DEFAULT_WATCH_DEBOUNCE;

@@ -20,7 +20,6 @@ use std::time::Duration;
 use resil_core::bulkhead::Bulkhead;
 use resil_core::chaos::ChaosStatus;
 use resil_core::circuit_breaker::{CircuitBreaker, State};
-use resil_core::clock::Clock;
 use resil_core::rate_limiter::RateLimiter;
 
 use crate::error::RegistryError;
@@ -35,7 +34,7 @@ use crate::overrides::{ManualOverride, Transition};
 use crate::primitive::Primitive;
 use crate::registry::{Inner, Registry};
 /// The transition that puts a breaker back into `state` after an override.
-fn back_to(state: State) -> Transition {
+pub(crate) fn back_to(state: State) -> Transition {
     match state {
         State::Disabled => Transition::Disabled,
         State::MetricsOnly => Transition::MetricsOnly,
@@ -71,13 +70,16 @@ impl Registry {
     }
 
     fn now(&self) -> Duration {
-        Duration::from_nanos(self.inner.ttl_clock.now_nanos())
+        self.ttl_now()
     }
 
     /// Transitions the breaker called `name`. A transition to CLOSED, OPEN,
-    /// HALF_OPEN, METRICS_ONLY or a reset ends any manual override; use
-    /// [`force_open`](Self::force_open) and [`disable`](Self::disable) for the
-    /// manual modes with a TTL and a reason.
+    /// HALF_OPEN, METRICS_ONLY or a reset ends any manual override (a plain
+    /// METRICS_ONLY is kept as the breaker's mode by a rebuild, and is the
+    /// mode a later override returns to); FORCED_OPEN and DISABLED set one
+    /// without a TTL: use [`force_open`](Self::force_open),
+    /// [`disable`](Self::disable) and [`metrics_only`](Self::metrics_only)
+    /// for a TTL and a reason.
     pub fn transition_circuit_breaker(
         &self,
         name: &str,
@@ -134,6 +136,19 @@ impl Registry {
         self.set_override(name, State::Disabled, ttl, reason)
     }
 
+    /// Puts the breaker called `name` in METRICS_ONLY: every call passes and
+    /// is recorded, the thresholds never open it (a trial of new settings
+    /// on real traffic). `ttl` and `reason` as for
+    /// [`force_open`](Self::force_open).
+    pub fn metrics_only(
+        &self,
+        name: &str,
+        ttl: Option<Duration>,
+        reason: &str,
+    ) -> Result<(), RegistryError> {
+        self.set_override(name, State::MetricsOnly, ttl, reason)
+    }
+
     /// The manual override in force on the breaker called `name`, if any.
     pub fn manual_override(&self, name: &str) -> Option<ManualOverride> {
         self.run_due_overrides();
@@ -149,10 +164,7 @@ impl Registry {
     ) -> Result<(), RegistryError> {
         self.run_due_overrides();
         let breaker = self.existing_breaker(name)?;
-        let to = match mode {
-            State::ForcedOpen => Transition::ForcedOpen,
-            _ => Transition::Disabled,
-        };
+        let to = Transition::of_mode(mode);
         let now = self.now();
         let mut overrides = self.inner.overrides.by_name.lock();
         // A second override keeps the mode the first one interrupted.
@@ -201,6 +213,7 @@ impl Registry {
     /// [`ManualClock`](resil_core::clock::ManualClock) call it after advancing.
     pub fn run_due_overrides(&self) -> usize {
         let now = self.now();
+        self.inner.overrides.forget_expired_chaos(now);
         let due: Vec<(Arc<str>, ManualOverride)> = {
             let mut overrides = self.inner.overrides.by_name.lock();
             let names: Vec<Arc<str>> = overrides
@@ -267,9 +280,11 @@ impl Registry {
     /// Changes the rate limiter called `name`'s `limit_for_period` (from the
     /// next cycle on), through the limiter's own run-time setter. A
     /// Redis-backed limiter of that name (feature `redis`) is replaced by one
-    /// with the new limit (the quota in Redis carries on). Lasts until a
-    /// reload or a `configure_rate_limiter` changes this limiter's settings.
+    /// with the new limit (the quota in Redis carries on). Lasts, through
+    /// every reload and `configure_rate_limiter`, until
+    /// [`release`](Self::release).
     pub fn set_rate_limit(&self, name: &str, limit_for_period: u32) -> Result<(), RegistryError> {
+        let _settings = self.store::<RateLimiter>().code.read();
         self.manage_rate_limiter(
             name,
             "set_rate_limit",
@@ -284,6 +299,9 @@ impl Registry {
             },
             RateChange::Limit(limit_for_period),
         )?;
+        self.tune(Kind::RateLimiter, name, |t| {
+            t.limit_for_period = Some(limit_for_period)
+        });
         tracing::info!(
             kind = "rate_limiter",
             name,
@@ -295,11 +313,13 @@ impl Registry {
 
     /// Changes the rate limiter called `name`'s `timeout_duration` (and that
     /// of its Redis-backed limiter, as [`set_rate_limit`](Self::set_rate_limit)).
+    /// Lasts until [`release`](Self::release), as `set_rate_limit`.
     pub fn set_rate_limiter_timeout(
         &self,
         name: &str,
         timeout: Duration,
     ) -> Result<(), RegistryError> {
+        let _settings = self.store::<RateLimiter>().code.read();
         self.manage_rate_limiter(
             name,
             "set_rate_limiter_timeout",
@@ -309,6 +329,9 @@ impl Registry {
             },
             RateChange::Timeout(timeout),
         )?;
+        self.tune(Kind::RateLimiter, name, |t| {
+            t.timeout_duration = Some(timeout)
+        });
         tracing::info!(kind = "rate_limiter", name, timeout = ?timeout, "timeout changed");
         Ok(())
     }
@@ -340,12 +363,14 @@ impl Registry {
     }
 
     /// Changes the bulkhead called `name`'s `max_concurrent_calls`; calls in
-    /// flight keep their slots.
+    /// flight keep their slots. Lasts, through every reload and
+    /// `configure_bulkhead`, until [`release`](Self::release).
     pub fn set_bulkhead_size(
         &self,
         name: &str,
         max_concurrent_calls: u32,
     ) -> Result<(), RegistryError> {
+        let _settings = self.store::<Bulkhead>().code.read();
         let bulkhead = self.existing::<Bulkhead>(name)?;
         bulkhead
             .set_max_concurrent_calls(max_concurrent_calls)
@@ -354,6 +379,9 @@ impl Registry {
                 name: name.to_owned(),
                 source,
             })?;
+        self.tune(Kind::Bulkhead, name, |t| {
+            t.max_concurrent_calls = Some(max_concurrent_calls)
+        });
         tracing::info!(
             kind = "bulkhead",
             name,
@@ -365,6 +393,27 @@ impl Registry {
 }
 
 impl Registry {
+    /// Applies the operators' limits and timeouts again to the Redis-backed
+    /// rate limiters a reload rebuilt.
+    pub(crate) fn reassert_rate_twins(&self) {
+        let tunings: Vec<(Arc<str>, crate::overrides::Tuning)> = (self.inner.overrides.tunings)
+            .lock()
+            .iter()
+            .filter(|((kind, _), _)| *kind == Kind::RateLimiter)
+            .map(|((_, name), t)| (Arc::clone(name), *t))
+            .collect();
+        let twins = &self.store::<RateLimiter>().twins;
+        for (name, tuning) in tunings {
+            twins.reassert(&name, tuning, &self.inner.events);
+        }
+    }
+
+    /// Records an operator's run-time setting on the `kind` called `name`.
+    fn tune(&self, kind: Kind, name: &str, set: impl FnOnce(&mut crate::overrides::Tuning)) {
+        let mut tunings = self.inner.overrides.tunings.lock();
+        set(tunings.entry((kind, name.into())).or_default());
+    }
+
     /// Switches the chaos instance called `name` on: while on, its calls get
     /// the configured latency, errors and results at their rates. With a
     /// `ttl` it switches itself off once `ttl` has passed on the registry's
@@ -372,8 +421,9 @@ impl Registry {
     /// [`ManualClock`](resil_core::clock::ManualClock) test sees it at
     /// once); without one it stays on until [`disable_chaos`](Self::disable_chaos).
     /// `reason` shows in the events, the logs, the snapshot and the health
-    /// summary (DEGRADED while on, never DOWN). The switch survives a reload
-    /// of the instance's settings. Management acts only on instances that
+    /// summary (DEGRADED while on, never DOWN). The switch survives every
+    /// reload and `configure_chaos`, whatever they change, until its TTL or
+    /// [`release`](Self::release). Management acts only on instances that
     /// exist: `NotFound` otherwise.
     pub fn enable_chaos(
         &self,
@@ -384,13 +434,23 @@ impl Registry {
         // Held while switching: a reload or a `configure_chaos` replaces the
         // instance under this lock's write side, so the switch lands either
         // on the old instance before it is carried over, or on the new one.
-        self.switch(name, |chaos| enable_chaos(chaos, name, ttl, reason))
+        let now = self.now();
+        let overrides = &self.inner.overrides;
+        self.switch(name, |chaos| {
+            enable_chaos(overrides, now, chaos, name, ttl, reason)
+        })
     }
 
     /// Switches the chaos instance called `name` off (also one its file
-    /// entry enabled), with the operator's `reason`.
+    /// entry enabled), with the operator's `reason`. Stays off through every
+    /// reload and `configure_chaos`, whatever they change (the file's
+    /// `enabled` included), until [`release`](Self::release).
     pub fn disable_chaos(&self, name: &str, reason: &str) -> Result<(), RegistryError> {
-        self.switch(name, |chaos| disable_chaos(chaos, name, reason))
+        let now = self.now();
+        let overrides = &self.inner.overrides;
+        self.switch(name, |chaos| {
+            disable_chaos(overrides, now, chaos, name, reason)
+        })
     }
 
     /// Whether the chaos instance called `name` is injecting, why, and for

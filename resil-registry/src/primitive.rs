@@ -89,6 +89,11 @@ mod sealed {
         ) {
         }
 
+        /// Applies again the operator's run-time settings in force on `name`
+        /// (`overrides`' tunings) to `self`, after a reload or a `configure_*`
+        /// rebuilt it or updated it in place: a managed limit outlives them.
+        fn reassert(&self, _overrides: &Overrides, _name: &str) {}
+
         /// Turns on what the instance records for telemetry beyond its
         /// defaults, once it is built (on creation and on every rebuild):
         /// `histograms` says whether its timers keep a percentile histogram.

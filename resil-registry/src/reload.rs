@@ -38,6 +38,7 @@ use crate::handle::{Handle, Slot};
 use crate::primitive::{Pending, Primitive, Twins};
 use crate::registry::{plan, Registry};
 use crate::store::{for_each_kind, CodeSettings, KindVisitor};
+use crate::versions::VersionSource;
 
 /// Why a reload was refused. Nothing was applied.
 #[derive(Debug, Clone)]
@@ -71,9 +72,47 @@ impl fmt::Display for ReloadError {
 
 impl std::error::Error for ReloadError {}
 
+impl ReloadError {
+    /// Every problem, one line each (as a refused version lists them).
+    pub fn problems(&self) -> Vec<String> {
+        match self {
+            ReloadError::File(e) => e.problems().iter().map(ToString::to_string).collect(),
+            ReloadError::Instances(errors) => errors.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
+
 impl From<ConfigFileError> for ReloadError {
     fn from(e: ConfigFileError) -> Self {
         ReloadError::File(e)
+    }
+}
+
+/// The one log line of a reload attempt (whoever made it: a program, the
+/// file watcher, a push source, a rollback): INFO with what changed, or
+/// WARN with every problem.
+pub(crate) fn log_attempt(id: u64, source: &str, result: &Result<ReloadReport, ReloadError>) {
+    match result {
+        Ok(report) => tracing::info!(
+            version = id,
+            source,
+            replaced = ?report.replaced,
+            updated_in_place = ?report.updated_in_place,
+            unchanged = report.unchanged,
+            "config reloaded: version {id} from {source}"
+        ),
+        Err(ReloadError::File(e)) if e.is_first_load() => tracing::warn!(
+            version = id,
+            source,
+            error = %e,
+            "config cannot load, nothing installed: version {id} from {source}"
+        ),
+        Err(e) => tracing::warn!(
+            version = id,
+            source,
+            error = %e,
+            "config reload refused, nothing changed: version {id} from {source}"
+        ),
     }
 }
 
@@ -181,9 +220,18 @@ impl Registry {
         V: AsRef<str>,
     {
         let path = path.as_ref();
-        let (file, mut problems) = FileConfig::load_file_all(path, vars)?;
+        let (file, mut problems) = match FileConfig::load_file_all(path, vars) {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                let e = Err(ReloadError::File(self.first_load_marked(e)));
+                self.record_refused(VersionSource::File(path.to_path_buf()), &e);
+                return e;
+            }
+        };
         if problems.is_empty() {
-            return self.reload(file);
+            let report = self.reload(file)?;
+            self.after_file_loaded(path);
+            return Ok(report);
         }
         struct Names<'a> {
             registry: &'a Registry,
@@ -203,9 +251,25 @@ impl Registry {
         });
         let mut e = ConfigFileError::new(problems);
         e.sort();
-        Err(ReloadError::File(
-            self.first_load_marked(e.with_origin(path)),
-        ))
+        let e = ReloadError::File(self.first_load_marked(e.with_origin(path)));
+        let _one_at_a_time = self.inner.reload_lock.lock();
+        let source = VersionSource::File(path.to_path_buf());
+        let e = Err(e);
+        self.record_version(Some(&Arc::new(file)), source, &e, None);
+        e
+    }
+
+    /// Starts the watcher when the builder or the loaded file asks for one.
+    fn after_file_loaded(&self, path: &Path) {
+        #[cfg(feature = "watch")]
+        self.watch_if_asked(path);
+        #[cfg(not(feature = "watch"))]
+        if self.inner.watch.enabled || crate::watch::file_asks(&self.file()) {
+            tracing::warn!(
+                path = %path.display(),
+                "the config file asks to be watched, but resil was built without feature `watch`"
+            );
+        }
     }
 
     /// [`reload_file_with_env`](Self::reload_file_with_env) with the process
@@ -254,8 +318,48 @@ impl Registry {
     /// (FORCED_OPEN, DISABLED, METRICS_ONLY, a manual override) and starts
     /// CLOSED with an empty window; its `Replaced` event says which
     /// (`state_carried_over`).
+    ///
+    /// Every attempt is a [`ConfigVersion`](crate::ConfigVersion) in
+    /// [`config_versions`](Self::config_versions) (a refused one with its
+    /// problems) and one count in [`config_reloads`](Self::config_reloads);
+    /// the source is the file's path, or [`VersionSource::Code`] for text.
     pub fn reload(&self, file: FileConfig) -> Result<ReloadReport, ReloadError> {
+        let source = match file.origin() {
+            Some(path) => VersionSource::File(path.to_path_buf()),
+            None => VersionSource::Code,
+        };
+        self.reload_from(file, source)
+    }
+
+    /// [`reload`](Self::reload), recording `source` as where the config
+    /// came from (a push source, the environment, …).
+    pub fn reload_from(
+        &self,
+        file: FileConfig,
+        source: VersionSource,
+    ) -> Result<ReloadReport, ReloadError> {
+        self.reload_versioned(file, source, None)
+    }
+
+    /// A reload recorded as a version (`rollback_of`: the version a
+    /// rollback applies again).
+    pub(crate) fn reload_versioned(
+        &self,
+        file: FileConfig,
+        source: VersionSource,
+        rollback_of: Option<u64>,
+    ) -> Result<ReloadReport, ReloadError> {
         let _one_at_a_time = self.inner.reload_lock.lock();
+        let keys = Arc::new(file.clone());
+        let result = self.install_locked(file);
+        let applied = result.is_ok().then(|| self.file());
+        let recorded = applied.as_ref().unwrap_or(&keys);
+        self.record_version(Some(recorded), source, &result, rollback_of);
+        result
+    }
+
+    /// The reload itself, under the reload lock.
+    fn install_locked(&self, file: FileConfig) -> Result<ReloadReport, ReloadError> {
         // Every kind's settings, for writing: no instance is created, and no
         // code setting changes, between validation and application.
         struct Lock<'a> {
@@ -290,17 +394,10 @@ impl Registry {
                 e = e.with_origin(origin);
             }
             let e = self.first_load_marked(e);
-            if e.is_first_load() {
-                tracing::warn!(error = %e, "config cannot load");
-            } else {
-                tracing::warn!(error = %e, "config reload refused");
-            }
             return Err(ReloadError::File(e));
         }
         if !errors.is_empty() {
-            let e = ReloadError::Instances(errors);
-            tracing::warn!(error = %e, "config reload refused");
-            return Err(e);
+            return Err(ReloadError::Instances(errors));
         }
 
         *self.inner.file.write() = Arc::new(file);
@@ -311,6 +408,7 @@ impl Registry {
         for kind in &mut kinds {
             kind.apply(self, &mut report);
         }
+        self.reassert_rate_twins();
         struct Count<'a>(&'a Registry, usize);
         impl KindVisitor for Count<'_> {
             fn visit<P: Primitive>(&mut self) {
@@ -322,12 +420,6 @@ impl Registry {
         for_each_kind(&mut count);
         let existing = count.1;
         report.unchanged = existing - report.replaced.len() - report.updated_in_place.len();
-        tracing::info!(
-            replaced = ?report.replaced,
-            updated_in_place = ?report.updated_in_place,
-            unchanged = report.unchanged,
-            "config reloaded"
-        );
         // The settings guards are released here, after every change is in.
         drop(kinds);
         let file = self.file();
@@ -473,6 +565,7 @@ impl Registry {
             };
             let label = format!("{} {name}", P::KIND);
             if handle.update_in_place(&config) {
+                handle.reassert(&self.inner.overrides, &name);
                 let entry = self.store::<P>().entries.get(name.as_str());
                 self.inner.events.publish(
                     P::KIND,

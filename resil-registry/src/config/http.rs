@@ -52,8 +52,19 @@ pub const RESIL_ROOT: &str = "resil";
 /// Where a file keeps HTTP classifiers: `resil.http.instances.<name>`.
 pub const HTTP_INSTANCES: &str = "resil.http.instances";
 
-/// The keys of `resil`: `http` and `inbound-guard` (see `inbound.rs`).
-const RESIL_KEYS: [&str; 2] = ["http", "inbound-guard"];
+/// The keys of `resil`: `http`, `inbound-guard` (see `inbound.rs`) and
+/// `config`.
+const RESIL_KEYS: [&str; 3] = ["http", "inbound-guard", "config"];
+
+/// The keys of `resil.config`: whether the registry watches its file, and
+/// how long it waits for a burst of changes to settle.
+const CONFIG_KEYS: [&str; 2] = ["watch", "watch-debounce"];
+
+/// The file key that turns the config file watcher on (feature `watch`).
+pub const WATCH_KEY: &str = "resil.config.watch";
+
+/// The file key of the watcher's debounce (a duration, `500ms` by default).
+pub const WATCH_DEBOUNCE_KEY: &str = "resil.config.watch-debounce";
 
 /// The keys of `resil.http` (one: `instances`).
 const HTTP_SECTION_KEYS: [&str; 1] = ["instances"];
@@ -447,6 +458,10 @@ pub(crate) fn section_and_guard(
             }
             continue;
         }
+        if normalize(&key) == "config" {
+            config_keys(&path, value, problems);
+            continue;
+        }
         if normalize(&key) != "http" {
             problems.push(unknown_key(path, &key, RESIL_KEYS, "resil's own keys"));
             continue;
@@ -458,6 +473,43 @@ pub(crate) fn section_and_guard(
         http(&mut section, &path, value, problems);
     }
     section
+}
+
+/// Checks `resil.config` (`watch`: a boolean, `watch-debounce`: a
+/// duration); the watcher reads them back with `FileConfig::property`.
+fn config_keys(path: &str, value: Value, problems: &mut Vec<Problem>) {
+    let expected = "a map with `watch` and `watch-debounce` keys";
+    let Some(items) = map_entries(value, path, expected, problems) else {
+        return;
+    };
+    for (key, value) in items {
+        let key_path = format!("{path}.{key}");
+        let bad = |expected: &str, got: &Value| {
+            Problem::new(
+                ProblemKind::InvalidValue,
+                Some(key_path.clone()),
+                format!("`{key_path}` must be {expected}, got {}", got.describe()),
+            )
+        };
+        let watch_debounce = normalize("watch-debounce");
+        match normalize(&key).as_str() {
+            "watch" => match &value {
+                Value::Bool(_) => {}
+                Value::Str(s) if s == "true" || s == "false" => {}
+                other => problems.push(bad("`true` or `false`", other)),
+            },
+            k if k == watch_debounce => match &value {
+                Value::Str(s) if super::duration::parse_duration(s).is_ok() => {}
+                other => problems.push(bad("a duration such as `500ms`", other)),
+            },
+            _ => problems.push(unknown_key(
+                key_path.clone(),
+                &key,
+                CONFIG_KEYS,
+                "keys of `resil.config`",
+            )),
+        }
+    }
 }
 
 fn http(section: &mut HttpSection, path: &str, value: Value, problems: &mut Vec<Problem>) {
@@ -698,7 +750,7 @@ mod tests {
         assert_eq!(
             problems,
             [
-                "unknown key `resil.htp`; did you mean `http`? (resil's own keys: `http`, `inbound-guard`)",
+                "unknown key `resil.htp`; did you mean `http`? (resil's own keys: `http`, `inbound-guard`, `config`)",
                 "unknown key `resil.http.instance`; did you mean `instances`? \
                  (keys of `resil.http`: `instances`)",
                 "unknown key `resil.http.instances.a.ignore-statuses`; did you mean \

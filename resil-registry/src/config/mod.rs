@@ -68,7 +68,7 @@ pub(crate) mod bind;
 pub(crate) mod duration;
 mod env;
 mod error;
-mod http;
+pub(crate) mod http;
 mod inbound;
 pub(crate) mod load;
 #[cfg(feature = "properties")]
@@ -89,7 +89,7 @@ pub use self::duration::{format_duration, parse_duration, ParseDurationError};
 pub use self::error::{ConfigFileError, Problem, ProblemKind};
 pub use self::http::{
     parse_status_ranges, HttpEntry, HttpSection, StatusKey, StatusList, StatusSetError,
-    EXPECTED_STATUS, HTTP_INSTANCES, RESIL_ROOT,
+    EXPECTED_STATUS, HTTP_INSTANCES, RESIL_ROOT, WATCH_DEBOUNCE_KEY, WATCH_KEY,
 };
 pub use self::inbound::INBOUND_GUARD_KEYS;
 pub(crate) use self::render::{rendered, Render};

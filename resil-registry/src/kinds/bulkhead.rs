@@ -7,6 +7,7 @@ use resil_core::event::EventStream;
 use super::primitive;
 use super::{bind, plain_options};
 use crate::kind::Kind;
+use crate::overrides::Overrides;
 use crate::primitive::{Hooks, NoTwins};
 use crate::telemetry::describe::{describe_config, Describe, Family, Metric, Telemetry};
 use crate::telemetry::health::Status;
@@ -21,6 +22,16 @@ impl Hooks for Bulkhead {
     fn update_in_place(&self, config: &BulkheadConfig) -> bool {
         self.change_config(*config);
         true
+    }
+
+    /// An operator's size outlives a reload until released.
+    fn reassert(&self, overrides: &Overrides, name: &str) {
+        if let Some(size) = overrides
+            .tuning(Kind::Bulkhead, name)
+            .and_then(|t| t.max_concurrent_calls)
+        {
+            let _ = self.set_max_concurrent_calls(size);
+        }
     }
 }
 

@@ -26,7 +26,7 @@ use crate::config::schema::Val;
 use crate::event::RegistryEventKind;
 use crate::handle::Handle;
 use crate::kind::Kind;
-use crate::overrides::Overrides;
+use crate::overrides::{ChaosSwitch, Overrides};
 use crate::primitive::{Hooks, NoTwins};
 use crate::telemetry::describe::{describe_config, Describe, Family, Metric, Telemetry};
 use crate::telemetry::health::Status;
@@ -37,23 +37,33 @@ impl Hooks for Chaos {
     type Settings = ChaosConfigBuilder;
     type Twins = NoTwins;
 
-    /// An operator's switch (on, with its TTL and reason) survives a
-    /// reload or a `configure_chaos`: a drill is not ended by a config
-    /// change, and its TTL still ends it.
+    /// An operator's switch, on (with its TTL and reason) or off, survives
+    /// a reload or a `configure_chaos` whatever they change, the file's
+    /// `enabled` included: a drill is not ended by a config change, and an
+    /// operator's "stop injecting" is not undone by one. A switch on whose
+    /// TTL ran out (the instance switched itself off) is forgotten, and the
+    /// new instance follows its settings.
     fn before_install(
-        _overrides: &Overrides,
-        _name: &str,
+        overrides: &Overrides,
+        name: &str,
         previous: &Self,
         next: &Self,
         _carried: bool,
     ) {
-        let status = previous.status();
-        let (true, Some(reason)) = (status.enabled(), status.reason()) else {
+        let Some(switch) = overrides.chaos(name) else {
             return;
         };
-        match status.expires_in() {
-            Some(ttl) => next.enable_for(ttl, reason),
-            None => next.enable(reason),
+        if !switch.enabled {
+            next.disable(switch.reason);
+            return;
+        }
+        let status = previous.status();
+        match (status.enabled(), switch.until, status.expires_in()) {
+            (false, _, _) => {
+                overrides.chaos.lock().remove(name);
+            }
+            (true, Some(_), Some(left)) => next.enable_for(left, switch.reason),
+            (true, _, _) => next.enable(switch.reason),
         }
     }
 
@@ -134,14 +144,26 @@ pub(crate) fn status(chaos: &Handle<Chaos>) -> ChaosStatus {
     chaos.status()
 }
 
-/// An operator switches `chaos` on (for `ttl`, when given): what the
-/// registry then announces.
+/// An operator switches `chaos` on (for `ttl`, when given), recorded in
+/// `overrides` at `now` so that a rebuild keeps it: what the registry then
+/// announces.
 pub(crate) fn enable(
+    overrides: &Overrides,
+    now: Duration,
     chaos: &Chaos,
     name: &str,
     ttl: Option<Duration>,
     reason: &str,
 ) -> RegistryEventKind {
+    overrides.chaos.lock().insert(
+        name.into(),
+        ChaosSwitch {
+            enabled: true,
+            reason: reason.into(),
+            since: now,
+            until: ttl.map(|t| now.saturating_add(t)),
+        },
+    );
     match ttl {
         Some(ttl) => chaos.enable_for(ttl, reason),
         None => chaos.enable(reason),
@@ -154,8 +176,25 @@ pub(crate) fn enable(
     }
 }
 
-/// An operator switches `chaos` off: what the registry then announces.
-pub(crate) fn disable(chaos: &Chaos, name: &str, reason: &str) -> RegistryEventKind {
+/// An operator switches `chaos` off (also one its file enabled), recorded
+/// in `overrides` at `now` so that a rebuild keeps it off: what the
+/// registry then announces.
+pub(crate) fn disable(
+    overrides: &Overrides,
+    now: Duration,
+    chaos: &Chaos,
+    name: &str,
+    reason: &str,
+) -> RegistryEventKind {
+    overrides.chaos.lock().insert(
+        name.into(),
+        ChaosSwitch {
+            enabled: false,
+            reason: reason.into(),
+            since: now,
+            until: None,
+        },
+    );
     chaos.disable(reason);
     tracing::info!(kind = "chaos", name, reason, "fault injection switched off");
     RegistryEventKind::ChaosSwitched {

@@ -54,11 +54,7 @@ impl Hooks for CircuitBreaker {
         carried: bool,
     ) {
         if let Some(o) = overrides.get(name) {
-            let to = match o.mode {
-                State::ForcedOpen => Transition::ForcedOpen,
-                _ => Transition::Disabled,
-            };
-            let _ = transition(next, to);
+            let _ = transition(next, Transition::of_mode(o.mode));
             return;
         }
         if carried {

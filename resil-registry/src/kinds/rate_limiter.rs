@@ -10,6 +10,7 @@ use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig, RateLimiterConfig
 use super::primitive;
 use super::{bind, plain_options};
 use crate::kind::Kind;
+use crate::overrides::Overrides;
 use crate::primitive::Hooks;
 #[cfg(not(feature = "redis"))]
 use crate::primitive::Twins;
@@ -44,6 +45,15 @@ impl RateTwins {
         _cause: &str,
     ) -> Result<bool, crate::RegistryError> {
         Ok(false)
+    }
+
+    /// No Redis-backed limiter runs: nothing to apply again.
+    pub(crate) fn reassert(
+        &self,
+        _name: &str,
+        _tuning: crate::overrides::Tuning,
+        _events: &crate::event::Publisher,
+    ) {
     }
 }
 
@@ -80,6 +90,19 @@ impl Hooks for RateLimiter {
         }
         self.change_timeout_duration(next.timeout_duration());
         true
+    }
+
+    /// An operator's limit and timeout outlive a reload until released.
+    fn reassert(&self, overrides: &Overrides, name: &str) {
+        let Some(tuning) = overrides.tuning(Kind::RateLimiter, name) else {
+            return;
+        };
+        if let Some(limit) = tuning.limit_for_period {
+            let _ = self.change_limit_for_period(limit);
+        }
+        if let Some(timeout) = tuning.timeout_duration {
+            self.change_timeout_duration(timeout);
+        }
     }
 }
 

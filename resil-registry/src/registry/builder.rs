@@ -26,6 +26,9 @@ pub struct RegistryBuilder {
     percentiles_histogram: bool,
     wall_clock_origin: Option<SystemTime>,
     refusal_log_interval: Option<Duration>,
+    config_history: Option<usize>,
+    watch_config: bool,
+    watch_debounce: Option<Duration>,
 }
 
 impl RegistryBuilder {
@@ -105,6 +108,32 @@ impl RegistryBuilder {
         self
     }
 
+    /// How many config versions the registry keeps (default
+    /// [`DEFAULT_CONFIG_HISTORY`](crate::DEFAULT_CONFIG_HISTORY); at least 1;
+    /// the version in force is never dropped).
+    pub fn config_history(mut self, versions: usize) -> Self {
+        self.config_history = Some(versions);
+        self
+    }
+
+    /// Watches the config file this registry loads
+    /// ([`Registry::reload_file`]) and reloads it when it changes
+    /// (feature `watch`; see [`Registry::watch_file`]). The file key
+    /// `resil.config.watch: true` turns it on too.
+    pub fn watch_config(mut self, on: bool) -> Self {
+        self.watch_config = on;
+        self
+    }
+
+    /// How long the watcher waits for a burst of file events to settle
+    /// before it reloads once (default
+    /// [`DEFAULT_WATCH_DEBOUNCE`](crate::DEFAULT_WATCH_DEBOUNCE); the file
+    /// key `resil.config.watch-debounce` overrides it).
+    pub fn watch_debounce(mut self, debounce: Duration) -> Self {
+        self.watch_debounce = Some(debounce);
+        self
+    }
+
     /// The registry.
     pub fn build(self) -> Registry {
         let ttl_clock = self.clock.clone().unwrap_or_else(SharedClock::system);
@@ -135,6 +164,11 @@ impl RegistryBuilder {
                 sites: Mutex::new(HashMap::new()),
                 audit: Default::default(),
                 keyed: Default::default(),
+                versions: crate::versions::History::new(
+                    self.config_history
+                        .unwrap_or(crate::versions::DEFAULT_CONFIG_HISTORY),
+                ),
+                watch: crate::watch::WatchState::new(self.watch_config, self.watch_debounce),
             }),
         }
     }

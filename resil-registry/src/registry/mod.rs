@@ -79,6 +79,10 @@ pub(crate) struct Inner {
     /// Management requests by outcome.
     pub(crate) audit: crate::audit::Audit,
     pub(crate) keyed: crate::keyed::Families,
+    /// The config versions applied and refused, and the reload counts.
+    pub(crate) versions: crate::versions::History,
+    /// The config file watcher's settings and, once started, the watcher.
+    pub(crate) watch: crate::watch::WatchState,
 }
 
 /// Named, shared instances of the nine primitives and their configuration.
@@ -534,6 +538,7 @@ impl Registry {
             instance.instrument(self.histograms(&self.file()));
             self.tap(&entry.slot, &instance);
             P::before_install(&self.inner.overrides, &name, current, &instance, carried);
+            instance.reassert(&self.inner.overrides, &name);
             entry.drain(self.inner.events.wall());
             if let Some(capture) = &entry.capture {
                 *capture.lock() = instance.subscribe_events();

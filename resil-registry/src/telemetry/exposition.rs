@@ -36,6 +36,11 @@ const MANAGEMENT_REQUESTS: Family = Family::new(
     "Attempts to change an instance through a management endpoint, by how they were answered (outcome): granted, or refused with 401 or 403",
 );
 
+const CONFIG_RELOADS: Family = Family::new(
+    "resil_config_reloads",
+    "Config reloads attempted (a file, its watcher, a push source, a rollback), by result: applied, or refused with nothing changed",
+);
+
 const REFUSED_INSTANCES: Family = Family::new(
     "resil_registry_refused_instances",
     "Instances the registry refused to create because their kind reached max-instances-per-kind",
@@ -84,6 +89,13 @@ pub(crate) fn samples(registry: &Registry) -> Vec<Sample> {
         out.push(Sample {
             labels: vec![("outcome", outcome.as_str().to_owned())],
             metric: Metric::counter(MANAGEMENT_REQUESTS, None, management.count(outcome)),
+        });
+    }
+    let reloads = registry.config_reloads();
+    for (result, n) in [("applied", reloads.applied), ("refused", reloads.refused)] {
+        out.push(Sample {
+            labels: vec![("result", result.to_owned())],
+            metric: Metric::counter(CONFIG_RELOADS, None, n),
         });
     }
     for kind in Kind::ALL {

@@ -28,7 +28,10 @@ const MAX_BODY: usize = 16 * 1024;
 
 /// Authorizes and reads the JSON body (an empty body is `{}`), merging
 /// query parameters in (`?ttl=30s`); the refusal response otherwise.
-async fn authorized(ctx: &Ctx, request: Request) -> Result<Map<String, Value>, Response> {
+pub(crate) async fn authorized(
+    ctx: &Ctx,
+    request: Request,
+) -> Result<Map<String, Value>, Response> {
     let (parts, body) = request.into_parts();
     let Some(authorize) = &ctx.authorize else {
         return Err(error(
@@ -163,7 +166,7 @@ const UPDATE_STATES: &str =
 
 /// `POST /actuator/circuitbreakers/{name}` `{"updateState": "FORCE_OPEN",
 /// "ttl": "30s", "reason": "…"}` (Resilience4j's `updateState`, plus a TTL
-/// and a reason for FORCE_OPEN and DISABLE).
+/// and a reason for FORCE_OPEN, DISABLE and METRICS_ONLY).
 pub(crate) async fn circuit_breaker(
     State(ctx): Shared,
     Path(name): Path<String>,
@@ -196,10 +199,10 @@ pub(crate) async fn circuit_breaker(
     let done = match state.as_str() {
         Some("FORCE_OPEN") => registry.force_open(&name, ttl, reason),
         Some("DISABLE") => registry.disable(&name, ttl, reason),
+        Some("METRICS_ONLY") => registry.metrics_only(&name, ttl, reason),
         Some(other) => {
             let to = match other {
                 "CLOSE" => Transition::Closed,
-                "METRICS_ONLY" => Transition::MetricsOnly,
                 "HALF_OPEN" => Transition::HalfOpen,
                 "RESET" => Transition::Reset,
                 _ => return bad("updateState", &state, UPDATE_STATES).into_response(),
@@ -208,7 +211,7 @@ pub(crate) async fn circuit_breaker(
                 return bad(
                     "ttl",
                     &fields["ttl"],
-                    "no TTL: only FORCE_OPEN and DISABLE take one",
+                    "no TTL: only FORCE_OPEN, DISABLE and METRICS_ONLY take one",
                 )
                 .into_response();
             }

@@ -30,6 +30,7 @@
 //! | `GET /actuator/dashboard/instances` | `{"instances": […]}`, the page's snapshot: what the stream's `instances` event carries |
 //! | `GET /actuator/prometheus` (feature `prometheus`) | the Prometheus text format with Resilience4j's names, counters ending in `_total` |
 //! | `POST /actuator/circuitbreakers/{name}`, `/actuator/ratelimiters/{name}`, `/actuator/bulkheads/{name}` | management, only when [`ActuatorBuilder::management`] enabled it |
+//! | `GET /actuator/configversions`, `GET /actuator/configversions/diff?from=1&to=2`, `POST /actuator/configversions/{id}/rollback` | config versions (id, hash, time, source, APPLIED or REFUSED with the problems), the key-level diff of two, a rollback (`{"by": "alice"}`); behind the management authorization, only when it is enabled |
 //!
 //! # Liveness is not readiness
 //!
@@ -78,6 +79,7 @@ mod metrics;
 #[cfg(feature = "prometheus")]
 mod prometheus;
 mod stream;
+mod versions;
 
 use std::fmt;
 use std::ops::Deref;
@@ -242,7 +244,13 @@ impl ActuatorBuilder {
                     breaker.post(manage::circuit_breaker),
                 )
                 .route("/actuator/ratelimiters/{name}", post(manage::rate_limiter))
-                .route("/actuator/bulkheads/{name}", post(manage::bulkhead));
+                .route("/actuator/bulkheads/{name}", post(manage::bulkhead))
+                .route("/actuator/configversions", get(versions::list))
+                .route("/actuator/configversions/diff", get(versions::diff))
+                .route(
+                    "/actuator/configversions/{id}/rollback",
+                    post(versions::rollback),
+                );
         } else {
             router = router.route("/actuator/circuitbreakers/{name}", breaker);
         }

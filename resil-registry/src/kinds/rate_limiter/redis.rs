@@ -29,6 +29,7 @@ use crate::config::FileConfig;
 use crate::event::Publisher;
 use crate::event::RegistryEventKind;
 use crate::handle::{Handle, Slot};
+use crate::overrides::Tuning;
 use crate::primitive::Twins;
 use crate::registry::resolve::resolve_layers;
 use crate::registry::Registry;
@@ -162,6 +163,27 @@ impl RedisTwins {
         self.map
             .get(name)
             .map(|slot| Handle::from_slot(Arc::clone(&slot)))
+    }
+
+    /// Applies an operator's `tuning` again to the running limiter `name`
+    /// where a reload changed what it set.
+    pub(crate) fn reassert(&self, name: &str, tuning: Tuning, events: &Publisher) {
+        let Some(running) = self.find(name) else {
+            return;
+        };
+        let config = running.config();
+        if let Some(limit) = tuning
+            .limit_for_period
+            .filter(|l| *l != config.limit_for_period())
+        {
+            let _ = self.change(name, RateChange::Limit(limit), events, "reassert");
+        }
+        if let Some(timeout) = tuning
+            .timeout_duration
+            .filter(|t| *t != config.timeout_duration())
+        {
+            let _ = self.change(name, RateChange::Timeout(timeout), events, "reassert");
+        }
     }
 
     /// An operator's change to the running limiter `name` (a new limit or
