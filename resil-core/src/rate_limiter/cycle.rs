@@ -586,8 +586,11 @@ impl Cycles {
         share: crate::criticality::Share,
         now: u64,
     ) -> bool {
+        if let Some(w) = &self.hot.0.warm {
+            self.warm_up(w, now);
+        }
         let schedule = self.schedule.read();
-        let cycle = schedule.clamp(self.cycle_at(now));
+        let cycle = schedule.clamp(self.cycle_at(now, true));
         let (lo, _) = schedule.window(cycle);
         let ceiling = lo.saturating_add(u64::from(crate::criticality::share_of(
             schedule.limit_of(cycle),

@@ -186,6 +186,7 @@ fn label(aspect: Aspect) -> &'static str {
     match aspect {
         Aspect::Retry => "Retry",
         Aspect::Hedge => "Hedge",
+        Aspect::Throttler => "Throttler",
         Aspect::CircuitBreaker => "CircuitBreaker",
         Aspect::RateLimiter => "RateLimiter",
         Aspect::TimeLimiter => "TimeLimiter",
