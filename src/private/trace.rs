@@ -165,9 +165,11 @@ pub fn call_spans_enabled() -> bool {
 
 /// The closure that makes an async fn's stack, as given: an argument
 /// position, where a closure may carry `#[inline(always)]` (on a `let`, an
-/// attribute on an expression is not stable Rust).
+/// attribute on an expression is not stable Rust), and where it is expected
+/// to be `FnOnce`, so that the future it returns may hold what it captured
+/// by reference (`&mut self` included).
 #[inline(always)]
-pub fn stack<F>(make: F) -> F {
+pub fn stack<F: FnOnce() -> R, R>(make: F) -> F {
     make
 }
 
