@@ -1205,8 +1205,11 @@ mod tests {
         for section in Section::ALL {
             let options = section.options();
             for (i, o) in options.iter().enumerate() {
+                // Kebab-case, in `.`-separated parts for a nested key
+                // (`keyed.max-keys`).
                 assert!(
-                    o.key.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
+                    o.key.split('.').all(|part| !part.is_empty()
+                        && part.chars().all(|c| c.is_ascii_lowercase() || c == '-')),
                     "{}",
                     o.key
                 );
