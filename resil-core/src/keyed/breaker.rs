@@ -9,7 +9,7 @@ use parking_lot::RwLock;
 use super::map::{Entry, Map};
 use super::{Key, KeyedConfig, KeyedCounts, StoredKey, Tiers};
 use crate::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig, State};
-use crate::clock::{self, Clock, CoarseClock, SharedClock};
+use crate::clock::{Clock, CoarseClock, SharedClock};
 
 /// A family of circuit breakers, one per key (a downstream host, a route, a
 /// tenant), each a full [`CircuitBreaker`] built from the family's
@@ -43,7 +43,6 @@ struct Family {
     name: Arc<str>,
     clock: SharedClock,
     tiers: RwLock<Tiers<CircuitBreakerConfig>>,
-    keyed: RwLock<KeyedConfig>,
     /// The breaker of a key the family had no room for: FORCED_OPEN.
     refusing: CircuitBreaker,
     map: Map<CircuitBreaker>,
@@ -85,8 +84,7 @@ impl KeyedCircuitBreaker {
                 clock,
                 tiers: RwLock::new(Tiers::new(config)),
                 refusing,
-                map: Map::new(keyed.max_keys(), clock::nanos(keyed.idle_ttl())),
-                keyed: RwLock::new(keyed),
+                map: Map::new(keyed),
             }),
         }
     }
@@ -127,15 +125,12 @@ impl KeyedCircuitBreaker {
     /// Changes the bounds, as a reload does.
     pub fn reconfigure(&self, keyed: KeyedConfig) {
         let family = &*self.inner;
-        family
-            .map
-            .set_limits(keyed.max_keys(), clock::nanos(keyed.idle_ttl()));
-        *family.keyed.write() = keyed;
+        family.map.set_bounds(keyed);
     }
 
     /// The family's bounds.
     pub fn keyed_config(&self) -> KeyedConfig {
-        *self.inner.keyed.read()
+        self.inner.map.bounds()
     }
 
     /// Keys held, created, evicted and refused.

@@ -53,7 +53,6 @@ struct Family {
     clock: SharedClock,
     config: BulkheadConfig,
     tiers: RwLock<Tiers<u32>>,
-    keyed: RwLock<KeyedConfig>,
     map: Map<Slots>,
 }
 
@@ -82,8 +81,7 @@ impl KeyedBulkhead {
                 clock: SharedClock::new(clock),
                 tiers: RwLock::new(Tiers::new(config.max_concurrent_calls())),
                 config,
-                map: Map::new(keyed.max_keys(), clock::nanos(keyed.idle_ttl())),
-                keyed: RwLock::new(keyed),
+                map: Map::new(keyed),
             }),
         }
     }
@@ -148,15 +146,12 @@ impl KeyedBulkhead {
     /// Changes the bounds, as a reload does.
     pub fn reconfigure(&self, keyed: KeyedConfig) {
         let family = &*self.inner;
-        family
-            .map
-            .set_limits(keyed.max_keys(), clock::nanos(keyed.idle_ttl()));
-        *family.keyed.write() = keyed;
+        family.map.set_bounds(keyed);
     }
 
     /// The family's bounds.
     pub fn keyed_config(&self) -> KeyedConfig {
-        *self.inner.keyed.read()
+        self.inner.map.bounds()
     }
 
     /// Keys held, created, evicted and refused.

@@ -73,7 +73,6 @@ struct Family {
     timeout: AtomicU64,
     config: RwLock<RateLimiterConfig>,
     tiers: RwLock<Tiers<u32>>,
-    keyed: RwLock<KeyedConfig>,
     map: Map<Permits>,
 }
 
@@ -107,8 +106,7 @@ impl KeyedRateLimiter {
                 timeout: AtomicU64::new(clock::nanos(config.timeout_duration())),
                 tiers: RwLock::new(Tiers::new(config.limit_for_period())),
                 config: RwLock::new(config),
-                map: Map::new(keyed.max_keys(), clock::nanos(keyed.idle_ttl())),
-                keyed: RwLock::new(keyed),
+                map: Map::new(keyed),
             }),
         }
     }
@@ -172,10 +170,7 @@ impl KeyedRateLimiter {
         family
             .timeout
             .store(clock::nanos(timeout), Ordering::Relaxed);
-        family
-            .map
-            .set_limits(keyed.max_keys(), clock::nanos(keyed.idle_ttl()));
-        *family.keyed.write() = keyed;
+        family.map.set_bounds(keyed);
     }
 
     /// The configuration keys are built from (`limit_for_period` is the
@@ -186,7 +181,7 @@ impl KeyedRateLimiter {
 
     /// The family's bounds.
     pub fn keyed_config(&self) -> KeyedConfig {
-        *self.inner.keyed.read()
+        self.inner.map.bounds()
     }
 
     /// Keys held, created, evicted and refused.

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 use parking_lot::{Mutex, RwLock};
 
-use super::{Key, StoredKey};
+use super::{Key, KeyedConfig, StoredKey};
 
 /// How many queue entries one replacement looks at before it refuses the new
 /// key.
@@ -110,12 +110,17 @@ pub(crate) struct Map<S> {
     len: AtomicUsize,
     max_keys: AtomicUsize,
     idle_ttl: AtomicU64,
+    /// The bounds as configured (`max_keys` and `idle_ttl` above are their
+    /// hot-path copies), for a family's `keyed_config`.
+    bounds: Mutex<KeyedConfig>,
     next_idle_pass: AtomicU64,
     pub(crate) counts: Counts,
 }
 
 impl<S> Map<S> {
-    pub(crate) fn new(max_keys: usize, idle_ttl_nanos: u64) -> Self {
+    pub(crate) fn new(bounds: KeyedConfig) -> Self {
+        let (max_keys, idle_ttl_nanos) =
+            (bounds.max_keys(), crate::clock::nanos(bounds.idle_ttl()));
         Map {
             shards: (0..SHARDS)
                 .map(|_| {
@@ -130,15 +135,27 @@ impl<S> Map<S> {
             len: AtomicUsize::new(0),
             max_keys: AtomicUsize::new(max_keys.max(1)),
             idle_ttl: AtomicU64::new(idle_ttl_nanos),
+            bounds: Mutex::new(bounds),
             next_idle_pass: AtomicU64::new(0),
             counts: Counts::default(),
         }
     }
 
-    pub(crate) fn set_limits(&self, max_keys: usize, idle_ttl_nanos: u64) {
-        self.max_keys.store(max_keys.max(1), Ordering::Relaxed);
-        self.idle_ttl.store(idle_ttl_nanos, Ordering::Relaxed);
+    /// New bounds, as a reload gives them; a map holding more than
+    /// `max_keys` keys evicts down to it as new keys come.
+    pub(crate) fn set_bounds(&self, bounds: KeyedConfig) {
+        let mut held = self.bounds.lock();
+        self.max_keys
+            .store(bounds.max_keys().max(1), Ordering::Relaxed);
+        self.idle_ttl
+            .store(crate::clock::nanos(bounds.idle_ttl()), Ordering::Relaxed);
         self.next_idle_pass.store(0, Ordering::Relaxed);
+        *held = bounds;
+    }
+
+    /// The bounds as configured.
+    pub(crate) fn bounds(&self) -> KeyedConfig {
+        *self.bounds.lock()
     }
 
     pub(crate) fn max_keys(&self) -> usize {
