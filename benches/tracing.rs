@@ -14,13 +14,16 @@
 //!
 //! A fourth group puts the `resil.call` span alone around the bare call.
 //! After criterion's figures, an interleaved comparison prints the median
-//! difference per call and ratio of `spans` over `no spans`, and the
-//! counting allocator prints allocations per call (zero for all three).
+//! difference per call and ratio of `spans` and of `annotated` over
+//! `no spans`, and the counting allocator prints allocations per call (zero
+//! for all three).
 //!
 //! What is measured: with no subscriber, the call and the retry each check
 //! `tracing`'s max level once (a relaxed load) and then run the code they
-//! run untraced; the code with spans is out of line. The async contenders
-//! run inside an async block, as an annotated async fn awaits its stack. What distorts it: a 2-core machine shared with other work makes
+//! run untraced; the code with spans is out of line (an async call's traced
+//! branch boxed). The async contenders run inside an async block, as an
+//! annotated async fn awaits its stack. What distorts it: a 2-core machine
+//! shared with other work makes
 //! single runs noisy (compare within one run); the counting allocator adds a
 //! relaxed atomic per allocation (there are none on these paths).
 
@@ -128,7 +131,9 @@ fn bench_group(c: &mut Criterion, group: &str, contenders: &[Contender<'_>]) {
         );
     }
     g.finish();
-    interleaved(group, &contenders[0], &contenders[1]);
+    for c in &contenders[1..] {
+        interleaved(group, &contenders[0], c);
+    }
 }
 
 fn sync_stack(c: &mut Criterion) {
