@@ -24,3 +24,48 @@ pub struct FailureModelsAndThrottling;
 
 #[doc = include_str!("../docs/operating-a-fleet.md")]
 pub struct OperatingAFleet;
+
+/// The lab: every mechanism over real HTTP.
+#[doc = include_str!("../docs/lab.md")]
+pub struct Lab;
+
+/// Annotate fns: the model, the primitives, the order, the attributes.
+#[doc = include_str!("../docs/annotations.md")]
+pub struct Annotations;
+
+/// Configure from Spring files: the registry, config files, every option.
+#[cfg(feature = "yaml")]
+#[doc = include_str!("../docs/configuration.md")]
+pub struct Configuration;
+
+/// The inventory service, end to end.
+#[cfg(all(feature = "axum", feature = "tower", feature = "http"))]
+#[doc = include_str!("../docs/inventory-service.md")]
+pub struct InventoryService;
+
+/// Web services and clients: tower, HTTP, gRPC, the actuator.
+#[cfg(all(feature = "axum", feature = "tower", feature = "http"))]
+#[doc = include_str!("../docs/web.md")]
+pub struct Web;
+
+/// Operate: traces, metrics, Prometheus and alerts.
+#[cfg(feature = "otel")]
+#[doc = include_str!("../docs/operating.md")]
+pub struct Operating;
+
+/// Beyond Resilience4j: hedging, an adaptive limit, fault injection.
+#[doc = include_str!("../docs/beyond-resilience4j.md")]
+pub struct BeyondResilience4j;
+
+/// Distributed limits: the rate limiter on Redis.
+#[cfg(all(feature = "redis", feature = "toml"))]
+#[doc = include_str!("../docs/distributed-rate-limiter.md")]
+pub struct DistributedRateLimiter;
+
+/// Performance: what protection costs.
+#[doc = include_str!("../docs/performance.md")]
+pub struct Performance;
+
+/// Status: what has landed.
+#[doc = include_str!("../docs/status.md")]
+pub struct Status;

@@ -69,10 +69,10 @@
 #![warn(missing_docs)]
 
 /// The option table: every setting of every primitive, with its file key,
-/// attribute key, type, range and default (the README's "Option table").
+/// attribute key, type, range and default (the option table in `docs/configuration.md`).
 pub use resil_options as options;
 /// Config files: Resilience4j's `resilience4j.*` tree in TOML or YAML, and
-/// `RESIL_…` environment overrides (see the README's *Config files*).
+/// `RESIL_…` environment overrides (see `docs/configuration.md`).
 pub use resil_registry::config;
 
 pub use resil_core::{

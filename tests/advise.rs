@@ -1,5 +1,5 @@
 //! `resil::advise` over real config files, one finding per file in
-//! `tests/data/advise/`, and `cargo run --example advise` as the README runs it.
+//! `tests/data/advise/`, and `cargo run --example advise` as the guide runs it.
 
 #[path = "../examples/advise.rs"]
 mod example;

@@ -968,7 +968,7 @@ fn the_readme_error_example_is_what_the_loader_prints() {
         &[("RESIL_BULKHEAD_INSTANCES_A_MAX_CONCURRENT_CALLS", "0")],
     )
     .unwrap_err();
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../docs/configuration.md");
     let block = readme
         .split("5 problems in `resil.yaml`:\n")
         .nth(1)

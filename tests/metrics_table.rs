@@ -1,4 +1,4 @@
-//! The README's metrics table is the exposition: every metric family
+//! The guide's metrics table (`docs/operating.md`) is the exposition: every metric family
 //! `Registry::prometheus_text` writes (for one instance of every kind, a
 //! fallback site and a tower layer), with its type, labels and `# HELP`
 //! text, is a row of the table between `<!-- metrics-table:start -->` and
@@ -113,10 +113,10 @@ fn families(text: &str) -> BTreeMap<String, (String, String, String)> {
 
 fn readme_table() -> BTreeMap<String, (String, String, String)> {
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operating.md")).unwrap();
     let start = readme
         .find("<!-- metrics-table:start -->")
-        .expect("the README has the metrics table");
+        .expect("docs/operating.md has the metrics table");
     let end = readme.find("<!-- metrics-table:end -->").unwrap();
     readme[start..end]
         .lines()
@@ -150,7 +150,7 @@ fn the_readme_metrics_table_equals_the_exposition() {
         let missing: Vec<_> = exposed.keys().filter(|k| !table.contains_key(*k)).collect();
         let extra: Vec<_> = table.keys().filter(|k| !exposed.contains_key(*k)).collect();
         panic!(
-            "the README's metrics table differs from the exposition \
+            "the metrics table in docs/operating.md differs from the exposition \
              (missing rows: {missing:?}, rows of no family: {extra:?}); it should read:\n\n{wanted}"
         );
     }

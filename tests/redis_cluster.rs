@@ -204,7 +204,7 @@ fn killing_the_limiters_primary(cluster: &mut RedisCluster, rt: &tokio::runtime:
     );
     let times: Vec<u64> = grants.iter().map(|(t, _)| *t).collect();
     // A replica may not have received the last writes before the kill: a
-    // window spanning the failover may hold up to 2N (README, "Where the
+    // window spanning the failover may hold up to 2N (docs/distributed-rate-limiter.md, "Where the
     // bound ends"), never more; fail-closed granted nothing meanwhile.
     let most = max_in_any_window(&times, PERIOD_MICROS, false);
     assert!(most <= 2 * LIMIT, "{most} in one window across a failover");

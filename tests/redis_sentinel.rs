@@ -116,7 +116,7 @@ fn the_limiter_finds_the_primary_through_the_sentinel_and_follows_a_failover() {
         .collect();
     assert_eq!(max_in_any_window(&before, PERIOD_MICROS, false), LIMIT);
     // Replication is asynchronous: a window spanning the failover may hold
-    // up to 2N (README, "Where the bound ends"), never more.
+    // up to 2N (docs/distributed-rate-limiter.md, "Where the bound ends"), never more.
     assert!(max_in_any_window(&times, PERIOD_MICROS, false) <= 2 * LIMIT);
     assert!(
         limiter.metrics().fallback_refusals() > 0,

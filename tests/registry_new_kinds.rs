@@ -356,7 +356,8 @@ fn futures_lite_block_on<F: std::future::Future>(fut: F) -> F::Output {
     }
 }
 
-/// The README's example file (*In the registry and in files*) loads as
+/// The guide's example file (`docs/beyond-resilience4j.md`, *In the
+/// registry and in files*) loads as
 /// printed, once the program registered its error class and injection.
 #[test]
 fn the_readme_example_file_loads_as_printed() {
@@ -364,11 +365,11 @@ fn the_readme_example_file_loads_as_printed() {
     enum InventoryError {
         Unavailable,
     }
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../docs/beyond-resilience4j.md");
     let section = readme
         .split("**In the registry and in files.**")
         .nth(1)
-        .expect("the README section");
+        .expect("the guide's section");
     let yaml = section
         .split("```yaml\n")
         .nth(1)

@@ -7,7 +7,7 @@
 //! (which keys exist, of which type), the attribute macros (which literal
 //! keys an attribute takes and the range checked at compile time), the
 //! snapshot (every option's value, rendered the way the loader reads it back)
-//! and the README's options table, which a test compares with it. Adding an
+//! and the guide's option table (`docs/configuration.md`), which a test compares with it. Adding an
 //! option is one row here plus its builder method and one binding line in
 //! resil-registry's config (which sets it from a file and renders it back).
 //!
@@ -176,7 +176,7 @@ impl Section {
     }
 
     /// The options of this section, in the table's order (the order the
-    /// snapshot and the README list them).
+    /// snapshot and the guide's option table list them).
     pub fn options(self) -> &'static [OptionSpec] {
         match self {
             Section::CircuitBreaker => CIRCUIT_BREAKER,
@@ -1151,7 +1151,7 @@ impl Ty {
     }
 }
 
-/// The whole table as Markdown, one table per section: the README's
+/// The whole table as Markdown, one table per section: the guide's
 /// "Option table" section is exactly this text (a test checks it).
 pub fn markdown() -> String {
     let mut out = String::new();

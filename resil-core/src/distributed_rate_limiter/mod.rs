@@ -202,7 +202,7 @@
 //! Leases trade precision for round trips: at a load of many acquires a
 //! second per process, one round trip serves up to L acquires (measured with
 //! 3 processes and L = 10: a tenth of the round trips, a quarter of the
-//! Redis CPU and of the p99 latency per acquire; see the README), at the
+//! Redis CPU and of the p99 latency per acquire; see docs/distributed-rate-limiter.md), at the
 //! price of up to P × L extra permits in a window. Choose L as
 //! a small fraction of N / P (for N = 3000 per second and 3 processes, L =
 //! 10 costs at most 1 % over the limit). A saturated GCRA quota frees one

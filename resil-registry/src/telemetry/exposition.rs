@@ -289,7 +289,7 @@ impl Registry {
     /// `resilience4j_circuitbreaker_calls_seconds_count`, `_sum`, `_max` (and
     /// `_bucket` with [`percentiles_histogram`](crate::RegistryBuilder::percentiles_histogram)),
     /// gauges keep their names. Serve it at `/actuator/prometheus` (resil-web's
-    /// actuator does). The README's metrics table lists every name.
+    /// actuator does). The metrics table in `docs/operating.md` lists every name.
     ///
     /// ```
     /// let registry = resil_registry::Registry::new();
