@@ -92,16 +92,17 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
         let mut chain = quote!(#p::signature::<_, _, _>(&#path));
         for (n, ty) in arg_types.iter().enumerate() {
             let index = proc_macro2::Literal::usize_unsuffixed(n + 1);
-            chain = quote!(#p::param::<#index, #ty, #shown_ty, _, _, _>(#chain));
+            chain = quote!(#p::Param::<#index, #ty, _, #shown_ty>::param(#chain));
         }
-        chain = quote!(#p::error_param::<#e, _, _, _, _>(#p::tail::<#shown_ty, _, _, _>(#chain)));
+        chain =
+            quote!(#p::ErrorParam::<#e, _, _>::error_param(#p::Tail::<#shown_ty, _>::tail(#chain)));
         // An async fn's fallback's return type is checked where it is
-        // awaited (`invoke_async`): a check here too could not keep that
+        // awaited (`AsyncOutput::into_future`): a check here too could not keep that
         // call from reporting it again.
         chain = if is_async {
             quote!(#p::fitted(#chain))
         } else {
-            quote!(#p::returns::<#ret, _, _, _>(#chain))
+            quote!(#p::Returns::<#ret, _>::returns(#chain))
         };
         binds.extend(respan_all(quote!(let #var = #chain;), span));
         vars.push((var, span));
@@ -150,15 +151,23 @@ pub(crate) fn dispatch(fn_: &Protected<'_>) -> TokenStream {
         // bound is then reported once, there, not also at the attribute.
         let call = if is_async {
             // The arguments keep their own hygiene (a renamed pattern).
-            let f = respan_all(quote!(#p::invoke_async::<#ret, _, #args_ty, #e, _>), *span);
+            // Two trait methods called by their traits' paths, not a fn
+            // with bounds: rustc then names no item of resil's source.
+            let invoke = respan_all(quote!(#p::Fallback::<#args_ty, #e, _>::invoke), *span);
             let args_val = respan(args_val.clone(), *span);
             let mut inner = respan_all(quote!(#var,), *span);
             inner.extend(args_val);
             inner.extend(respan_all(quote!(, #err), *span));
             let mut group = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, inner);
             group.set_span(*span);
+            let mut output = proc_macro2::Group::new(
+                proc_macro2::Delimiter::Parenthesis,
+                quote!(#invoke #group),
+            );
+            output.set_span(*span);
+            let into_future = respan_all(quote!(#p::AsyncOutput::<#ret>::into_future), *span);
             let wait = respan_all(quote!(.await), *span);
-            quote!(#f #group #wait)
+            quote!(#into_future #output #wait)
         } else {
             // Here only the path is moved: the whole call at the token would
             // report an unfit fallback twice (`coverage`, then `invoke`).

@@ -134,7 +134,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
                             // Every token at the argument: a type that cannot
                             // move is reported once, there.
                             pool_args.extend(respan(
-                                quote!(let #keep #ident = #c::pool_arg(#ident);),
+                                quote!(let #keep #ident = #c::PoolArg::moved(#ident);),
                                 span,
                             ));
                         }
@@ -229,7 +229,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
             match &layer.permits {
                 Some(expr) => {
                     let pn = format_ident!("__resil_permits{}", i, span = Span::mixed_site());
-                    let check = respan(quote!(#c::permits), expr.span());
+                    let check = respan(quote!(#c::Permits::permits), expr.span());
                     keyed_lets.extend(quote!(let #pn: u32 = #check(#expr);));
                     permits.push(pn.to_token_stream());
                 }
@@ -329,7 +329,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
     let (class_let, run) = match &plan.criticality {
         Some(e) => {
             let span = e.span();
-            let of = respan(quote!(#c::criticality_of), span);
+            let of = respan(quote!(#c::IsCriticality::class), span);
             let class_let = quote_spanned!(span=> let #class = #of(#e););
             let run = if is_async {
                 quote!(
@@ -368,13 +368,18 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
     // written (`AppError` in `Result<u32, AppError>`), else the return type.
     let (err_span, err_ty) = match error_type(&ret) {
         Some(e) => (e.span(), e.to_token_stream()),
-        None => (ret_span, quote!(<#ret as #c::ProtectedResult>::Err)),
+        None => (
+            ret_span,
+            quote_spanned!(ret_span=> <#ret as #c::ProtectedResult>::Err),
+        ),
     };
     let finish = if plan.fallbacks.is_empty() {
         // The path to resil keeps its own span: a wrong `crate = "…"` is
         // reported once, at that literal.
-        let call = respan(quote!(into_fn_result::<_, #err_ty>(#out)), err_span);
-        quote!(#c::#call)
+        // A trait method called on the error type as written: rustc reports
+        // a missing `From<Rejection>` at that token, naming no item of
+        // resil's source.
+        quote_spanned!(err_span=> <#err_ty as #c::AcceptsRejection>::into_fn_result(#out))
     } else {
         let receiver = plan
             .item

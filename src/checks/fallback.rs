@@ -387,17 +387,16 @@ impl<Ret> SyncOutput<Ret> for Ret {
     note = "write the fallback as `async fn` with the protected fn's parameters and return type"
 )]
 pub trait AsyncOutput<Ret> {
-    /// The fallback's future.
-    type Future: Future<Output = Ret>;
-    /// The future to await.
-    fn into_future(self) -> Self::Future;
+    /// The future to await. Its output is `Ret` whether or not the
+    /// fallback fits, so an unfit one is reported once, here, and not again
+    /// as a mismatched type where it is awaited.
+    fn into_future(self) -> impl Future<Output = Ret>;
 }
 
 #[diagnostic::do_not_recommend]
 impl<Ret, F: Future<Output = Ret>> AsyncOutput<Ret> for F {
-    type Future = F;
     #[inline(always)]
-    fn into_future(self) -> F {
+    fn into_future(self) -> impl Future<Output = Ret> {
         self
     }
 }
@@ -410,20 +409,6 @@ where
     F::Output: SyncOutput<Ret>,
 {
     f.invoke(args, err).into_output()
-}
-
-/// Calls an async fn's fallback.
-#[inline(always)]
-pub fn invoke_async<Ret, F, Args, E, M>(
-    f: &F,
-    args: Args,
-    err: Error<E>,
-) -> impl Future<Output = Ret>
-where
-    F: Fallback<Args, E, M>,
-    F::Output: AsyncOutput<Ret>,
-{
-    f.invoke(args, err).into_future()
 }
 
 /// The per-call-site fallback counters live in resil-registry, whose

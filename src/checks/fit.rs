@@ -10,7 +10,10 @@
 //!
 //! Every step's trait is implemented for any `Self` (the carried [`Fit`]),
 //! with the compared types as trait parameters: rustc then names them in the
-//! message instead of listing resil's impls.
+//! message instead of listing resil's impls. Each step is a trait method
+//! the expansion calls by the trait's path (`Param::<1, T, _, A>::param(fit)`),
+//! never a fn with a bound: rustc then points at the user's token and names
+//! no item of resil's source ("required by a bound in …").
 
 use std::marker::PhantomData;
 
@@ -92,6 +95,15 @@ pub trait Param<const I: usize, T, P, A> {
     type Next;
     /// `self`, for the next step.
     fn next(&self) -> &Self::Next;
+
+    /// Checks the fallback's parameter `I`.
+    #[inline(always)]
+    fn param<R>(fit: Fit<'_, Self, P, R>) -> Fit<'_, Self::Next, P, R>
+    where
+        Self: Sized,
+    {
+        Fit(fit.0.next(), PhantomData)
+    }
 }
 
 macro_rules! param_impls {
@@ -129,17 +141,6 @@ param_impls!(10, [B1, B2, B3, B4, B5, B6, B7, B8, B9], [C11, C12, C13]);
 param_impls!(11, [B1, B2, B3, B4, B5, B6, B7, B8, B9, B10], [C12, C13]);
 param_impls!(12, [B1, B2, B3, B4, B5, B6, B7, B8, B9, B10, B11], [C13]);
 
-/// Checks the fallback's parameter `I` (see [`Param`]).
-#[inline(always)]
-pub fn param<'f, const I: usize, T, A, F, P, R>(
-    fit: Fit<'f, F, P, R>,
-) -> Fit<'f, <F as Param<I, T, P, A>>::Next, P, R>
-where
-    F: Param<I, T, P, A>,
-{
-    Fit(fit.0.next(), PhantomData)
-}
-
 /// Marker: a fallback without a trailing error parameter.
 pub struct NoTail;
 
@@ -157,6 +158,17 @@ pub trait Tail<A, P> {
     type Last;
     /// `self`, for the next step.
     fn next(&self) -> &Self::Next;
+
+    /// Checks the fallback's arity: the protected fn's parameters `A`, plus
+    /// at most one. What is left to check is the trailing one (or
+    /// [`NoTail`]).
+    #[inline(always)]
+    fn tail<R>(fit: Fit<'_, Self, P, R>) -> Fit<'_, Self::Next, Self::Last, R>
+    where
+        Self: Sized,
+    {
+        Fit(fit.0.next(), PhantomData)
+    }
 }
 
 macro_rules! tail {
@@ -194,18 +206,6 @@ tail!(A1 B1, A2 B2, A3 B3, A4 B4, A5 B5, A6 B6, A7 B7, A8 B8, A9 B9, A10 B10);
 tail!(A1 B1, A2 B2, A3 B3, A4 B4, A5 B5, A6 B6, A7 B7, A8 B8, A9 B9, A10 B10, A11 B11);
 tail!(A1 B1, A2 B2, A3 B3, A4 B4, A5 B5, A6 B6, A7 B7, A8 B8, A9 B9, A10 B10, A11 B11, A12 B12);
 
-/// Checks the fallback's arity: the protected fn's parameters `A`, plus at
-/// most one. What is left to check is the trailing one (or [`NoTail`]).
-#[inline(always)]
-pub fn tail<'f, A, F, P, R>(
-    fit: Fit<'f, F, P, R>,
-) -> Fit<'f, <F as Tail<A, P>>::Next, <F as Tail<A, P>>::Last, R>
-where
-    F: Tail<A, P>,
-{
-    Fit(fit.0.next(), PhantomData)
-}
-
 /// Marker: the trailing parameter is `resil::Error<E>`, or there is none.
 pub struct TakesAll;
 /// Marker: the trailing parameter is the call's own `E`.
@@ -224,6 +224,16 @@ pub trait ErrorParam<E, X, M> {
     type Next;
     /// `self`, for the next step.
     fn next(&self) -> &Self::Next;
+
+    /// Checks the fallback's trailing parameter `X` against the call's
+    /// error `E`.
+    #[inline(always)]
+    fn error_param<R>(fit: Fit<'_, Self, X, R>) -> Fit<'_, Self::Next, X, R>
+    where
+        Self: Sized,
+    {
+        Fit(fit.0.next(), PhantomData)
+    }
 }
 
 macro_rules! error_param {
@@ -250,17 +260,6 @@ error_param!(RetryBudgetExhausted, TakesRefusal);
 error_param!(MaxRetriesExceeded, TakesRefusal);
 error_param!(DeadlineExceeded, TakesRefusal);
 
-/// Checks the fallback's trailing parameter `X` against the call's error `E`.
-#[inline(always)]
-pub fn error_param<'f, E, M, F, X, R>(
-    fit: Fit<'f, F, X, R>,
-) -> Fit<'f, <F as ErrorParam<E, X, M>>::Next, X, R>
-where
-    F: ErrorParam<E, X, M>,
-{
-    Fit(fit.0.next(), PhantomData)
-}
-
 /// A sync fn's fallback returns (`R`) what the protected fn returns (`Ret`).
 #[diagnostic::on_unimplemented(
     message = "the fallback must return `{Ret}`, as the protected fn does, not `{R}`",
@@ -272,6 +271,16 @@ pub trait Returns<Ret, R> {
     type Next;
     /// `self`, for the dispatch.
     fn next(&self) -> &Self::Next;
+
+    /// Checks a sync fn's fallback's return type, and gives the fallback to
+    /// the dispatch.
+    #[inline(always)]
+    fn returns<X>(fit: Fit<'_, Self, X, R>) -> &Self::Next
+    where
+        Self: Sized,
+    {
+        fit.0.next()
+    }
 }
 
 impl<F, Ret> Returns<Ret, Ret> for F {
@@ -280,16 +289,6 @@ impl<F, Ret> Returns<Ret, Ret> for F {
     fn next(&self) -> &F {
         self
     }
-}
-
-/// Checks a sync fn's fallback's return type, and gives the fallback to the
-/// dispatch.
-#[inline(always)]
-pub fn returns<'f, Ret, F, X, R>(fit: Fit<'f, F, X, R>) -> &'f <F as Returns<Ret, R>>::Next
-where
-    F: Returns<Ret, R>,
-{
-    fit.0.next()
 }
 
 /// The fallback, once every step fitted.

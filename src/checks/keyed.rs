@@ -54,12 +54,16 @@ impl<T: KeyValue> AnyKey<T> for &KeyProbe<'_, T> {
     note = "write a `u32`, `usize`, `u64`, `u16` or `u8` expression, e.g. `permits = req.items.len()`"
 )]
 pub trait Permits {
-    /// The weight as `u32`.
+    /// The weight as `u32`. The expansion calls it at the user's expression
+    /// (`Permits::permits(expr)`), so rustc names no item of resil's source.
     fn permits(self) -> u32;
 }
 
 macro_rules! permits {
     ($($t:ty),*) => {$(
+        // Not listed by rustc under "the following types implement": the
+        // note names them without paths into resil's source.
+        #[diagnostic::do_not_recommend]
         impl Permits for $t {
             #[inline(always)]
             fn permits(self) -> u32 {
@@ -69,9 +73,3 @@ macro_rules! permits {
     )*};
 }
 permits!(u8, u16, u32, u64, u128, usize);
-
-/// Checks (and converts) a `permits` expression.
-#[inline(always)]
-pub fn permits<P: Permits>(p: P) -> u32 {
-    p.permits()
-}

@@ -38,21 +38,20 @@ impl<T, E> ProtectedResult for Result<T, E> {
     note = "write `criticality = resil::Criticality::Sheddable`, or an expression over the fn's arguments that evaluates to a `resil::Criticality` (one of `CriticalPlus`, `Critical`, `SheddablePlus`, `Sheddable`)"
 )]
 pub trait IsCriticality {
-    /// The class.
+    /// The class. The expansion calls it as a trait method at the user's
+    /// expression (`IsCriticality::class(expr)`), never through a fn with a
+    /// bound: rustc then names no item of resil's source in the error.
     fn class(self) -> resil_core::Criticality;
 }
 
+// `do_not_recommend`: rustc would list this impl, with its path into resil's
+// source, under "the trait is implemented for"; the note says what to write.
+#[diagnostic::do_not_recommend]
 impl IsCriticality for resil_core::Criticality {
     #[inline]
     fn class(self) -> resil_core::Criticality {
         self
     }
-}
-
-/// Checks (and returns) the value of `criticality = <expr>`.
-#[inline]
-pub fn criticality_of<C: IsCriticality>(class: C) -> resil_core::Criticality {
-    class.class()
 }
 
 /// Work a thread-pool bulkhead runs on its own threads.
@@ -79,28 +78,18 @@ pub fn pool_work<R, F: PoolWork<R>>(work: F) -> F {
     note = "take an owned, thread-safe type instead: `Arc<…>` for `Rc<…>`, `Arc<Mutex<…>>` for `Rc<RefCell<…>>`, `String` for `&str`; or use `kind = \"semaphore\"`, which runs the body in place"
 )]
 pub trait PoolArg: Sized {
-    /// `Self`.
-    type Moved;
-    /// The argument, unchanged.
-    fn moved(self) -> Self::Moved;
+    /// The argument, unchanged. The expansion calls it at the argument's
+    /// token (`PoolArg::moved(arg)`): an argument that cannot move is
+    /// reported there.
+    fn moved(self) -> Self;
 }
 
 #[diagnostic::do_not_recommend]
 impl<T: Send + 'static> PoolArg for T {
-    type Moved = T;
     #[inline(always)]
     fn moved(self) -> T {
         self
     }
-}
-
-/// Checks (and returns) an argument a thread-pool bulkhead moves to its
-/// threads. An argument that cannot move is reported here, at its own
-/// token, and the body's closure, which captures the result, is not
-/// reported again.
-#[inline(always)]
-pub fn pool_arg<T: PoolArg<Moved = T>>(arg: T) -> T {
-    arg.moved()
 }
 
 /// Compile-time check that `R` is a `Result`.
@@ -137,20 +126,27 @@ impl<T: Clone> Reuse for T {
 pub trait AcceptsRejection: Sized {
     /// The rejection as the fn's own error.
     fn from_rejection(rejection: Rejection) -> Self;
+
+    /// The stack's result as the fn's: the call's error as it was, a
+    /// rejection through `From<Rejection>`. The expansion calls it as
+    /// `<E as AcceptsRejection>::into_fn_result(out)` with `E` as the user
+    /// wrote it, so a missing `From<Rejection>` is reported at that token and
+    /// rustc names no item of resil's source.
+    #[inline]
+    fn into_fn_result<T>(out: Result<T, Error<Self>>) -> Result<T, Self> {
+        out.map_err(into_fn_error)
+    }
 }
 
+// `do_not_recommend`: the error is then this trait's message at the user's
+// error type, not a chain through this impl ("required for `AppError` to
+// implement …"); the notes say to write `impl From<resil::Rejection>`.
+#[diagnostic::do_not_recommend]
 impl<E: From<Rejection>> AcceptsRejection for E {
     #[inline]
     fn from_rejection(rejection: Rejection) -> Self {
         E::from(rejection)
     }
-}
-
-/// The stack's result as the fn's: the call's error as it was, a rejection
-/// through `From<Rejection>`.
-#[inline]
-pub fn into_fn_result<T, E: AcceptsRejection>(out: Result<T, Error<E>>) -> Result<T, E> {
-    out.map_err(into_fn_error)
 }
 
 /// The stack's error as the fn's own: the call's error as it was, a
