@@ -48,6 +48,12 @@ fn export() -> Result<&'static str, AppError> {
     Ok("exported")
 }
 
+/// `permits = <expr>`: each call weighs its items against the shared quota.
+#[resil::rate_limiter(name = "bulk-quote", permits = items.len())]
+async fn bulk_quote(items: Vec<u32>) -> Result<usize, AppError> {
+    Ok(items.len())
+}
+
 /// `backend = "local"` keeps a per-process limiter under the same feature.
 #[resil::rate_limiter(name = "local-only")]
 async fn local_only() -> Result<(), AppError> {
@@ -167,6 +173,19 @@ fn rate_limiter_attributes_share_one_redis_quota_when_the_config_says_redis() {
     assert!(!registry
         .distributed_rate_limiter_names()
         .contains(&"local-only".to_owned()));
+
+    // Weighted calls against the shared quota of 3: 2 + 2 does not fit,
+    // 2 + 1 does, and another process finds the quota spent.
+    rt.block_on(async {
+        assert_eq!(bulk_quote(vec![1, 2]).await, Ok(2));
+        assert_eq!(bulk_quote(vec![3, 4]).await, Err(AppError::Busy));
+        assert_eq!(bulk_quote(vec![5]).await, Ok(1));
+    });
+    let bulk = registry.distributed_rate_limiter("bulk-quote").unwrap();
+    assert_eq!(bulk.metrics().successful_acquires(), 2);
+    assert!(rt
+        .block_on(other_process(&url, "bulk-quote").acquire_async())
+        .is_err());
 
     // Redis stops: the default FAIL_CLOSED policy refuses, and says so.
     drop(server);

@@ -197,6 +197,17 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
     let mut permits = Vec::new();
     for (i, layer) in plan.layers.iter().enumerate() {
         let index = syn::Index::from(i);
+        // `permits = <expr>` (a rate limiter, keyed or not): evaluated once
+        // per call, before the stack runs, at the expression's token.
+        permits.push(match &layer.permits {
+            Some(expr) => {
+                let pn = format_ident!("__resil_permits{}", i, span = Span::mixed_site());
+                let check = respan(quote!(#c::Permits::permits), expr.span());
+                keyed_lets.extend(quote!(let #pn: u32 = #check(#expr);));
+                pn.to_token_stream()
+            }
+            None => quote!(1u32),
+        });
         if let Some(key) = &layer.key {
             let (family, lookup) = match layer.aspect {
                 Aspect::RateLimiter => ("KeyedRateLimiter", "keyed_rate_limiter"),
@@ -226,18 +237,8 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
             } else {
                 quote!(&#kh)
             });
-            match &layer.permits {
-                Some(expr) => {
-                    let pn = format_ident!("__resil_permits{}", i, span = Span::mixed_site());
-                    let check = respan(quote!(#c::Permits::permits), expr.span());
-                    keyed_lets.extend(quote!(let #pn: u32 = #check(#expr);));
-                    permits.push(pn.to_token_stream());
-                }
-                None => permits.push(quote!(1u32)),
-            }
             continue;
         }
-        permits.push(quote!(1u32));
         let (ty, get) = primitive(layer);
         let name = &layer.name;
         let init = if layer.settings.is_empty() {
@@ -615,6 +616,13 @@ fn innermost_call(
             _ => {} // a keyed breaker is called as a breaker
         }
     }
+    if layer.aspect == Aspect::RateLimiter && layer.permits.is_some() {
+        return if is_async {
+            quote!(#p::SiteRateLimiter::call_async_n(#h, #permits, async move { #body }))
+        } else {
+            quote!(#p::SiteRateLimiter::call_n(#h, #permits, || #body))
+        };
+    }
     match (layer.aspect, is_async) {
         // `#[inline(always)]` on a retry's closure: the retry calls it from
         // two loops, with and without attempt spans (resil-core's
@@ -663,6 +671,13 @@ fn outer_call(
             (Aspect::Bulkhead, false) => return quote!(#p::around_keyed_bulkhead(#h, || #inner)),
             _ => {}
         }
+    }
+    if layer.aspect == Aspect::RateLimiter && layer.permits.is_some() {
+        return if is_async {
+            quote!(#p::around_rate_limiter_n_async(#h, #permits, #inner))
+        } else {
+            quote!(#p::around_rate_limiter_n(#h, #permits, || #inner))
+        };
     }
     match (layer.aspect, is_async) {
         // `#[inline(always)]`: see `innermost_call`.

@@ -289,6 +289,11 @@ pub fn bulkhead(args: TokenStream, item: TokenStream) -> TokenStream {
 /// call; a sync fn then blocks its thread while Redis answers, so prefer
 /// async fns there.
 ///
+/// **Weighted calls.** `permits = <expr>` (an unsigned integer over the
+/// fn's arguments, evaluated once per call before the body runs) makes each
+/// call take that many permits, as Resilience4j 2.3's
+/// `@RateLimiter(permits = N)`; with `key = <expr>`, one limiter per key.
+///
 /// ```
 /// # #[derive(Debug, PartialEq)] pub struct E;
 /// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }

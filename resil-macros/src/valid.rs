@@ -65,7 +65,8 @@ pub(crate) struct Layer {
     pub(crate) settings: Vec<Setting>,
     /// `key = <expr>`: the layer is the key's instance of a keyed family.
     pub(crate) key: Option<syn::Expr>,
-    /// `permits = <expr>` (a keyed rate limiter).
+    /// `permits = <expr>`: the permits each call takes (a rate limiter,
+    /// keyed or not).
     pub(crate) permits: Option<syn::Expr>,
 }
 
@@ -792,12 +793,6 @@ fn check_aspect(
                 format!("a keyed family is configured by its instance `name` (file or code), not per call site: drop `{}` here and set it under `instances.<name>`", o.key),
             ));
         }
-    }
-    if let (Some((_, span)), None) = (&a.permits, &a.key) {
-        errors.push(syn::Error::new(
-            *span,
-            "`permits` weighs calls on a keyed rate limiter: add `key = …` (one limiter per key)",
-        ));
     }
     Some(Layer {
         key: a.key.as_ref().map(|k| k.0.clone()),

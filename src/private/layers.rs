@@ -106,6 +106,29 @@ where
     limiter.call_async_nested(inner)
 }
 
+/// The rate limiter weighing each call `permits`, around an inner stack.
+#[inline]
+pub fn around_rate_limiter_n<T: 'static, E: 'static>(
+    limiter: &SiteRateLimiter,
+    permits: u32,
+    f: impl FnOnce() -> Result<T, Error<E>>,
+) -> Result<T, Error<E>> {
+    limiter.call_n(permits, f).map_err(Error::flatten)
+}
+
+/// [`around_rate_limiter_n`] for a future.
+#[inline]
+pub fn around_rate_limiter_n_async<'a, T: 'static, E: 'static, F>(
+    limiter: &'a SiteRateLimiter,
+    permits: u32,
+    inner: F,
+) -> impl Future<Output = Result<T, Error<E>>> + 'a
+where
+    F: Future<Output = Result<T, Error<E>>> + 'a,
+{
+    limiter.call_async_nested_n(permits, inner)
+}
+
 /// The time limiter around an inner stack (polled in place).
 #[inline]
 pub fn around_time_limiter_async<'a, T, E, F>(

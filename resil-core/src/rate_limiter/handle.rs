@@ -348,10 +348,71 @@ impl<A: Algorithm> Limiter<A> {
         )
     }
 
-    /// One permit for a `call_async*` future's first poll: at once, or a
-    /// wait for a reserved one. Boxed: only a waiting call pays for its wait
-    /// state (it allocates a timer anyway), every other call's future stays a
-    /// pointer smaller.
+    /// [`call`](Self::call) weighing `permits` (Resilience4j 2.3's
+    /// `@RateLimiter(permits = N)`): the call runs once it holds all of
+    /// them. Refused as `call`, and at once, consuming nothing, when
+    /// `permits` exceeds what the limiter can ever grant at once.
+    #[inline]
+    pub fn call_n<T, E, F>(&self, permits: u32, f: F) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+        T: 'static,
+        E: 'static,
+    {
+        self.acquire_permission(permits)?;
+        let result = f();
+        self.inner.on_result(&result);
+        result.map_err(Error::Call)
+    }
+
+    /// [`call_async`](Self::call_async) weighing `permits` (see
+    /// [`call_n`](Self::call_n)).
+    #[inline]
+    pub fn call_async_n<T, E, F>(
+        &self,
+        permits: u32,
+        fut: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, F, A>
+    where
+        F: Future<Output = Result<T, E>>,
+        T: 'static,
+        E: 'static,
+    {
+        Guarded::new(
+            fut,
+            move || self.acquire_n_for_call(permits),
+            move |(), result: Result<T, E>| {
+                self.inner.on_result(&result);
+                result.map_err(Error::Call)
+            },
+        )
+    }
+
+    /// [`call_async_nested`](Self::call_async_nested) weighing `permits`
+    /// (see [`call_n`](Self::call_n)).
+    #[inline]
+    pub fn call_async_nested_n<T, E, F>(
+        &self,
+        permits: u32,
+        fut: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, F, A>
+    where
+        F: Future<Output = Result<T, Error<E>>>,
+        T: 'static,
+        E: 'static,
+    {
+        Guarded::new(
+            fut,
+            move || self.acquire_n_for_call(permits),
+            move |(), result: Result<T, Error<E>>| {
+                self.inner.on_result(&result);
+                result
+            },
+        )
+    }
+
+    /// One permit for a `call_async*` future's first poll (see
+    /// [`acquire_n_for_call`](Self::acquire_n_for_call)).
     #[inline]
     #[allow(clippy::type_complexity)]
     fn acquire_for_call(
@@ -360,15 +421,34 @@ impl<A: Algorithm> Limiter<A> {
         Acquire<(), ColdBox<impl Future<Output = Result<(), AcquireError>> + '_>>,
         AcquireError,
     > {
+        self.acquire_n_for_call(1)
+    }
+
+    /// `permits` for a `call_async*` future's first poll: at once, or a
+    /// wait for a reserved one. Boxed: only a waiting call pays for its wait
+    /// state (it allocates a timer anyway), every other call's future stays a
+    /// pointer smaller.
+    #[inline]
+    #[allow(clippy::type_complexity)]
+    fn acquire_n_for_call(
+        &self,
+        permits: u32,
+    ) -> Result<
+        Acquire<(), ColdBox<impl Future<Output = Result<(), AcquireError>> + '_>>,
+        AcquireError,
+    > {
         if let Some(share) = self.inner.class_share() {
-            return self.inner.take_within(1, share).map(|()| Acquire::Now(()));
+            return self
+                .inner
+                .take_within(permits, share)
+                .map(|()| Acquire::Now(()));
         }
         // The common case returns without building a `Grant`: the result
         // stays two words, in registers.
-        if self.inner.take_now(1) {
+        if self.inner.take_now(permits) {
             return Ok(Acquire::Now(()));
         }
-        let grant = self.inner.reserve_slow(1)?;
+        let grant = self.inner.reserve_slow(permits)?;
         Ok(if grant.wait == 0 {
             Acquire::Now(())
         } else {
