@@ -27,6 +27,7 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 use parking_lot::{Mutex, RwLock};
 
+use super::sketch::Sketch;
 use super::{Key, KeyedConfig, StoredKey};
 
 /// How many queue entries one replacement looks at before it refuses the new
@@ -115,6 +116,19 @@ pub(crate) struct Map<S> {
     bounds: Mutex<KeyedConfig>,
     next_idle_pass: AtomicU64,
     pub(crate) counts: Counts,
+    /// The counts of evicted keys (see [`Evicted`]).
+    evicted: Mutex<Evicted>,
+}
+
+/// How many evicted keys each summary of a family keeps.
+const SKETCHED_KEYS: usize = 64;
+
+/// The calls and refusals of the keys a family evicted, summarised in
+/// bounded memory; touched by an eviction and by the report, never by a
+/// call. Locked inside a shard's write lock (a leaf: it takes no other).
+struct Evicted {
+    calls: Sketch,
+    refusals: Sketch,
 }
 
 impl<S> Map<S> {
@@ -138,6 +152,10 @@ impl<S> Map<S> {
             bounds: Mutex::new(bounds),
             next_idle_pass: AtomicU64::new(0),
             counts: Counts::default(),
+            evicted: Mutex::new(Evicted {
+                calls: Sketch::new(SKETCHED_KEYS),
+                refusals: Sketch::new(SKETCHED_KEYS),
+            }),
         }
     }
 
@@ -321,6 +339,12 @@ impl<S> Map<S> {
         match table.map.find_entry(entry.hash, |e| Arc::ptr_eq(e, entry)) {
             Ok(found) => {
                 found.remove();
+                if let Some(key) = entry.key.as_str() {
+                    let mut evicted = self.evicted.lock();
+                    evicted.calls.add(key, entry.calls.load(Ordering::Relaxed));
+                    let refusals = entry.refusals.load(Ordering::Relaxed);
+                    evicted.refusals.add(key, refusals);
+                }
                 true
             }
             Err(_) => false,
@@ -355,22 +379,45 @@ impl<S> Map<S> {
         evicted
     }
 
-    /// The `n` keys held with the most look-ups and the `n` with the most
-    /// refusals (zero counts left out), largest first.
+    /// The `n` keys with the most look-ups and the `n` with the most
+    /// refusals (zero counts left out), largest first: the counts of the
+    /// keys held, plus what the summaries of evicted keys hold for them.
     pub(crate) fn top(&self, n: usize) -> super::TopKeys {
         let mut calls = Vec::new();
         let mut refusals = Vec::new();
-        self.for_each(|e| {
+        // Read in the lock order (queue, then the summaries): a key being
+        // evicted meanwhile is counted once, held or summarised.
+        let queue = self.queue.lock();
+        let evicted = self.evicted.lock();
+        let mut held = std::collections::HashSet::new();
+        for e in queue.iter() {
             let text = e
                 .key
                 .as_str()
                 .map_or_else(|| "<not a string>".to_owned(), str::to_owned);
-            calls.push((e.calls.load(Ordering::Relaxed), text.clone()));
-            let r = e.refusals.load(Ordering::Relaxed);
+            let (c, r) = match e.key.as_str() {
+                Some(key) => {
+                    held.insert(key.to_owned());
+                    (evicted.calls.estimate(key), evicted.refusals.estimate(key))
+                }
+                None => (0, 0),
+            };
+            calls.push((e.calls.load(Ordering::Relaxed) + c, text.clone()));
+            let r = e.refusals.load(Ordering::Relaxed) + r;
             if r > 0 {
                 refusals.push((r, text));
             }
-        });
+        }
+        let gone = |sketch: &Sketch, into: &mut Vec<(u64, String)>| {
+            for (key, count) in sketch.entries() {
+                if !held.contains(key) {
+                    into.push((count, key.to_owned()));
+                }
+            }
+        };
+        gone(&evicted.calls, &mut calls);
+        gone(&evicted.refusals, &mut refusals);
+        drop((evicted, queue));
         let top = |mut v: Vec<(u64, String)>| {
             v.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
             v.truncate(n);

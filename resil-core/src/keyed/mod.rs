@@ -37,6 +37,7 @@ mod config;
 mod key;
 mod limiter;
 pub(crate) mod map;
+mod sketch;
 mod tiers;
 
 #[cfg(test)]
@@ -60,10 +61,14 @@ pub struct KeyCount {
     pub count: u64,
 }
 
-/// The noisiest keys a family holds: by look-ups (calls) and by refusals,
-/// largest first. Counts live with the key, so a key evicted takes its
-/// counts along: the report ranks the keys held now, in the family's
-/// bounded memory, with no sketch of its own to fill.
+/// The noisiest keys of a family: by look-ups (calls) and by refusals,
+/// largest first. A key's counts live with it while the family holds it;
+/// when it is evicted they are folded into a bounded Space-Saving summary
+/// (64 keys per count), so a key that was evicted and came back, or that
+/// hides among a flood of one-shot keys, still ranks. A held key's count is
+/// exact; what the summary adds may overestimate it by at most the evicted
+/// total divided by 64. Keys of a type other than a string are ranked while
+/// held only.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TopKeys {
     /// The keys with the most look-ups.

@@ -376,3 +376,45 @@ fn the_noisy_tenant_tops_the_report() {
         }]
     );
 }
+
+#[test]
+fn an_evicted_noisy_tenant_still_tops_the_report() {
+    // Room for 4 keys: the noisy tenant is pushed out by a flood of
+    // one-shot keys, comes back, and is pushed out again, three times.
+    let f = KeyedBulkhead::new(
+        "per-tenant",
+        BulkheadConfig::builder()
+            .max_concurrent_calls(1)
+            .build()
+            .unwrap(),
+        bounds(4, Duration::from_secs(3600)),
+    );
+    for round in 0..3 {
+        let held = f.get("noisy").try_acquire().unwrap();
+        for _ in 0..9 {
+            assert!(f.get("noisy").try_acquire().is_err());
+        }
+        drop(held);
+        for i in 0..20 {
+            f.get(&format!("one-shot-{round}-{i}"))
+                .call(|| Ok::<_, ()>(()))
+                .unwrap();
+        }
+    }
+    assert_eq!(f.counts().evicted_full, 60 + 3 - 4);
+    let mut held = Vec::new();
+    f.for_each_key(|k, _| held.push(k.as_str().unwrap().to_owned()));
+    assert!(!held.contains(&"noisy".to_owned()), "evicted: {held:?}");
+    // 30 look-ups and 27 refusals, every one of them folded in at an
+    // eviction: at most N / 64 over, for the N look-ups folded in (90).
+    let top = f.top_keys(1);
+    assert_eq!(top.by_calls[0].key, "noisy");
+    assert!((30..=30 + 90 / 64).contains(&top.by_calls[0].count), "{top:?}");
+    assert_eq!(
+        top.by_refusals,
+        [KeyCount {
+            key: "noisy".into(),
+            count: 27
+        }]
+    );
+}
