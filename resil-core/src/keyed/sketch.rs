@@ -106,7 +106,10 @@ mod tests {
         s.add("b", 1);
         s.add("a", 2);
         s.add("c", 0);
-        assert_eq!((s.estimate("a"), s.estimate("b"), s.estimate("c")), (5, 1, 0));
+        assert_eq!(
+            (s.estimate("a"), s.estimate("b"), s.estimate("c")),
+            (5, 1, 0)
+        );
         assert_eq!(s.entries().count(), 2);
     }
 

@@ -409,7 +409,10 @@ fn an_evicted_noisy_tenant_still_tops_the_report() {
     // eviction: at most N / 64 over, for the N look-ups folded in (90).
     let top = f.top_keys(1);
     assert_eq!(top.by_calls[0].key, "noisy");
-    assert!((30..=30 + 90 / 64).contains(&top.by_calls[0].count), "{top:?}");
+    assert!(
+        (30..=30 + 90 / 64).contains(&top.by_calls[0].count),
+        "{top:?}"
+    );
     assert_eq!(
         top.by_refusals,
         [KeyCount {
