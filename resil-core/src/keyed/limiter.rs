@@ -344,6 +344,19 @@ impl LimiterHandle<'_> {
         }
     }
 
+    /// The time until the key's next cycle starts: when a refused caller
+    /// may find a permit again (a `Retry-After`; later when reservations
+    /// already hold the next cycle's permits).
+    pub fn time_to_next_cycle(&self) -> Duration {
+        let family = self.family;
+        let now = family.clock.now_nanos();
+        let next = family.cycle(now).saturating_add(1);
+        let starts = family
+            .origin
+            .saturating_add(next.saturating_mul(family.period.divisor()));
+        Duration::from_nanos(starts.saturating_sub(now))
+    }
+
     #[cold]
     fn refused(&self) -> RequestNotPermitted {
         if let Some(entry) = &self.entry {
