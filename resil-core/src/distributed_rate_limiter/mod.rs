@@ -229,6 +229,7 @@ mod config;
 mod event;
 mod gcra;
 mod grant;
+mod keyed;
 mod lease;
 mod limiter;
 mod local;
@@ -244,5 +245,6 @@ pub use self::config::{
 };
 pub use self::event::{DistributedRateLimiterEvent, DistributedRateLimiterEventKind};
 pub use self::grant::{DecidedBy, Grant};
+pub use self::keyed::{DistributedKeyHandle, KeyedDistributedRateLimiter};
 pub use self::limiter::DistributedRateLimiter;
 pub use self::metrics::DistributedRateLimiterMetrics;

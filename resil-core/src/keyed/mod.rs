@@ -88,7 +88,7 @@ pub struct KeyedCounts {
 }
 
 impl KeyedCounts {
-    fn of<S>(map: &map::Map<S>) -> Self {
+    pub(crate) fn of<S>(map: &map::Map<S>) -> Self {
         let c = &map.counts;
         KeyedCounts {
             in_use: map.len(),
