@@ -351,7 +351,11 @@ impl Inner {
         let max_wait = budget.map_or(timeout, |b| b.min(timeout));
         // Leases are the limiter's own quota's (a keyed family's keys ask
         // Redis each time).
-        if let Some(leases) = self.leases.as_ref().filter(|_| std::ptr::eq(slot, &self.own)) {
+        if let Some(leases) = self
+            .leases
+            .as_ref()
+            .filter(|_| std::ptr::eq(slot, &self.own))
+        {
             if permits <= leases.size {
                 return self
                     .acquire_leased(leases, permits, start, budget, max_wait)
@@ -552,7 +556,9 @@ impl Inner {
             back,
             ..Ask::plain(0, Duration::ZERO)
         };
-        self.ask(&self.own.quota, ask).await.map_or(0, |v| v.returned)
+        self.ask(&self.own.quota, ask)
+            .await
+            .map_or(0, |v| v.returned)
     }
 
     /// One script call, counted; a failure is counted and published too.
