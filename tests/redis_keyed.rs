@@ -184,3 +184,42 @@ async fn a_family_with_no_room_for_a_new_key_refuses_it_and_keeps_the_keys_whose
     assert_eq!(api.counts().refused, 1);
     assert_eq!(api.counts().in_use, 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_serves_a_keyed_family_from_the_file_by_name() {
+    let server = RedisServer::start();
+    let file = format!(
+        r#"
+[resilience4j.ratelimiter.instances.tenants]
+backend = "redis"
+redis-url = "{}"
+key-prefix = "reg:"
+limit-for-period = 2
+limit-refresh-period = "30s"
+timeout-duration = "0ms"
+keyed = {{ max-keys = 50, idle-ttl = "1m" }}
+"#,
+        server.url()
+    );
+    let registry = resil::Registry::builder().build();
+    registry
+        .reload(resil::config::FileConfig::from_toml_str(&file).unwrap())
+        .unwrap();
+    let family = registry.keyed_distributed_rate_limiter("tenants").unwrap();
+    assert_eq!(family.keyed_config().max_keys(), 50);
+    assert_eq!(family.redis_key("t1"), "reg:tenants:{t1}:sliding_window");
+    // Same name, same family: the second handle sees the first's keys.
+    let again = registry.keyed_distributed_rate_limiter("tenants").unwrap();
+    for _ in 0..2 {
+        family.get("t1").acquire_async().await.unwrap();
+    }
+    assert!(again.get("t1").acquire_async().await.is_err());
+    assert_eq!(again.counts().in_use, 1);
+    again.get("t2").acquire_async().await.unwrap();
+    // A name that is not redis-backed is refused, naming what to set.
+    let err = registry
+        .keyed_distributed_rate_limiter("local")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("backend = \"redis\""), "{err}");
+}
