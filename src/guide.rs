@@ -15,7 +15,12 @@ pub struct Tenants;
 
 /// Keyed protection at the edge (the keyed tower layer, the client's IP
 /// behind trusted proxies) and across processes (a Redis quota per key).
-#[cfg(all(feature = "tower", feature = "http", feature = "redis", feature = "toml"))]
+#[cfg(all(
+    feature = "tower",
+    feature = "http",
+    feature = "redis",
+    feature = "toml"
+))]
 #[doc = include_str!("../docs/keyed-edge.md")]
 pub struct KeyedEdge;
 

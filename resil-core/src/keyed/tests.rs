@@ -376,3 +376,39 @@ fn the_noisy_tenant_tops_the_report() {
         }]
     );
 }
+
+#[test]
+fn acquiring_by_key_without_a_handle_is_the_handle_s_acquire() {
+    let clock = ManualClock::new();
+    let config = RateLimiterConfig::builder()
+        .limit_for_period(2)
+        .limit_refresh_period(Duration::from_secs(1))
+        .timeout_duration(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let f = KeyedRateLimiter::with_clock(
+        "api",
+        config,
+        bounds(2, Duration::from_secs(60)),
+        clock.clone(),
+    );
+    // A new key is created on the way, an existing one found.
+    assert!(f.try_acquire("a", 1).is_ok());
+    assert!(f.try_acquire(&"a".to_string(), 1).is_ok());
+    assert!(f.try_acquire("a", 1).is_err());
+    assert_eq!(f.get("a").available_permissions(), 0);
+    // The next cycle's permits are reserved within the timeout.
+    assert_eq!(f.reserve("a", 2), Ok(Duration::from_secs(1)));
+    assert!(f.reserve("a", 1).is_err(), "two cycles ahead");
+    // Refusals are counted on the key; both keys share the family's bound.
+    assert_eq!(f.top_keys(1).by_refusals[0].count, 2);
+    assert!(f.try_acquire("b", 2).is_ok());
+    assert!(
+        f.try_acquire("c", 1).is_err(),
+        "no room: a and b hold permits"
+    );
+    assert_eq!(f.counts().refused, 1);
+    clock.advance(Duration::from_secs(2));
+    assert!(f.try_acquire("c", 1).is_ok(), "their permits are back");
+    assert_eq!(f.counts().evicted_full, 1);
+}

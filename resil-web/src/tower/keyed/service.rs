@@ -85,10 +85,10 @@ fn admit<X, P, R, Q: Key + ?Sized>(
     };
     let mut wait = Duration::ZERO;
     if let Some(family) = &shared.limiter {
-        let handle = family.get(key);
-        match handle.reserve(cost) {
+        // The handle-free form: no reference count on the hot path.
+        match family.reserve(key, cost) {
             Ok(w) => wait = w,
-            Err(refused) => return Err(rate_limited(family, &handle, refused)),
+            Err(refused) => return Err(rate_limited(family, &family.get(key), refused)),
         }
     }
     let mut admission = Admission {
