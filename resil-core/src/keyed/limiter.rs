@@ -196,7 +196,7 @@ impl KeyedRateLimiter {
     ) -> Result<u64, RequestNotPermitted> {
         let handle = self.get(key);
         if may_wait {
-            handle.reserve(permits).map(|w| clock::nanos(w))
+            handle.reserve(permits).map(clock::nanos)
         } else {
             handle.try_acquire(permits).map(|()| 0)
         }
