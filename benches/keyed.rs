@@ -10,10 +10,16 @@
 //! nobody refuses. Targets (issue 29): resil keyed ≤ governor keyed, and ≤
 //! 1.5 × resil unkeyed.
 //!
-//! What distorts it: both keyed limiters hash the key with SipHash (std's
-//! `RandomState`: governor's DashMap default and resil's per-family seed);
-//! resil also counts the key's handle (an `Arc`) and marks it used for the
-//! replacement clock, governor does neither (its map never evicts). The
+//! Two resil forms: `get(&str).try_acquire(1)` takes a handle (an `Arc`
+//! count, what a call that holds the key across an await needs), and
+//! `try_acquire(&str, 1)` decides under the shard's read lock with no
+//! count (the form the keyed tower layer uses).
+//!
+//! What distorts it: governor hashes the key with SipHash (std's
+//! `RandomState`, its DashMap default), resil with foldhash's quality hasher
+//! (a per-family random seed); resil also marks the key used for the
+//! replacement clock and counts its calls, governor does neither (its map
+//! never evicts). The
 //! counting global allocator adds nothing here: no contender allocates on
 //! this path.
 
@@ -60,6 +66,9 @@ fn hot_key(c: &mut Criterion) {
     let mut group = c.benchmark_group("keyed/hot key/1 thread");
     group.bench_function("resil keyed get(&str).try_acquire(1)", |b| {
         b.iter(|| black_box(keyed.get(black_box(hot.as_str())).try_acquire(1)).is_ok())
+    });
+    group.bench_function("resil keyed try_acquire(&str, 1)", |b| {
+        b.iter(|| black_box(keyed.try_acquire(black_box(hot.as_str()), 1)).is_ok())
     });
     group.bench_function("governor keyed check_key", |b| {
         b.iter(|| black_box(governor.check_key(black_box(&hot))).is_ok())

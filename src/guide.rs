@@ -13,6 +13,17 @@ pub struct WebService;
 #[doc = include_str!("../docs/tenants.md")]
 pub struct Tenants;
 
+/// Keyed protection at the edge (the keyed tower layer, the client's IP
+/// behind trusted proxies) and across processes (a Redis quota per key).
+#[cfg(all(
+    feature = "tower",
+    feature = "http",
+    feature = "redis",
+    feature = "toml"
+))]
+#[doc = include_str!("../docs/keyed-edge.md")]
+pub struct KeyedEdge;
+
 /// Overload: criticality, admission by class, the inbound guard.
 #[doc = include_str!("../docs/overload.md")]
 pub struct Overload;

@@ -111,6 +111,8 @@ fn no_allocation_per_call_on_an_existing_key() {
     for _ in 0..1000 {
         f.get(tenant.as_str()).call(|| Ok::<_, ()>(())).unwrap();
         f.get(&tenant).try_acquire(3).unwrap();
+        f.try_acquire(tenant.as_str(), 1).unwrap();
+        f.reserve(&tenant, 1).unwrap();
         breakers.get(&42u64).call(|| Ok::<_, ()>(())).unwrap();
         bulkheads.get("host-a").call(|| Ok::<_, ()>(())).unwrap();
     }

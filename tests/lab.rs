@@ -36,13 +36,16 @@ mod overload;
 #[allow(dead_code)]
 #[path = "../examples/lab/price.rs"]
 mod price;
+#[allow(dead_code)]
+#[path = "../examples/lab/tenants.rs"]
+mod tenants;
 
 use std::sync::OnceLock;
 
 use tokio::sync::{Mutex, MutexGuard};
 
 /// What each mode prints.
-const EXPECTED: [(&str, &[&str]); 14] = [
+const EXPECTED: [(&str, &[&str]); 15] = [
     // seed 003: four failures open it (minimum 4 calls), OPEN refuses without
     // calling, two probes and a query make 7 requests.
     (
@@ -169,6 +172,20 @@ const EXPECTED: [(&str, &[&str]); 14] = [
     // the guard alone CRITICAL loses its share; with neither, every answer
     // comes after its client's deadline.
     ("overload", OVERLOAD_LINES),
+    // issue 29: a quota per tenant at the edge (the keyed layer by
+    // `x-tenant`): the noisy tenant gets its 5 a second and no more, the
+    // quiet one and the gold tier everything they send.
+    (
+        "tenants",
+        &[
+            "quota=5/1s per tenant, gold-*=20 ticks=3",
+            "noisy tenant=acme sent=60 ok=15 refused=45",
+            "quiet tenant=globex sent=9 ok=9 refused=0",
+            "gold tenant=gold-initech sent=60 ok=60 refused=0",
+            "no-header status=400 body=\"no `x-tenant` header\"",
+            "family keys=3 topRefused=acme",
+        ],
+    ),
 ];
 
 const OVERLOAD_LINES: &[&str] = &[
@@ -299,6 +316,11 @@ async fn defaults() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overload() {
     check("overload").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenants() {
+    check("tenants").await;
 }
 
 /// The overload drill's promises, read from the lines: with the guard and

@@ -24,8 +24,10 @@ use std::time::{Duration, Instant};
 
 use redis_cluster::RedisCluster;
 use resil::distributed_rate_limiter::{
-    DecidedBy, DistributedRateLimiter, DistributedRateLimiterConfig, FailurePolicy, Topology,
+    DecidedBy, DistributedRateLimiter, DistributedRateLimiterConfig, FailurePolicy,
+    KeyedDistributedRateLimiter, Topology,
 };
+use resil::keyed::KeyedConfig;
 
 const CHILD_URLS: &str = "RESIL_REDIS_CLUSTER_CHILD_URLS";
 const LIMIT: usize = 10;
@@ -217,6 +219,53 @@ fn killing_the_limiters_primary(cluster: &mut RedisCluster, rt: &tokio::runtime:
     cluster.wait_until_ok();
 }
 
+/// A keyed family on the cluster: each key's state in the slot of its hash
+/// tag, each key its own quota, shared by three clients (three families,
+/// three cluster connections).
+fn keyed_quotas_on_the_cluster(cluster: &RedisCluster, rt: &tokio::runtime::Runtime) {
+    let config = || {
+        DistributedRateLimiterConfig::builder()
+            .redis_url(cluster.urls())
+            .topology(Topology::Cluster)
+            .key_prefix("cluster-keyed:")
+            .limit_for_period(LIMIT as u32)
+            .limit_refresh_period(Duration::from_secs(30))
+            .timeout_duration(Duration::ZERO)
+            .redis_timeout(Duration::from_secs(2))
+            .failure_policy(FailurePolicy::FailClosed)
+            .build()
+            .unwrap()
+    };
+    let clients: Vec<_> = (0..3)
+        .map(|_| KeyedDistributedRateLimiter::new("api", config(), KeyedConfig::default()).unwrap())
+        .collect();
+    let tenants = ["acme", "globex", "initech"];
+    // Each key's Redis key hashes by its tag: the tenant's slot.
+    for t in tenants {
+        assert_eq!(cluster.slot(&clients[0].redis_key(t)), cluster.slot(t));
+    }
+    let granted = rt.block_on(async {
+        let mut granted = [0usize; 3];
+        for _ in 0..8 {
+            for c in &clients {
+                for (i, t) in tenants.iter().enumerate() {
+                    if let Ok(g) = c.get(t).acquire_async().await {
+                        assert_eq!(g.decided_by(), DecidedBy::Redis);
+                        granted[i] += 1;
+                    }
+                }
+            }
+        }
+        granted
+    });
+    // 24 asks per tenant across the three clients: each tenant gets exactly
+    // its own N, whichever primary holds its slot.
+    assert_eq!(granted, [LIMIT; 3]);
+    for c in &clients {
+        assert_eq!(c.metrics().fallback_decisions(), 0);
+    }
+}
+
 #[test]
 fn a_quota_on_a_three_primary_cluster_holds_across_processes_a_reshard_and_a_failover() {
     let mut cluster = RedisCluster::start();
@@ -226,6 +275,7 @@ fn a_quota_on_a_three_primary_cluster_holds_across_processes_a_reshard_and_a_fai
         .build()
         .unwrap();
     three_processes_share_one_quota(&cluster);
+    keyed_quotas_on_the_cluster(&cluster, &rt);
     resharding_the_limiters_slot(&cluster, &rt);
     killing_the_limiters_primary(&mut cluster, &rt);
 }

@@ -6,7 +6,7 @@ use resil::clock::ManualClock;
 use resil::config::FileConfig;
 use resil::Registry;
 
-use crate::{defaults, governance, mechanisms, overload, price};
+use crate::{defaults, governance, mechanisms, overload, price, tenants};
 
 /// The config file beside the lab.
 pub const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/lab/lab.yaml");
@@ -14,8 +14,8 @@ pub const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/lab/lab.
 /// Every mode, in the order `cargo run --example lab` runs them: eight
 /// mechanisms as a Java lab on Resilience4j 2.3.0 runs them, three
 /// dependency-governance experiments, `timeout`, a run of Resilience4j's
-/// default breaker configuration, and `overload`.
-pub const MODES: [&str; 14] = [
+/// default breaker configuration, `overload`, and `tenants`.
+pub const MODES: [&str; 15] = [
     "circuit",
     "slow",
     "classification",
@@ -30,6 +30,7 @@ pub const MODES: [&str; 14] = [
     "timeout",
     "defaults",
     "overload",
+    "tenants",
 ];
 
 /// What every mode gets: the lab's clock.
@@ -109,6 +110,7 @@ pub async fn run(lab: &Lab, mode: &str) -> Vec<String> {
         "amplification" => governance::amplification(lab).await,
         "defaults" => defaults::run(lab).await,
         "overload" => overload::overload(lab).await,
+        "tenants" => tenants::tenants(lab).await,
         other => vec![format!(
             "unknown mode `{other}`; expected one of: {}",
             MODES.join(", ")

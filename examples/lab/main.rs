@@ -6,7 +6,7 @@
 //! cargo run --example lab -- circuit       # one of: circuit slow classification bulkhead
 //!                                          #   async rate order fallback shared
 //!                                          #   shared-breaker amplification timeout defaults
-//!                                          #   overload
+//!                                          #   overload tenants
 //! ```
 //!
 //! Every protected call is an annotated fn (`#[resil::circuit_breaker]`,
@@ -24,6 +24,7 @@ mod lab;
 mod mechanisms;
 mod overload;
 mod price;
+mod tenants;
 
 use std::process::ExitCode;
 

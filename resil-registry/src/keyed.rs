@@ -26,7 +26,7 @@ use crate::Registry;
 
 /// `keyed.max-keys` and `keyed.idle-ttl` of `resolved` (checked by the
 /// loader; the defaults when unset).
-fn bounds<C>(resolved: &Resolved<C>) -> KeyedConfig {
+pub(crate) fn bounds<C>(resolved: &Resolved<C>) -> KeyedConfig {
     let max_keys = match resolved.value("keyed.max-keys") {
         Some(Val::Usize(n)) => *n,
         _ => DEFAULT_MAX_KEYS,
@@ -94,6 +94,10 @@ pub(crate) struct Families {
     limiters: DashMap<Arc<str>, KeyedRateLimiter>,
     breakers: DashMap<Arc<str>, KeyedCircuitBreaker>,
     bulkheads: DashMap<Arc<str>, KeyedBulkhead>,
+    /// Redis-backed keyed rate limiters (`kinds/rate_limiter/redis.rs`).
+    #[cfg(feature = "redis")]
+    pub(crate) distributed:
+        DashMap<Arc<str>, resil_core::distributed_rate_limiter::KeyedDistributedRateLimiter>,
 }
 
 impl Registry {

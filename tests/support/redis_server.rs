@@ -110,6 +110,27 @@ impl RedisServer {
         }
     }
 
+    /// Stops the server process (SIGSTOP): connections stay open and
+    /// connecting still succeeds (the kernel accepts), but nothing answers
+    /// until [`resume`](Self::resume) — a hung server, or a black-holed one.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Resumes a [`pause`](Self::pause)d server (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("a running server").id();
+        let ok = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill {signal} {pid} failed");
+    }
+
     /// Kills the server and starts a new one on the same port.
     pub fn restart(&mut self) {
         self.kill();

@@ -16,7 +16,7 @@ use super::config::{
 };
 use super::event::{CircuitBreakerEvent, CircuitBreakerEventKind};
 use super::metrics::Metrics;
-use super::permit::Permit;
+use super::permit::{OwnedPermit, Permit};
 use super::state::Word;
 use super::window::{Aggregate, Change, CountWindow, Measurement, TimeWindow, Window};
 use super::{IllegalTransition, State};
@@ -457,6 +457,15 @@ impl CircuitBreaker {
         } else {
             inner.acquire_slow(w)
         }
+    }
+
+    /// [`try_acquire_permission`](Self::try_acquire_permission), as a permit
+    /// that holds a handle of the breaker rather than a borrow (for a future
+    /// that outlives the borrow: a keyed family's breaker in a tower
+    /// layer's response future). Costs a reference count.
+    pub fn try_acquire_owned_permission(&self) -> Result<OwnedPermit, CallNotPermitted> {
+        let permit = self.try_acquire_permission()?;
+        Ok(OwnedPermit::new(Arc::clone(&self.inner), permit))
     }
 
     /// Runs `f` if permitted, times it, and records its result.

@@ -132,5 +132,5 @@ pub use self::config::{
 };
 pub use self::event::{CircuitBreakerEvent, CircuitBreakerEventKind};
 pub use self::metrics::Metrics;
-pub use self::permit::Permit;
+pub use self::permit::{OwnedPermit, Permit};
 pub use self::state::{IllegalTransition, State};

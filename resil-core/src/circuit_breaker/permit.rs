@@ -3,6 +3,7 @@
 use std::any::{type_name, Any};
 use std::fmt;
 use std::mem::ManuallyDrop;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::breaker::Inner;
@@ -148,6 +149,74 @@ impl<'a> Permit<'a> {
     }
 }
 
+impl Permit<'_> {
+    /// The permit's word and start, its `Drop` disarmed (for an
+    /// [`OwnedPermit`] that takes it over).
+    fn into_parts(self) -> (Word, u64) {
+        let this = ManuallyDrop::new(self);
+        (this.word, this.start)
+    }
+}
+
+/// A [`Permit`] that keeps its breaker alive instead of borrowing it, from
+/// [`CircuitBreaker::try_acquire_owned_permission`](super::CircuitBreaker::try_acquire_owned_permission):
+/// for a future that outlives the borrow of the breaker it came from (a
+/// keyed family's breaker, held in a response future).
+///
+/// Record its outcome through [`record`](Self::record); dropped without
+/// one, it behaves as a dropped [`Permit`] (records nothing, gives a
+/// half-open probe slot back).
+#[must_use = "a permit records nothing unless an outcome is given; dropping it abandons the call"]
+pub struct OwnedPermit {
+    inner: Arc<Inner>,
+    word: Word,
+    start: u64,
+    /// Whether `Drop` still has to give an unused probe slot back.
+    armed: bool,
+}
+
+impl OwnedPermit {
+    pub(crate) fn new(inner: Arc<Inner>, permit: Permit<'_>) -> Self {
+        let (word, start) = permit.into_parts();
+        OwnedPermit {
+            inner,
+            word,
+            start,
+            armed: true,
+        }
+    }
+
+    /// The state that granted this permit.
+    pub fn state(&self) -> State {
+        self.word.state()
+    }
+
+    /// Hands the permit, as a [`Permit`], to `f`, which records the outcome
+    /// with one of its methods (or drops it: an abandoned call).
+    pub fn record<R>(mut self, f: impl FnOnce(Permit<'_>) -> R) -> R {
+        // From here the borrowed permit's own `Drop` is the only one.
+        self.armed = false;
+        f(Permit::new(&self.inner, self.word, self.start))
+    }
+}
+
+impl Drop for OwnedPermit {
+    fn drop(&mut self) {
+        if self.armed {
+            drop(Permit::new(&self.inner, self.word, self.start));
+        }
+    }
+}
+
+impl fmt::Debug for OwnedPermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedPermit")
+            .field("breaker", &&*self.inner.name)
+            .field("state", &self.word.state())
+            .finish()
+    }
+}
+
 impl Drop for Permit<'_> {
     #[inline]
     fn drop(&mut self) {
@@ -164,5 +233,32 @@ impl fmt::Debug for Permit<'_> {
             .field("state", &self.word.state())
             .field("epoch", &self.word.epoch())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{CircuitBreaker, CircuitBreakerConfig, State};
+
+    #[test]
+    fn an_owned_permit_gives_its_probe_back_when_dropped_and_records_once_used() {
+        let config = CircuitBreakerConfig::builder()
+            .permitted_number_of_calls_in_half_open_state(1)
+            .minimum_number_of_calls(1)
+            .build()
+            .unwrap();
+        let breaker = CircuitBreaker::new("owned", config);
+        breaker.transition_to_open().unwrap();
+        breaker.transition_to_half_open().unwrap();
+        let probe = breaker.try_acquire_owned_permission().unwrap();
+        assert_eq!(probe.state(), State::HalfOpen);
+        // The one probe slot is taken.
+        assert!(breaker.try_acquire_permission().is_err());
+        drop(probe);
+        // Dropped unused: the slot is back, nothing recorded.
+        let probe = breaker.try_acquire_owned_permission().unwrap();
+        assert_eq!(breaker.metrics().successful_calls(), 0);
+        probe.record(|p| p.on_success());
+        assert_eq!(breaker.state(), State::Closed);
     }
 }

@@ -48,18 +48,18 @@ use crate::rate_limiter::{AcquireError, ExceedsLimit};
 /// ```
 #[derive(Clone)]
 pub struct DistributedRateLimiter {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
-    name: Arc<str>,
+pub(crate) struct Inner {
+    pub(crate) name: Arc<str>,
     /// The name every refusal carries (built once; see [`SharedName`]).
     refusal_name: SharedName,
-    config: DistributedRateLimiterConfig,
-    quota: Quota,
+    pub(crate) config: DistributedRateLimiterConfig,
     backend: Backend,
-    policy: Policy,
-    clock: SharedClock,
+    /// The limiter's own quota (a keyed family's keys have their own).
+    own: Slot,
+    pub(crate) clock: SharedClock,
     counters: Counters,
     events: EventPublisher<DistributedRateLimiterEvent>,
     /// Local permit leases, when `lease_size` > 0.
@@ -96,9 +96,11 @@ impl DistributedRateLimiter {
         let clock = SharedClock::new(clock);
         Ok(DistributedRateLimiter {
             inner: Arc::new(Inner {
-                quota: Quota::new(&name, &config),
+                own: Slot {
+                    quota: Quota::new(&name, &config),
+                    policy: Policy::new(&name, &config, clock.clone()),
+                },
                 backend,
-                policy: Policy::new(&name, &config, clock.clone()),
                 clock,
                 counters: Counters::default(),
                 events: EventPublisher::default(),
@@ -128,13 +130,13 @@ impl DistributedRateLimiter {
 
     /// The Redis key holding this limiter's state.
     pub fn key(&self) -> &str {
-        self.inner.quota.key()
+        self.inner.own.quota.key()
     }
 
     /// The local fallback limiter's permits per period, when the failure
     /// policy is [`LocalFallback`](super::FailurePolicy::LocalFallback).
     pub fn local_fallback_limit(&self) -> Option<u32> {
-        self.inner.policy.local_limit()
+        self.inner.own.policy.local_limit()
     }
 
     /// A snapshot of the counters.
@@ -202,7 +204,7 @@ impl DistributedRateLimiter {
     /// or reserved count against the quota, as a call that was sent counts
     /// against a remote service.
     pub async fn acquire_n_async(&self, permits: u32) -> Result<Grant, AcquireError> {
-        self.inner.acquire(permits).await
+        self.inner.acquire_bounded(&self.inner.own, permits).await
     }
 
     /// Takes one permit, blocking the thread: [`acquire_n(1)`](Self::acquire_n).
@@ -222,12 +224,14 @@ impl DistributedRateLimiter {
     pub fn acquire_n(&self, permits: u32) -> Result<Grant, AcquireError> {
         match Handle::try_current() {
             Ok(handle) => match handle.runtime_flavor() {
-                RuntimeFlavor::CurrentThread => self.inner.cannot_block(permits),
-                _ => tokio::task::block_in_place(|| handle.block_on(self.inner.acquire(permits))),
+                RuntimeFlavor::CurrentThread => self.inner.cannot_block(&self.inner.own, permits),
+                _ => tokio::task::block_in_place(|| {
+                    handle.block_on(self.inner.acquire_bounded(&self.inner.own, permits))
+                }),
             },
             Err(_) => match self.inner.blocking_runtime() {
-                Some(rt) => rt.block_on(self.inner.acquire(permits)),
-                None => self.inner.cannot_block(permits),
+                Some(rt) => rt.block_on(self.inner.acquire_bounded(&self.inner.own, permits)),
+                None => self.inner.cannot_block(&self.inner.own, permits),
             },
         }
     }
@@ -255,8 +259,76 @@ impl DistributedRateLimiter {
     }
 }
 
+/// What one quota keeps: its Redis key and script, and its failure policy
+/// (with the local fallback's own window). A limiter has one; a keyed family
+/// one per key.
+pub(crate) struct Slot {
+    pub(crate) quota: Quota,
+    pub(crate) policy: Policy,
+}
+
 impl Inner {
-    async fn acquire(self: &Arc<Self>, permits: u32) -> Result<Grant, AcquireError> {
+    /// The longest an acquire may take before it is decided:
+    /// `timeout_duration` (or less, before the task's deadline) plus
+    /// `redis_timeout`.
+    pub(crate) fn bound(&self) -> Duration {
+        let timeout = self.config.timeout_duration();
+        let max_wait = match deadline::remaining() {
+            Some(left) => left.saturating_sub(Duration::from_nanos(1)).min(timeout),
+            None => timeout,
+        };
+        max_wait.saturating_add(self.config.redis_timeout())
+    }
+
+    /// [`acquire`](Self::acquire) under one deadline for the whole acquire:
+    /// reconnects, a script reload after `NOSCRIPT`, a wait for this
+    /// process's turn (leases) and the failure policy's own wait all fit in
+    /// [`bound`](Self::bound). Past it, whatever is still in flight is
+    /// dropped (a round trip that may still grant counts as spent, as a
+    /// timed-out one always does) and the failure policy decides at once.
+    pub(crate) async fn acquire_bounded(
+        self: &Arc<Self>,
+        slot: &Slot,
+        permits: u32,
+    ) -> Result<Grant, AcquireError> {
+        let bound = self.bound();
+        match tokio::time::timeout(bound, self.acquire(slot, permits)).await {
+            Ok(decided) => decided,
+            Err(_) => self.overran(slot, permits, bound),
+        }
+    }
+
+    /// The acquire's deadline passed before it was decided.
+    #[cold]
+    fn overran(&self, slot: &Slot, permits: u32, bound: Duration) -> Result<Grant, AcquireError> {
+        let failure = BackendFailure::Timeout;
+        self.counters.failure(failure);
+        let cause: Arc<str> = Arc::from(format!(
+            "not decided within {bound:?} (timeout-duration + redis-timeout): \
+             the policy decides at once"
+        ));
+        tracing::debug!(
+            limiter = &*self.name,
+            cause = &*cause,
+            "the distributed rate limiter's acquire ran out of time"
+        );
+        self.events.publish_with(|| {
+            DistributedRateLimiterEvent::failure(
+                &self.name,
+                DistributedRateLimiterEventKind::BackendFailure(failure),
+                permits,
+                &cause,
+            )
+        });
+        let decision = slot.policy.decide_now(permits);
+        self.decided(permits, decision)
+    }
+
+    pub(crate) async fn acquire(
+        self: &Arc<Self>,
+        slot: &Slot,
+        permits: u32,
+    ) -> Result<Grant, AcquireError> {
         let max = self.config.max_permits();
         if permits > max {
             self.publish(DistributedRateLimiterEventKind::FailedAcquire, permits);
@@ -277,20 +349,26 @@ impl Inner {
         // A wait that ends at the deadline leaves no time for the call.
         let budget = deadline::remaining().map(|left| left.saturating_sub(Duration::from_nanos(1)));
         let max_wait = budget.map_or(timeout, |b| b.min(timeout));
-        if let Some(leases) = &self.leases {
+        // Leases are the limiter's own quota's (a keyed family's keys ask
+        // Redis each time).
+        if let Some(leases) = self
+            .leases
+            .as_ref()
+            .filter(|_| std::ptr::eq(slot, &self.own))
+        {
             if permits <= leases.size {
                 return self
                     .acquire_leased(leases, permits, start, budget, max_wait)
                     .await;
             }
         }
-        let verdict = match self.ask(Ask::plain(permits, max_wait)).await {
+        let verdict = match self.ask(&slot.quota, Ask::plain(permits, max_wait)).await {
             Ok(v) => v,
             Err(failure) => {
                 // Within the wait still allowed: the round trip used some.
                 let spent = clock::elapsed(start, self.clock.now_nanos());
                 return self
-                    .fall_back(permits, failure, max_wait.saturating_sub(spent))
+                    .fall_back(slot, permits, failure, max_wait.saturating_sub(spent))
                     .await;
             }
         };
@@ -378,7 +456,7 @@ impl Inner {
         // installed for the next in turn.
         let this = Arc::clone(self);
         let refill = async move {
-            let outcome = this.ask(ask).await;
+            let outcome = this.ask(&this.own.quota, ask).await;
             let generation = match &outcome {
                 Ok(v) if v.granted && v.wait.is_zero() && v.taken > 0 => {
                     this.counters.leased(v.taken);
@@ -424,7 +502,7 @@ impl Inner {
                 // (if the give-back did not arrive) stays spent.
                 drop(turn);
                 let spent = clock::elapsed(start, self.clock.now_nanos());
-                self.fall_back(permits, failure, max_wait.saturating_sub(spent))
+                self.fall_back(&self.own, permits, failure, max_wait.saturating_sub(spent))
                     .await
             }
         }
@@ -447,7 +525,7 @@ impl Inner {
                 &cause,
             )
         });
-        let decision = self.policy.decide_now(permits);
+        let decision = self.own.policy.decide_now(permits);
         self.decided(permits, decision)
     }
 
@@ -478,14 +556,16 @@ impl Inner {
             back,
             ..Ask::plain(0, Duration::ZERO)
         };
-        self.ask(ask).await.map_or(0, |v| v.returned)
+        self.ask(&self.own.quota, ask)
+            .await
+            .map_or(0, |v| v.returned)
     }
 
     /// One script call, counted; a failure is counted and published too.
-    async fn ask(&self, ask: Ask) -> Result<Verdict, BackendFailure> {
+    async fn ask(&self, quota: &Quota, ask: Ask) -> Result<Verdict, BackendFailure> {
         self.counters.script_call();
         let permits = ask.permits;
-        match self.backend.run(&self.quota, ask).await {
+        match self.backend.run(quota, ask).await {
             Ok(verdict) => {
                 self.counters.verdict(verdict.remaining);
                 self.counters.returned(verdict.returned);
@@ -535,11 +615,12 @@ impl Inner {
     #[cold]
     async fn fall_back(
         &self,
+        slot: &Slot,
         permits: u32,
         _failure: BackendFailure,
         max_wait: Duration,
     ) -> Result<Grant, AcquireError> {
-        let decision = self.policy.decide(permits, max_wait).await;
+        let decision = slot.policy.decide(permits, max_wait).await;
         self.decided(permits, decision)
     }
 
@@ -552,7 +633,7 @@ impl Inner {
         self.counters.fallback(granted);
         self.publish(
             DistributedRateLimiterEventKind::FallbackAcquire {
-                policy: self.policy.policy(),
+                policy: self.config.failure_policy(),
                 granted,
             },
             permits,
@@ -561,9 +642,10 @@ impl Inner {
     }
 
     #[cold]
-    fn cannot_block(&self, permits: u32) -> Result<Grant, AcquireError> {
+    pub(crate) fn cannot_block(&self, slot: &Slot, permits: u32) -> Result<Grant, AcquireError> {
         // A lease in hand needs no round trip.
-        if let Some(leases) = self.leases.as_ref().filter(|l| permits <= l.size) {
+        let own = std::ptr::eq(slot, &self.own);
+        if let Some(leases) = self.leases.as_ref().filter(|l| own && permits <= l.size) {
             if let Ok(_turn) = leases.turn.try_lock() {
                 if let Some(out) = leases.take(self.clock.now_nanos(), permits, None) {
                     return Ok(self.leased(permits, out));
@@ -576,11 +658,11 @@ impl Inner {
             DistributedRateLimiterEventKind::BackendFailure(failure),
             permits,
         );
-        let decision = self.policy.decide_now(permits);
+        let decision = slot.policy.decide_now(permits);
         self.decided(permits, decision)
     }
 
-    fn blocking_runtime(&self) -> Option<&Runtime> {
+    pub(crate) fn blocking_runtime(&self) -> Option<&Runtime> {
         if let Some(rt) = self.blocking.get() {
             return Some(rt);
         }
@@ -603,7 +685,7 @@ impl fmt::Debug for DistributedRateLimiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DistributedRateLimiter")
             .field("name", &&*self.inner.name)
-            .field("key", &self.inner.quota.key())
+            .field("key", &self.inner.own.quota.key())
             .field("config", &self.inner.config)
             .finish()
     }

@@ -44,6 +44,14 @@ impl LocalWindow {
         u32::try_from(self.share).unwrap_or(u32::MAX)
     }
 
+    /// Whether no grant (or reservation) counts in a window at `now` or
+    /// later.
+    pub(crate) fn is_empty(&self, now: u64) -> bool {
+        let state = self.state.lock();
+        let horizon = now.saturating_sub(self.interval);
+        state.latest <= now && state.buckets.iter().all(|&(end, _)| end <= horizon)
+    }
+
     /// Takes `permits` at `now`, or reserves them at most `max_wait` ahead:
     /// the wait until they are the caller's (0: now), or `None` when they
     /// cannot be had within `max_wait` (or exceed the share). Zero permits

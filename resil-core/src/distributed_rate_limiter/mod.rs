@@ -112,6 +112,12 @@
 //! permits than the local share (but within N) is refused as
 //! `NotPermitted`: the quota allows it, the fallback cannot grant it.
 //!
+//! **One deadline per acquire.** `timeout_duration + redis_timeout` (less
+//! before the task's deadline) covers the whole acquire: connecting or
+//! reconnecting, a script reload after `NOSCRIPT`, a turn behind this
+//! process's lease refill, the policy's own wait. Past it, whatever is in
+//! flight is dropped and the policy decides at once, without waiting.
+//!
 //! **A timed-out acquire is never retried blindly.** The script may have run
 //! (and granted) even though its answer did not arrive in time; sending it
 //! again could take the permits twice. The policy decides that acquire, once;
@@ -139,6 +145,14 @@
 //!   their share each. Redis does not see those grants, so a window spanning
 //!   the recovery may hold up to 2N (the local shares, then Redis's N).
 
+//! # Per key
+//!
+//! [`KeyedDistributedRateLimiter`] keeps one such quota per key (a tenant, a
+//! user, an IP), the key inside the Redis key as a hash tag
+//! (`{key_prefix}{name}:{<key>}:{algorithm}`, one Cluster slot per key),
+//! on one connection, with each key's conservative local quota under
+//! `LocalFallback` held in a keyed family's bounded memory.
+//!
 //! # Local permit leases
 //!
 //! Off by default. With [`lease_size`](DistributedRateLimiterConfig::lease_size)
@@ -229,6 +243,7 @@ mod config;
 mod event;
 mod gcra;
 mod grant;
+mod keyed;
 mod lease;
 mod limiter;
 mod local;
@@ -244,5 +259,6 @@ pub use self::config::{
 };
 pub use self::event::{DistributedRateLimiterEvent, DistributedRateLimiterEventKind};
 pub use self::grant::{DecidedBy, Grant};
+pub use self::keyed::{DistributedKeyHandle, KeyedDistributedRateLimiter};
 pub use self::limiter::DistributedRateLimiter;
 pub use self::metrics::DistributedRateLimiterMetrics;

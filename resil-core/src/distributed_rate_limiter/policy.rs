@@ -48,8 +48,10 @@ impl Policy {
         }
     }
 
-    pub(crate) fn policy(&self) -> FailurePolicy {
-        self.policy
+    /// Whether the local fallback counts no grant now (forgetting it loses
+    /// nothing).
+    pub(crate) fn idle(&self, now: u64) -> bool {
+        self.local.as_ref().is_none_or(|l| l.is_empty(now))
     }
 
     /// The local quota's permits per period, when the policy has one.

@@ -66,6 +66,21 @@ impl Quota {
         }
     }
 
+    /// The quota of `key` in the keyed family `name`: the key inside the
+    /// Redis key, as a hash tag (`{prefix}{name}:{{key}}:{algorithm}`), so
+    /// each key's state sits in one Cluster slot whatever the family.
+    pub(crate) fn keyed(name: &str, key: &str, config: &DistributedRateLimiterConfig) -> Self {
+        let mut quota = Quota::new(name, config);
+        quota.key = format!(
+            "{}{}:{{{}}}:{}",
+            config.key_prefix(),
+            name,
+            key,
+            config.algorithm().as_str()
+        );
+        quota
+    }
+
     /// The Redis key holding this limiter's state.
     pub(crate) fn key(&self) -> &str {
         &self.key

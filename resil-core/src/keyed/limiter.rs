@@ -135,6 +135,73 @@ impl KeyedRateLimiter {
         LimiterHandle { family, entry }
     }
 
+    /// Takes `permits` of `key`'s permits of the current cycle, never
+    /// waiting: `get(key).try_acquire(permits)` without a handle. The
+    /// hot-path form: an existing key's permits are taken under its shard's
+    /// read lock, with no reference count and one clock reading; a new key
+    /// is created as [`get`](Self::get) creates it.
+    #[inline]
+    pub fn try_acquire<Q: Key + ?Sized>(
+        &self,
+        key: &Q,
+        permits: u32,
+    ) -> Result<(), RequestNotPermitted> {
+        self.decide(key, permits, false).map(|_| ())
+    }
+
+    /// Takes `permits` of `key`'s permits now or reserves them within
+    /// `timeout_duration`: `get(key).reserve(permits)` without a handle (see
+    /// [`try_acquire`](Self::try_acquire)); the wait before they may be used.
+    #[inline]
+    pub fn reserve<Q: Key + ?Sized>(
+        &self,
+        key: &Q,
+        permits: u32,
+    ) -> Result<Duration, RequestNotPermitted> {
+        self.decide(key, permits, true).map(Duration::from_nanos)
+    }
+
+    #[inline]
+    fn decide<Q: Key + ?Sized>(
+        &self,
+        key: &Q,
+        permits: u32,
+        may_wait: bool,
+    ) -> Result<u64, RequestNotPermitted> {
+        let family = &*self.inner;
+        let now = family.clock.now_nanos();
+        let held = family.map.with(key, now, |entry| {
+            match family.acquire(&entry.state, permits, now, may_wait) {
+                Some(wait) => Ok(wait),
+                None => {
+                    entry.refused();
+                    Err(RequestNotPermitted::by(&family.refusal))
+                }
+            }
+        });
+        match held {
+            Some(decided) => decided,
+            None => self.decide_new(key, permits, may_wait),
+        }
+    }
+
+    /// A key the family does not hold yet: created (or refused) by `get`.
+    #[cold]
+    #[inline(never)]
+    fn decide_new<Q: Key + ?Sized>(
+        &self,
+        key: &Q,
+        permits: u32,
+        may_wait: bool,
+    ) -> Result<u64, RequestNotPermitted> {
+        let handle = self.get(key);
+        if may_wait {
+            handle.reserve(permits).map(clock::nanos)
+        } else {
+            handle.try_acquire(permits).map(|()| 0)
+        }
+    }
+
     /// Sets the limit per cycle by key (`default` for keys no override
     /// matches), for new keys and existing ones alike (an existing key
     /// keeps the permits it took in the current cycle). Each limit is
@@ -342,6 +409,19 @@ impl LimiterHandle<'_> {
                 .available(&e.state, self.family.clock.now_nanos()),
             None => 0,
         }
+    }
+
+    /// The time until the key's next cycle starts: when a refused caller
+    /// may find a permit again (a `Retry-After`; later when reservations
+    /// already hold the next cycle's permits).
+    pub fn time_to_next_cycle(&self) -> Duration {
+        let family = self.family;
+        let now = family.clock.now_nanos();
+        let next = family.cycle(now).saturating_add(1);
+        let starts = family
+            .origin
+            .saturating_add(next.saturating_mul(family.period.divisor()));
+        Duration::from_nanos(starts.saturating_sub(now))
     }
 
     #[cold]

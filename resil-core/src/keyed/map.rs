@@ -1,9 +1,11 @@
 //! The bounded map behind every keyed family: sharded look-ups, a global
 //! budget of keys, CLOCK (second-chance) replacement and idle eviction.
 //!
-//! * A look-up of an existing key hashes it (SipHash with a per-family random
-//!   seed, so an attacker cannot aim keys at one bucket), takes its shard's
-//!   read lock, clones the entry's `Arc` and marks it used: no allocation.
+//! * A look-up of an existing key hashes it (foldhash's quality hasher with a
+//!   per-family random seed, so keys cannot be chosen offline to land in one
+//!   bucket), takes its shard's read lock, clones the entry's `Arc` (or runs
+//!   the caller's closure under the lock, [`Map::with`]) and marks it used:
+//!   no allocation.
 //! * A new key reserves one unit of the family's budget (`max_keys`); when
 //!   the budget is spent, the replacement clock turns: the oldest entry of
 //!   the queue is looked at, a used one gets a second chance (its mark is
@@ -18,12 +20,12 @@
 //!   queue that runs at most every `idle_ttl / 4`, on a new key's insertion
 //!   or when asked ([`Map::evict_idle`]).
 
-use std::collections::hash_map::RandomState;
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use foldhash::quality::RandomState;
 use hashbrown::HashTable;
 use parking_lot::{Mutex, RwLock};
 
@@ -145,7 +147,7 @@ impl<S> Map<S> {
                 })
                 .collect(),
             queue: Mutex::new(VecDeque::new()),
-            hasher: RandomState::new(),
+            hasher: RandomState::default(),
             len: AtomicUsize::new(0),
             max_keys: AtomicUsize::new(max_keys.max(1)),
             idle_ttl: AtomicU64::new(idle_ttl_nanos),
@@ -205,6 +207,25 @@ impl<S> Map<S> {
             .find(hash, |e| e.hash == hash && key.matches(&e.key))?;
         entry.touch(now);
         Some(Arc::clone(entry))
+    }
+
+    /// Runs `f` on the entry of `key` under its shard's read lock, if the
+    /// family holds it (marked used at `now`): no reference count, so the
+    /// entry cannot be evicted while `f` runs and nothing is held after.
+    #[inline]
+    pub(crate) fn with<Q: Key + ?Sized, R>(
+        &self,
+        key: &Q,
+        now: u64,
+        f: impl FnOnce(&Entry<S>) -> R,
+    ) -> Option<R> {
+        let hash = self.hasher.hash_one(key);
+        let table = self.shard(hash).0.read();
+        let entry = table
+            .map
+            .find(hash, |e| e.hash == hash && key.matches(&e.key))?;
+        entry.touch(now);
+        Some(f(entry))
     }
 
     /// The entry of `key`, created with `make` if the family does not hold

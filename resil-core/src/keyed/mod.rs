@@ -24,9 +24,10 @@
 //!   the family's name; metrics count keys per family.
 //!
 //! A key is any `Hash + Eq + Clone + Send + Sync + 'static` value or a `str`
-//! ([`Key`]); look-ups are hashed with a per-family random seed (SipHash),
-//! so keys cannot be chosen to collide. A look-up of an existing key costs
-//! a hash, a shard read lock and a reference count, and allocates nothing.
+//! ([`Key`]); look-ups are hashed with a per-family random seed (foldhash's
+//! quality hasher), so keys cannot be chosen offline to collide. A look-up
+//! of an existing key costs a hash, a shard read lock and a reference count
+//! (none with [`KeyedRateLimiter::try_acquire`]), and allocates nothing.
 //!
 //! Per-key settings come in [`Tiers`]: a default and overrides by exact key
 //! or `*` pattern, the most specific winning.
@@ -93,7 +94,7 @@ pub struct KeyedCounts {
 }
 
 impl KeyedCounts {
-    fn of<S>(map: &map::Map<S>) -> Self {
+    pub(crate) fn of<S>(map: &map::Map<S>) -> Self {
         let c = &map.counts;
         KeyedCounts {
             in_use: map.len(),

@@ -421,3 +421,88 @@ fn an_evicted_noisy_tenant_still_tops_the_report() {
         }]
     );
 }
+
+#[test]
+fn acquiring_by_key_without_a_handle_is_the_handle_s_acquire() {
+    let clock = ManualClock::new();
+    let config = RateLimiterConfig::builder()
+        .limit_for_period(2)
+        .limit_refresh_period(Duration::from_secs(1))
+        .timeout_duration(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let f = KeyedRateLimiter::with_clock(
+        "api",
+        config,
+        bounds(2, Duration::from_secs(60)),
+        clock.clone(),
+    );
+    // A new key is created on the way, an existing one found.
+    assert!(f.try_acquire("a", 1).is_ok());
+    assert!(f.try_acquire(&"a".to_string(), 1).is_ok());
+    assert!(f.try_acquire("a", 1).is_err());
+    assert_eq!(f.get("a").available_permissions(), 0);
+    // The next cycle's permits are reserved within the timeout.
+    assert_eq!(f.reserve("a", 2), Ok(Duration::from_secs(1)));
+    assert!(f.reserve("a", 1).is_err(), "two cycles ahead");
+    // Refusals are counted on the key; both keys share the family's bound.
+    assert_eq!(f.top_keys(1).by_refusals[0].count, 2);
+    assert!(f.try_acquire("b", 2).is_ok());
+    assert!(
+        f.try_acquire("c", 1).is_err(),
+        "no room: a and b hold permits"
+    );
+    assert_eq!(f.counts().refused, 1);
+    clock.advance(Duration::from_secs(2));
+    assert!(f.try_acquire("c", 1).is_ok(), "their permits are back");
+    assert_eq!(f.counts().evicted_full, 1);
+}
+
+#[test]
+fn by_key_and_by_handle_together_grant_each_key_exactly_its_limit_per_cycle() {
+    const LIMIT: u32 = 5;
+    const CYCLES: u64 = 100;
+    let clock = ManualClock::new();
+    let f = KeyedRateLimiter::with_clock(
+        "api",
+        limiter_config(LIMIT),
+        bounds(8, Duration::from_secs(3600)),
+        clock.clone(),
+    );
+    for _ in 0..CYCLES {
+        let granted = [AtomicU64::new(0), AtomicU64::new(0)];
+        std::thread::scope(|s| {
+            for t in 0..2u64 {
+                let (f, granted) = (&f, &granted);
+                s.spawn(move || {
+                    for i in 0..40u64 {
+                        let key = (i + t) % 2;
+                        // One thread through handles, one by key.
+                        let ok = if t == 0 {
+                            f.get(&key).try_acquire(1).is_ok()
+                        } else {
+                            f.try_acquire(&key, 1).is_ok()
+                        };
+                        if ok {
+                            granted[key as usize].fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        // 40 asks per key for 5 permits: exactly the limit, never more.
+        for n in &granted {
+            assert_eq!(n.load(Ordering::Relaxed), u64::from(LIMIT));
+        }
+        clock.advance(Duration::from_secs(1));
+    }
+    assert_eq!(f.counts().in_use, 2);
+    assert_eq!(
+        f.top_keys(2)
+            .by_refusals
+            .iter()
+            .map(|k| k.count)
+            .sum::<u64>(),
+        2 * CYCLES * 35
+    );
+}

@@ -91,6 +91,8 @@ mod handler;
 mod http;
 #[cfg(feature = "http")]
 pub mod inbound;
+#[cfg(feature = "http")]
+pub mod keyed;
 mod layer;
 mod respond;
 mod service;

@@ -15,7 +15,8 @@ use std::sync::Arc;
 use dashmap::mapref::entry::Entry as MapEntry;
 use dashmap::DashMap;
 use resil_core::distributed_rate_limiter::{
-    Algorithm, DistributedRateLimiter, DistributedRateLimiterConfig, FailurePolicy, Topology,
+    Algorithm, DistributedRateLimiter, DistributedRateLimiterConfig, FailurePolicy,
+    KeyedDistributedRateLimiter, Topology,
 };
 use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig, RateLimiterConfigBuilder};
 use resil_core::ConfigError;
@@ -293,6 +294,48 @@ impl Registry {
         }
     }
 
+    /// The Redis-backed **keyed** rate limiter `name`: one quota in Redis
+    /// per key (`registry.keyed_distributed_rate_limiter("api")?.get(&tenant)`),
+    /// configured as [`distributed_rate_limiter`](Self::distributed_rate_limiter)
+    /// configures the limiter of the same name, with the local bounds of the
+    /// instance's `keyed:` section (`max-keys`, `idle-ttl`). Same name →
+    /// same family (one connection, one local fallback per key).
+    ///
+    /// The family keeps the settings it was built with: unlike the unkeyed
+    /// limiter it is not rebuilt by a reload, and `keyed.overrides` (tiers)
+    /// do not apply to it (every key has the instance's quota).
+    ///
+    /// # Errors
+    /// As [`distributed_rate_limiter`](Self::distributed_rate_limiter):
+    /// [`RegistryError::IllegalOperation`] when `name` is not
+    /// `backend = "redis"`, [`RegistryError::InvalidConfig`] naming the key
+    /// path of an invalid value.
+    pub fn keyed_distributed_rate_limiter(
+        &self,
+        name: &str,
+    ) -> Result<KeyedDistributedRateLimiter, RegistryError> {
+        let families = &self.inner.keyed.distributed;
+        if let Some(family) = families.get(name) {
+            return Ok(family.clone());
+        }
+        let code = self.store::<RateLimiter>().code.read();
+        let file = self.file();
+        let config = build_config(&self.inner.classes, &file, &code, name)?;
+        let bounds = crate::keyed::bounds(file.rate_limiter().for_name(name));
+        let family = match &self.inner.clock {
+            Some(clock) => {
+                KeyedDistributedRateLimiter::with_clock(name, config, bounds, clock.clone())
+            }
+            None => KeyedDistributedRateLimiter::new(name, config, bounds),
+        }
+        .map_err(|source| RegistryError::InvalidConfig {
+            kind: Kind::RateLimiter,
+            name: name.to_owned(),
+            source,
+        })?;
+        Ok(families.entry(Arc::from(name)).or_insert(family).clone())
+    }
+
     /// The names of every Redis-backed rate limiter created so far, sorted.
     pub fn distributed_rate_limiter_names(&self) -> Vec<String> {
         Twins::names(&self.store::<RateLimiter>().twins)
@@ -308,6 +351,22 @@ fn build(
     code: &CodeSettings<RateLimiterConfigBuilder>,
     name: &str,
 ) -> Result<DistributedRateLimiter, RegistryError> {
+    let config = build_config(classes, file, code, name)?;
+    DistributedRateLimiter::new(name, config).map_err(|source| RegistryError::InvalidConfig {
+        kind: Kind::RateLimiter,
+        name: name.to_owned(),
+        source,
+    })
+}
+
+/// The distributed limiter's configuration for `name` as `file` and `code`
+/// resolve it.
+fn build_config(
+    classes: &ErrorClasses,
+    file: &FileConfig,
+    code: &CodeSettings<RateLimiterConfigBuilder>,
+    name: &str,
+) -> Result<DistributedRateLimiterConfig, RegistryError> {
     let entry = file.rate_limiter().for_name(name);
     if !is_redis_backed(entry) {
         return Err(RegistryError::IllegalOperation {
@@ -325,8 +384,7 @@ fn build(
         source,
     };
     let (quota, _) = resolve_layers::<RateLimiter>(classes, file, code, name, &mut ())?;
-    let config = limiter_config(entry, &quota).map_err(invalid)?;
-    DistributedRateLimiter::new(name, config).map_err(invalid)
+    limiter_config(entry, &quota).map_err(invalid)
 }
 
 fn backend_change(name: &str, from: &str, to: &str) -> RegistryError {

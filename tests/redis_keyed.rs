@@ -1,0 +1,225 @@
+//! The distributed rate limiter per key, against a real `redis-server`: each
+//! key its own quota in Redis (the key hash-tagged inside the Redis key),
+//! shared by three processes, and each key its own conservative local quota
+//! while the server is down.
+//!
+//! Time is real (the server's clock decides): the tests assert counts and
+//! who decided, never durations.
+#![cfg(feature = "redis")]
+
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use redis_server::RedisServer;
+use resil::distributed_rate_limiter::{
+    DecidedBy, DistributedRateLimiterConfig, FailurePolicy, KeyedDistributedRateLimiter,
+};
+use resil::keyed::KeyedConfig;
+
+const CHILD_URL: &str = "RESIL_REDIS_KEYED_CHILD_URL";
+
+fn config(url: &str, policy: FailurePolicy) -> DistributedRateLimiterConfig {
+    DistributedRateLimiterConfig::builder()
+        .redis_url(url)
+        .key_prefix("keyed:")
+        .limit_for_period(10)
+        // Longer than any child runs: every grant falls in one window.
+        .limit_refresh_period(Duration::from_secs(30))
+        .timeout_duration(Duration::ZERO)
+        .redis_timeout(Duration::from_secs(2))
+        .failure_policy(policy)
+        .build()
+        .unwrap()
+}
+
+fn family(url: &str, policy: FailurePolicy) -> KeyedDistributedRateLimiter {
+    KeyedDistributedRateLimiter::new("api", config(url, policy), KeyedConfig::default()).unwrap()
+}
+
+#[test]
+#[ignore = "a child process of the keyed test, started by it with the URL in the environment"]
+fn child_process_hammers_the_noisy_key_and_asks_three_times_for_the_quiet_one() {
+    let url = std::env::var(CHILD_URL).expect("started by the keyed test");
+    let api = family(&url, FailurePolicy::FailClosed);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let stop = Instant::now() + Duration::from_millis(500);
+        let (mut noisy, mut quiet) = (0, 0);
+        while Instant::now() < stop {
+            if let Ok(g) = api.get("noisy").acquire_async().await {
+                assert_eq!(g.decided_by(), DecidedBy::Redis);
+                noisy += 1;
+            }
+        }
+        for _ in 0..3 {
+            let g = api.get("quiet").acquire_async().await.unwrap();
+            assert_eq!(g.decided_by(), DecidedBy::Redis);
+            quiet += 1;
+        }
+        println!("NOISY {noisy} QUIET {quiet}");
+    });
+}
+
+#[test]
+fn three_processes_share_each_key_s_quota_and_one_key_never_spends_another_s() {
+    let server = RedisServer::start();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            Command::new(&exe)
+                .args([
+                    "child_process_hammers_the_noisy_key_and_asks_three_times_for_the_quiet_one",
+                    "--exact",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD_URL, server.url())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("start a child process")
+        })
+        .collect();
+    let (mut noisy, mut quiet) = (0, 0);
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "a child process failed:\n{stdout}");
+        let line = stdout
+            .lines()
+            .find_map(|l| l.split_once("NOISY ").map(|(_, rest)| rest.to_owned()))
+            .unwrap_or_else(|| panic!("a NOISY line:\n{stdout}"));
+        let (n, q) = line.split_once(" QUIET ").unwrap();
+        noisy += n.parse::<u32>().unwrap();
+        quiet += q.trim().parse::<u32>().unwrap();
+    }
+    // Three processes hammering one key get its quota, exactly, between
+    // them; the quiet key's 9 requests all pass.
+    assert_eq!(noisy, 10);
+    assert_eq!(quiet, 9);
+    // Each key's state is its own Redis key, the key inside as a hash tag.
+    let api = family(&server.url(), FailurePolicy::FailClosed);
+    assert_eq!(api.redis_key("noisy"), "keyed:api:{noisy}:sliding_window");
+    let mut conn = server.control();
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("keyed:*").query(&mut conn).unwrap();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "keyed:api:{noisy}:sliding_window",
+            "keyed:api:{quiet}:sliding_window"
+        ]
+    );
+    // With a TTL, as the unkeyed limiter's: an idle key leaves nothing.
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("keyed:api:{quiet}:sliding_window")
+        .query(&mut conn)
+        .unwrap();
+    assert!(ttl > 0, "{ttl}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_redis_is_down_each_process_admits_its_share_of_each_key() {
+    let mut server = RedisServer::start();
+    let policy = FailurePolicy::LocalFallback {
+        expected_instances: 3,
+    };
+    // Three instances of a service (each its own family, as each process
+    // has its own): N = 10 per key, so each admits floor(10 / 3) = 3 per key
+    // and the three together stay within 10.
+    let instances: Vec<_> = (0..3).map(|_| family(&server.url(), policy)).collect();
+    assert_eq!(instances[0].local_fallback_limit(), Some(3));
+    // Redis decides while it is up.
+    let g = instances[0].get("a").acquire_async().await.unwrap();
+    assert_eq!(g.decided_by(), DecidedBy::Redis);
+    server.kill();
+    let mut granted = [0u32; 2];
+    for api in &instances {
+        for (i, key) in ["a", "b"].iter().enumerate() {
+            for _ in 0..5 {
+                match api.get(key).acquire_async().await {
+                    Ok(g) => {
+                        assert_eq!(g.decided_by(), DecidedBy::LocalFallback);
+                        granted[i] += 1;
+                    }
+                    Err(e) => assert!(e.to_string().contains("api"), "{e}"),
+                }
+            }
+        }
+    }
+    // Per key, per instance, 3: 9 of each key's 10, never more.
+    assert_eq!(granted, [9, 9]);
+    let m = instances[0].metrics();
+    assert_eq!(m.fallback_decisions(), 10);
+    // Each key's local state is held in the family's bounded memory.
+    assert_eq!(instances[0].counts().in_use, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_family_with_no_room_for_a_new_key_refuses_it_and_keeps_the_keys_whose_fallback_counts() {
+    let mut server = RedisServer::start();
+    let policy = FailurePolicy::LocalFallback {
+        expected_instances: 1,
+    };
+    let api = KeyedDistributedRateLimiter::new(
+        "small",
+        config(&server.url(), policy),
+        KeyedConfig::new(2, Duration::from_secs(600)).unwrap(),
+    )
+    .unwrap();
+    server.kill();
+    api.get("a").acquire_async().await.unwrap();
+    api.get("b").acquire_async().await.unwrap();
+    // `a` and `b` counted local grants of the current window: forgetting
+    // them would let this outage grant their share twice.
+    let c = api.get("c");
+    assert!(c.is_refused());
+    assert!(c.acquire_async().await.is_err());
+    assert_eq!(api.counts().refused, 1);
+    assert_eq!(api.counts().in_use, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_serves_a_keyed_family_from_the_file_by_name() {
+    let server = RedisServer::start();
+    let file = format!(
+        r#"
+[resilience4j.ratelimiter.instances.tenants]
+backend = "redis"
+redis-url = "{}"
+key-prefix = "reg:"
+limit-for-period = 2
+limit-refresh-period = "30s"
+timeout-duration = "0ms"
+keyed = {{ max-keys = 50, idle-ttl = "1m" }}
+"#,
+        server.url()
+    );
+    let registry = resil::Registry::builder().build();
+    registry
+        .reload(resil::config::FileConfig::from_toml_str(&file).unwrap())
+        .unwrap();
+    let family = registry.keyed_distributed_rate_limiter("tenants").unwrap();
+    assert_eq!(family.keyed_config().max_keys(), 50);
+    assert_eq!(family.redis_key("t1"), "reg:tenants:{t1}:sliding_window");
+    // Same name, same family: the second handle sees the first's keys.
+    let again = registry.keyed_distributed_rate_limiter("tenants").unwrap();
+    for _ in 0..2 {
+        family.get("t1").acquire_async().await.unwrap();
+    }
+    assert!(again.get("t1").acquire_async().await.is_err());
+    assert_eq!(again.counts().in_use, 1);
+    again.get("t2").acquire_async().await.unwrap();
+    // A name that is not redis-backed is refused, naming what to set.
+    let err = registry
+        .keyed_distributed_rate_limiter("local")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("backend = \"redis\""), "{err}");
+}
