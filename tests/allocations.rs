@@ -154,6 +154,43 @@ fn a_closed_breaker_allocates_nothing_per_call_whatever_the_traffic_and_clock() 
 }
 
 #[test]
+fn a_breaker_with_a_shadow_allocates_nothing_per_call_live_or_shadow() {
+    // The shadow trial's settings on the same calls (another window size and
+    // threshold, still not reached by 2 % failures); the calls go through the
+    // fast path, the permit path and the async path.
+    let live = CircuitBreaker::new("live", breaker_config(SlidingWindowType::CountBased, 100));
+    let trial = CircuitBreakerConfig::builder()
+        .sliding_window_size(50)
+        .failure_rate_threshold(20.0)
+        .build()
+        .unwrap();
+    let shadow = live.start_shadow(trial);
+    assert_eq!(
+        allocations_in(|i| {
+            let _ = live.call(|| mixed(i));
+        }),
+        0,
+        "call"
+    );
+    assert_eq!(
+        allocations_in(|i| {
+            let permit = live.try_acquire_permission().unwrap();
+            permit.on_result(&mixed(i));
+        }),
+        0,
+        "permit"
+    );
+    assert_eq!(
+        allocations_in(|i| {
+            let _ = ready(live.call_async(async move { mixed(i) }));
+        }),
+        0,
+        "call_async"
+    );
+    assert_eq!(shadow.metrics().buffered_calls(), 50, "the shadow saw the calls");
+}
+
+#[test]
 fn an_open_breaker_refuses_without_allocating() {
     let cb = CircuitBreaker::with_clock(
         "open",
