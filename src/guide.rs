@@ -24,3 +24,7 @@ pub struct FailureModelsAndThrottling;
 
 #[doc = include_str!("../docs/operating-a-fleet.md")]
 pub struct OperatingAFleet;
+
+/// Shadow trials: staged settings beside the live ones, promoted or discarded.
+#[doc = include_str!("../docs/shadow-trials.md")]
+pub struct ShadowTrials;
