@@ -128,7 +128,11 @@ fn shadow(c: &mut Criterion) {
         })
     });
     g.finish();
-    assert_eq!(trial.call_totals().not_permitted(), 0, "the trial never opened");
+    assert_eq!(
+        trial.call_totals().not_permitted(),
+        0,
+        "the trial never opened"
+    );
 }
 
 criterion_group! {

@@ -187,7 +187,11 @@ fn a_breaker_with_a_shadow_allocates_nothing_per_call_live_or_shadow() {
         0,
         "call_async"
     );
-    assert_eq!(shadow.metrics().buffered_calls(), 50, "the shadow saw the calls");
+    assert_eq!(
+        shadow.metrics().buffered_calls(),
+        50,
+        "the shadow saw the calls"
+    );
 }
 
 #[test]

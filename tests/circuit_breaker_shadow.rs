@@ -66,7 +66,8 @@ fn run(ops: &[Op], time_based: bool) -> Result<(), TestCaseError> {
     // The live breaker never refuses (METRICS_ONLY): every call reaches the
     // shadow, so the trial can be exact.
     let clock = ManualClock::new();
-    let live = CircuitBreaker::with_clock("inventory", CircuitBreakerConfig::default(), clock.clone());
+    let live =
+        CircuitBreaker::with_clock("inventory", CircuitBreakerConfig::default(), clock.clone());
     live.transition_to_metrics_only().unwrap();
     let shadow = live.start_shadow(trial(time_based));
     assert!(shadow.is_shadow() && !live.is_shadow());
@@ -185,7 +186,11 @@ fn calls_the_live_breaker_refused_are_unobserved_unless_the_shadow_would_refuse_
     for _ in 0..3 {
         assert!(live.call(|| Ok::<_, Down>(())).is_err());
     }
-    assert_eq!(shadow.unobserved_calls(), 3, "the shadow would have let them through");
+    assert_eq!(
+        shadow.unobserved_calls(),
+        3,
+        "the shadow would have let them through"
+    );
     assert_eq!(shadow.call_totals().not_permitted(), 0);
 }
 
@@ -231,7 +236,9 @@ fn a_shadow_classifies_with_its_own_predicates() {
 async fn permits_feed_the_shadow_and_a_cancelled_call_leaves_nothing_behind() {
     let live = CircuitBreaker::new("price", CircuitBreakerConfig::default());
     let shadow = live.start_shadow(trial(false));
-    live.call_async(async { Err::<(), _>(Down) }).await.unwrap_err();
+    live.call_async(async { Err::<(), _>(Down) })
+        .await
+        .unwrap_err();
     let permit = live.try_acquire_permission().unwrap();
     permit.on_result(&Ok::<_, Down>(()));
     assert_eq!(shadow.metrics().buffered_calls(), 2);

@@ -18,9 +18,9 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use redis_server::RedisServer;
+use resil::config::FileConfig;
 use resil::registry_crate::fleet::FleetOptions;
 use resil::registry_crate::{Kind, Switch, SwitchAction};
-use resil::config::FileConfig;
 use resil::Registry;
 
 /// Set in a replica's environment: its name.
@@ -102,12 +102,10 @@ fn replica_process() {
                     Err(e) => format!("error {e}"),
                 }
             }
-            ["local-close"] => {
-                match registry.release(Kind::CircuitBreaker, "inventory") {
-                    Ok(_) => "ok".into(),
-                    Err(e) => format!("error {e}"),
-                }
-            }
+            ["local-close"] => match registry.release(Kind::CircuitBreaker, "inventory") {
+                Ok(_) => "ok".into(),
+                Err(e) => format!("error {e}"),
+            },
             _ => format!("error unknown command `{line}`"),
         };
         writeln!(out, "@@ {reply}").unwrap();
@@ -126,7 +124,12 @@ struct Replica {
 impl Replica {
     fn spawn(server: &RedisServer, namespace: &str, name: &str) -> Replica {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "replica_process", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "replica_process",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(ROLE, name)
             .env(URL, server.url())
             .env(NAMESPACE, namespace)
@@ -155,7 +158,11 @@ impl Replica {
         loop {
             line.clear();
             let n = self.stdout.read_line(&mut line).unwrap();
-            assert!(n > 0, "replica {} exited while asked `{command}`", self.name);
+            assert!(
+                n > 0,
+                "replica {} exited while asked `{command}`",
+                self.name
+            );
             // libtest's `test replica_process ... ` may begin the line.
             if let Some(at) = line.find("@@ ") {
                 return line[at + 3..].trim_end().to_owned();
@@ -210,13 +217,21 @@ fn three_processes_share_switches_and_their_ttls_a_late_fourth_applies_them_and_
 
     // A force-open with a short TTL, made on p1, reaches all three and ends
     // on each by itself.
-    assert_eq!(replicas[0].ask("switch 2000 INC-9 inventory db failover"), "ok");
+    assert_eq!(
+        replicas[0].ask("switch 2000 INC-9 inventory db failover"),
+        "ok"
+    );
     for r in &mut replicas {
         r.wait_state("FORCED_OPEN");
     }
     for r in &mut replicas {
         r.wait_state("CLOSED");
-        assert_eq!(r.ask("state"), "CLOSED 0", "nothing left in force on {}", r.name);
+        assert_eq!(
+            r.ask("state"),
+            "CLOSED 0",
+            "nothing left in force on {}",
+            r.name
+        );
     }
 
     // A config version made on p1 (a rollback, a promoted trial) reaches the
@@ -255,6 +270,10 @@ fn three_processes_share_switches_and_their_ttls_a_late_fourth_applies_them_and_
         assert_eq!(r.ask("state"), "CLOSED 0");
     }
     assert_eq!(replicas[0].ask("switch 0 INC-12 shared later"), "ok");
-    assert_eq!(replicas[0].ask("state"), "FORCED_OPEN 1", "applied here at once");
+    assert_eq!(
+        replicas[0].ask("state"),
+        "FORCED_OPEN 1",
+        "applied here at once"
+    );
     assert_eq!(replicas[0].ask("unsent"), "1", "and waiting to be shared");
 }

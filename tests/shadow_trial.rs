@@ -76,7 +76,9 @@ struct Down;
 
 fn registry(clock: &ManualClock) -> Registry {
     let registry = Registry::builder().clock(clock.clone()).build();
-    registry.reload(FileConfig::from_yaml_str(LIVE).unwrap()).unwrap();
+    registry
+        .reload(FileConfig::from_yaml_str(LIVE).unwrap())
+        .unwrap();
     registry.circuit_breaker("inventory");
     registry.retry("inventory");
     registry
@@ -125,7 +127,10 @@ fn a_shadow_trial_on_a_recorded_call_sequence_reports_exactly_the_transitions_it
     let trial = registry.shadow_trial().unwrap();
     let shadow = trial.instance(Kind::CircuitBreaker, "inventory").unwrap();
     assert_eq!(shadow.live_state, "CLOSED", "90 % was never reached");
-    assert_eq!(shadow.unobserved, 0, "every call reached the shadow: the trial is exact");
+    assert_eq!(
+        shadow.unobserved, 0,
+        "every call reached the shadow: the trial is exact"
+    );
     let would: Vec<(&str, &str)> = shadow.transitions.iter().map(|t| (t.from, t.to)).collect();
     assert_eq!(
         would,
@@ -155,7 +160,11 @@ fn a_shadow_trial_on_a_recorded_call_sequence_reports_exactly_the_transitions_it
         (promoted.id, promoted.status, promoted.promoted_from),
         (3, VersionStatus::Applied, Some(2))
     );
-    assert_eq!(registry.config_diff(2, 3).unwrap(), [], "what was trialled is what applies");
+    assert_eq!(
+        registry.config_diff(2, 3).unwrap(),
+        [],
+        "what was trialled is what applies"
+    );
     assert!(registry.shadow_trial().is_none());
     let breaker = registry.circuit_breaker("inventory");
     assert_eq!(breaker.config().failure_rate_threshold(), 50.0);
@@ -188,7 +197,10 @@ fn staging_is_validated_like_a_reload_and_refused_with_every_problem() {
         "resilience4j.circuitbreaker.instances.inventory.failure-rate-threshold: 150\n",
     )
     .unwrap_err();
-    assert!(typo.to_string().contains("failure-rate-threshold"), "{typo}");
+    assert!(
+        typo.to_string().contains("failure-rate-threshold"),
+        "{typo}"
+    );
     let err = registry
         .stage_shadow(
             FileConfig::from_yaml_str(
@@ -200,13 +212,20 @@ fn staging_is_validated_like_a_reload_and_refused_with_every_problem() {
         .unwrap_err();
     assert!(matches!(err, ShadowError::Invalid(_)), "{err}");
     assert!(err.to_string().contains("NoSuchError"), "{err}");
-    assert_eq!(registry.config_versions().len(), 1, "nothing staged, nothing recorded");
+    assert_eq!(
+        registry.config_versions().len(),
+        1,
+        "nothing staged, nothing recorded"
+    );
     assert!(registry.shadow_trial().is_none());
 
     let err = registry
         .stage_shadow(FileConfig::from_yaml_str(LIVE).unwrap(), "alice")
         .unwrap_err();
-    assert!(matches!(err, ShadowError::NothingToTrial(ref o) if o.is_empty()), "{err}");
+    assert!(
+        matches!(err, ShadowError::NothingToTrial(ref o) if o.is_empty()),
+        "{err}"
+    );
     let only_retry = LIVE.replace("max-attempts: 3", "max-attempts: 5");
     let err = registry
         .stage_shadow(FileConfig::from_yaml_str(&only_retry).unwrap(), "alice")
@@ -285,7 +304,9 @@ fn a_reload_ends_the_trial_and_a_configure_rebuild_keeps_it() {
     // A reload applies other settings: the trial compared against settings
     // no longer in force, so it ends.
     let other = LIVE.replace("failure-rate-threshold: 90", "failure-rate-threshold: 80");
-    registry.reload(FileConfig::from_yaml_str(&other).unwrap()).unwrap();
+    registry
+        .reload(FileConfig::from_yaml_str(&other).unwrap())
+        .unwrap();
     assert!(registry.shadow_trial().is_none());
     assert!(registry.circuit_breaker("inventory").shadow().is_none());
 }
@@ -294,7 +315,9 @@ fn a_reload_ends_the_trial_and_a_configure_rebuild_keeps_it() {
 fn an_earlier_version_can_be_trialled_before_a_rollback() {
     let clock = ManualClock::new();
     let registry = registry(&clock);
-    registry.reload(FileConfig::from_yaml_str(STAGED).unwrap()).unwrap();
+    registry
+        .reload(FileConfig::from_yaml_str(STAGED).unwrap())
+        .unwrap();
     let trial = registry.stage_shadow_version(1, "alice").unwrap();
     assert_eq!(trial.version, 3);
     assert_eq!(

@@ -44,7 +44,11 @@ fn the_snapshot_shows_the_switches_the_config_version_its_sources_and_the_trial(
 
     registry.circuit_breaker("inventory");
     registry
-        .force_open("inventory", Some(Duration::from_secs(30)), "INC-7 payments down")
+        .force_open(
+            "inventory",
+            Some(Duration::from_secs(30)),
+            "INC-7 payments down",
+        )
         .unwrap();
     clock.advance(Duration::from_secs(10));
     registry

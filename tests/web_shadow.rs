@@ -23,7 +23,9 @@ struct Down;
 #[tokio::test]
 async fn a_trial_is_staged_reported_promoted_and_discarded_only_with_authorization() {
     let registry = Arc::new(Registry::new());
-    registry.reload(FileConfig::from_yaml_str(LIVE).unwrap()).unwrap();
+    registry
+        .reload(FileConfig::from_yaml_str(LIVE).unwrap())
+        .unwrap();
     let breaker = registry.circuit_breaker("inventory");
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -137,7 +139,9 @@ async fn a_trial_is_staged_reported_promoted_and_discarded_only_with_authorizati
     assert_eq!(versions["versions"][2]["source"], "management by bob");
 
     // A kept version staged again, then discarded.
-    let r = post("", json!({ "version": 1, "by": "carol" })).await.unwrap();
+    let r = post("", json!({ "version": 1, "by": "carol" }))
+        .await
+        .unwrap();
     assert_eq!(r.status(), 201);
     let r = post("/discard", json!({ "by": "carol" })).await.unwrap();
     assert_eq!(r.status(), 200);

@@ -118,9 +118,9 @@ pub use crate::store::DEFAULT_EVENT_BUFFER_SIZE;
 pub use crate::switches::{Switch, SwitchAction};
 pub use crate::telemetry::describe::MetricKind;
 pub use crate::telemetry::health::{ComponentHealth, Health, Status};
+pub use crate::telemetry::in_force::{ConfigSnapshot, SourceSnapshot, SwitchSnapshot};
 pub use crate::telemetry::layer::LayerCounts;
 pub use crate::telemetry::ring::{FieldValue, RecordedEvent};
-pub use crate::telemetry::in_force::{ConfigSnapshot, SourceSnapshot, SwitchSnapshot};
 pub use crate::telemetry::snapshot::{
     ConfigValue, FallbackSnapshot, InstanceSnapshot, MetricSnapshot, OverrideSnapshot, Snapshot,
 };

@@ -37,8 +37,8 @@ use crate::event::RegistryEventKind;
 use crate::handle::{Handle, Slot};
 use crate::primitive::{Pending, Primitive, Twins};
 use crate::registry::{plan, Registry};
-use crate::store::{for_each_kind, CodeSettings, KindVisitor};
 use crate::shadow::{ShadowRun, TrialContext};
+use crate::store::{for_each_kind, CodeSettings, KindVisitor};
 use crate::versions::VersionSource;
 
 /// Why a reload was refused. Nothing was applied.

@@ -319,9 +319,11 @@ impl Registry {
             return Err(ShadowError::NothingToTrial(not_trialled));
         }
         let file = Arc::new(file);
-        let recorded =
-            self.record_staged(&file, VersionSource::Management(who.to_owned()));
-        debug_assert_eq!(recorded, version, "versions are numbered under the reload lock");
+        let recorded = self.record_staged(&file, VersionSource::Management(who.to_owned()));
+        debug_assert_eq!(
+            recorded, version,
+            "versions are numbered under the reload lock"
+        );
         let trial = Trial {
             version,
             by: who.to_owned(),

@@ -1048,14 +1048,22 @@ impl Inner {
     pub(crate) fn admit_at(&self, at: u64) -> Result<Permit<'_>, CallNotPermitted> {
         let w = self.load();
         if w.passes_unguarded() {
-            Ok(Permit::new(self, w, if w.state() == State::Disabled { 0 } else { at }))
+            Ok(Permit::new(
+                self,
+                w,
+                if w.state() == State::Disabled { 0 } else { at },
+            ))
         } else {
             self.acquire_slow_at(w, Some(at))
         }
     }
 
     /// [`acquire_slow`](Self::acquire_slow) as of `at` (`None`: now).
-    fn acquire_slow_at(&self, mut w: Word, at: Option<u64>) -> Result<Permit<'_>, CallNotPermitted> {
+    fn acquire_slow_at(
+        &self,
+        mut w: Word,
+        at: Option<u64>,
+    ) -> Result<Permit<'_>, CallNotPermitted> {
         const MAX_FIRES: u32 = 2;
         let mut fires = 0;
         loop {

@@ -152,7 +152,12 @@ impl Inner {
 
     /// Offers an outcome decided by the caller to the shadow.
     #[inline]
-    pub(crate) fn shadow_outcome(&self, start: u64, outcome: Outcome, transition: ResultTransition) {
+    pub(crate) fn shadow_outcome(
+        &self,
+        start: u64,
+        outcome: Outcome,
+        transition: ResultTransition,
+    ) {
         if self.shadow.is_set() {
             self.feed_shadow(start, &|_: &Inner| (outcome, transition));
         }

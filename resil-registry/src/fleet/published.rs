@@ -236,7 +236,12 @@ impl Follower {
         };
         let registry = Registry { inner };
         let Some(text) = &record.text else {
-            config_audit(&self.shared.options.replica, &record, "applied from the fleet", None);
+            config_audit(
+                &self.shared.options.replica,
+                &record,
+                "applied from the fleet",
+                None,
+            );
             return;
         };
         let source = VersionSource::Push(format!(

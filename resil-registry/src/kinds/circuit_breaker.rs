@@ -20,11 +20,11 @@ use crate::config::bind::Bind;
 use crate::config::render::{backoff_values, word, Render};
 use crate::config::resolved::{ErrorNames, Resolved};
 use crate::config::schema::{Val, FAILURE_MODELS, SLIDING_WINDOW_TYPES, STATES};
-use crate::kind::Kind;
 use crate::handle::Handle;
+use crate::kind::Kind;
 use crate::overrides::{Overrides, Transition};
-use crate::shadow::{ShadowRun, TrialContext};
 use crate::primitive::{Hooks, NoTwins};
+use crate::shadow::{ShadowRun, TrialContext};
 use crate::telemetry::describe::{describe_config, Describe, Family, Metric, Telemetry};
 use crate::telemetry::health::Status;
 

@@ -145,7 +145,11 @@ pub(crate) fn samples(registry: &Registry) -> Vec<Sample> {
             });
         }
         for (state, label) in SHADOW_STATES {
-            let on = if state == shadow.shadow_state { 1.0 } else { 0.0 };
+            let on = if state == shadow.shadow_state {
+                1.0
+            } else {
+                0.0
+            };
             let mut labels = labels.clone();
             labels.push(("state", label.to_owned()));
             out.push(Sample {

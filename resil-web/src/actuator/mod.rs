@@ -79,8 +79,8 @@ mod manage;
 mod metrics;
 #[cfg(feature = "prometheus")]
 mod prometheus;
-mod stream;
 mod shadow;
+mod stream;
 mod versions;
 
 use std::fmt;
@@ -253,10 +253,7 @@ impl ActuatorBuilder {
                     "/actuator/configversions/{id}/rollback",
                     post(versions::rollback),
                 )
-                .route(
-                    "/actuator/shadow",
-                    get(shadow::report).post(shadow::stage),
-                )
+                .route("/actuator/shadow", get(shadow::report).post(shadow::stage))
                 .route("/actuator/shadow/promote", post(shadow::promote))
                 .route("/actuator/shadow/discard", post(shadow::discard));
         } else {

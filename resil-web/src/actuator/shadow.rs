@@ -28,7 +28,11 @@ fn shadow_error(e: ShadowError) -> Response {
     };
     let mut r = error(status, e.to_string());
     if !problems.is_empty() {
-        r = (status, Json(json!({ "error": e.to_string(), "problems": problems }))).into_response();
+        r = (
+            status,
+            Json(json!({ "error": e.to_string(), "problems": problems })),
+        )
+            .into_response();
     }
     r
 }
@@ -112,12 +116,10 @@ pub(crate) async fn stage(State(ctx): Shared, request: Request) -> Response {
                 }
             }
         }
-        _ => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "expected `version` (a kept config version) or `config` (the config text), not both",
-            )
-        }
+        _ => return error(
+            StatusCode::BAD_REQUEST,
+            "expected `version` (a kept config version) or `config` (the config text), not both",
+        ),
     };
     match staged {
         Ok(trial) => (StatusCode::CREATED, Json(json!({ "trial": trial }))).into_response(),
@@ -161,8 +163,9 @@ pub(crate) async fn discard(State(ctx): Shared, request: Request) -> Response {
         Err(r) => return r,
     };
     match ctx.registry.discard_shadow(&who) {
-        Ok(trial) => Json(json!({ "message": "shadow trial discarded", "trial": trial }))
-            .into_response(),
+        Ok(trial) => {
+            Json(json!({ "message": "shadow trial discarded", "trial": trial })).into_response()
+        }
         Err(e) => shadow_error(e),
     }
 }
