@@ -279,7 +279,7 @@ impl ShadowRun for BreakerRun {
             predicate_panics: self.shadow.shadow_panics(),
             failure_rate: m.failure_rate(),
             slow_call_rate: m.slow_call_rate(),
-            buffered_calls: u64::from(m.buffered_calls()),
+            buffered_calls: m.buffered_calls(),
         }
     }
 

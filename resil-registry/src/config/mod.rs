@@ -681,7 +681,9 @@ impl FileConfig {
     }
 
     /// Every scalar of the file by dotted key, later documents last (what
-    /// [`property`](Self::property) reads).
+    /// [`property`](Self::property) reads): a fleet publishes a version as
+    /// these.
+    #[cfg(feature = "redis")]
     pub(crate) fn all_properties(&self) -> &[(String, String)] {
         &self.properties
     }

@@ -38,14 +38,11 @@ fn shadow_error(e: ShadowError) -> Response {
 }
 
 /// The `by` field (who asks), `actuator` when absent, or why it is invalid.
-fn by(fields: &Map<String, Value>) -> Result<String, Response> {
+fn by(fields: &Map<String, Value>) -> Result<String, String> {
     match fields.get("by") {
         None | Some(Value::Null) => Ok("actuator".to_owned()),
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(v) => Err(error(
-            StatusCode::BAD_REQUEST,
-            format!("invalid `by`: got {v}, expected a string"),
-        )),
+        Some(v) => Err(format!("invalid `by`: got {v}, expected a string")),
     }
 }
 
@@ -72,7 +69,7 @@ pub(crate) async fn stage(State(ctx): Shared, request: Request) -> Response {
     };
     let who = match by(&fields) {
         Ok(w) => w,
-        Err(r) => return r,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
     let registry = &ctx.registry;
     let staged = match (fields.get("version"), fields.get("config")) {
@@ -136,7 +133,7 @@ pub(crate) async fn promote(State(ctx): Shared, request: Request) -> Response {
     };
     let who = match by(&fields) {
         Ok(w) => w,
-        Err(r) => return r,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
     let registry = &ctx.registry;
     match registry.promote_shadow(&who) {
@@ -160,7 +157,7 @@ pub(crate) async fn discard(State(ctx): Shared, request: Request) -> Response {
     };
     let who = match by(&fields) {
         Ok(w) => w,
-        Err(r) => return r,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
     match ctx.registry.discard_shadow(&who) {
         Ok(trial) => {
