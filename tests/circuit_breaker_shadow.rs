@@ -248,3 +248,58 @@ async fn permits_feed_the_shadow_and_a_cancelled_call_leaves_nothing_behind() {
     assert_eq!(shadow.metrics().buffered_calls(), 2);
     assert_eq!(shadow.unobserved_calls(), 0);
 }
+
+#[test]
+fn under_concurrent_calls_every_completed_call_is_offered_to_the_shadow_exactly_once() {
+    // Stress with an exact invariant: the live breaker never refuses
+    // (METRICS_ONLY), so each completed call is recorded by the shadow, or
+    // refused by it, or lost to its own panicking predicate; calls whose body
+    // panics complete nowhere.
+    const THREADS: u64 = 4;
+    const CALLS: u64 = 5_000;
+    let live = CircuitBreaker::new("price", CircuitBreakerConfig::default());
+    live.transition_to_metrics_only().unwrap();
+    let shadow = live.start_shadow(
+        CircuitBreakerConfig::builder()
+            .sliding_window_size(10)
+            .minimum_number_of_calls(5)
+            .wait_duration_in_open_state(Duration::from_millis(1))
+            .permitted_number_of_calls_in_half_open_state(3)
+            .record_error(|e: &u64| {
+                assert!(e % 97 != 0, "a trial predicate panics now and then");
+                true
+            })
+            .build()
+            .unwrap(),
+    );
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let live = &live;
+            s.spawn(move || {
+                for i in 0..CALLS {
+                    let n = t * CALLS + i;
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        live.call(|| {
+                            assert!(n % 101 != 0, "the call itself panics now and then");
+                            if n % 3 == 0 {
+                                Err(n)
+                            } else {
+                                Ok(n)
+                            }
+                        })
+                    }));
+                }
+            });
+        }
+    });
+    let completed = live.call_totals().calls();
+    let panicked_calls = (0..THREADS * CALLS).filter(|n| n % 101 == 0).count() as u64;
+    assert_eq!(completed, THREADS * CALLS - panicked_calls);
+    assert_eq!(
+        shadow.call_totals().calls() + shadow.shadow_panics(),
+        completed,
+        "each completed call reached the shadow once"
+    );
+    assert!(shadow.shadow_panics() > 0 && shadow.call_totals().not_permitted() > 0);
+    assert_eq!(shadow.unobserved_calls(), 0);
+}

@@ -147,6 +147,20 @@ fn a_shadow_trial_on_a_recorded_call_sequence_reports_exactly_the_transitions_it
         "{trial:#?}"
     );
     assert_eq!(shadow.transition_count, 8);
+    let history = registry.snapshot();
+    let told: Vec<&str> = history
+        .instance(Kind::CircuitBreaker, "inventory")
+        .unwrap()
+        .history
+        .iter()
+        .filter(|e| e.event_type == "SHADOW")
+        .map(|e| e.description.as_str())
+        .collect();
+    assert_eq!(told.len(), 9, "staged, then each transition: {told:#?}");
+    assert_eq!(
+        told[1],
+        "shadow trial of config version 2: would have moved CLOSED -> OPEN"
+    );
     assert!(shadow.would_have_refused > 0);
 
     // Promoted: the staged settings decide, as a new version.

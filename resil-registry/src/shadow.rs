@@ -39,7 +39,7 @@ use crate::handle::Handle;
 use crate::kind::Kind;
 use crate::registry::{Inner, Registry};
 use crate::reload::{ReloadError, ReloadReport};
-use crate::telemetry::ring::iso8601;
+use crate::telemetry::ring::{iso8601, Ring};
 use crate::versions::{VersionError, VersionSource};
 
 /// How many transitions a shadow keeps in its report (the count goes on).
@@ -227,6 +227,11 @@ impl BreakerRun {
         let registry = trial.registry.clone();
         let version = trial.version;
         let name: Arc<str> = handle.registry_name().into();
+        // Weak: the slot holds the live breaker, which holds the shadow,
+        // which holds this tap. No map look-up in the tap either: it runs
+        // on a call's thread under the shadow's read lock, which a rebuild
+        // (holding the map's shard) waits for.
+        let slot = Arc::downgrade(handle.slot());
         shadow.tap_notable(move |event| {
             let CircuitBreakerEventKind::StateTransition { from, to } = event.kind() else {
                 return;
@@ -247,12 +252,14 @@ impl BreakerRun {
                 });
                 kept.1 += 1;
             }
+            let slot = slot.upgrade();
             Registry { inner }.publish_shadow(
                 Kind::CircuitBreaker,
                 &name,
                 version,
                 "would_transition",
                 format!("would have moved {from} -> {to}"),
+                slot.as_ref().map(|s| &s.history),
             );
         });
         Box::new(BreakerRun {
@@ -260,6 +267,14 @@ impl BreakerRun {
             shadow,
             transitions,
         })
+    }
+}
+
+impl Drop for BreakerRun {
+    /// A trial dropped without an end (the registry itself dropped) still
+    /// detaches its shadow.
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -342,13 +357,7 @@ impl Registry {
             "shadow trial of config version {version} staged by {who}"
         );
         for i in &report.instances {
-            self.publish_shadow(
-                Kind::CircuitBreaker,
-                &i.name.as_str().into(),
-                version,
-                "staged",
-                format!("staged by {who}"),
-            );
+            self.publish_breaker_shadow(&i.name, version, "staged", format!("staged by {who}"));
         }
         *self.inner.shadow.lock() = Some(trial);
         Ok(report)
@@ -431,30 +440,38 @@ impl Registry {
                 i.transition_count,
                 i.would_have_refused,
             );
-            self.publish_shadow(
-                Kind::CircuitBreaker,
-                &i.name.as_str().into(),
-                version,
-                how,
-                format!("{how} by {who}"),
-            );
+            self.publish_breaker_shadow(&i.name, version, how, format!("{how} by {who}"));
         }
     }
 
-    /// Publishes a `SHADOW` event of `name`, recorded in its history.
-    pub(crate) fn publish_shadow(
+    /// Publishes a `SHADOW` event of the breaker `name`, recorded in its
+    /// history (looked up by name: not from a tap).
+    fn publish_breaker_shadow(&self, name: &str, version: u64, what: &'static str, detail: String) {
+        let slot = self
+            .store::<CircuitBreaker>()
+            .entries
+            .get(name)
+            .map(|e| Arc::clone(&e.slot));
+        self.publish_shadow(
+            Kind::CircuitBreaker,
+            &name.into(),
+            version,
+            what,
+            detail,
+            slot.as_ref().map(|s| &s.history),
+        );
+    }
+
+    /// Publishes a `SHADOW` event of `name`, recorded in `history`.
+    fn publish_shadow(
         &self,
         kind: Kind,
         name: &Arc<str>,
         version: u64,
         what: &'static str,
         detail: String,
+        history: Option<&Ring>,
     ) {
-        let entry = self
-            .store::<CircuitBreaker>()
-            .entries
-            .get(&**name)
-            .map(|e| Arc::clone(&e.slot));
         self.inner.events.publish(
             kind,
             Arc::clone(name),
@@ -463,7 +480,7 @@ impl Registry {
                 what,
                 detail: detail.into(),
             },
-            entry.as_ref().map(|slot| &slot.history),
+            history,
         );
     }
 }
