@@ -80,3 +80,6 @@ pub struct Performance;
 /// Status: what has landed.
 #[doc = include_str!("../docs/status.md")]
 pub struct Status;
+/// Shadow trials: staged settings beside the live ones, promoted or discarded.
+#[doc = include_str!("../docs/shadow-trials.md")]
+pub struct ShadowTrials;

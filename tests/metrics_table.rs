@@ -29,6 +29,16 @@ fn exposition() -> String {
     let _ = registry.throttler("inventory");
     let _ = registry.layer_counts("inventory-api");
     let _ = registry.keyed_rate_limiter("inventory").get("tenant-1");
+    // A shadow trial of the breaker (its `resil_shadow_*` families).
+    registry
+        .stage_shadow(
+            FileConfig::from_yaml_str(
+                "resilience4j.circuitbreaker.instances.inventory.failure-rate-threshold: 40\n",
+            )
+            .unwrap(),
+            "metrics-table",
+        )
+        .unwrap();
     SITE.degraded(&resil::Error::Call("down"));
     let _ = SITE.finished(Err::<(), _>("fallback failed too"));
     let text = registry.prometheus_text();

@@ -71,6 +71,17 @@ pub enum RegistryEventKind {
         /// The keys the sites disagree on.
         keys: Vec<String>,
     },
+    /// A shadow trial's news about this instance ([`Registry::stage_shadow`](crate::Registry::stage_shadow)):
+    /// staged, a transition the staged settings would have made, promoted,
+    /// discarded, or ended by a reload.
+    Shadow {
+        /// The staged config version.
+        version: u64,
+        /// `staged`, `would_transition`, `promoted`, `discarded` or `ended`.
+        what: &'static str,
+        /// In words (`would have moved CLOSED -> OPEN`, `promoted by alice`).
+        detail: Arc<str>,
+    },
     /// A notable event of the instance itself (a breaker's transition or
     /// reset, a chaos instance's expiry), published when it happened and
     /// recorded in the instance's history as shown.
@@ -111,6 +122,7 @@ impl RegistryEventKind {
             RegistryEventKind::AttributeConflict { .. } => "ATTRIBUTE_CONFLICT",
             RegistryEventKind::OverrideExpired { .. } => "OVERRIDE_EXPIRED",
             RegistryEventKind::ChaosSwitched { .. } => "CHAOS_SWITCHED",
+            RegistryEventKind::Shadow { .. } => "SHADOW",
             RegistryEventKind::Instance(e) => e.event_type,
         }
     }
@@ -170,6 +182,15 @@ impl RegistryEventKind {
                 out.extend(ttl(t));
                 out
             }
+            RegistryEventKind::Shadow {
+                version,
+                what,
+                detail,
+            } => vec![
+                ("version", FieldValue::Number(*version as f64)),
+                ("what", text(what)),
+                ("detail", text(detail)),
+            ],
             RegistryEventKind::Instance(e) => e.fields.clone(),
         }
     }
@@ -222,6 +243,9 @@ fn describe_event(what: &RegistryEventKind) -> String {
             "the attribute at {second} gives other settings ({}) than the one at {first}: not applied",
             keys.join(", ")
         ),
+        RegistryEventKind::Shadow {
+            version, detail, ..
+        } => format!("shadow trial of config version {version}: {detail}"),
         RegistryEventKind::Instance(e) => e.description.clone(),
     }
 }

@@ -20,6 +20,9 @@
 //!
 //! A switch for an instance this replica has not created yet is kept and
 //! applied once the instance exists (checked every second).
+//!
+//! A config version (a promoted shadow trial, a rollback) reaches the fleet
+//! only when published ([`Fleet::publish_version`]; see `published.rs`).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
@@ -34,6 +37,8 @@ use crate::error::RegistryError;
 use crate::kind::Kind;
 use crate::registry::{Inner, Registry};
 use crate::switches::{Switch, SwitchAction};
+
+mod published;
 
 /// How often a replica retries an unreachable Redis and looks for
 /// instances that did not exist yet.
@@ -228,6 +233,8 @@ struct Shared {
     options: FleetOptions,
     next: AtomicU64,
     outbox: Mutex<VecDeque<Record>>,
+    /// Published configs not shared yet ([`Fleet::publish_version`]).
+    configs: Mutex<VecDeque<published::ConfigRecord>>,
     status: Mutex<FleetStatus>,
     changed: Condvar,
 }
@@ -241,7 +248,7 @@ impl Shared {
             status.since = SystemTime::now();
         }
         status.error = error.clone();
-        status.unsent = self.outbox.lock().len();
+        status.unsent = self.outbox.lock().len() + self.configs.lock().len();
         let unsent = status.unsent;
         drop(status);
         self.changed.notify_all();
@@ -263,7 +270,7 @@ impl Shared {
     }
 
     fn refresh_unsent(&self) {
-        let unsent = self.outbox.lock().len();
+        let unsent = self.outbox.lock().len() + self.configs.lock().len();
         self.status.lock().unsent = unsent;
         self.changed.notify_all();
     }
@@ -299,6 +306,7 @@ impl Registry {
             options,
             next: AtomicU64::new(1),
             outbox: Mutex::new(VecDeque::new()),
+            configs: Mutex::new(VecDeque::new()),
             status: Mutex::new(FleetStatus {
                 connected: false,
                 unsent: 0,
@@ -473,6 +481,8 @@ impl Follower {
         pubsub.subscribe(&channel)?;
         pubsub.set_read_timeout(Some(TICK))?;
         self.flush(&mut cmd, &ns)?;
+        self.flush_configs(&mut cmd, &ns)?;
+        self.read_config(&mut cmd, &ns)?;
         self.read_in_force(&mut cmd, &ns)?;
         self.shared.set_connected(true, None);
         let mut last_tick = Instant::now();
@@ -485,12 +495,15 @@ impl Follower {
                     let payload: String = msg.get_payload()?;
                     if let Some(record) = Record::decode(&payload) {
                         self.apply(record, Some(&mut cmd))?;
+                    } else if let Some(record) = published::ConfigRecord::decode(&payload) {
+                        self.apply_config(record);
                     }
                 }
                 Err(e) if e.is_timeout() => {}
                 Err(e) => return Err(e),
             }
             self.flush(&mut cmd, &ns)?;
+            self.flush_configs(&mut cmd, &ns)?;
             if last_tick.elapsed() >= TICK {
                 last_tick = Instant::now();
                 self.retry_pending(Some(&mut cmd));

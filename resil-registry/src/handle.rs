@@ -172,6 +172,11 @@ impl<T> Handle<T> {
         self.slot.load()
     }
 
+    /// The slot this handle follows.
+    pub(crate) fn slot(&self) -> &Arc<Slot<T>> {
+        &self.slot
+    }
+
     /// The registry name this handle was looked up by.
     pub fn registry_name(&self) -> &str {
         &self.slot.name

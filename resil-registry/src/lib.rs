@@ -84,6 +84,7 @@ mod overrides;
 mod primitive;
 mod registry;
 mod reload;
+mod shadow;
 pub mod source;
 mod store;
 mod switches;
@@ -112,10 +113,12 @@ pub use crate::registry::{
     DEFAULT_CONFIG, DEFAULT_MAX_INSTANCES_PER_KIND, DEFAULT_REGISTER_HEALTH_INDICATOR,
 };
 pub use crate::reload::{ReloadError, ReloadReport};
+pub use crate::shadow::{ShadowError, ShadowInstance, ShadowTransition, ShadowTrial};
 pub use crate::store::DEFAULT_EVENT_BUFFER_SIZE;
 pub use crate::switches::{Switch, SwitchAction};
 pub use crate::telemetry::describe::MetricKind;
 pub use crate::telemetry::health::{ComponentHealth, Health, Status};
+pub use crate::telemetry::in_force::{ConfigSnapshot, SourceSnapshot, SwitchSnapshot};
 pub use crate::telemetry::layer::LayerCounts;
 pub use crate::telemetry::ring::{FieldValue, RecordedEvent};
 pub use crate::telemetry::snapshot::{

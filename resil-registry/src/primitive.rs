@@ -12,8 +12,10 @@ use crate::classes::{ErrorClasses, ErrorList};
 use crate::config::{ErrorNames, FileConfig, Resolved, Section};
 use crate::error::RegistryError;
 use crate::event::Publisher;
+use crate::handle::Handle;
 use crate::kind::Kind;
 use crate::overrides::Overrides;
+use crate::shadow::{ShadowRun, TrialContext};
 use crate::store::{CodeSettings, Store, Stores};
 use crate::telemetry::describe::Describe;
 use crate::telemetry::describe::Telemetry;
@@ -28,6 +30,7 @@ mod sealed {
     use resil_core::clock::SharedClock;
 
     use super::{ErrorClasses, ErrorList, ErrorNames, FileConfig, Overrides, Resolved, Section};
+    use super::{Handle, ShadowRun, TrialContext};
     use super::{Store, Stores};
 
     /// Where the list of kinds keeps a kind: its store and its part of a
@@ -93,6 +96,19 @@ mod sealed {
         /// (`overrides`' tunings) to `self`, after a reload or a `configure_*`
         /// rebuilt it or updated it in place: a managed limit outlives them.
         fn reassert(&self, _overrides: &Overrides, _name: &str) {}
+
+        /// Starts a shadow trial of `config` beside the instance `handle`
+        /// follows: the new settings see the same calls and record what
+        /// they would have done, deciding nothing (see [`crate::shadow`]).
+        /// `None` (the default): the kind has no shadows, and its changes
+        /// are listed as not trialled.
+        fn start_shadow(
+            _handle: &Handle<Self>,
+            _config: &Self::Options,
+            _trial: &TrialContext,
+        ) -> Option<Box<dyn ShadowRun>> {
+            None
+        }
 
         /// Turns on what the instance records for telemetry beyond its
         /// defaults, once it is built (on creation and on every rebuild):

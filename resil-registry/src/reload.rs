@@ -37,6 +37,7 @@ use crate::event::RegistryEventKind;
 use crate::handle::{Handle, Slot};
 use crate::primitive::{Pending, Primitive, Twins};
 use crate::registry::{plan, Registry};
+use crate::shadow::{ShadowRun, TrialContext};
 use crate::store::{for_each_kind, CodeSettings, KindVisitor};
 use crate::versions::VersionSource;
 
@@ -170,6 +171,30 @@ where
     }
 }
 
+/// A reload validated under the reload lock, holding every kind's settings
+/// lock and the changes it makes ([`Registry::validate_locked`]).
+pub(crate) struct Validated<'a> {
+    kinds: Vec<Box<dyn KindReload + 'a>>,
+}
+
+impl Validated<'_> {
+    /// Starts a shadow of each changed instance of a kind that has shadows
+    /// (the instance runs its new settings beside the old ones, see
+    /// [`crate::shadow`]); the changed instances of other kinds (`kind
+    /// name`) go to `not_trialled`.
+    pub(crate) fn start_shadows(
+        &mut self,
+        registry: &Registry,
+        trial: &TrialContext,
+        runs: &mut Vec<Box<dyn ShadowRun>>,
+        not_trialled: &mut Vec<String>,
+    ) {
+        for kind in &mut self.kinds {
+            kind.start_shadows(registry, trial, runs, not_trialled);
+        }
+    }
+}
+
 /// One instance's change, validated, waiting to be applied.
 struct Change<P: Primitive> {
     name: String,
@@ -255,7 +280,7 @@ impl Registry {
         let _one_at_a_time = self.inner.reload_lock.lock();
         let source = VersionSource::File(path.to_path_buf());
         let e = Err(e);
-        self.record_version(Some(&Arc::new(file)), source, &e, None);
+        self.record_version(Some(&Arc::new(file)), source, &e, None, None);
         e
     }
 
@@ -338,67 +363,51 @@ impl Registry {
         file: FileConfig,
         source: VersionSource,
     ) -> Result<ReloadReport, ReloadError> {
-        self.reload_versioned(file, source, None)
+        self.reload_versioned(file, source, None, None)
+    }
+
+    /// Applies `file`, the staged version `staged` of a shadow trial, as a
+    /// new version from management by `who`.
+    pub(crate) fn reload_promoted(
+        &self,
+        file: FileConfig,
+        who: &str,
+        staged: u64,
+    ) -> Result<ReloadReport, ReloadError> {
+        tracing::warn!(target: "resil::shadow", version = staged, who, "shadow trial promotion");
+        self.reload_versioned(
+            file,
+            VersionSource::Management(who.to_owned()),
+            None,
+            Some(staged),
+        )
     }
 
     /// A reload recorded as a version (`rollback_of`: the version a
-    /// rollback applies again).
+    /// rollback applies again; `promoted_from`: the shadow trial a
+    /// promotion applies). An applied reload ends a running shadow trial.
     pub(crate) fn reload_versioned(
         &self,
         file: FileConfig,
         source: VersionSource,
         rollback_of: Option<u64>,
+        promoted_from: Option<u64>,
     ) -> Result<ReloadReport, ReloadError> {
         let _one_at_a_time = self.inner.reload_lock.lock();
         let keys = Arc::new(file.clone());
         let result = self.install_locked(file);
         let applied = result.is_ok().then(|| self.file());
         let recorded = applied.as_ref().unwrap_or(&keys);
-        self.record_version(Some(recorded), source, &result, rollback_of);
+        let id = self.record_version(Some(recorded), source, &result, rollback_of, promoted_from);
+        if result.is_ok() {
+            self.end_shadow_trial(id);
+        }
         result
     }
 
     /// The reload itself, under the reload lock.
     fn install_locked(&self, file: FileConfig) -> Result<ReloadReport, ReloadError> {
-        // Every kind's settings, for writing: no instance is created, and no
-        // code setting changes, between validation and application.
-        struct Lock<'a> {
-            registry: &'a Registry,
-            kinds: Vec<Box<dyn KindReload + 'a>>,
-        }
-        impl<'a> KindVisitor for Lock<'a> {
-            fn visit<P: Primitive>(&mut self) {
-                self.kinds.push(Box::new(Staged::<'a, P> {
-                    code: self.registry.store::<P>().code.write(),
-                    changes: Vec::new(),
-                    twins: Default::default(),
-                }));
-            }
-        }
-        let mut locked = Lock {
-            registry: self,
-            kinds: Vec::new(),
-        };
-        for_each_kind(&mut locked);
-        let mut kinds = locked.kinds;
-
-        let old = self.file();
-        let mut problems = Vec::new();
-        let mut errors = Vec::new();
-        for kind in &mut kinds {
-            kind.validate(self, &old, &file, &mut problems, &mut errors);
-        }
-        if !problems.is_empty() {
-            let mut e = ConfigFileError::new(problems);
-            if let Some(origin) = file.origin() {
-                e = e.with_origin(origin);
-            }
-            let e = self.first_load_marked(e);
-            return Err(ReloadError::File(e));
-        }
-        if !errors.is_empty() {
-            return Err(ReloadError::Instances(errors));
-        }
+        let mut kinds = self.validate_locked(&file)?.kinds;
 
         *self.inner.file.write() = Arc::new(file);
         self.inner
@@ -431,6 +440,53 @@ impl Registry {
         drop(followers);
         self.refresh_keyed();
         Ok(report)
+    }
+
+    /// Validates `file` as a reload of the running registry, under the
+    /// reload lock; applies nothing. The result holds every kind's settings
+    /// lock, for writing, and the changes found: no instance is created, and
+    /// no code setting changes, until it is dropped or applied.
+    pub(crate) fn validate_locked(&self, file: &FileConfig) -> Result<Validated<'_>, ReloadError> {
+        // Every kind's settings, for writing: no instance is created, and no
+        // code setting changes, between validation and application.
+        struct Lock<'a> {
+            registry: &'a Registry,
+            kinds: Vec<Box<dyn KindReload + 'a>>,
+        }
+        impl<'a> KindVisitor for Lock<'a> {
+            fn visit<P: Primitive>(&mut self) {
+                self.kinds.push(Box::new(Staged::<'a, P> {
+                    code: self.registry.store::<P>().code.write(),
+                    changes: Vec::new(),
+                    twins: Default::default(),
+                }));
+            }
+        }
+        let mut locked = Lock {
+            registry: self,
+            kinds: Vec::new(),
+        };
+        for_each_kind(&mut locked);
+        let mut kinds = locked.kinds;
+
+        let old = self.file();
+        let mut problems = Vec::new();
+        let mut errors = Vec::new();
+        for kind in &mut kinds {
+            kind.validate(self, &old, file, &mut problems, &mut errors);
+        }
+        if !problems.is_empty() {
+            let mut e = ConfigFileError::new(problems);
+            if let Some(origin) = file.origin() {
+                e = e.with_origin(origin);
+            }
+            let e = self.first_load_marked(e);
+            return Err(ReloadError::File(e));
+        }
+        if !errors.is_empty() {
+            return Err(ReloadError::Instances(errors));
+        }
+        Ok(Validated { kinds })
     }
 
     /// A handle to a value built from the registry's config file by `build`:
@@ -599,6 +655,15 @@ trait KindReload {
 
     /// Applies the validated changes (the new file is in force).
     fn apply(&mut self, registry: &Registry, report: &mut ReloadReport);
+
+    /// Starts shadows of the validated changes instead of applying them.
+    fn start_shadows(
+        &mut self,
+        registry: &Registry,
+        trial: &TrialContext,
+        runs: &mut Vec<Box<dyn ShadowRun>>,
+        not_trialled: &mut Vec<String>,
+    );
 }
 
 struct Staged<'a, P: Primitive> {
@@ -632,6 +697,24 @@ impl<P: Primitive> KindReload for Staged<'_, P> {
         let pending = std::mem::take(&mut self.twins);
         let replaced = twins.install(pending, &registry.inner.events, "reload");
         report.replaced.extend(replaced);
+    }
+
+    fn start_shadows(
+        &mut self,
+        registry: &Registry,
+        trial: &TrialContext,
+        runs: &mut Vec<Box<dyn ShadowRun>>,
+        not_trialled: &mut Vec<String>,
+    ) {
+        for Change { name, config } in &self.changes {
+            let started = registry
+                .find::<P>(name)
+                .and_then(|handle| P::start_shadow(&handle, config, trial));
+            match started {
+                Some(run) => runs.push(run),
+                None => not_trialled.push(format!("{} {name}", P::KIND)),
+            }
+        }
     }
 }
 

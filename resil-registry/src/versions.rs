@@ -59,6 +59,10 @@ pub enum VersionStatus {
     Applied,
     /// Refused: nothing was applied; every problem, as the reload said it.
     Refused(Vec<String>),
+    /// Staged as a shadow trial ([`Registry::stage_shadow`]): valid, run
+    /// beside the config in force, never applied itself (a promotion
+    /// applies it as a new version).
+    Shadow,
 }
 
 /// One config the registry was given.
@@ -77,6 +81,8 @@ pub struct ConfigVersion {
     pub status: VersionStatus,
     /// For a rollback: the version it applied again.
     pub rollback_of: Option<u64>,
+    /// For a promoted shadow trial: the staged version it applied.
+    pub promoted_from: Option<u64>,
 }
 
 impl ConfigVersion {
@@ -229,6 +235,11 @@ impl History {
         true
     }
 
+    /// The number the next version will get (stable under the reload lock).
+    pub(crate) fn peek_next(&self) -> u64 {
+        self.next.load(Ordering::Acquire)
+    }
+
     fn push(&self, kept: Kept) {
         let mut all = self.kept.lock();
         all.push_back(kept);
@@ -324,6 +335,7 @@ impl Registry {
         source: VersionSource,
         result: &Result<ReloadReport, ReloadError>,
         rollback_of: Option<u64>,
+        promoted_from: Option<u64>,
     ) -> u64 {
         let history = &self.inner.versions;
         let keys = file.map(|f| keys_of(f)).unwrap_or_default();
@@ -353,11 +365,45 @@ impl Registry {
                 source,
                 status,
                 rollback_of,
+                promoted_from,
             },
             file,
             keys,
         });
         id
+    }
+
+    /// Records `file`, staged as a shadow trial from `source`: a version
+    /// with status [`VersionStatus::Shadow`] (not counted as a reload, not
+    /// active). Called under the reload lock.
+    pub(crate) fn record_staged(&self, file: &Arc<FileConfig>, source: VersionSource) -> u64 {
+        let history = &self.inner.versions;
+        let keys = keys_of(file);
+        let id = history.next.fetch_add(1, Ordering::AcqRel);
+        history.push(Kept {
+            version: ConfigVersion {
+                id,
+                hash: hash_of(&keys),
+                at: self.inner.events.wall().now().1,
+                source,
+                status: VersionStatus::Shadow,
+                rollback_of: None,
+                promoted_from: None,
+            },
+            file: Some(Arc::clone(file)),
+            keys,
+        });
+        id
+    }
+
+    /// The config of the kept version `id`, unless it was refused.
+    pub(crate) fn kept_file(&self, id: u64) -> Result<Arc<FileConfig>, VersionError> {
+        let kept = self.inner.versions.kept.lock();
+        let found = kept
+            .iter()
+            .find(|k| k.version.id == id)
+            .ok_or(VersionError::Unknown(id))?;
+        found.file.clone().ok_or(VersionError::Refused(id))
     }
 
     /// Records a config that could not even be loaded from `source` as a
@@ -371,7 +417,7 @@ impl Registry {
             return;
         }
         let _one_at_a_time = self.inner.reload_lock.lock();
-        self.record_version(None, source, result, None);
+        self.record_version(None, source, result, None, None);
     }
 
     /// Every version kept, oldest first (at most
@@ -408,19 +454,13 @@ impl Registry {
     /// nothing, operator switches kept). An authorization check belongs to
     /// the caller (the actuator's management endpoint does it).
     pub fn rollback(&self, id: u64, who: &str) -> Result<ReloadReport, VersionError> {
-        let file = {
-            let kept = self.inner.versions.kept.lock();
-            let found = kept
-                .iter()
-                .find(|k| k.version.id == id)
-                .ok_or(VersionError::Unknown(id))?;
-            found.file.clone().ok_or(VersionError::Refused(id))?
-        };
+        let file = self.kept_file(id)?;
         tracing::warn!(version = id, who, "config rollback");
         self.reload_versioned(
             (*file).clone(),
             VersionSource::Management(who.to_owned()),
             Some(id),
+            None,
         )
         .map_err(VersionError::Reload)
     }

@@ -17,6 +17,7 @@ use super::config::{
 use super::event::{CircuitBreakerEvent, CircuitBreakerEventKind};
 use super::metrics::Metrics;
 use super::permit::{OwnedPermit, Permit};
+use super::shadow::{ShadowCounts, ShadowSlot};
 use super::state::Word;
 use super::window::{Aggregate, Change, CountWindow, Measurement, TimeWindow, Window};
 use super::{IllegalTransition, State};
@@ -51,7 +52,7 @@ use crate::log::RefusalLog;
 /// ```
 #[derive(Clone)]
 pub struct CircuitBreaker {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 pub(crate) struct Inner {
@@ -106,6 +107,13 @@ pub(crate) struct Inner {
     /// (the ring's never-wrapping cursor).
     failure_cursor: AtomicU64,
     core: Mutex<Core>,
+    /// The shadow attached to this breaker (see [`super::shadow`]).
+    pub(crate) shadow: ShadowSlot,
+    /// Whether this breaker is itself a shadow: it logs what it would have
+    /// done, and its refusals are not logged as refusals.
+    pub(crate) is_shadow: bool,
+    /// A shadow's own counts (zero on a live breaker).
+    pub(crate) shadow_counts: ShadowCounts,
 }
 
 /// Everything that changes only under the lock.
@@ -220,7 +228,7 @@ impl CircuitBreaker {
     }
 
     fn with_shared_clock(name: Arc<str>, config: CircuitBreakerConfig, clock: SharedClock) -> Self {
-        Self::build(name, config, clock, Arc::default())
+        Self::build(name, config, clock, Arc::default(), false)
     }
 
     fn build(
@@ -228,6 +236,7 @@ impl CircuitBreaker {
         config: CircuitBreakerConfig,
         clock: SharedClock,
         totals: Arc<Totals>,
+        is_shadow: bool,
     ) -> Self {
         let now = clock.now_nanos();
         let window = match config.sliding_window_type {
@@ -288,6 +297,9 @@ impl CircuitBreaker {
                 thresholds_reported: false,
                 timer: None,
             }),
+            shadow: ShadowSlot::new(),
+            is_shadow,
+            shadow_counts: ShadowCounts::default(),
         });
         if initial != State::Closed {
             // Nobody can have subscribed yet, so entering the initial state
@@ -770,21 +782,42 @@ impl CircuitBreaker {
     /// assert_eq!(fresh.metrics().buffered_calls(), 0);
     /// ```
     pub fn reconfigured(&self, config: CircuitBreakerConfig) -> (CircuitBreaker, bool) {
+        // The totals count on: a reload is no reset for a monitoring system.
+        let totals = Arc::clone(&self.inner.totals);
+        self.carried(config, totals, false)
+    }
+
+    /// A shadow of this breaker running `config`: carried over as
+    /// [`reconfigured`](Self::reconfigured) does, with totals of its own,
+    /// and CLOSED where this breaker is in a manual mode.
+    pub(crate) fn shadowed_by(&self, config: CircuitBreakerConfig) -> CircuitBreaker {
+        self.carried(config, Arc::default(), true).0
+    }
+
+    fn carried(
+        &self,
+        config: CircuitBreakerConfig,
+        totals: Arc<Totals>,
+        is_shadow: bool,
+    ) -> (CircuitBreaker, bool) {
         let old = &*self.inner;
         let same_shape = old.config.sliding_window_type == config.sliding_window_type
             && old.config.sliding_window_size == config.sliding_window_size;
-        // The totals count on: a reload is no reset for a monitoring system.
         let next = Self::build(
             Arc::clone(&old.name),
             config,
             old.clock.clone(),
-            Arc::clone(&old.totals),
+            totals,
+            is_shadow,
         );
         if !same_shape {
             return (next, false);
         }
         let old_core = old.core.lock();
-        let state = old.load().state();
+        let state = match old.load().state() {
+            State::ForcedOpen | State::Disabled | State::MetricsOnly if is_shadow => State::Closed,
+            state => state,
+        };
         let inner = &*next.inner;
         let mut core = inner.core.lock();
         core.attempts = old_core.attempts;
@@ -851,7 +884,7 @@ impl Inner {
     /// The start time of a call permitted by `w` (DISABLED does not time calls).
     #[inline]
     fn start(&self, w: Word) -> u64 {
-        if w.state() == State::Disabled {
+        if w.state() == State::Disabled && !self.shadow.is_set() {
             0
         } else {
             self.clock.now_nanos()
@@ -861,12 +894,39 @@ impl Inner {
     /// Classifies and records a result (the permit-free path of `call`).
     #[inline]
     fn complete_result<T: 'static, E: 'static>(&self, w: Word, start: u64, result: &Result<T, E>) {
-        let (outcome, transition) = match result {
+        let (outcome, transition) = self.judge_result(result);
+        self.complete(w, start, outcome, transition);
+        self.shadow_result(start, result);
+    }
+
+    /// Runs the predicates that classify `result` (user code: may panic).
+    #[inline]
+    pub(crate) fn judge_result<T: 'static, E: 'static>(
+        &self,
+        result: &Result<T, E>,
+    ) -> (Outcome, ResultTransition) {
+        match result {
             Ok(_) if !self.inspects_values => (Outcome::Success, ResultTransition::Stay),
             Ok(value) => self.judge_value(value, type_name::<T>()),
             Err(error) => self.judge_error(error, false, type_name::<E>()),
-        };
-        self.complete(w, start, outcome, transition);
+        }
+    }
+
+    /// Runs the predicates that classify a nested `result` (user code: may
+    /// panic).
+    #[inline]
+    pub(crate) fn judge_nested<T: 'static, E: 'static>(
+        &self,
+        result: &Result<T, Error<E>>,
+    ) -> (Outcome, ResultTransition) {
+        match result {
+            Ok(_) if !self.inspects_values => (Outcome::Success, ResultTransition::Stay),
+            Ok(value) => self.judge_value(value, type_name::<T>()),
+            Err(error) => {
+                let (inner, rejection) = error.classified();
+                self.judge_error(inner, rejection, error.classified_type_name())
+            }
+        }
     }
 
     /// Classifies and records a nested result (the permit-free path of
@@ -878,15 +938,11 @@ impl Inner {
         start: u64,
         result: &Result<T, Error<E>>,
     ) {
-        let (outcome, transition) = match result {
-            Ok(_) if !self.inspects_values => (Outcome::Success, ResultTransition::Stay),
-            Ok(value) => self.judge_value(value, type_name::<T>()),
-            Err(error) => {
-                let (inner, rejection) = error.classified();
-                self.judge_error(inner, rejection, error.classified_type_name())
-            }
-        };
+        let (outcome, transition) = self.judge_nested(result);
         self.complete(w, start, outcome, transition);
+        if self.shadow.is_set() {
+            self.feed_shadow(start, &|s: &Inner| s.judge_nested(result));
+        }
     }
 
     /// Runs the value predicates (user code: may panic, before anything is
@@ -964,12 +1020,19 @@ impl Inner {
     fn reject(&self, state: State) -> CallNotPermitted {
         self.not_permitted.fetch_add(1, Ordering::Relaxed);
         self.totals.not_permitted();
-        self.refusals_logged.refused(
-            "circuit breaker",
-            &self.name,
-            "calls not permitted",
-            &self.clock,
-        );
+        if !self.is_shadow {
+            // A shadow's refusals are what it would have done: its report
+            // counts them, no log line calls them refusals.
+            self.refusals_logged.refused(
+                "circuit breaker",
+                &self.name,
+                "calls not permitted",
+                &self.clock,
+            );
+        }
+        if self.shadow.is_set() {
+            self.feed_shadow_refused();
+        }
         self.publish(|| CircuitBreakerEventKind::NotPermitted { state });
         let i = match state {
             State::Open => 0,
@@ -985,26 +1048,51 @@ impl Inner {
     /// Always answers: a wait that has passed fires its transition at most
     /// [`MAX_FIRES`] times in one request; beyond that (a clock that jumps back
     /// and forth) the request is decided by the state as it is.
-    fn acquire_slow(&self, mut w: Word) -> Result<Permit<'_>, CallNotPermitted> {
+    fn acquire_slow(&self, w: Word) -> Result<Permit<'_>, CallNotPermitted> {
+        self.acquire_slow_at(w, None)
+    }
+
+    /// Permission as of `at` (clock nanos), the instant a call the live
+    /// breaker saw started: how a shadow decides (see [`super::shadow`]).
+    pub(crate) fn admit_at(&self, at: u64) -> Result<Permit<'_>, CallNotPermitted> {
+        let w = self.load();
+        if w.passes_unguarded() {
+            Ok(Permit::new(
+                self,
+                w,
+                if w.state() == State::Disabled { 0 } else { at },
+            ))
+        } else {
+            self.acquire_slow_at(w, Some(at))
+        }
+    }
+
+    /// [`acquire_slow`](Self::acquire_slow) as of `at` (`None`: now).
+    fn acquire_slow_at(
+        &self,
+        mut w: Word,
+        at: Option<u64>,
+    ) -> Result<Permit<'_>, CallNotPermitted> {
         const MAX_FIRES: u32 = 2;
         let mut fires = 0;
         loop {
             match w.state() {
                 State::Closed if w.slots() != 0 => {
                     // Ramping up after recovery (`warm_up_period`).
-                    let now = self.clock.now_nanos();
+                    let now = at.unwrap_or_else(|| self.clock.now_nanos());
                     if !self.ramp_admits(w, now) {
                         return Err(self.reject(State::Closed));
                     }
                     return Ok(Permit::new(self, w, now));
                 }
                 State::Closed | State::MetricsOnly => {
-                    return Ok(Permit::new(self, w, self.clock.now_nanos()))
+                    let now = at.unwrap_or_else(|| self.clock.now_nanos());
+                    return Ok(Permit::new(self, w, now));
                 }
                 State::Disabled => return Ok(Permit::new(self, w, 0)),
                 State::ForcedOpen => return Err(self.reject(State::ForcedOpen)),
                 State::Open => {
-                    let now = self.clock.precise_now_nanos();
+                    let now = at.unwrap_or_else(|| self.clock.precise_now_nanos());
                     if fires == MAX_FIRES || !due(now, self.open_until.load(Ordering::Acquire)) {
                         return Err(self.reject(State::Open));
                     }
@@ -1013,7 +1101,7 @@ impl Inner {
                     self.fire(w.epoch(), Timer::OpenToHalfOpen);
                 }
                 State::HalfOpen => {
-                    let now = self.clock.precise_now_nanos();
+                    let now = at.unwrap_or_else(|| self.clock.precise_now_nanos());
                     if fires < MAX_FIRES && due(now, self.half_open_until.load(Ordering::Acquire)) {
                         fires += 1;
                         self.fire(w.epoch(), Timer::HalfOpenExpired);
@@ -1636,7 +1724,15 @@ impl Inner {
         let slow_call_rate = rate(total.slow).unwrap_or(-1.0);
         let (name, from, to, reason) = (&*self.name, from.as_str(), to.as_str(), reason.as_str());
         let buffered_calls = total.calls;
-        if matches!(to, "OPEN" | "FORCED_OPEN") {
+        if self.is_shadow {
+            // What the trial's settings would have done: news for whoever
+            // compares, not an alarm about the dependency.
+            tracing::info!(
+                target: "resil::shadow",
+                name, from, to, failure_rate, slow_call_rate, buffered_calls, reason,
+                "shadow of circuit breaker '{name}' would have moved {from} -> {to}: {reason}"
+            );
+        } else if matches!(to, "OPEN" | "FORCED_OPEN") {
             tracing::warn!(
                 target: "resil::circuit_breaker",
                 name, from, to, failure_rate, slow_call_rate, buffered_calls, reason,

@@ -32,6 +32,10 @@
 //!   records nothing, **METRICS_ONLY** permits and records everything and
 //!   publishes threshold events, but never opens.
 //!
+//! A [shadow](shadow) runs other settings beside a live breaker on the same
+//! calls and records what they would have done, deciding nothing
+//! ([`CircuitBreaker::start_shadow`]): a trial before new thresholds act.
+//!
 //! A breaker starts in `initial_state` (CLOSED by default). Manual transitions
 //! (`transition_to_*`) follow Resilience4j's transition table: CLOSED →
 //! HALF_OPEN, METRICS_ONLY → OPEN and METRICS_ONLY → HALF_OPEN are refused with
@@ -121,6 +125,7 @@ mod config;
 mod event;
 mod metrics;
 mod permit;
+pub mod shadow;
 mod state;
 mod window;
 

@@ -62,18 +62,35 @@ impl<'a> Permit<'a> {
     /// Records a success, without consulting any result predicate.
     #[inline]
     pub fn on_success(self) {
-        self.finish(Outcome::Success, ResultTransition::Stay);
+        self.record_with(Outcome::Success, ResultTransition::Stay);
+    }
+
+    /// The breaker and start of this permit, for its shadow (read before the
+    /// permit is consumed).
+    #[inline]
+    fn parts(&self) -> (&'a Inner, u64) {
+        (self.inner, self.start)
     }
 
     /// Records a successful value, classified by the `record_result` and
     /// `transition_on_result` predicates written for type `T`.
     #[inline]
     pub fn on_value<T: 'static>(self, value: &T) {
+        let (inner, start) = self.parts();
         if self.inner.inspects_values {
             let (outcome, transition) = self.inner.judge_value(value, type_name::<T>());
             self.finish(outcome, transition);
         } else {
             self.finish(Outcome::Success, ResultTransition::Stay);
+        }
+        if inner.shadow.is_set() {
+            inner.feed_shadow(start, &|s: &Inner| {
+                if s.inspects_values {
+                    s.judge_value(value, type_name::<T>())
+                } else {
+                    (Outcome::Success, ResultTransition::Stay)
+                }
+            });
         }
     }
 
@@ -81,16 +98,28 @@ impl<'a> Permit<'a> {
     /// `transition_on_error`) predicates written for type `E`.
     #[inline]
     pub fn on_error<E: 'static>(self, error: &E) {
+        let (inner, start) = self.parts();
         let (outcome, transition) = self.inner.judge_error(error, false, type_name::<E>());
         self.finish(outcome, transition);
+        if inner.shadow.is_set() {
+            inner.feed_shadow(start, &|s: &Inner| {
+                s.judge_error(error, false, type_name::<E>())
+            });
+        }
     }
 
     /// Records an error seen only as `&dyn Any`, classified by the predicates
     /// written for its concrete type. For a `resil::Error<E>` returned by an
     /// inner primitive, prefer [`on_nested_result`](Self::on_nested_result).
     pub fn on_error_any(self, error: &dyn Any) {
+        let (inner, start) = self.parts();
         let (outcome, transition) = self.inner.judge_error(error, false, "an erased error");
         self.finish(outcome, transition);
+        if inner.shadow.is_set() {
+            inner.feed_shadow(start, &|s: &Inner| {
+                s.judge_error(error, false, "an erased error")
+            });
+        }
     }
 
     /// Records a call's result: [`on_value`](Self::on_value) for `Ok`,
@@ -114,18 +143,22 @@ impl<'a> Permit<'a> {
         match result {
             Ok(value) => self.on_value(value),
             Err(error) => {
+                let (breaker, start) = self.parts();
                 let (inner, rejection) = error.classified();
                 let (outcome, transition) =
                     self.inner
                         .judge_error(inner, rejection, error.classified_type_name());
                 self.finish(outcome, transition);
+                if breaker.shadow.is_set() {
+                    breaker.feed_shadow(start, &|s: &Inner| s.judge_nested(result));
+                }
             }
         }
     }
 
     /// Records an outcome decided by the caller, bypassing every predicate.
     pub fn record(self, outcome: Outcome) {
-        self.finish(outcome, ResultTransition::Stay);
+        self.record_with(outcome, ResultTransition::Stay);
     }
 
     /// Records an outcome decided by the caller, bypassing every predicate,
@@ -133,7 +166,9 @@ impl<'a> Permit<'a> {
     /// answer would be (an HTTP classifier's `Retry-After`:
     /// [`ResultTransition::OpenFor`]).
     pub fn record_with(self, outcome: Outcome, transition: ResultTransition) {
+        let (inner, start) = self.parts();
         self.finish(outcome, transition);
+        inner.shadow_outcome(start, outcome, transition);
     }
 
     /// Marks the permit used and records. Predicates run *before* this, so a

@@ -680,6 +680,14 @@ impl FileConfig {
         self.inbound_guard.as_ref()
     }
 
+    /// Every scalar of the file by dotted key, later documents last (what
+    /// [`property`](Self::property) reads): a fleet publishes a version as
+    /// these.
+    #[cfg(feature = "redis")]
+    pub(crate) fn all_properties(&self) -> &[(String, String)] {
+        &self.properties
+    }
+
     /// The active profiles the configuration was read with
     /// ([`PROFILES_VAR`], else the file's `spring.profiles.active`).
     pub fn profiles(&self) -> &[String] {

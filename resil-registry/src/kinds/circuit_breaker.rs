@@ -20,9 +20,11 @@ use crate::config::bind::Bind;
 use crate::config::render::{backoff_values, word, Render};
 use crate::config::resolved::{ErrorNames, Resolved};
 use crate::config::schema::{Val, FAILURE_MODELS, SLIDING_WINDOW_TYPES, STATES};
+use crate::handle::Handle;
 use crate::kind::Kind;
 use crate::overrides::{Overrides, Transition};
 use crate::primitive::{Hooks, NoTwins};
+use crate::shadow::{ShadowRun, TrialContext};
 use crate::telemetry::describe::{describe_config, Describe, Family, Metric, Telemetry};
 use crate::telemetry::health::Status;
 
@@ -53,6 +55,8 @@ impl Hooks for CircuitBreaker {
         next: &Self,
         carried: bool,
     ) {
+        // A running shadow trial goes on beside the rebuilt breaker.
+        previous.move_shadow_to(next);
         if let Some(o) = overrides.get(name) {
             let _ = transition(next, Transition::of_mode(o.mode));
             return;
@@ -66,6 +70,15 @@ impl Hooks for CircuitBreaker {
             State::ForcedOpen => next.transition_to_forced_open(),
             _ => Ok(()),
         };
+    }
+
+    /// Breakers have shadows: the staged settings beside the live ones.
+    fn start_shadow(
+        handle: &Handle<Self>,
+        config: &CircuitBreakerConfig,
+        trial: &TrialContext,
+    ) -> Option<Box<dyn ShadowRun>> {
+        Some(crate::shadow::BreakerRun::start(handle, config, trial))
     }
 
     /// The call timers keep a histogram when asked. Rebuilt breakers share

@@ -169,6 +169,7 @@ impl RegistryBuilder {
                         .unwrap_or(crate::versions::DEFAULT_CONFIG_HISTORY),
                 ),
                 watch: crate::watch::WatchState::new(self.watch_config, self.watch_debounce),
+                shadow: Mutex::new(None),
             }),
         }
     }

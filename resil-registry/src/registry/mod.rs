@@ -83,6 +83,8 @@ pub(crate) struct Inner {
     pub(crate) versions: crate::versions::History,
     /// The config file watcher's settings and, once started, the watcher.
     pub(crate) watch: crate::watch::WatchState,
+    /// The shadow trial running, if any.
+    pub(crate) shadow: Mutex<Option<crate::shadow::Trial>>,
 }
 
 /// Named, shared instances of the nine primitives and their configuration.

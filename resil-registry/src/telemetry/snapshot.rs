@@ -30,6 +30,15 @@ pub struct Snapshot {
     pub fallbacks: Vec<FallbackSnapshot>,
     /// Management requests by outcome ([`Registry::management_requests`]).
     pub management_requests: crate::audit::ManagementRequests,
+    /// The operators' switches in force, by kind, name and action
+    /// ([`Registry::switches`]).
+    pub switches: Vec<crate::telemetry::in_force::SwitchSnapshot>,
+    /// The config version in force, where it came from, the reload counts
+    /// and the followed config sources' reachability.
+    pub config: crate::telemetry::in_force::ConfigSnapshot,
+    /// The shadow trial running beside the config in force
+    /// ([`Registry::shadow_trial`]).
+    pub shadow: Option<crate::shadow::ShadowTrial>,
 }
 
 /// The fallback counters of one protected fn, as the snapshot shows them.
@@ -233,6 +242,9 @@ impl Registry {
             instances,
             fallbacks,
             management_requests: self.management_requests(),
+            switches: self.switch_snapshots(),
+            config: self.config_snapshot(),
+            shadow: self.shadow_trial(),
         }
     }
 

@@ -17,6 +17,7 @@ fn version_json(v: &ConfigVersion, active: Option<u64>) -> Value {
     let (status, problems) = match &v.status {
         VersionStatus::Applied => ("APPLIED", Vec::new()),
         VersionStatus::Refused(p) => ("REFUSED", p.clone()),
+        VersionStatus::Shadow => ("SHADOW", Vec::new()),
     };
     json!({
         "id": v.id,
@@ -27,6 +28,7 @@ fn version_json(v: &ConfigVersion, active: Option<u64>) -> Value {
         "active": Some(v.id) == active,
         "problems": problems,
         "rollbackOf": v.rollback_of,
+        "promotedFrom": v.promoted_from,
     })
 }
 
@@ -40,8 +42,8 @@ fn version_error(e: VersionError) -> Response {
 }
 
 /// `GET /actuator/configversions`: `{"active", "versions": [{"id", "hash",
-/// "time", "source", "status": "APPLIED"|"REFUSED", "active", "problems",
-/// "rollbackOf"}]}`, oldest first.
+/// "time", "source", "status": "APPLIED"|"REFUSED"|"SHADOW", "active",
+/// "problems", "rollbackOf", "promotedFrom"}]}`, oldest first.
 pub(crate) async fn list(State(ctx): Shared, request: Request) -> Response {
     if let Err(r) = authorized(&ctx, request).await {
         return r;
