@@ -2,12 +2,15 @@
 //! refusal ready at once.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use http::Response;
 use pin_project_lite::pin_project;
-use resil_core::inbound::InboundPermit;
+use resil_core::inbound::{InboundPermit, Overloaded};
+
+use super::service::overloaded_response;
 
 pin_project! {
     /// The future of [`InboundGuardService`](super::InboundGuardService): the
@@ -25,7 +28,9 @@ pin_project! {
     #[project = Proj]
     enum State<F, B> {
         Admitted { #[pin] fut: F, permit: Option<InboundPermit> },
-        Refused { response: Option<Response<B>> },
+        // The refusal, not its response: the future stays as small as the
+        // inner one plus the permit, and the response is built when polled.
+        Refused { refused: Option<Overloaded>, body: PhantomData<fn() -> B> },
     }
 }
 
@@ -39,10 +44,11 @@ impl<F, B> InboundFuture<F, B> {
         }
     }
 
-    pub(super) fn refused(response: Response<B>) -> Self {
+    pub(super) fn refused(refused: Overloaded) -> Self {
         InboundFuture {
             state: State::Refused {
-                response: Some(response),
+                refused: Some(refused),
+                body: PhantomData,
             },
         }
     }
@@ -51,6 +57,7 @@ impl<F, B> InboundFuture<F, B> {
 impl<F, B, E> Future for InboundFuture<F, B>
 where
     F: Future<Output = Result<Response<B>, E>>,
+    B: Default,
 {
     type Output = Result<Response<B>, E>;
 
@@ -68,8 +75,8 @@ where
                 }
                 Poll::Ready(out)
             }
-            Proj::Refused { response } => match response.take() {
-                Some(r) => Poll::Ready(Ok(r)),
+            Proj::Refused { refused, .. } => match refused.take() {
+                Some(r) => Poll::Ready(Ok(overloaded_response(&r))),
                 None => Poll::Pending,
             },
         }
