@@ -13,6 +13,7 @@ pub(crate) mod describe;
 pub(crate) mod exposition;
 pub(crate) mod health;
 pub(crate) mod histogram;
+pub(crate) mod inbound;
 pub(crate) mod keyed;
 pub(crate) mod layer;
 #[cfg(feature = "metrics")]
