@@ -61,6 +61,9 @@ where
 {
     type Output = Result<Response<B>, E>;
 
+    // Inlined, as the inner future's poll is: a result handed back through
+    // memory stalls on store forwarding when the caller reads it.
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
             Proj::Admitted { fut, permit } => {
@@ -75,10 +78,16 @@ where
                 }
                 Poll::Ready(out)
             }
-            Proj::Refused { refused, .. } => match refused.take() {
-                Some(r) => Poll::Ready(Ok(overloaded_response(&r))),
-                None => Poll::Pending,
-            },
+            Proj::Refused { refused, .. } => answer_refused(refused),
         }
+    }
+}
+
+/// The answer to a refused request, once.
+#[cold]
+fn answer_refused<B: Default, E>(refused: &mut Option<Overloaded>) -> Poll<Result<Response<B>, E>> {
+    match refused.take() {
+        Some(r) => Poll::Ready(Ok(overloaded_response(&r))),
+        None => Poll::Pending,
     }
 }
