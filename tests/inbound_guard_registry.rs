@@ -9,6 +9,7 @@ use std::time::Duration;
 use resil::clock::ManualClock;
 use resil::config::FileConfig;
 use resil::inbound::{InboundGuard, InboundGuardConfig, Overload};
+use resil::registry_crate::Status;
 use resil::Registry;
 
 fn ms(n: u64) -> Duration {
@@ -194,4 +195,38 @@ fn a_process_wide_guard_admits_refuses_and_releases_like_any_guard() {
     let m = guard.metrics();
     assert_eq!((m.in_flight, m.admitted), (0, 2));
     assert_eq!(m.min_rt, Some(ms(30)));
+}
+
+#[test]
+fn the_health_summary_says_when_the_guard_sheds_and_never_goes_down_for_it() {
+    let clock = ManualClock::new();
+    let registry = registry("resil.inbound-guard.max-in-flight: 1\n", &clock);
+    // No guard yet: not a component.
+    assert!(registry
+        .health()
+        .components
+        .iter()
+        .all(|c| c.kind != "inbound-guard"));
+    let guard = registry.inbound_guard();
+    let component = |r: &Registry| {
+        r.health()
+            .components
+            .into_iter()
+            .find(|c| c.kind == "inbound-guard")
+            .unwrap()
+    };
+    assert_eq!(component(&registry).status, Status::Up);
+    let held = guard.try_enter().unwrap();
+    let shedding = component(&registry);
+    assert_eq!(shedding.status, Status::Degraded);
+    assert_eq!(shedding.state, Some("SHEDDING"));
+    assert_eq!(
+        shedding.reason.as_deref(),
+        Some("refusing inbound requests (in_flight), answered 503 with Retry-After")
+    );
+    assert_eq!(registry.health().status, Status::Degraded);
+    // Asking counted nothing.
+    assert_eq!(guard.metrics().refused_for(Overload::InFlight), 0);
+    drop(held);
+    assert_eq!(component(&registry).status, Status::Up);
 }

@@ -371,6 +371,15 @@ impl InboundGuard {
         })
     }
 
+    /// The rule that would refuse a request arriving now, if any (nothing is
+    /// counted or changed): what a health check reports while the guard
+    /// sheds.
+    pub fn would_refuse(&self) -> Option<Overload> {
+        let i = &*self.inner;
+        i.check(i.in_flight.load(Ordering::Relaxed), i.clock.now_nanos())
+            .err()
+    }
+
     /// A snapshot of what the guard measures.
     pub fn metrics(&self) -> InboundGuardMetrics {
         let i = &*self.inner;

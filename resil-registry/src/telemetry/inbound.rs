@@ -8,6 +8,7 @@ use resil_core::inbound::Overload;
 
 use super::describe::{Family, Metric};
 use super::exposition::Sample;
+use super::health::{ComponentHealth, Status};
 use crate::registry::Registry;
 
 const REQUESTS: Family = Family::new(
@@ -83,4 +84,29 @@ pub(crate) fn samples(registry: &Registry, out: &mut Vec<Sample>) {
     if let Some(load) = m.load {
         push(None, Metric::gauge(LOAD, None, load));
     }
+}
+
+/// The guard's part in the health summary, if the registry made one:
+/// DEGRADED while a request arriving now would be refused (it sheds by
+/// design, so never DOWN: an orchestrator must not take an overloaded
+/// service out of rotation for shedding), naming the rule; UP otherwise.
+pub(crate) fn health(registry: &Registry) -> Option<ComponentHealth> {
+    let guard = registry.inner.inbound.get()?;
+    let refusing = guard.would_refuse();
+    Some(ComponentHealth {
+        kind: "inbound-guard",
+        name: "inbound-guard".to_owned(),
+        state: refusing.map(|_| "SHEDDING"),
+        status: if refusing.is_some() {
+            Status::Degraded
+        } else {
+            Status::Up
+        },
+        reason: refusing.map(|rule| {
+            format!(
+                "refusing inbound requests ({}), answered 503 with Retry-After",
+                rule.as_str()
+            )
+        }),
+    })
 }
