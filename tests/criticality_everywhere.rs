@@ -219,3 +219,96 @@ fn the_bulkhead_s_thresholds_come_from_the_file_with_key_paths() {
         "{bad}"
     );
 }
+
+#[test]
+fn under_four_threads_the_classes_never_hold_more_than_their_thresholds() {
+    // 8 slots: SHEDDABLE may hold 4. Two threads of each class take and
+    // release slots as fast as they can; the slots held, counted by the
+    // callers themselves, never pass a class's ceiling or the limit, and
+    // every attempt is either permitted or rejected (counted per class).
+    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+    let b = bulkhead(8);
+    let sheddable_held = AtomicU32::new(0);
+    let total_held = AtomicU32::new(0);
+    let peaks = [AtomicU32::new(0), AtomicU32::new(0)];
+    let attempts = AtomicU64::new(0);
+    const ROUNDS: u32 = 20_000;
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let class = if t % 2 == 0 { Sheddable } else { Critical };
+            let (b, sheddable_held, total_held, peaks, attempts) =
+                (&b, &sheddable_held, &total_held, &peaks, &attempts);
+            s.spawn(move || {
+                class.sync_scope(|| {
+                    for _ in 0..ROUNDS {
+                        attempts.fetch_add(1, Ordering::Relaxed);
+                        let Ok(permit) = b.try_acquire_permission() else {
+                            continue;
+                        };
+                        let total = total_held.fetch_add(1, Ordering::SeqCst) + 1;
+                        peaks[1].fetch_max(total, Ordering::Relaxed);
+                        if class == Sheddable {
+                            let mine = sheddable_held.fetch_add(1, Ordering::SeqCst) + 1;
+                            peaks[0].fetch_max(mine, Ordering::Relaxed);
+                            sheddable_held.fetch_sub(1, Ordering::SeqCst);
+                        }
+                        total_held.fetch_sub(1, Ordering::SeqCst);
+                        drop(permit);
+                    }
+                })
+            });
+        }
+    });
+    assert!(
+        peaks[0].load(Ordering::Relaxed) <= 4,
+        "SHEDDABLE held at most half"
+    );
+    assert!(
+        peaks[1].load(Ordering::Relaxed) <= 8,
+        "never past the limit"
+    );
+    let m = b.metrics();
+    assert_eq!(
+        m.permitted_calls() + m.rejected_calls(),
+        attempts.load(Ordering::Relaxed)
+    );
+    assert_eq!(
+        m.rejected_calls_of(SheddablePlus) + m.rejected_calls_of(CriticalPlus),
+        0
+    );
+    assert_eq!(b.available_concurrent_calls(), 8, "every slot came back");
+}
+
+#[test]
+fn racing_threads_take_exactly_a_class_s_share_of_a_full_bucket() {
+    // A frozen clock and a full bucket of 1000: four SHEDDABLE threads
+    // racing until refused take exactly 500 permits between them, then
+    // four CRITICAL threads exactly the other 500.
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let clock = ManualClock::new();
+    let config = RefillRateLimiterConfig::builder()
+        .limit_for_period(1000)
+        .limit_refresh_period(Duration::from_secs(1))
+        .timeout_duration(Duration::ZERO)
+        .build()
+        .unwrap();
+    let limiter = RefillRateLimiter::with_clock("partner", config, clock);
+    for class in [Sheddable, Critical] {
+        let granted = AtomicU32::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                let (limiter, granted) = (&limiter, &granted);
+                s.spawn(move || {
+                    class.sync_scope(|| {
+                        while limiter.try_acquire_permission(1) {
+                            granted.fetch_add(1, Ordering::Relaxed);
+                        }
+                    })
+                });
+            }
+        });
+        assert_eq!(granted.load(Ordering::Relaxed), 500, "{class}");
+    }
+    assert_eq!(limiter.metrics().failed_acquisitions_of(Sheddable), 4);
+    assert_eq!(limiter.metrics().failed_acquisitions_of(Critical), 4);
+}
