@@ -10,6 +10,13 @@
 //! to its window; the permit's drop records the response time. The
 //! `max-rps` variant also sums the window on every decision.
 //! `ConcurrencyLimit` takes and gives back a tokio semaphore permit.
+//!
+//! The variants: `defaults` is `InboundGuard::new` (a reference-counted
+//! guard timing requests on the TSC); `process_wide` is the guard a process
+//! makes once (`InboundGuard::process_wide`: no reference count per
+//! permit); `CoarseClock` times requests at Sentinel's 1 ms resolution (one
+//! relaxed load per reading instead of a TSC read, which costs ~14 ns on a
+//! virtual machine — two per request are most of the default's cost).
 //! (Refusals and the BBR check are tested in `tests/inbound_guard.rs`.)
 //!
 //! # What is measured
@@ -21,7 +28,8 @@
 //! # What distorts it
 //!
 //! The counting allocator adds a relaxed atomic per allocation (none
-//! happen); the machine is shared: compare ratios over several runs.
+//! happen); the machine is shared: compare ratios over several runs, run
+//! interleaved (one filter at a time, rotating), and take medians.
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -149,10 +149,17 @@ impl InboundGuardMetrics {
 /// # Cost
 ///
 /// A decision with the default thresholds is one `fetch_add`, a clock
-/// reading, one load of the CPU reading and the window's bucket add; the
-/// window is summed only when a rate, an average or the BBR check needs it.
-/// Nothing is allocated; the permit holds one `Arc` (as tower's
-/// `ConcurrencyLimit`'s `OwnedSemaphorePermit` does).
+/// reading, plain loads of the thresholds and the CPU reading, and one
+/// `fetch_add` to the window's bucket, found through a hint (no division);
+/// the window is summed only when a rate, an average or the BBR check needs
+/// it. The permit's drop is a clock reading, two `fetch_add`s to the bucket
+/// (the minimum is written only when it falls) and a `fetch_sub`. Nothing
+/// is allocated; the permit holds one `Arc` (as tower's `ConcurrencyLimit`'s
+/// `OwnedSemaphorePermit` does), or nothing counted for a
+/// [`process_wide`](Self::process_wide) guard. The clock readings are most
+/// of the rest: on the [`CoarseClock`](crate::clock::CoarseClock) each is
+/// one relaxed load (with Sentinel's 1 ms resolution; see
+/// `benches/overload.rs` for the figures).
 #[derive(Clone)]
 pub struct InboundGuard {
     inner: Shared,
