@@ -10,6 +10,13 @@
 //! to its window; the permit's drop records the response time. The
 //! `max-rps` variant also sums the window on every decision.
 //! `ConcurrencyLimit` takes and gives back a tokio semaphore permit.
+//!
+//! The variants: `defaults` is `InboundGuard::new` (a reference-counted
+//! guard timing requests on the TSC); `process_wide` is the guard a process
+//! makes once (`InboundGuard::process_wide`: no reference count per
+//! permit); `CoarseClock` times requests at Sentinel's 1 ms resolution (one
+//! relaxed load per reading instead of a TSC read, which costs ~14 ns on a
+//! virtual machine — two per request are most of the default's cost).
 //! (Refusals and the BBR check are tested in `tests/inbound_guard.rs`.)
 //!
 //! # What is measured
@@ -21,7 +28,8 @@
 //! # What distorts it
 //!
 //! The counting allocator adds a relaxed atomic per allocation (none
-//! happen); the machine is shared: compare ratios over several runs.
+//! happen); the machine is shared: compare ratios over several runs, run
+//! interleaved (one filter at a time, rotating), and take medians.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -29,6 +37,7 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use resil::clock::{CoarseClock, SystemClock};
 use resil::inbound::{InboundGuard, InboundGuardConfig};
 use resil_web::tower::InboundGuardLayer;
 use tower::limit::ConcurrencyLimit;
@@ -75,6 +84,9 @@ fn inner() -> impl Service<
 fn decision(crit: &mut Criterion) {
     let guard = InboundGuard::new(InboundGuardConfig::default());
     let with_rps = InboundGuard::new(InboundGuardConfig::builder().max_rps(1e12).build().unwrap());
+    let coarse = InboundGuard::with_clock(InboundGuardConfig::default(), CoarseClock);
+    let process = InboundGuard::process_wide(InboundGuardConfig::default(), SystemClock);
+    let process_coarse = InboundGuard::process_wide(InboundGuardConfig::default(), CoarseClock);
     let semaphore = std::sync::Arc::new(tokio::sync::Semaphore::new(1000));
     support::report_allocations(
         "guard try_enter + drop",
@@ -84,6 +96,17 @@ fn decision(crit: &mut Criterion) {
     g.bench_function("resil InboundGuard try_enter + drop (defaults)", |b| {
         b.iter(|| guard.try_enter().is_ok())
     });
+    g.bench_function(
+        "resil InboundGuard try_enter + drop (CoarseClock: Sentinel's 1 ms timing)",
+        |b| b.iter(|| coarse.try_enter().is_ok()),
+    );
+    g.bench_function("resil InboundGuard try_enter + drop (process_wide)", |b| {
+        b.iter(|| process.try_enter().is_ok())
+    });
+    g.bench_function(
+        "resil InboundGuard try_enter + drop (process_wide, CoarseClock)",
+        |b| b.iter(|| process_coarse.try_enter().is_ok()),
+    );
     g.bench_function(
         "resil InboundGuard try_enter + drop (max-rps: window summed)",
         |b| b.iter(|| with_rps.try_enter().is_ok()),
@@ -104,6 +127,16 @@ fn decision(crit: &mut Criterion) {
 fn layer(crit: &mut Criterion) {
     let guard = InboundGuard::new(InboundGuardConfig::default());
     let mut guarded = InboundGuardLayer::new(guard).layer(inner());
+    let mut process = InboundGuardLayer::new(InboundGuard::process_wide(
+        InboundGuardConfig::default(),
+        SystemClock,
+    ))
+    .layer(inner());
+    let mut coarse = InboundGuardLayer::new(InboundGuard::process_wide(
+        InboundGuardConfig::default(),
+        CoarseClock,
+    ))
+    .layer(inner());
     let mut limited = ConcurrencyLimit::new(inner(), 1000);
     support::report_allocations(
         "InboundGuardLayer request",
@@ -121,6 +154,14 @@ fn layer(crit: &mut Criterion) {
     g.bench_function("resil InboundGuardLayer poll_ready + call", |b| {
         b.iter(|| call(&mut guarded))
     });
+    g.bench_function(
+        "resil InboundGuardLayer poll_ready + call (process_wide)",
+        |b| b.iter(|| call(&mut process)),
+    );
+    g.bench_function(
+        "resil InboundGuardLayer poll_ready + call (process_wide, CoarseClock)",
+        |b| b.iter(|| call(&mut coarse)),
+    );
     g.bench_function("tower ConcurrencyLimit poll_ready + call", |b| {
         b.iter(|| call(&mut limited))
     });

@@ -12,7 +12,8 @@ use resil::config::{FileConfig, Format};
 use resil::Registry;
 
 /// A registry holding one instance of every kind (with histograms on), a
-/// fallback site that degraded and failed once, and a tower layer's counts.
+/// fallback site that degraded and failed once, a tower layer's counts and
+/// the inbound guard.
 fn exposition() -> String {
     static SITE: FallbackSite = FallbackSite::new("metrics_table::price");
     let registry = Registry::builder().percentiles_histogram(true).build();
@@ -39,6 +40,10 @@ fn exposition() -> String {
             "metrics-table",
         )
         .unwrap();
+    // The inbound guard, with readings and a completion (every gauge shown).
+    let guard = registry.inbound_guard();
+    guard.record_system(Some(50.0), Some(1.0));
+    drop(guard.try_enter());
     SITE.degraded(&resil::Error::Call("down"));
     let _ = SITE.finished(Err::<(), _>("fallback failed too"));
     let text = registry.prometheus_text();

@@ -422,6 +422,12 @@ impl SharedClock {
     pub fn coarse() -> Self {
         SharedClock(Repr::Coarse)
     }
+
+    /// Whether this is the [`CoarseClock`]: its readings move in steps of
+    /// [`COARSE_TICK`], so a shorter duration may read as zero.
+    pub fn is_coarse(&self) -> bool {
+        matches!(self.0, Repr::Coarse)
+    }
 }
 
 impl fmt::Debug for SharedClock {

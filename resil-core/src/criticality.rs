@@ -235,6 +235,41 @@ pub(crate) fn share_from_percent(percent: f32) -> Share {
 pub(crate) const DEFAULT_THRESHOLDS: [f32; 4] = [50.0, 75.0, 100.0, 100.0];
 
 /// The field names of the per-class settings, indexed by class.
+/// Per-class thresholds (a rate limiter's, a bulkhead's) in hundredths of a percent (`10000` is 100 %): the
+/// configs stay `Eq + Hash` and a limiter within its kilobyte; `Debug` shows
+/// the percentages. A value outside `0..=100` is kept as a marker that
+/// `build` refuses.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Thresholds(pub(crate) [u16; 4]);
+
+/// Out of range: `build` refuses it, naming the value given.
+pub(crate) const INVALID: u16 = u16::MAX;
+
+impl Thresholds {
+    /// The defaults: 50, 75, 100, 100 from `SHEDDABLE` to `CRITICAL_PLUS`.
+    pub(crate) fn defaults() -> Self {
+        Thresholds(DEFAULT_THRESHOLDS.map(Thresholds::encode))
+    }
+
+    pub(crate) fn get(&self, i: usize) -> f32 {
+        f32::from(self.0[i]) / 100.0
+    }
+
+    pub(crate) fn encode(percent: f32) -> u16 {
+        if (0.0..=100.0).contains(&percent) {
+            (percent * 100.0).round() as u16
+        } else {
+            INVALID
+        }
+    }
+}
+
+impl std::fmt::Debug for Thresholds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries((0..4).map(|i| self.get(i))).finish()
+    }
+}
+
 const THRESHOLD_FIELDS: [&str; 4] = [
     "sheddable_threshold",
     "sheddable_plus_threshold",

@@ -769,6 +769,30 @@ const BULKHEAD: &[OptionSpec] = &[
         Check::Bool,
         Default::Is("true"),
     ),
+    core(
+        "sheddable-threshold",
+        Ty::Percent,
+        "sheddable_threshold",
+        Default::Is("50"),
+    ),
+    core(
+        "sheddable-plus-threshold",
+        Ty::Percent,
+        "sheddable_plus_threshold",
+        Default::Is("75"),
+    ),
+    core(
+        "critical-threshold",
+        Ty::Percent,
+        "critical_threshold",
+        Default::Is("100"),
+    ),
+    core(
+        "critical-plus-threshold",
+        Ty::Percent,
+        "critical_plus_threshold",
+        Default::Is("100"),
+    ),
     EVENTS,
     // Keyed families (`registry.keyed_*(name)`): the `keyed` map of an
     // instance; its `overrides` (per key or `*` pattern) are read beside.

@@ -11,6 +11,13 @@ use crate::reload::ReloadError;
 
 static GLOBAL: OnceLock<Registry> = OnceLock::new();
 
+/// Whether `registry` is the process-wide registry.
+pub(crate) fn is_global(registry: &Registry) -> bool {
+    GLOBAL
+        .get()
+        .is_some_and(|global| std::sync::Arc::ptr_eq(&global.inner, &registry.inner))
+}
+
 /// The environment variable naming the config file the process-wide registry
 /// loads on first use.
 pub const RESIL_CONFIG: &str = "RESIL_CONFIG";

@@ -76,6 +76,7 @@ pub mod fleet;
 mod global;
 mod handle;
 mod http_status;
+mod inbound;
 mod keyed;
 mod kind;
 mod kinds;

@@ -438,6 +438,7 @@ impl Registry {
             follower.rebuild(&file);
         }
         drop(followers);
+        self.retune_inbound_guard(&file);
         self.refresh_keyed();
         Ok(report)
     }

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::criticality::{check_classes, Criticality, Thresholds, INVALID};
 use crate::error::ConfigError;
 
 /// The largest `max_concurrent_calls` a bulkhead accepts: Java's `Integer.MAX_VALUE`,
@@ -39,6 +40,8 @@ pub struct BulkheadConfig {
     max_concurrent_calls: u32,
     max_wait_duration: Duration,
     fair_call_handling_enabled: bool,
+    /// Per class ([`Criticality::index`]), in percent.
+    thresholds: Thresholds,
 }
 
 impl BulkheadConfig {
@@ -46,12 +49,16 @@ impl BulkheadConfig {
     pub fn builder() -> BulkheadConfigBuilder {
         BulkheadConfigBuilder {
             config: BulkheadConfig::default(),
+            invalid: [None; 4],
         }
     }
 
     /// A builder starting from this configuration, to change a few values.
     pub fn to_builder(&self) -> BulkheadConfigBuilder {
-        BulkheadConfigBuilder { config: *self }
+        BulkheadConfigBuilder {
+            config: *self,
+            invalid: [None; 4],
+        }
     }
 
     /// How many calls may hold a slot at once (Resilience4j `maxConcurrentCalls`,
@@ -76,6 +83,43 @@ impl BulkheadConfig {
     pub fn fair_call_handling_enabled(&self) -> bool {
         self.fair_call_handling_enabled
     }
+
+    /// The threshold of `class`, in percent of `max_concurrent_calls`: a
+    /// call of that class takes a slot only while fewer than
+    /// `ceil(threshold × max / 100)` are held (defaults 50, 75, 100, 100
+    /// from `SHEDDABLE` to `CRITICAL_PLUS`, as the adaptive bulkhead's and
+    /// the rate limiters'). A class below 100 never waits for a slot: it is
+    /// refused at once, so the wait queue belongs to the classes that may
+    /// use every slot. A program that sets no class runs `CRITICAL`: every
+    /// slot, as before.
+    #[inline]
+    pub fn threshold(&self, class: Criticality) -> f32 {
+        self.thresholds.get(class.index())
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE` (file key `sheddable-threshold`).
+    #[inline]
+    pub fn sheddable_threshold(&self) -> f32 {
+        self.threshold(Criticality::Sheddable)
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE_PLUS` (file key `sheddable-plus-threshold`).
+    #[inline]
+    pub fn sheddable_plus_threshold(&self) -> f32 {
+        self.threshold(Criticality::SheddablePlus)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL` (file key `critical-threshold`).
+    #[inline]
+    pub fn critical_threshold(&self) -> f32 {
+        self.threshold(Criticality::Critical)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL_PLUS` (file key `critical-plus-threshold`).
+    #[inline]
+    pub fn critical_plus_threshold(&self) -> f32 {
+        self.threshold(Criticality::CriticalPlus)
+    }
 }
 
 impl Default for BulkheadConfig {
@@ -85,6 +129,7 @@ impl Default for BulkheadConfig {
             max_concurrent_calls: 25,
             max_wait_duration: Duration::ZERO,
             fair_call_handling_enabled: true,
+            thresholds: Thresholds::defaults(),
         }
     }
 }
@@ -94,6 +139,8 @@ impl Default for BulkheadConfig {
 #[must_use = "a builder does nothing until `build()` is called"]
 pub struct BulkheadConfigBuilder {
     config: BulkheadConfig,
+    /// A threshold given out of range, as given (for the error).
+    invalid: [Option<f32>; 4],
 }
 
 impl BulkheadConfigBuilder {
@@ -115,9 +162,42 @@ impl BulkheadConfigBuilder {
         self
     }
 
+    /// The threshold of `class`, in percent of `max_concurrent_calls`:
+    /// `(0, 100]`, and no class's above a more critical one's (see
+    /// [`BulkheadConfig::threshold`]).
+    pub fn threshold(mut self, class: Criticality, percent: f32) -> Self {
+        let encoded = Thresholds::encode(percent);
+        self.config.thresholds.0[class.index()] = encoded;
+        self.invalid[class.index()] = (encoded == INVALID).then_some(percent);
+        self
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE`.
+    pub fn sheddable_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::Sheddable, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE_PLUS`.
+    pub fn sheddable_plus_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::SheddablePlus, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL`.
+    pub fn critical_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::Critical, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL_PLUS`.
+    pub fn critical_plus_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::CriticalPlus, percent)
+    }
+
     /// The configuration, or the first invalid value with its field name.
     pub fn build(self) -> Result<BulkheadConfig, ConfigError> {
         let c = self.config;
+        let given: [f32; 4] =
+            std::array::from_fn(|i| self.invalid[i].unwrap_or_else(|| c.thresholds.get(i)));
+        check_classes(&given, &[0.0; 4])?;
         if !(1..=MAX_CONCURRENT_CALLS).contains(&c.max_concurrent_calls) {
             return Err(ConfigError::new(
                 "max_concurrent_calls",

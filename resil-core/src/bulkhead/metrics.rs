@@ -1,5 +1,7 @@
 //! A point-in-time view of a bulkhead's slots.
 
+use crate::criticality::Criticality;
+
 /// A snapshot of a [`Bulkhead`](super::Bulkhead)'s slots, taken by
 /// [`metrics`](super::Bulkhead::metrics). Slot figures come from one atomic
 /// reading, so they agree with each other.
@@ -12,7 +14,8 @@ pub struct BulkheadMetrics {
     pub(crate) in_use: u32,
     pub(crate) max: u32,
     pub(crate) waiting: usize,
-    pub(crate) rejected: u64,
+    /// Per class ([`Criticality::index`]).
+    pub(crate) rejected: [u64; 4],
     pub(crate) permitted: u64,
 }
 
@@ -47,7 +50,15 @@ impl BulkheadMetrics {
     /// `BulkheadFull` or because their deadline ran out while they waited.
     #[inline]
     pub fn rejected_calls(&self) -> u64 {
-        self.rejected
+        self.rejected.iter().sum()
+    }
+
+    /// Calls of `class` refused (a full bulkhead, a wait that timed out,
+    /// or a class over its threshold); they add up to
+    /// [`rejected_calls`](Self::rejected_calls).
+    #[inline]
+    pub fn rejected_calls_of(&self, class: Criticality) -> u64 {
+        self.rejected[class.index()]
     }
 
     /// Calls let in since the bulkhead was created (at once or after a wait).

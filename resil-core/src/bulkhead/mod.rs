@@ -130,6 +130,7 @@ pub use self::permit::{AcquireError, BulkheadPermit};
 use self::semaphore::Semaphore;
 use crate::clock::{self, Clock, SharedClock};
 use crate::cold_box::ColdBox;
+use crate::criticality::{share_from_percent, Criticality, Share, FULL_SHARE};
 use crate::error::{BulkheadFull, ConfigError, DeadlineExceeded, Error, SharedName};
 use crate::event::{EventPublisher, EventStream};
 use crate::guarded::{Acquire, Guarded};
@@ -166,7 +167,11 @@ pub(crate) struct Inner {
     refusal_name: SharedName,
     /// `max_wait_duration` in nanoseconds, read on the slow path.
     max_wait_nanos: AtomicU64,
-    rejected: AtomicU64,
+    /// Rejections, per class ([`Criticality::index`]).
+    rejected: [AtomicU64; 4],
+    /// Each class's share of the slots (`FULL_SHARE`: all of them), from
+    /// the config's thresholds.
+    class_shares: [AtomicU64; 4],
     /// Slots handed out, counted per thread (every call that gets one).
     permitted: Striped<AtomicU64>,
     /// The configuration as last set; also serialises configuration changes.
@@ -219,7 +224,7 @@ impl Inner {
     }
 
     fn count_rejection(&self) {
-        self.rejected.fetch_add(1, Ordering::Relaxed);
+        self.rejected[Criticality::current().index()].fetch_add(1, Ordering::Relaxed);
         self.refusals_logged
             .refused("bulkhead", &self.name, "calls rejected", &self.clock);
         self.events
@@ -235,10 +240,43 @@ impl Inner {
         if let Some(spent) = self.deadline_spent() {
             return Some(Err(spent));
         }
+        if let Some(share) = self.class_share() {
+            return Some(self.try_acquire_share(share).map_err(AcquireError::Full));
+        }
         if self.sem.try_acquire() {
             return Some(Ok(self.permitted()));
         }
         None
+    }
+
+    /// The task's class's share of the slots, when it is not all of them.
+    #[inline]
+    fn class_share(&self) -> Option<Share> {
+        let share = self.class_shares[Criticality::current().index()].load(Ordering::Relaxed);
+        (share < FULL_SHARE).then_some(share)
+    }
+
+    /// A slot within `share` now, or a refusal (never a wait).
+    #[cold]
+    fn try_acquire_share(&self, share: Share) -> Result<BulkheadPermit<'_>, BulkheadFull> {
+        if self.sem.try_acquire_share(share) {
+            Ok(self.permitted())
+        } else {
+            Err(self.rejected_full())
+        }
+    }
+
+    /// Puts `config`'s thresholds in force.
+    fn set_shares(&self, config: &BulkheadConfig) {
+        for class in Criticality::ALL {
+            let t = config.threshold(class);
+            let share = if t >= 100.0 {
+                FULL_SHARE
+            } else {
+                share_from_percent(t)
+            };
+            self.class_shares[class.index()].store(share, Ordering::Relaxed);
+        }
     }
 
     /// `Some` refusal if the task's deadline is already spent.
@@ -268,7 +306,7 @@ impl Bulkhead {
         clock: impl Clock,
     ) -> Self {
         let name = name.into();
-        Bulkhead {
+        let bulkhead = Bulkhead {
             inner: Arc::new(Inner {
                 sem: Semaphore::new(
                     config.max_concurrent_calls(),
@@ -277,14 +315,17 @@ impl Bulkhead {
                 refusal_name: SharedName::new(Arc::clone(&name)),
                 name,
                 max_wait_nanos: AtomicU64::new(clock::nanos(config.max_wait_duration())),
-                rejected: AtomicU64::new(0),
+                rejected: Default::default(),
+                class_shares: Default::default(),
                 permitted: Striped::default(),
                 config: Mutex::new(config),
                 clock: SharedClock::new(clock),
                 events: EventPublisher::default(),
                 refusals_logged: crate::log::RefusalLog::new(),
             }),
-        }
+        };
+        bulkhead.inner.set_shares(&config);
+        bulkhead
     }
 
     /// The instance name, carried by every rejection and event.
@@ -386,6 +427,9 @@ impl Bulkhead {
     /// not consult the task's deadline (it never waits).
     #[inline]
     pub fn try_acquire_permission(&self) -> Result<BulkheadPermit<'_>, BulkheadFull> {
+        if let Some(share) = self.inner.class_share() {
+            return self.inner.try_acquire_share(share);
+        }
         if self.inner.sem.try_acquire() {
             Ok(self.inner.permitted())
         } else {
@@ -416,7 +460,11 @@ impl Bulkhead {
             in_use,
             max,
             waiting: self.inner.sem.waiting(),
-            rejected: self.inner.rejected.load(Ordering::Relaxed),
+            rejected: self
+                .inner
+                .rejected
+                .each_ref()
+                .map(|r| r.load(Ordering::Relaxed)),
             permitted: self.inner.permitted.sum(),
         }
     }
@@ -452,6 +500,7 @@ impl Bulkhead {
             .max_wait_nanos
             .store(clock::nanos(next.max_wait_duration()), Ordering::Relaxed);
         self.inner.sem.set_fair(next.fair_call_handling_enabled());
+        self.inner.set_shares(&next);
         if next.max_concurrent_calls() != current.max_concurrent_calls() {
             self.inner.sem.resize(next.max_concurrent_calls());
         }

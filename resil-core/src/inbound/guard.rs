@@ -1,13 +1,13 @@
 //! The guard: admit or refuse one inbound request.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::config::InboundGuardConfig;
 use super::system::SystemSampler;
-use super::window::Window;
+use super::window::{Totals, Window};
 use crate::clock::{self, Clock, SharedClock};
 
 /// Why the guard refused a request.
@@ -101,6 +101,11 @@ pub struct InboundGuardMetrics {
     pub min_rt: Option<Duration>,
     /// The average response time over the window.
     pub average_rt: Option<Duration>,
+    /// BBR's estimate of what the service holds without queueing:
+    /// `max_completed_rps × min_rt` (the smallest response time floored as
+    /// the check floors it), `None` before a completion. Under CPU or load
+    /// pressure the guard refuses above it.
+    pub estimated_in_flight: Option<f64>,
     /// The last CPU usage reading, in percent.
     pub cpu_usage: Option<f64>,
     /// The last load reading.
@@ -144,17 +149,47 @@ impl InboundGuardMetrics {
 /// # Cost
 ///
 /// A decision with the default thresholds is one `fetch_add`, a clock
-/// reading, one load of the CPU reading and the window's bucket add; the
-/// window is summed only when a rate, an average or the BBR check needs it.
-/// Nothing is allocated; the permit holds one `Arc` (as tower's
-/// `ConcurrencyLimit`'s `OwnedSemaphorePermit` does).
+/// reading, plain loads of the thresholds and the CPU reading, and one
+/// `fetch_add` to the window's bucket, found through a hint (no division);
+/// the window is summed only when a rate, an average or the BBR check needs
+/// it. The permit's drop is a clock reading, two `fetch_add`s to the bucket
+/// (the minimum is written only when it falls) and a `fetch_sub`. Nothing
+/// is allocated; the permit holds one `Arc` (as tower's `ConcurrencyLimit`'s
+/// `OwnedSemaphorePermit` does), or nothing counted for a
+/// [`process_wide`](Self::process_wide) guard. The clock readings are most
+/// of the rest: on the [`CoarseClock`](crate::clock::CoarseClock) each is
+/// one relaxed load (with Sentinel's 1 ms resolution; see
+/// `benches/overload.rs` for the figures).
 #[derive(Clone)]
 pub struct InboundGuard {
-    inner: Arc<Inner>,
+    inner: Shared,
+}
+
+/// The guard's state: shared by reference count, or, for the one guard of
+/// a process ([`InboundGuard::process_wide`]), never freed, so that a
+/// permit holds it without touching a count.
+#[derive(Clone)]
+enum Shared {
+    Counted(Arc<Inner>),
+    Static(&'static Inner),
+}
+
+impl std::ops::Deref for Shared {
+    type Target = Inner;
+
+    #[inline]
+    fn deref(&self) -> &Inner {
+        match self {
+            Shared::Counted(inner) => inner,
+            Shared::Static(inner) => inner,
+        }
+    }
 }
 
 struct Inner {
-    config: InboundGuardConfig,
+    /// The configuration in force (read on slow paths; the hot path reads
+    /// `rules`).
+    config: parking_lot::Mutex<InboundGuardConfig>,
     clock: SharedClock,
     in_flight: AtomicU32,
     window: Window,
@@ -162,14 +197,71 @@ struct Inner {
     cpu: AtomicU32,
     /// The last load in thousandths (`u32::MAX`: none).
     load: AtomicU32,
-    /// Thresholds in the same units (`u32::MAX`: off).
-    cpu_over: u32,
-    load_over: u32,
-    admitted: AtomicU64,
+    rules: Rules,
+    /// The smallest response time BBR's estimate uses: the clock's step for
+    /// the [`CoarseClock`](crate::clock::CoarseClock) (a request shorter
+    /// than a step may read as zero, and would make the estimate zero), as
+    /// Sentinel floors its millisecond minimum at 1 ms; zero otherwise.
+    rt_floor: u64,
     refused: [AtomicU64; 5],
 }
 
 const NONE: u32 = u32::MAX;
+
+/// The thresholds as the hot path reads them: atomics, so that
+/// [`InboundGuard::reconfigure`] changes them in place while requests pass.
+struct Rules {
+    /// CPU and load thresholds in thousandths (`u32::MAX`: off).
+    cpu_over: AtomicU32,
+    load_over: AtomicU32,
+    /// `max-in-flight` (`u32::MAX`: off; no count of requests in flight
+    /// reaches it).
+    max_in_flight: AtomicU32,
+    /// Whether `max-rps` or `max-average-rt` is set: a decision sums the
+    /// window.
+    window_rules: AtomicBool,
+    /// `max-rps` as `f64` bits (0: off).
+    max_rps: AtomicU64,
+    /// `max-average-rt` in nanoseconds (0: off).
+    max_average_rt: AtomicU64,
+    /// `retry-after` in nanoseconds.
+    retry_after: AtomicU64,
+}
+
+impl Rules {
+    fn new(config: &InboundGuardConfig) -> Rules {
+        let rules = Rules {
+            cpu_over: AtomicU32::new(NONE),
+            load_over: AtomicU32::new(NONE),
+            max_in_flight: AtomicU32::new(u32::MAX),
+            window_rules: AtomicBool::new(false),
+            max_rps: AtomicU64::new(0),
+            max_average_rt: AtomicU64::new(0),
+            retry_after: AtomicU64::new(0),
+        };
+        rules.set(config);
+        rules
+    }
+
+    fn set(&self, c: &InboundGuardConfig) {
+        let r = Ordering::Relaxed;
+        self.cpu_over.store(
+            c.cpu_usage_threshold()
+                .map_or(NONE, |p| milli(f64::from(p))),
+            r,
+        );
+        self.load_over
+            .store(c.load_threshold().map_or(NONE, milli), r);
+        self.max_in_flight
+            .store(c.max_in_flight().unwrap_or(u32::MAX), r);
+        self.max_rps.store(c.max_rps().map_or(0, f64::to_bits), r);
+        self.max_average_rt
+            .store(c.max_average_rt().map_or(0, clock::nanos), r);
+        self.retry_after.store(clock::nanos(c.retry_after()), r);
+        self.window_rules
+            .store(c.max_rps().is_some() || c.max_average_rt().is_some(), r);
+    }
+}
 
 fn milli(v: f64) -> u32 {
     (v * 1000.0).clamp(0.0, f64::from(NONE - 1)) as u32
@@ -184,28 +276,45 @@ impl InboundGuard {
     /// A guard timing requests on `clock` (a
     /// [`ManualClock`](crate::clock::ManualClock) in tests).
     pub fn with_clock(config: InboundGuardConfig, clock: impl Clock) -> Self {
-        let bucket = clock::nanos(config.window()) / u64::from(config.window_buckets());
         InboundGuard {
-            inner: Arc::new(Inner {
-                clock: SharedClock::new(clock),
-                in_flight: AtomicU32::new(0),
-                window: Window::new(config.window_buckets(), bucket),
-                cpu: AtomicU32::new(NONE),
-                load: AtomicU32::new(NONE),
-                cpu_over: config
-                    .cpu_usage_threshold()
-                    .map_or(NONE, |p| milli(f64::from(p))),
-                load_over: config.load_threshold().map_or(NONE, milli),
-                admitted: AtomicU64::new(0),
-                refused: Default::default(),
-                config,
-            }),
+            inner: Shared::Counted(Arc::new(Inner::new(config, SharedClock::new(clock)))),
         }
     }
 
-    /// The configuration.
+    /// The guard of the whole process, on `clock`: its state is never freed
+    /// (it lives as long as the process, like a `static`), so its permits
+    /// hold it without a reference count — two atomic operations fewer per
+    /// request than [`with_clock`](Self::with_clock)'s guard. Make it once
+    /// (each call leaks one guard's state, a few hundred bytes) and clone
+    /// it; its [system sampler](Self::spawn_system_sampler) runs until the
+    /// runtime ends.
+    pub fn process_wide(config: InboundGuardConfig, clock: impl Clock) -> Self {
+        let inner: &'static Inner =
+            Box::leak(Box::new(Inner::new(config, SharedClock::new(clock))));
+        InboundGuard {
+            inner: Shared::Static(inner),
+        }
+    }
+
+    /// The configuration in force.
     pub fn config(&self) -> InboundGuardConfig {
-        self.inner.config
+        *self.inner.config.lock()
+    }
+
+    /// Puts `config`'s thresholds in force while requests pass (a reloaded
+    /// config file's): the counts, the window and the readings stay. The
+    /// window's shape (`window`, `window-buckets`) cannot change in place:
+    /// if `config` changes it, nothing changes and the answer is `false`.
+    pub fn reconfigure(&self, config: InboundGuardConfig) -> bool {
+        let mut current = self.inner.config.lock();
+        if current.window() != config.window()
+            || current.window_buckets() != config.window_buckets()
+        {
+            return false;
+        }
+        self.inner.rules.set(&config);
+        *current = config;
+        true
     }
 
     /// Records a CPU usage (percent) and a load reading; `None` leaves the
@@ -223,13 +332,26 @@ impl InboundGuard {
     /// v2 aware, see [`SystemSampler`]); the task ends when the guard's last
     /// handle is dropped.
     pub fn spawn_system_sampler(&self, every: Duration) -> tokio::task::JoinHandle<()> {
-        let weak = Arc::downgrade(&self.inner);
+        enum Held {
+            Weak(std::sync::Weak<Inner>),
+            Static(&'static Inner),
+        }
+        let held = match &self.inner {
+            Shared::Counted(inner) => Held::Weak(Arc::downgrade(inner)),
+            Shared::Static(inner) => Held::Static(inner),
+        };
         let mut sampler = SystemSampler::new();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             loop {
                 tick.tick().await;
-                let Some(inner) = weak.upgrade() else { return };
+                let inner = match &held {
+                    Held::Weak(weak) => match weak.upgrade() {
+                        Some(inner) => Shared::Counted(inner),
+                        None => return,
+                    },
+                    Held::Static(inner) => Shared::Static(inner),
+                };
                 let guard = InboundGuard { inner };
                 let reading = sampler.sample(guard.inner.clock.now_nanos());
                 guard.record_system(reading.cpu_usage, reading.load);
@@ -249,12 +371,20 @@ impl InboundGuard {
             return Err(i.refuse(reason));
         }
         i.window.pass(now);
-        i.admitted.fetch_add(1, Ordering::Relaxed);
         Ok(InboundPermit {
-            inner: Arc::clone(&self.inner),
+            inner: self.inner.clone(),
             start: now,
             sample: true,
         })
+    }
+
+    /// The rule that would refuse a request arriving now, if any (nothing is
+    /// counted or changed): what a health check reports while the guard
+    /// sheds.
+    pub fn would_refuse(&self) -> Option<Overload> {
+        let i = &*self.inner;
+        i.check(i.in_flight.load(Ordering::Relaxed), i.clock.now_nanos())
+            .err()
     }
 
     /// A snapshot of what the guard measures.
@@ -270,33 +400,57 @@ impl InboundGuard {
             max_completed_rps: t.max_completed as f64 / i.window.bucket_seconds(),
             min_rt: (t.min_rt != u64::MAX).then(|| Duration::from_nanos(t.min_rt)),
             average_rt: (t.completed > 0).then(|| Duration::from_nanos(t.rt_sum / t.completed)),
+            estimated_in_flight: (t.min_rt != u64::MAX).then(|| i.estimate(&t)),
             cpu_usage: reading(i.cpu.load(Ordering::Relaxed)),
             load: reading(i.load.load(Ordering::Relaxed)),
-            admitted: i.admitted.load(Ordering::Relaxed),
+            admitted: i.window.passed_total(),
             refused: i.refused.each_ref().map(|r| r.load(Ordering::Relaxed)),
         }
     }
 }
 
 impl Inner {
+    fn new(config: InboundGuardConfig, clock: SharedClock) -> Inner {
+        let bucket = clock::nanos(config.window()) / u64::from(config.window_buckets());
+        Inner {
+            rt_floor: if clock.is_coarse() {
+                clock::nanos(clock::COARSE_TICK)
+            } else {
+                0
+            },
+            clock,
+            in_flight: AtomicU32::new(0),
+            window: Window::new(config.window_buckets(), bucket),
+            cpu: AtomicU32::new(NONE),
+            load: AtomicU32::new(NONE),
+            rules: Rules::new(&config),
+            refused: Default::default(),
+            config: parking_lot::Mutex::new(config),
+        }
+    }
+
     /// Every rule, in Sentinel's order; `in_flight` excludes this request.
     #[inline]
     fn check(&self, in_flight: u32, now: u64) -> Result<(), Overload> {
-        let c = &self.config;
-        if c.max_rps().is_some() || c.max_average_rt().is_some() {
+        let rules = &self.rules;
+        if rules.window_rules.load(Ordering::Relaxed) {
             self.check_window(in_flight, now)?;
         }
-        if c.max_in_flight().is_some_and(|max| in_flight >= max) {
+        if in_flight >= rules.max_in_flight.load(Ordering::Relaxed) {
             return Err(Overload::InFlight);
         }
         // An unset threshold is `NONE` (no reading exceeds it); an absent
         // reading is `NONE` too, hence the second comparison.
         let load = self.load.load(Ordering::Relaxed);
-        if load > self.load_over && load != NONE && !self.bbr(in_flight, now) {
+        if load > rules.load_over.load(Ordering::Relaxed)
+            && load != NONE
+            && !self.bbr(in_flight, now)
+        {
             return Err(Overload::Load);
         }
         let cpu = self.cpu.load(Ordering::Relaxed);
-        if cpu > self.cpu_over && cpu != NONE && !self.bbr(in_flight, now) {
+        if cpu > rules.cpu_over.load(Ordering::Relaxed) && cpu != NONE && !self.bbr(in_flight, now)
+        {
             return Err(Overload::Cpu);
         }
         Ok(())
@@ -305,15 +459,14 @@ impl Inner {
     #[cold]
     fn check_window(&self, _in_flight: u32, now: u64) -> Result<(), Overload> {
         let t = self.window.totals(now);
-        if let Some(max) = self.config.max_rps() {
-            if (t.passed + 1) as f64 / self.window.seconds() > max {
-                return Err(Overload::Rps);
-            }
+        // Off is 0 for both (no set threshold is 0).
+        let max_rps = f64::from_bits(self.rules.max_rps.load(Ordering::Relaxed));
+        if max_rps > 0.0 && (t.passed + 1) as f64 / self.window.seconds() > max_rps {
+            return Err(Overload::Rps);
         }
-        if let Some(max) = self.config.max_average_rt() {
-            if t.completed > 0 && t.rt_sum / t.completed > clock::nanos(max) {
-                return Err(Overload::AverageRt);
-            }
+        let max_rt = self.rules.max_average_rt.load(Ordering::Relaxed);
+        if max_rt > 0 && t.completed > 0 && t.rt_sum / t.completed > max_rt {
+            return Err(Overload::AverageRt);
         }
         Ok(())
     }
@@ -331,8 +484,14 @@ impl Inner {
             // Nothing completed yet: no estimate to hold the load against.
             return true;
         }
+        f64::from(in_flight) <= self.estimate(&t)
+    }
+
+    /// BBR's estimate over `t` (which holds a completion): the best
+    /// bucket's completions per second × the smallest response time.
+    fn estimate(&self, t: &Totals) -> f64 {
         let max_rps = t.max_completed as f64 / self.window.bucket_seconds();
-        f64::from(in_flight) <= max_rps * (t.min_rt as f64 / 1e9)
+        max_rps * (t.min_rt.max(self.rt_floor) as f64 / 1e9)
     }
 
     #[cold]
@@ -340,7 +499,7 @@ impl Inner {
         self.refused[reason.index()].fetch_add(1, Ordering::Relaxed);
         Overloaded {
             reason,
-            retry_after: self.config.retry_after(),
+            retry_after: Duration::from_nanos(self.rules.retry_after.load(Ordering::Relaxed)),
         }
     }
 }
@@ -348,7 +507,7 @@ impl Inner {
 impl fmt::Debug for InboundGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InboundGuard")
-            .field("config", &self.inner.config)
+            .field("config", &*self.inner.config.lock())
             .field("in_flight", &self.inner.in_flight.load(Ordering::Relaxed))
             .finish()
     }
@@ -360,7 +519,7 @@ impl fmt::Debug for InboundGuard {
 /// was refused further in.
 #[must_use = "the request leaves the in-flight count as soon as the permit is dropped"]
 pub struct InboundPermit {
-    inner: Arc<Inner>,
+    inner: Shared,
     start: u64,
     sample: bool,
 }
@@ -394,5 +553,32 @@ impl fmt::Debug for InboundPermit {
         f.debug_struct("InboundPermit")
             .field("start", &self.start)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_the_coarse_clock_bbr_floors_the_smallest_response_time_at_one_tick() {
+        // Requests shorter than the coarse clock's 1 ms step read as 0 ms:
+        // BBR's estimate would be 0 and admit one request at a time. The
+        // floor keeps it at best-bucket RPS × 1 ms, as Sentinel floors its
+        // millisecond minimum at 1 ms. Any other clock has no floor.
+        let coarse = Inner::new(InboundGuardConfig::default(), SharedClock::coarse());
+        let exact = Inner::new(InboundGuardConfig::default(), SharedClock::system());
+        for inner in [&coarse, &exact] {
+            for _ in 0..3000 {
+                inner.window.complete(5_000_000, 0);
+            }
+        }
+        let t = coarse.window.totals(5_000_000);
+        // 3000 completions in one 100 ms bucket: 30 000 per second, × 1 ms.
+        assert!((coarse.estimate(&t) - 30.0).abs() < 1e-9);
+        assert_eq!(exact.estimate(&exact.window.totals(5_000_000)), 0.0);
+        assert!(coarse.bbr(30, 5_000_000));
+        assert!(!coarse.bbr(31, 5_000_000));
+        assert!(!exact.bbr(2, 5_000_000));
     }
 }

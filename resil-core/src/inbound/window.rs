@@ -1,15 +1,27 @@
 //! The sliding window of requests admitted and completed (Sentinel's
 //! `LeapArray` with a `MetricBucket` of pass, success, RT and min RT).
+//!
+//! # Cost
+//!
+//! A request finds its bucket through a hint (the bucket the newest reading
+//! used) and one range check of that bucket's start: no division on the
+//! path a request takes, only when a new stretch of time begins. A
+//! completion is two `fetch_add`s and a load (the minimum is written only
+//! when it falls).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
+
+/// A bucket's start before any stretch took it.
+const EMPTY: u64 = u64::MAX;
 
 /// One bucket: what happened in one `bucket`-long stretch of time.
 #[derive(Debug)]
 struct Bucket {
-    /// Which stretch (`now / bucket`) the counts belong to.
-    epoch: AtomicU64,
+    /// Where the stretch the counts belong to starts (a multiple of the
+    /// bucket's length, in the clock's nanoseconds), `EMPTY` before any.
+    start: AtomicU64,
     passed: AtomicU64,
     completed: AtomicU64,
     rt_sum: AtomicU64,
@@ -19,12 +31,19 @@ struct Bucket {
 impl Bucket {
     fn new() -> Self {
         Bucket {
-            epoch: AtomicU64::new(u64::MAX),
+            start: AtomicU64::new(EMPTY),
             passed: AtomicU64::new(0),
             completed: AtomicU64::new(0),
             rt_sum: AtomicU64::new(0),
             min_rt: AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// Whether reading `now` falls in this bucket's stretch.
+    #[inline]
+    fn holds(&self, now: u64, bucket: u64) -> bool {
+        let start = self.start.load(Ordering::Acquire);
+        start != EMPTY && now >= start && now - start < bucket
     }
 }
 
@@ -45,8 +64,18 @@ pub(crate) struct Totals {
 pub(crate) struct Window {
     buckets: Box<[Bucket]>,
     bucket: u64,
-    /// Held only to reset a bucket that a new stretch of time takes over.
-    reset: Mutex<()>,
+    /// The index of the bucket the newest stretch took: where a request
+    /// looks first.
+    hint: AtomicUsize,
+    /// Held to reset a bucket that a new stretch of time takes over, and to
+    /// read [`passed_total`](Self::passed_total).
+    reset: Mutex<Retired>,
+}
+
+/// What the window's buckets counted before a new stretch reset them.
+#[derive(Debug, Default)]
+struct Retired {
+    passed: u64,
 }
 
 impl Window {
@@ -54,35 +83,54 @@ impl Window {
         Window {
             buckets: (0..buckets.max(1)).map(|_| Bucket::new()).collect(),
             bucket: bucket.max(1),
-            reset: Mutex::new(()),
+            hint: AtomicUsize::new(0),
+            reset: Mutex::new(Retired::default()),
         }
     }
 
     /// The bucket of reading `now`, reset first if it held an older stretch.
     #[inline]
     fn current(&self, now: u64) -> &Bucket {
-        let epoch = now / self.bucket;
-        let b = &self.buckets[(epoch % self.buckets.len() as u64) as usize];
-        if b.epoch.load(Ordering::Acquire) != epoch {
-            self.rotate(b, epoch);
+        let hint = self.hint.load(Ordering::Relaxed);
+        match self.buckets.get(hint) {
+            Some(b) if b.holds(now, self.bucket) => b,
+            _ => self.find(now),
         }
+    }
+
+    /// The bucket of `now` found by division, taken over by its stretch if
+    /// it held an older one; the hint moves to it.
+    #[cold]
+    fn find(&self, now: u64) -> &Bucket {
+        let epoch = now / self.bucket;
+        let index = (epoch % self.buckets.len() as u64) as usize;
+        let b = &self.buckets[index];
+        let start = epoch * self.bucket;
+        if b.start.load(Ordering::Acquire) != start {
+            self.rotate(b, start);
+        }
+        // A thread with an older reading may point the hint back at an
+        // older bucket: the next request then finds by division again.
+        self.hint.store(index, Ordering::Relaxed);
         b
     }
 
     #[cold]
-    fn rotate(&self, b: &Bucket, epoch: u64) {
-        let _reset = self.reset.lock();
-        let held = b.epoch.load(Ordering::Acquire);
+    fn rotate(&self, b: &Bucket, start: u64) {
+        let mut retired = self.reset.lock();
+        let held = b.start.load(Ordering::Acquire);
         // A later stretch already took it (a reading older than another
         // thread's): count into it rather than erase newer counts.
-        if held != u64::MAX && held >= epoch {
+        if held != EMPTY && held >= start {
             return;
         }
-        b.passed.store(0, Ordering::Relaxed);
+        // `swap`, so that a pass racing with the reset is counted once:
+        // in the retired total or in the new stretch.
+        retired.passed += b.passed.swap(0, Ordering::Relaxed);
         b.completed.store(0, Ordering::Relaxed);
         b.rt_sum.store(0, Ordering::Relaxed);
         b.min_rt.store(u64::MAX, Ordering::Relaxed);
-        b.epoch.store(epoch, Ordering::Release);
+        b.start.store(start, Ordering::Release);
     }
 
     /// A request was admitted at `now`.
@@ -97,20 +145,34 @@ impl Window {
         let b = self.current(now);
         b.completed.fetch_add(1, Ordering::Relaxed);
         b.rt_sum.fetch_add(rt, Ordering::Relaxed);
-        b.min_rt.fetch_min(rt, Ordering::Relaxed);
+        if rt < b.min_rt.load(Ordering::Relaxed) {
+            b.min_rt.fetch_min(rt, Ordering::Relaxed);
+        }
+    }
+
+    /// Every pass counted since the window was made (the retired buckets'
+    /// and those still held).
+    pub(crate) fn passed_total(&self) -> u64 {
+        let retired = self.reset.lock();
+        retired.passed
+            + self
+                .buckets
+                .iter()
+                .map(|b| b.passed.load(Ordering::Relaxed))
+                .sum::<u64>()
     }
 
     /// The buckets of the window ending at `now`.
     pub(crate) fn totals(&self, now: u64) -> Totals {
-        let epoch = now / self.bucket;
-        let n = self.buckets.len() as u64;
+        let current = now / self.bucket * self.bucket;
+        let span = self.bucket.saturating_mul(self.buckets.len() as u64);
         let mut t = Totals {
             min_rt: u64::MAX,
             ..Totals::default()
         };
         for b in self.buckets.iter() {
-            let e = b.epoch.load(Ordering::Acquire);
-            if e == u64::MAX || e > epoch || epoch - e >= n {
+            let s = b.start.load(Ordering::Acquire);
+            if s == EMPTY || s > current || current - s >= span {
                 continue;
             }
             let completed = b.completed.load(Ordering::Relaxed);

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::drain::DrainOnResult;
 use crate::clock;
-use crate::criticality::{check_classes, Criticality, DEFAULT_THRESHOLDS};
+use crate::criticality::{check_classes, Criticality, Thresholds, INVALID};
 use crate::error::ConfigError;
 
 /// The longest `limit_refresh_period`: `u64::MAX` nanoseconds (about 584 years),
@@ -64,36 +64,6 @@ pub struct RateLimiterConfig {
     /// limiter stays within its kilobyte (see `tests/allocations.rs`).
     warm_up_nanos: u64,
     cold_factor: u32,
-}
-
-/// Per-class thresholds in hundredths of a percent (`10000` is 100 %): the
-/// config stays `Eq + Hash` and a limiter within its kilobyte; `Debug` shows
-/// the percentages. A value outside `0..=100` is kept as a marker that
-/// `build` refuses.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct Thresholds([u16; 4]);
-
-/// Out of range: `build` refuses it, naming the value given.
-const INVALID: u16 = u16::MAX;
-
-impl Thresholds {
-    fn get(&self, i: usize) -> f32 {
-        f32::from(self.0[i]) / 100.0
-    }
-
-    fn encode(percent: f32) -> u16 {
-        if (0.0..=100.0).contains(&percent) {
-            (percent * 100.0).round() as u16
-        } else {
-            INVALID
-        }
-    }
-}
-
-impl std::fmt::Debug for Thresholds {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries((0..4).map(|i| self.get(i))).finish()
-    }
 }
 
 impl RateLimiterConfig {
@@ -233,7 +203,7 @@ impl Default for RateLimiterConfig {
             limit_refresh_period: Duration::from_nanos(500),
             timeout_duration: Duration::from_secs(5),
             drain_permissions_on_result: None,
-            thresholds: Thresholds(DEFAULT_THRESHOLDS.map(Thresholds::encode)),
+            thresholds: Thresholds::defaults(),
             warm_up_nanos: 0,
             cold_factor: 3,
         }

@@ -112,6 +112,33 @@ impl Bucket {
 
     /// Gives back a reservation that was never used, if nothing was taken after
     /// it. Returns whether it was given back.
+    /// Takes `permits` now if, after taking them, the bucket misses at most
+    /// `allowed` permits (a class's share of the capacity); never reserves,
+    /// and a refusal changes nothing.
+    #[inline]
+    pub(crate) fn acquire_within(&self, permits: u32, allowed: u32, now: u64) -> bool {
+        let now = self.elapsed(now);
+        let cost = u64::from(permits).saturating_mul(self.interval);
+        let limit =
+            now.saturating_add(u64::from(allowed.min(self.capacity)).saturating_mul(self.interval));
+        let mut full_at = self.full_at.0.load(Ordering::Acquire);
+        loop {
+            let end = full_at.max(now).saturating_add(cost);
+            if end > limit {
+                return false;
+            }
+            match self.full_at.0.compare_exchange_weak(
+                full_at,
+                end,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => full_at = actual,
+            }
+        }
+    }
+
     pub(crate) fn give_back(&self, grant: &Grant) -> bool {
         self.full_at
             .0
@@ -192,6 +219,27 @@ mod tests {
         assert!(!b.give_back(&first), "a later reservation sits behind it");
         assert!(b.give_back(&second));
         assert_eq!(b.available(0), -1);
+    }
+
+    #[test]
+    fn a_share_takes_only_from_the_top_of_the_bucket() {
+        // Capacity 10: a class allowed 5 missing permits takes 5 of a full
+        // bucket, then nothing until the bucket refills above half.
+        let b = Bucket::new(10, 10, 100, 0);
+        for _ in 0..5 {
+            assert!(b.acquire_within(1, 5, 0));
+        }
+        assert!(!b.acquire_within(1, 5, 0));
+        assert_eq!(b.available(0), 5, "a refusal takes nothing");
+        // The full share can still take the rest, then waits as usual.
+        for _ in 0..5 {
+            assert_eq!(b.acquire(1, 0, NEVER).unwrap().wait, 0);
+        }
+        assert!(!b.acquire_within(1, 5, 0));
+        // 6 permits later the bucket misses 4: one more for the share.
+        assert!(b.acquire_within(1, 5, 600));
+        assert!(!b.acquire_within(1, 5, 600));
+        assert!(!b.acquire_within(2, 6, 600), "two would miss 7");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use super::config::check_period;
 use super::drain::DrainOnResult;
 use super::RateLimiterConfig;
 use crate::clock;
+use crate::criticality::{check_classes, Criticality, Thresholds, INVALID};
 use crate::error::ConfigError;
 
 /// How a [`RefillRateLimiter`](super::RefillRateLimiter) paces calls: one
@@ -51,6 +52,8 @@ pub struct RefillRateLimiterConfig {
     initial_permits: Option<u32>,
     timeout_duration: Duration,
     drain_permissions_on_result: Option<DrainOnResult>,
+    /// Per class ([`Criticality::index`]), in percent.
+    thresholds: Thresholds,
 }
 
 impl RefillRateLimiterConfig {
@@ -58,6 +61,7 @@ impl RefillRateLimiterConfig {
     pub fn builder() -> RefillRateLimiterConfigBuilder {
         RefillRateLimiterConfigBuilder {
             config: RefillRateLimiterConfig::default(),
+            invalid: [None; 4],
         }
     }
 
@@ -65,6 +69,7 @@ impl RefillRateLimiterConfig {
     pub fn to_builder(&self) -> RefillRateLimiterConfigBuilder {
         RefillRateLimiterConfigBuilder {
             config: self.clone(),
+            invalid: [None; 4],
         }
     }
 
@@ -120,6 +125,19 @@ impl RefillRateLimiterConfig {
         self.drain_permissions_on_result.as_ref()
     }
 
+    /// The threshold of `class`, in percent of `permit_capacity`: a call of
+    /// that class takes permits only while the bucket, after taking them,
+    /// misses at most `ceil(threshold × capacity / 100)` permits — a class
+    /// at 50 % uses the top half of the bucket and leaves the bottom half to
+    /// the classes above it (defaults 50, 75, 100, 100 from `SHEDDABLE` to
+    /// `CRITICAL_PLUS`, as the cycle [`RateLimiterConfig`]'s). A class
+    /// below 100 never waits for, nor reserves, permits to come: it is
+    /// refused at once.
+    #[inline]
+    pub fn threshold(&self, class: Criticality) -> f32 {
+        self.thresholds.get(class.index())
+    }
+
     pub(crate) fn with_timeout(self, timeout_duration: Duration) -> Self {
         RefillRateLimiterConfig {
             timeout_duration,
@@ -139,6 +157,7 @@ impl Default for RefillRateLimiterConfig {
             initial_permits: None,
             timeout_duration: Duration::from_secs(5),
             drain_permissions_on_result: None,
+            thresholds: Thresholds::defaults(),
         }
     }
 }
@@ -148,6 +167,8 @@ impl Default for RefillRateLimiterConfig {
 #[must_use = "a builder does nothing until `build()` is called"]
 pub struct RefillRateLimiterConfigBuilder {
     config: RefillRateLimiterConfig,
+    /// A threshold given out of range, as given (for the error).
+    invalid: [Option<f32>; 4],
 }
 
 impl RefillRateLimiterConfigBuilder {
@@ -193,9 +214,22 @@ impl RefillRateLimiterConfigBuilder {
         self
     }
 
+    /// The threshold of `class`, in percent of `permit_capacity`:
+    /// `(0, 100]`, and no class's above a more critical one's (see
+    /// [`RefillRateLimiterConfig::threshold`]).
+    pub fn threshold(mut self, class: Criticality, percent: f32) -> Self {
+        let encoded = Thresholds::encode(percent);
+        self.config.thresholds.0[class.index()] = encoded;
+        self.invalid[class.index()] = (encoded == INVALID).then_some(percent);
+        self
+    }
+
     /// The configuration, or the first invalid value with its field name.
     pub fn build(self) -> Result<RefillRateLimiterConfig, ConfigError> {
         let c = self.config;
+        let given: [f32; 4] =
+            std::array::from_fn(|i| self.invalid[i].unwrap_or_else(|| c.thresholds.get(i)));
+        check_classes(&given, &[0.0; 4])?;
         check_period(c.limit_refresh_period)?;
         RateLimiterConfig::check_limit(c.limit_for_period, c.limit_refresh_period)?;
         let capacity = c.permit_capacity();

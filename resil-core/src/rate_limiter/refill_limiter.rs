@@ -120,6 +120,15 @@ impl Machinery for Bucket {
         self.acquire(permits, now, max_wait)
     }
 
+    fn thresholds(config: &RefillRateLimiterConfig) -> [f32; 4] {
+        crate::criticality::Criticality::ALL.map(|c| config.threshold(c))
+    }
+
+    fn acquire_within(&self, permits: u32, share: crate::criticality::Share, now: u64) -> bool {
+        let allowed = crate::criticality::share_of(self.capacity(), share);
+        Bucket::acquire_within(self, permits, allowed, now)
+    }
+
     fn give_back(&self, grant: &Grant) {
         Bucket::give_back(self, grant);
     }

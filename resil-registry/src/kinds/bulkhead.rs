@@ -40,6 +40,10 @@ bind! {
         "max-concurrent-calls" => U32: max_concurrent_calls,
         "max-wait-duration" => Duration: max_wait_duration,
         "fair-call-handling-enabled" => Bool: fair_call_handling_enabled,
+        "sheddable-threshold" => Percent: sheddable_threshold,
+        "sheddable-plus-threshold" => Percent: sheddable_plus_threshold,
+        "critical-threshold" => Percent: critical_threshold,
+        "critical-plus-threshold" => Percent: critical_plus_threshold,
     }
 }
 
@@ -62,10 +66,15 @@ const CALLS: Family = Family::new(
     "Calls the bulkhead let in or refused (kind): refused when full, or when the deadline ran out while waiting",
 );
 
+const REJECTED_BY_CLASS: Family = Family::new(
+    "bulkhead_rejected_calls",
+    "Calls the bulkhead refused, by the request's criticality (a lower class is refused above its threshold)",
+);
+
 impl Telemetry for Bulkhead {
     fn metric_values(&self) -> Vec<Metric> {
         let m = self.metrics();
-        vec![
+        let mut out = vec![
             Metric::gauge(AVAILABLE, None, f64::from(m.available_concurrent_calls())),
             Metric::gauge(
                 MAX_ALLOWED,
@@ -75,7 +84,12 @@ impl Telemetry for Bulkhead {
             Metric::gauge(WAITING, None, m.waiting_calls() as f64),
             Metric::counter(CALLS, Some("permitted"), m.permitted_calls()),
             Metric::counter(CALLS, Some("rejected"), m.rejected_calls()),
-        ]
+        ];
+        out.extend(resil_core::Criticality::ALL.map(|c| {
+            Metric::counter(REJECTED_BY_CLASS, Some(c.as_str()), m.rejected_calls_of(c))
+                .keyed("criticality")
+        }));
+        out
     }
 
     fn config_values(&self) -> Vec<(&'static str, String)> {

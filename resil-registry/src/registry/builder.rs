@@ -164,6 +164,7 @@ impl RegistryBuilder {
                 sites: Mutex::new(HashMap::new()),
                 audit: Default::default(),
                 keyed: Default::default(),
+                inbound: Default::default(),
                 versions: crate::versions::History::new(
                     self.config_history
                         .unwrap_or(crate::versions::DEFAULT_CONFIG_HISTORY),

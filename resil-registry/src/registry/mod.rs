@@ -79,6 +79,8 @@ pub(crate) struct Inner {
     /// Management requests by outcome.
     pub(crate) audit: crate::audit::Audit,
     pub(crate) keyed: crate::keyed::Families,
+    /// The server-wide inbound guard, once asked for.
+    pub(crate) inbound: crate::inbound::InboundSlot,
     /// The config versions applied and refused, and the reload counts.
     pub(crate) versions: crate::versions::History,
     /// The config file watcher's settings and, once started, the watcher.

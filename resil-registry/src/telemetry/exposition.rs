@@ -114,6 +114,7 @@ pub(crate) fn samples(registry: &Registry) -> Vec<Sample> {
     }
     registry.inner.layers.samples(&mut out);
     registry.inner.keyed.samples(&mut out);
+    super::inbound::samples(registry, &mut out);
     let management = registry.management_requests();
     for outcome in crate::audit::ManagementOutcome::ALL {
         out.push(Sample {

@@ -14,6 +14,7 @@ pub(crate) mod exposition;
 pub(crate) mod health;
 pub(crate) mod histogram;
 pub(crate) mod in_force;
+pub(crate) mod inbound;
 pub(crate) mod keyed;
 pub(crate) mod layer;
 #[cfg(feature = "metrics")]

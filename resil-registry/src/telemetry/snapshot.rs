@@ -390,7 +390,8 @@ impl Registry {
             components: Vec::new(),
         };
         for_each_kind(&mut collect);
-        let components = collect.components;
+        let mut components = collect.components;
+        components.extend(super::inbound::health(self));
         Health::of(components)
     }
 

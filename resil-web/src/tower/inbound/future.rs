@@ -2,12 +2,15 @@
 //! refusal ready at once.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use http::Response;
 use pin_project_lite::pin_project;
-use resil_core::inbound::InboundPermit;
+use resil_core::inbound::{InboundPermit, Overloaded};
+
+use super::service::overloaded_response;
 
 pin_project! {
     /// The future of [`InboundGuardService`](super::InboundGuardService): the
@@ -25,7 +28,9 @@ pin_project! {
     #[project = Proj]
     enum State<F, B> {
         Admitted { #[pin] fut: F, permit: Option<InboundPermit> },
-        Refused { response: Option<Response<B>> },
+        // The refusal, not its response: the future stays as small as the
+        // inner one plus the permit, and the response is built when polled.
+        Refused { refused: Option<Overloaded>, body: PhantomData<fn() -> B> },
     }
 }
 
@@ -39,10 +44,11 @@ impl<F, B> InboundFuture<F, B> {
         }
     }
 
-    pub(super) fn refused(response: Response<B>) -> Self {
+    pub(super) fn refused(refused: Overloaded) -> Self {
         InboundFuture {
             state: State::Refused {
-                response: Some(response),
+                refused: Some(refused),
+                body: PhantomData,
             },
         }
     }
@@ -51,9 +57,13 @@ impl<F, B> InboundFuture<F, B> {
 impl<F, B, E> Future for InboundFuture<F, B>
 where
     F: Future<Output = Result<Response<B>, E>>,
+    B: Default,
 {
     type Output = Result<Response<B>, E>;
 
+    // Inlined, as the inner future's poll is: a result handed back through
+    // memory stalls on store forwarding when the caller reads it.
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
             Proj::Admitted { fut, permit } => {
@@ -68,10 +78,16 @@ where
                 }
                 Poll::Ready(out)
             }
-            Proj::Refused { response } => match response.take() {
-                Some(r) => Poll::Ready(Ok(r)),
-                None => Poll::Pending,
-            },
+            Proj::Refused { refused, .. } => answer_refused(refused),
         }
+    }
+}
+
+/// The answer to a refused request, once.
+#[cold]
+fn answer_refused<B: Default, E>(refused: &mut Option<Overloaded>) -> Poll<Result<Response<B>, E>> {
+    match refused.take() {
+        Some(r) => Poll::Ready(Ok(overloaded_response(&r))),
+        None => Poll::Pending,
     }
 }

@@ -46,7 +46,7 @@ where
     fn call(&mut self, req: Request<ReqB>) -> Self::Future {
         match self.guard.try_enter() {
             Ok(permit) => InboundFuture::admitted(self.inner.call(req), permit),
-            Err(refused) => InboundFuture::refused(overloaded_response(&refused)),
+            Err(refused) => InboundFuture::refused(refused),
         }
     }
 }
