@@ -75,7 +75,7 @@ impl<C: 'static, R: 'static> ResilienceLayer<C, R> {
             .filter(move |&aspect| shared.applies(aspect))
     }
 
-    #[cfg(feature = "axum")]
+    #[cfg(any(feature = "axum", feature = "client"))]
     pub(crate) fn shared(&self) -> &'static Shared<C, R> {
         self.shared
     }
@@ -129,6 +129,18 @@ pub struct Builder<'r, C = BreakerPredicates, R = AsErrors> {
 }
 
 impl<'r, C: 'static, R: 'static> Builder<'r, C, R> {
+    /// The registry the instances are looked up in.
+    #[cfg(feature = "client")]
+    pub(crate) fn registry(&self) -> &'r Registry {
+        self.registry
+    }
+
+    /// The name the instances are looked up by.
+    #[cfg(feature = "client")]
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Protects with the adaptive client-side throttler called `name`
     /// (outermost: a request it refuses locally takes nothing inside). A
     /// response counts as refused by the downstream when the classifier
