@@ -40,6 +40,12 @@ pub struct ClientLayer<C: 'static = crate::tower::BreakerPredicates> {
 }
 
 impl<C: 'static> ClientLayer<C> {
+    /// The inner aspects' layer and what the client side shares.
+    #[cfg(feature = "reqwest-middleware")]
+    pub(crate) fn parts(&self) -> (ResilienceLayer<C, AsErrors>, &'static ClientShared<C>) {
+        (self.resilience, self.shared)
+    }
+
     /// The name the instances were looked up by.
     pub fn name(&self) -> &str {
         &self.shared.name

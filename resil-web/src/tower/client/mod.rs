@@ -80,6 +80,7 @@
 //! futures), plus the buffered body (reference-counted across attempts).
 //! Build the layer once, at start-up.
 
+pub(crate) mod attempts;
 mod body;
 mod layer;
 mod outbound;

@@ -4,7 +4,7 @@
 
 use http::header::HeaderName;
 use http::request::Parts;
-use http::Method;
+use http::{HeaderMap, Method};
 
 /// The largest request body the client buffers to replay it (64 KiB, as
 /// Linkerd's replay buffer): a larger body is sent once, never retried or
@@ -74,7 +74,13 @@ impl Default for ReplayPolicy {
 impl ReplayPolicy {
     /// Whether a request with these parts may be sent more than once.
     pub(crate) fn allows(&self, parts: &Parts) -> bool {
-        self.methods.allows(&parts.method) || parts.headers.contains_key(&self.idempotency_header)
+        self.allows_request(&parts.method, &parts.headers)
+    }
+
+    /// Whether a request with this method and these headers may be sent
+    /// more than once.
+    pub(crate) fn allows_request(&self, method: &Method, headers: &HeaderMap) -> bool {
+        self.methods.allows(method) || headers.contains_key(&self.idempotency_header)
     }
 }
 

@@ -9,14 +9,14 @@ use bytes::{Buf, Bytes};
 use http::request::Parts;
 use http::{HeaderMap, Request};
 use http_body::Body;
-use resil_core::circuit_breaker::Outcome;
 use resil_core::error::DeadlineExceeded;
 use resil_core::Error;
 use tower_service::Service;
 
+use super::attempts::attempts;
 use super::body::{buffer, Buffered, ReplayBody};
 use super::layer::ClientShared;
-use crate::tower::classify::{Classify, Verdict};
+use crate::tower::classify::Classify;
 use crate::tower::respond::AsErrors;
 use crate::tower::service::Resilience;
 
@@ -60,16 +60,6 @@ impl<S: fmt::Debug, C: 'static> fmt::Debug for Client<S, C> {
             .field("name", &self.shared.name)
             .finish()
     }
-}
-
-/// What one attempt gives the retry and the hedging: a response the
-/// classifier calls a failure travels as an error, so that they try again,
-/// and comes back as the response when they stop.
-enum Attempt<Res, E> {
-    /// The inner service's own error.
-    Error(E),
-    /// A response the classifier records as a failure (a 503).
-    Failed(Res),
 }
 
 impl<S, C, B> Service<Request<B>> for Client<S, C>
@@ -128,12 +118,11 @@ where
         // Larger than the bound, or broken off: sent once.
         Buffered::Once(body) => return once(shared, svc, Request::from_parts(parts, body)).await,
     };
-    let classify = &shared.resilience.classify;
     // Each attempt clones the service; behind a lock so that the attempts'
     // closure is `Sync` (the hedging's futures share it) without asking
     // the same of the service.
     let svc = std::sync::Mutex::new(svc);
-    let attempt = |_: u32| {
+    let attempt = || {
         let mut svc = svc
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -144,33 +133,17 @@ where
             if shared.outbound.stamp(req.headers_mut()).is_err() {
                 return Err(shared.deadline_exceeded());
             }
-            std::future::poll_fn(|cx| svc.poll_ready(cx))
-                .await
-                .map_err(|e| e.map_call(Attempt::Error))?;
-            judge(classify, svc.call(req).await)
+            std::future::poll_fn(|cx| svc.poll_ready(cx)).await?;
+            svc.call(req).await
         }
     };
-    let out = match (&shared.retry, &shared.hedging) {
-        (Some(retry), Some(hedging)) => {
-            let hedging = hedging.get();
-            retry
-                .get()
-                .call_async_nested(|| hedging.call_async_nested(attempt))
-                .await
-        }
-        (Some(retry), None) => retry.get().call_async_nested(|| attempt(0)).await,
-        (None, Some(hedging)) => hedging.get().call_async_nested(attempt).await,
-        (None, None) => attempt(0).await,
-    };
-    match out {
-        Ok(response) => Ok(response),
-        Err(error) => match error.into_rejection() {
-            Ok(rejection) => Err(rejection.into()),
-            Err(Attempt::Error(error)) => Err(Error::Call(error)),
-            // The last attempt's failing response is the answer.
-            Err(Attempt::Failed(response)) => Ok(response),
-        },
-    }
+    attempts(
+        shared.retry.as_ref().map(|h| h.get()),
+        shared.hedging.as_ref().map(|h| h.get()),
+        &shared.resilience.classify,
+        attempt,
+    )
+    .await
 }
 
 /// The one attempt of a request that is not replayed.
@@ -200,23 +173,9 @@ fn copy<B: Body>(parts: &Parts, data: &Bytes, trailers: &Option<HeaderMap>) -> R
     )
 }
 
-/// An attempt's result as the retry and the hedging judge it.
-fn judge<Res: 'static, E: 'static, C: Classify<Res, E>>(
-    classify: &C,
-    out: Result<Res, Error<E>>,
-) -> Result<Res, Error<Attempt<Res, E>>> {
-    match out {
-        Ok(response) => match classify.classify_response(&response) {
-            Verdict::Record(Outcome::Failure, _) => Err(Error::Call(Attempt::Failed(response))),
-            _ => Ok(response),
-        },
-        Err(error) => Err(error.map_call(Attempt::Error)),
-    }
-}
-
 impl<C: 'static> ClientShared<C> {
     /// The refusal of a request whose deadline is spent.
-    fn deadline_exceeded<E>(&self) -> Error<E> {
+    pub(crate) fn deadline_exceeded<E>(&self) -> Error<E> {
         Error::DeadlineExceeded(DeadlineExceeded::by(self.name.as_str()))
     }
 }
