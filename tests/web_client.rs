@@ -4,7 +4,6 @@
 //! with the key it is retried, a GET is replayed with its body, a body
 //! larger than the replay bound is sent once, hedging races a slow GET but
 //! never a POST, and a call whose deadline is spent is not sent.
-#![cfg(feature = "client")]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,8 +18,8 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
-use resil::tower::client::{ReplayBody, ReplayMethods};
-use resil::tower::ResilienceLayer;
+use resil_web::tower::client::{ReplayBody, ReplayMethods};
+use resil_web::tower::ResilienceLayer;
 use resil::{Error, ErrorKind, Registry};
 use resil_web::http::HttpClassifier;
 use tower::{Layer, ServiceExt};

@@ -5,7 +5,6 @@
 //! which sends what is left less its margin; C sees exactly that budget.
 //! When C hangs, B stops waiting as its deadline (A's less the margin)
 //! passes, and A gets B's 504 before its own deadline.
-#![cfg(feature = "client")]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,9 +19,9 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
-use resil::tower::client::{Client, ReplayBody};
-use resil::tower::deadline::DeadlineLayer;
-use resil::tower::{BreakerPredicates, ResilienceLayer};
+use resil_web::tower::client::{Client, ReplayBody};
+use resil_web::tower::deadline::DeadlineLayer;
+use resil_web::tower::{BreakerPredicates, ResilienceLayer};
 use resil::Registry;
 use tokio::sync::Notify;
 use tokio::time::Instant;

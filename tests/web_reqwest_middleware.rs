@@ -2,7 +2,6 @@
 //! against a local axum server: the same idempotency rule as the tower
 //! client layer, statuses classified by `HttpClassifier` for the retry and
 //! the breaker, and a refusal as a `Rejection` inside the chain's error.
-#![cfg(feature = "reqwest-middleware")]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,8 +14,8 @@ use axum::routing::any;
 use axum::Router;
 use reqwest_middleware::ClientWithMiddleware;
 use resil::circuit_breaker::State as BreakerState;
-use resil::reqwest::ResilienceMiddleware;
-use resil::tower::ResilienceLayer;
+use resil_web::reqwest::ResilienceMiddleware;
+use resil_web::tower::ResilienceLayer;
 use resil::{Registry, Rejection};
 use resil_web::http::HttpClassifier;
 
