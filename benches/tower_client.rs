@@ -1,6 +1,9 @@
 //! The client layer's aspects per request, side by side in one run with the
 //! attributes doing the same over the same inner service, and with tower's
-//! own `Retry` (a `Policy` that clones the request).
+//! own `Retry` (a `Policy` that clones the request); and (group
+//! `tower_layer_aspects`) the aspects `ResilienceLayer` gained in issue 31,
+//! the adaptive bulkhead and chaos (switched off, as it is outside drills),
+//! beside the same attributes around the same call.
 //!
 //! # The traffic this stands for
 //!
@@ -194,9 +197,82 @@ fn client(c: &mut Criterion) {
     g.finish();
 }
 
+#[resil::bulkhead(name = "bench-aspects", kind = "adaptive")]
+async fn adaptive(x: u64) -> Result<u64, std::io::Error> {
+    Ok(x)
+}
+
+#[resil::chaos(name = "bench-aspects")]
+async fn chaos_off(x: u64) -> Result<u64, std::io::Error> {
+    Ok(x)
+}
+
+/// The adaptive bulkhead and chaos as layer aspects and as attributes,
+/// around a `u64` service answering at once (the traffic of `benches/tower.rs`:
+/// requests whose cost is the middleware's alone; the bulkhead's limit far
+/// above the load, chaos off).
+fn aspects(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let _enter = rt.enter();
+    let registry = resil::registry();
+    registry
+        .configure_adaptive_bulkhead("bench-aspects", |b| {
+            b.initial_limit(1_000).max_limit(1_000)
+        })
+        .unwrap();
+    let service = || service_fn(|x: u64| ready(Ok::<_, std::io::Error>(x)));
+    let one = |svc: &mut dyn FnMut(u64) -> bool, x: &mut u64| {
+        *x = x.wrapping_add(1);
+        svc(*x)
+    };
+    let mut g = c.benchmark_group("tower_layer_aspects");
+    let mut x = 0u64;
+
+    let mut bare = service();
+    contender(&mut g, "bare service", || {
+        one(&mut |x| poll_once(bare.call(x)).is_ok(), &mut x)
+    });
+    let mut svc = ResilienceLayer::builder(registry, "bench-aspects")
+        .adaptive_bulkhead()
+        .build()
+        .layer(service());
+    contender(&mut g, "adaptive_bulkhead/resil layer", || {
+        one(
+            &mut |x| {
+                let mut cx = Context::from_waker(Waker::noop());
+                svc.poll_ready(&mut cx).is_ready() && poll_once(svc.call(x)).is_ok()
+            },
+            &mut x,
+        )
+    });
+    contender(&mut g, "adaptive_bulkhead/resil attribute", || {
+        one(&mut |x| poll_once(adaptive(x)).is_ok(), &mut x)
+    });
+    let mut svc = ResilienceLayer::builder(registry, "bench-aspects")
+        .chaos()
+        .build()
+        .layer(service());
+    contender(&mut g, "chaos off/resil layer", || {
+        one(
+            &mut |x| {
+                let mut cx = Context::from_waker(Waker::noop());
+                svc.poll_ready(&mut cx).is_ready() && poll_once(svc.call(x)).is_ok()
+            },
+            &mut x,
+        )
+    });
+    contender(&mut g, "chaos off/resil attribute", || {
+        one(&mut |x| poll_once(chaos_off(x)).is_ok(), &mut x)
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = support::criterion();
-    targets = client
+    targets = client, aspects
 }
 criterion_main!(benches);
