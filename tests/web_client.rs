@@ -310,3 +310,40 @@ async fn the_remaining_deadline_goes_out_in_the_timeout_header() {
     .unwrap();
     assert_eq!(seen.lock().unwrap().as_deref(), Some("730"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_replay_rules_come_from_the_file_and_code_on_the_builder_wins() {
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(usize::MAX, Ordering::SeqCst);
+    let url = serve(seen.clone()).await;
+    let registry = Registry::from_yaml_str(
+        "
+resilience4j.retry.instances.prices:
+  max-attempts: 2
+  wait-duration: 10ms
+resil.http-client.instances.prices:
+  replay-methods: safe
+  max-replay-body: 4
+",
+    )
+    .unwrap();
+    let from_file = ResilienceLayer::builder(&registry, "prices")
+        .retry()
+        .classify(HttpClassifier::default())
+        .build();
+    // `safe`: a PUT is sent once; a GET's 6-byte body is over the bound.
+    from_file.layer(hyper()).oneshot(request(Method::PUT, &url, "p", false)).await.unwrap();
+    from_file.layer(hyper()).oneshot(request(Method::GET, &url, "sku=42", false)).await.unwrap();
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 2);
+    from_file.layer(hyper()).oneshot(request(Method::GET, &url, "q", false)).await.unwrap();
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 4, "a small GET is replayed");
+
+    let code = ResilienceLayer::builder(&registry, "prices")
+        .retry()
+        .replay_methods(ReplayMethods::Idempotent)
+        .max_replay_body(1024)
+        .classify(HttpClassifier::default())
+        .build();
+    code.layer(hyper()).oneshot(request(Method::PUT, &url, "sku=42", false)).await.unwrap();
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 6, "code's rule and bound win");
+}

@@ -6,6 +6,7 @@ use std::time::Duration;
 use http::header::HeaderName;
 use resil_core::hedging::Hedging;
 use resil_core::retry::Retry;
+use resil_registry::config::HttpClientEntry;
 use resil_registry::Handle;
 use tower_layer::Layer;
 
@@ -106,8 +107,18 @@ pub struct ClientBuilder<'r, C = crate::tower::BreakerPredicates> {
     inner: Builder<'r, C, AsErrors>,
     retry: bool,
     hedge: bool,
-    policy: ReplayPolicy,
-    outbound: Outbound,
+    code: CodeSettings,
+}
+
+/// What code set on the builder (over the file's
+/// `resil.http-client.instances.<name>`, over the defaults).
+#[derive(Default)]
+struct CodeSettings {
+    methods: Option<ReplayMethods>,
+    idempotency_header: Option<HeaderName>,
+    max_body: Option<usize>,
+    deadline_header: Option<HeaderName>,
+    margin: Option<Duration>,
 }
 
 impl<'r, C: 'static> ClientBuilder<'r, C> {
@@ -116,8 +127,7 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
             inner,
             retry: false,
             hedge: false,
-            policy: ReplayPolicy::default(),
-            outbound: Outbound::default(),
+            code: CodeSettings::default(),
         }
     }
 
@@ -178,15 +188,14 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
             inner: self.inner.classify(classify),
             retry: self.retry,
             hedge: self.hedge,
-            policy: self.policy,
-            outbound: self.outbound,
+            code: self.code,
         }
     }
 
     /// Which methods are replayed without an idempotency key (RFC 9110's
     /// idempotent methods by default).
     pub fn replay_methods(mut self, methods: ReplayMethods) -> Self {
-        self.policy.methods = methods;
+        self.code.methods = Some(methods);
         self
     }
 
@@ -194,7 +203,7 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
     /// ([`DEFAULT_IDEMPOTENCY_HEADER`](super::DEFAULT_IDEMPOTENCY_HEADER),
     /// `Idempotency-Key`, by default).
     pub fn idempotency_header(mut self, header: HeaderName) -> Self {
-        self.policy.idempotency_header = header;
+        self.code.idempotency_header = Some(header);
         self
     }
 
@@ -202,7 +211,7 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
     /// ([`DEFAULT_MAX_REPLAY_BODY`](super::DEFAULT_MAX_REPLAY_BODY) by
     /// default); a larger one is sent once.
     pub fn max_replay_body(mut self, bytes: usize) -> Self {
-        self.policy.max_body = bytes;
+        self.code.max_body = Some(bytes);
         self
     }
 
@@ -210,7 +219,7 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
     /// milliseconds, for a request that is not gRPC (a gRPC request sends
     /// `grpc-timeout`).
     pub fn deadline_header(mut self, header: HeaderName) -> Self {
-        self.outbound.header = header;
+        self.code.deadline_header = Some(header);
         self
     }
 
@@ -218,23 +227,29 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
     /// ([`DEFAULT_DEADLINE_MARGIN`](super::DEFAULT_DEADLINE_MARGIN) by
     /// default); a request with no more than this left is not sent.
     pub fn deadline_margin(mut self, margin: Duration) -> Self {
-        self.outbound.margin = margin;
+        self.code.margin = Some(margin);
         self
     }
 
-    /// Looks the chosen instances up and builds the layer.
+    /// Looks the chosen instances up and builds the layer. The replay
+    /// rules and the deadline header are what code set on this builder,
+    /// else what the registry's file gives under
+    /// `resil.http-client.instances.<name>` (read now: a later reload does
+    /// not change a built layer's), else the defaults.
     pub fn build(self) -> ClientLayer<C> {
         let registry = self.inner.registry();
         let name = self.inner.name().to_owned();
         let retry = self.retry.then(|| registry.retry(&name));
         let hedging = self.hedge.then(|| registry.hedging(&name));
+        let file = registry.loaded_file();
+        let (policy, outbound) = settings(self.code, file.http_client().instance(&name));
         let resilience = self.inner.build();
         let shared = ClientShared {
             resilience: resilience.shared(),
             retry,
             hedging,
-            policy: self.policy,
-            outbound: self.outbound,
+            policy,
+            outbound,
             name,
         };
         ClientLayer {
@@ -242,6 +257,39 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
             shared: Box::leak(Box::new(shared)),
         }
     }
+}
+
+/// Code over file over defaults, setting by setting.
+fn settings(code: CodeSettings, file: Option<&HttpClientEntry>) -> (ReplayPolicy, Outbound) {
+    let (mut policy, mut outbound) = (ReplayPolicy::default(), Outbound::default());
+    // The loader checked the header names' shape, so they parse.
+    let header = |name: &Option<String>| {
+        name.as_deref()
+            .and_then(|n| HeaderName::from_bytes(n.as_bytes()).ok())
+    };
+    if let Some(file) = file {
+        if let Some(methods) = file.replay_methods.and_then(ReplayMethods::from_name) {
+            policy.methods = methods;
+        }
+        if let Some(h) = header(&file.idempotency_header) {
+            policy.idempotency_header = h;
+        }
+        if let Some(bytes) = file.max_replay_body {
+            policy.max_body = bytes;
+        }
+        if let Some(h) = header(&file.deadline_header) {
+            outbound.header = h;
+        }
+        if let Some(margin) = file.deadline_margin {
+            outbound.margin = margin;
+        }
+    }
+    policy.methods = code.methods.unwrap_or(policy.methods);
+    policy.idempotency_header = code.idempotency_header.unwrap_or(policy.idempotency_header);
+    policy.max_body = code.max_body.unwrap_or(policy.max_body);
+    outbound.header = code.deadline_header.unwrap_or(outbound.header);
+    outbound.margin = code.margin.unwrap_or(outbound.margin);
+    (policy, outbound)
 }
 
 impl<'r, C: 'static> Builder<'r, C, AsErrors> {

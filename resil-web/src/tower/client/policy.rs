@@ -39,6 +39,16 @@ pub enum ReplayMethods {
 }
 
 impl ReplayMethods {
+    /// The rule a file's `replay-methods` names: `idempotent`, `safe`, `any`.
+    pub fn from_name(name: &str) -> Option<ReplayMethods> {
+        match name {
+            "idempotent" => Some(ReplayMethods::Idempotent),
+            "safe" => Some(ReplayMethods::Safe),
+            "any" => Some(ReplayMethods::Any),
+            _ => None,
+        }
+    }
+
     /// Whether `method` is replayed without an idempotency key.
     pub fn allows(self, method: &Method) -> bool {
         let safe = matches!(
