@@ -57,7 +57,8 @@ const BODY: &[u8; 16] = b"sku=42&region=eu";
 type Answer = Result<Response<()>, std::io::Error>;
 
 /// The downstream: answers 200 at once, whatever the body.
-fn inner<B>() -> impl Service<Request<B>, Response = Response<()>, Error = std::io::Error, Future = Ready<Answer>>
+fn inner<B>(
+) -> impl Service<Request<B>, Response = Response<()>, Error = std::io::Error, Future = Ready<Answer>>
        + Clone {
     service_fn(|_: Request<B>| ready(Ok(Response::new(()))))
 }
@@ -99,13 +100,19 @@ fn contender(
 // The attributes' contenders: the same downstream call, replayable by
 // construction (the fn rebuilds its request from the shared parts).
 #[resil::retry(name = "bench-client")]
-async fn retried(parts: &http::request::Parts, body: &Bytes) -> Result<Response<()>, std::io::Error> {
+async fn retried(
+    parts: &http::request::Parts,
+    body: &Bytes,
+) -> Result<Response<()>, std::io::Error> {
     let req = Request::from_parts(parts.clone(), Full::new(body.clone()));
     inner().call(req).await
 }
 
 #[resil::hedge(name = "bench-client")]
-async fn hedged(parts: &http::request::Parts, body: &Bytes) -> Result<Response<()>, std::io::Error> {
+async fn hedged(
+    parts: &http::request::Parts,
+    body: &Bytes,
+) -> Result<Response<()>, std::io::Error> {
     let req = Request::from_parts(parts.clone(), Full::new(body.clone()));
     inner().call(req).await
 }
@@ -125,7 +132,11 @@ struct Attempts(usize);
 impl<Res, E> tower::retry::Policy<Request<Full<Bytes>>, Res, E> for Attempts {
     type Future = Ready<()>;
 
-    fn retry(&mut self, _: &mut Request<Full<Bytes>>, result: &mut Result<Res, E>) -> Option<Ready<()>> {
+    fn retry(
+        &mut self,
+        _: &mut Request<Full<Bytes>>,
+        result: &mut Result<Res, E>,
+    ) -> Option<Ready<()>> {
         match result {
             Err(_) if self.0 > 1 => {
                 self.0 -= 1;
@@ -154,24 +165,31 @@ fn client(c: &mut Criterion) {
     registry
         .configure_hedging("bench-client", |b| b.delay(Duration::from_millis(50)))
         .unwrap();
-    let layer = |f: fn(resil_web::tower::ClientBuilder<'_>) -> resil_web::tower::ClientBuilder<'_>| {
-        f(ResilienceLayer::builder(registry, "bench-client").client()).build()
-    };
+    let layer =
+        |f: fn(resil_web::tower::ClientBuilder<'_>) -> resil_web::tower::ClientBuilder<'_>| {
+            f(ResilienceLayer::builder(registry, "bench-client").client()).build()
+        };
 
     let mut g = c.benchmark_group("tower_client");
     let mut bare = inner::<Full<Bytes>>();
     contender(&mut g, "bare service", || request(&mut bare, Method::GET));
 
     let mut svc = layer(|b| b.retry()).layer(inner::<ReplayBody<Full<Bytes>>>());
-    contender(&mut g, "retry/resil layer", || request(&mut svc, Method::GET));
+    contender(&mut g, "retry/resil layer", || {
+        request(&mut svc, Method::GET)
+    });
     contender(&mut g, "retry/resil attribute", || {
         by_attribute(|p, b| async move { retried(&p, &b).await })
     });
     let mut tower_retry = tower::retry::RetryLayer::new(Attempts(3)).layer(inner::<Full<Bytes>>());
-    contender(&mut g, "retry/tower Retry", || request(&mut tower_retry, Method::GET));
+    contender(&mut g, "retry/tower Retry", || {
+        request(&mut tower_retry, Method::GET)
+    });
 
     let mut svc = layer(|b| b.hedge()).layer(inner::<ReplayBody<Full<Bytes>>>());
-    contender(&mut g, "hedge/resil layer", || request(&mut svc, Method::GET));
+    contender(&mut g, "hedge/resil layer", || {
+        request(&mut svc, Method::GET)
+    });
     contender(&mut g, "hedge/resil attribute", || {
         by_attribute(|p, b| async move { hedged(&p, &b).await })
     });
@@ -219,9 +237,7 @@ fn aspects(c: &mut Criterion) {
     let _enter = rt.enter();
     let registry = resil::registry();
     registry
-        .configure_adaptive_bulkhead("bench-aspects", |b| {
-            b.initial_limit(1_000).max_limit(1_000)
-        })
+        .configure_adaptive_bulkhead("bench-aspects", |b| b.initial_limit(1_000).max_limit(1_000))
         .unwrap();
     let service = || service_fn(|x: u64| ready(Ok::<_, std::io::Error>(x)));
     let one = |svc: &mut dyn FnMut(u64) -> bool, x: &mut u64| {

@@ -43,7 +43,10 @@ async fn two_processes_layers_share_one_quota_in_redis_and_a_refusal_sends_nothi
     let (a, b) = (layer(&first), layer(&second));
     assert_eq!(
         a.aspects().collect::<Vec<_>>(),
-        [resil::options::Aspect::CircuitBreaker, resil::options::Aspect::RateLimiter]
+        [
+            resil::options::Aspect::CircuitBreaker,
+            resil::options::Aspect::RateLimiter
+        ]
     );
     let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let inner = {
@@ -60,8 +63,14 @@ async fn two_processes_layers_share_one_quota_in_redis_and_a_refusal_sends_nothi
     // The quota of 3 is spent, whichever process asks.
     let refused = b.oneshot(4).await.unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::RequestNotPermitted);
-    assert_eq!(a.oneshot(5).await.unwrap_err().kind(), ErrorKind::RequestNotPermitted);
+    assert_eq!(
+        a.oneshot(5).await.unwrap_err().kind(),
+        ErrorKind::RequestNotPermitted
+    );
     assert_eq!(sent.load(std::sync::atomic::Ordering::SeqCst), 3);
-    let m = first.distributed_rate_limiter("checkout").unwrap().metrics();
+    let m = first
+        .distributed_rate_limiter("checkout")
+        .unwrap()
+        .metrics();
     assert_eq!(m.successful_acquires(), 2);
 }

@@ -18,10 +18,10 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
-use resil_web::tower::client::{ReplayBody, ReplayMethods};
-use resil_web::tower::ResilienceLayer;
 use resil::{Error, ErrorKind, Registry};
 use resil_web::http::HttpClassifier;
+use resil_web::tower::client::{ReplayBody, ReplayMethods};
+use resil_web::tower::ResilienceLayer;
 use tower::{Layer, ServiceExt};
 
 /// What the downstream saw.
@@ -99,7 +99,8 @@ fn request(method: Method, url: &str, body: &'static str, key: bool) -> http::Re
     if key {
         b = b.header("idempotency-key", "order-8e03978e");
     }
-    b.body(Full::new(Bytes::from_static(body.as_bytes()))).unwrap()
+    b.body(Full::new(Bytes::from_static(body.as_bytes())))
+        .unwrap()
 }
 
 async fn text(response: http::Response<hyper::body::Incoming>) -> (StatusCode, String) {
@@ -125,12 +126,27 @@ async fn a_retried_post_without_an_idempotency_key_is_sent_exactly_once_and_its_
         .oneshot(request(Method::POST, &url, "order=1", false))
         .await
         .unwrap();
-    assert_eq!(text(response).await, (StatusCode::SERVICE_UNAVAILABLE, "busy".into()));
-    assert_eq!(seen.hits.load(Ordering::SeqCst), 1, "a POST without a key is sent once");
-    assert_eq!(registry.retry("prices").metrics().calls(), 0, "it never went through the retry");
+    assert_eq!(
+        text(response).await,
+        (StatusCode::SERVICE_UNAVAILABLE, "busy".into())
+    );
+    assert_eq!(
+        seen.hits.load(Ordering::SeqCst),
+        1,
+        "a POST without a key is sent once"
+    );
+    assert_eq!(
+        registry.retry("prices").metrics().calls(),
+        0,
+        "it never went through the retry"
+    );
 
     // PATCH likewise; with the key, the same POST is retried to the end.
-    client.clone().oneshot(request(Method::PATCH, &url, "x", false)).await.unwrap();
+    client
+        .clone()
+        .oneshot(request(Method::PATCH, &url, "x", false))
+        .await
+        .unwrap();
     assert_eq!(seen.hits.load(Ordering::SeqCst), 2);
     let response = client
         .oneshot(request(Method::POST, &url, "order=1", true))
@@ -141,11 +157,21 @@ async fn a_retried_post_without_an_idempotency_key_is_sent_exactly_once_and_its_
         (StatusCode::SERVICE_UNAVAILABLE, "busy".into()),
         "the last failing response is the answer"
     );
-    assert_eq!(seen.hits.load(Ordering::SeqCst), 5, "with its key the POST made 3 attempts");
+    assert_eq!(
+        seen.hits.load(Ordering::SeqCst),
+        5,
+        "with its key the POST made 3 attempts"
+    );
     let m = registry.retry("prices").metrics();
-    assert_eq!((m.calls(), m.attempts(), m.failed_calls_with_retry()), (1, 3, 1));
+    assert_eq!(
+        (m.calls(), m.attempts(), m.failed_calls_with_retry()),
+        (1, 3, 1)
+    );
     let bodies = seen.bodies.lock().unwrap();
-    assert!(bodies[2..].iter().all(|b| b == "order=1"), "every attempt sent the body");
+    assert!(
+        bodies[2..].iter().all(|b| b == "order=1"),
+        "every attempt sent the body"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -161,7 +187,10 @@ async fn a_get_is_replayed_with_its_body_until_it_succeeds() {
         .build()
         .layer(hyper());
 
-    let response = client.oneshot(request(Method::GET, &url, "sku=42", false)).await.unwrap();
+    let response = client
+        .oneshot(request(Method::GET, &url, "sku=42", false))
+        .await
+        .unwrap();
     assert_eq!(text(response).await, (StatusCode::OK, "sku=42".into()));
     assert_eq!(seen.hits.load(Ordering::SeqCst), 3);
     assert_eq!(*seen.bodies.lock().unwrap(), vec!["sku=42"; 3]);
@@ -185,7 +214,10 @@ async fn a_body_larger_than_the_replay_bound_is_sent_once_whole() {
         .build()
         .layer(hyper());
 
-    let response = client.oneshot(request(Method::PUT, &url, "0123456789", false)).await.unwrap();
+    let response = client
+        .oneshot(request(Method::PUT, &url, "0123456789", false))
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(seen.hits.load(Ordering::SeqCst), 1);
     assert_eq!(*seen.bodies.lock().unwrap(), vec!["0123456789"]);
@@ -205,13 +237,21 @@ async fn a_slow_get_is_hedged_and_a_post_is_not() {
 
     let clock = hold_the_clock();
     let started = tokio::time::Instant::now();
-    let call = tokio::spawn(client.clone().oneshot(request(Method::GET, &url, "q", false)));
+    let call = tokio::spawn(
+        client
+            .clone()
+            .oneshot(request(Method::GET, &url, "q", false)),
+    );
     seen.arrived.notified().await;
     // The primary is in the downstream's hands; the hedge's delay passes.
     tokio::time::advance(Duration::from_millis(50)).await;
     let response = call.await.unwrap().unwrap();
     assert_eq!(text(response).await, (StatusCode::OK, "q".into()));
-    assert_eq!(started.elapsed(), Duration::from_millis(50), "the hedge answered");
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_millis(50),
+        "the hedge answered"
+    );
     assert_eq!(seen.hits.load(Ordering::SeqCst), 2);
     drop(clock);
     let m = registry.hedging("prices").metrics();
@@ -221,7 +261,10 @@ async fn a_slow_get_is_hedged_and_a_post_is_not() {
     let seen = Arc::new(Seen::default());
     *seen.first_waits.lock().unwrap() = Some(Duration::from_secs(10));
     let url = serve(seen.clone()).await;
-    let response = client.oneshot(request(Method::POST, &url, "q", false)).await.unwrap();
+    let response = client
+        .oneshot(request(Method::POST, &url, "q", false))
+        .await
+        .unwrap();
     assert_eq!(text(response).await, (StatusCode::OK, "slow".into()));
     assert_eq!(seen.hits.load(Ordering::SeqCst), 1);
     assert_eq!(registry.hedging("prices").metrics().hedges_started(), 1);
@@ -239,7 +282,9 @@ async fn the_safe_rule_holds_back_a_put_and_any_replays_a_post() {
         .classify(HttpClassifier::default())
         .build()
         .layer(hyper());
-    safe.oneshot(request(Method::PUT, &url, "p", false)).await.unwrap();
+    safe.oneshot(request(Method::PUT, &url, "p", false))
+        .await
+        .unwrap();
     assert_eq!(seen.hits.load(Ordering::SeqCst), 1);
     let any = ResilienceLayer::builder(&registry, "prices")
         .retry()
@@ -247,7 +292,9 @@ async fn the_safe_rule_holds_back_a_put_and_any_replays_a_post() {
         .classify(HttpClassifier::default())
         .build()
         .layer(hyper());
-    any.oneshot(request(Method::POST, &url, "p", false)).await.unwrap();
+    any.oneshot(request(Method::POST, &url, "p", false))
+        .await
+        .unwrap();
     assert_eq!(seen.hits.load(Ordering::SeqCst), 4);
 }
 
@@ -332,11 +379,27 @@ resil.http-client.instances.prices:
         .classify(HttpClassifier::default())
         .build();
     // `safe`: a PUT is sent once; a GET's 6-byte body is over the bound.
-    from_file.layer(hyper()).oneshot(request(Method::PUT, &url, "p", false)).await.unwrap();
-    from_file.layer(hyper()).oneshot(request(Method::GET, &url, "sku=42", false)).await.unwrap();
+    from_file
+        .layer(hyper())
+        .oneshot(request(Method::PUT, &url, "p", false))
+        .await
+        .unwrap();
+    from_file
+        .layer(hyper())
+        .oneshot(request(Method::GET, &url, "sku=42", false))
+        .await
+        .unwrap();
     assert_eq!(seen.hits.load(Ordering::SeqCst), 2);
-    from_file.layer(hyper()).oneshot(request(Method::GET, &url, "q", false)).await.unwrap();
-    assert_eq!(seen.hits.load(Ordering::SeqCst), 4, "a small GET is replayed");
+    from_file
+        .layer(hyper())
+        .oneshot(request(Method::GET, &url, "q", false))
+        .await
+        .unwrap();
+    assert_eq!(
+        seen.hits.load(Ordering::SeqCst),
+        4,
+        "a small GET is replayed"
+    );
 
     let code = ResilienceLayer::builder(&registry, "prices")
         .retry()
@@ -344,6 +407,13 @@ resil.http-client.instances.prices:
         .max_replay_body(1024)
         .classify(HttpClassifier::default())
         .build();
-    code.layer(hyper()).oneshot(request(Method::PUT, &url, "sku=42", false)).await.unwrap();
-    assert_eq!(seen.hits.load(Ordering::SeqCst), 6, "code's rule and bound win");
+    code.layer(hyper())
+        .oneshot(request(Method::PUT, &url, "sku=42", false))
+        .await
+        .unwrap();
+    assert_eq!(
+        seen.hits.load(Ordering::SeqCst),
+        6,
+        "code's rule and bound win"
+    );
 }

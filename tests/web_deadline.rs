@@ -19,10 +19,10 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
+use resil::Registry;
 use resil_web::tower::client::{Client, ReplayBody};
 use resil_web::tower::deadline::DeadlineLayer;
 use resil_web::tower::{BreakerPredicates, ResilienceLayer};
-use resil::Registry;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tower::{Layer, ServiceExt};
@@ -184,7 +184,10 @@ async fn c_receives_what_is_left_of_a_s_deadline_after_b_s_work_less_each_hop_s_
     chain.c.arrived.notified().await;
     // 995 − 100 = 895 ms left in B; C is sent 895 − 5, and runs in it.
     assert_eq!(chain.c.header.lock().unwrap().as_deref(), Some("890"));
-    assert_eq!(*chain.c.remaining.lock().unwrap(), Some(Duration::from_millis(890)));
+    assert_eq!(
+        *chain.c.remaining.lock().unwrap(),
+        Some(Duration::from_millis(890))
+    );
     let (status, took) = a.await.unwrap();
     assert_eq!(status, Ok(StatusCode::OK));
     assert_eq!(took, Duration::from_millis(100));
@@ -227,7 +230,10 @@ async fn a_deadline_aware_c_gives_up_first_and_its_504_comes_back_up_the_chain()
     let (status, took) = a.await.unwrap();
     assert_eq!(status, Ok(StatusCode::GATEWAY_TIMEOUT));
     assert_eq!(took, Duration::from_millis(990));
-    assert!(!chain.b.gave_up.load(Ordering::SeqCst), "B got C's answer in time");
+    assert!(
+        !chain.b.gave_up.load(Ordering::SeqCst),
+        "B got C's answer in time"
+    );
 }
 
 #[tokio::test(start_paused = true)]

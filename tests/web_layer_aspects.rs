@@ -32,8 +32,12 @@ enum Ask {
 
 fn inner(
     calls: Arc<AtomicUsize>,
-) -> impl Service<Ask, Response = u32, Error = io::Error, Future = impl Future<Output = io::Result<u32>> + Send>
-       + Clone {
+) -> impl Service<
+    Ask,
+    Response = u32,
+    Error = io::Error,
+    Future = impl Future<Output = io::Result<u32>> + Send,
+> + Clone {
     service_fn(move |ask: Ask| {
         calls.fetch_add(1, Ordering::SeqCst);
         async move {
@@ -92,7 +96,9 @@ async fn an_adaptive_bulkhead_refuses_past_its_limit_and_every_slot_comes_back()
     assert_eq!(bulkhead.available_concurrent_calls(), 1);
 
     // So does a panic in the downstream's code.
-    let panicked = AssertUnwindSafe(svc.clone().oneshot(Ask::Panic)).catch_unwind().await;
+    let panicked = AssertUnwindSafe(svc.clone().oneshot(Ask::Panic))
+        .catch_unwind()
+        .await;
     assert!(panicked.is_err());
     assert_eq!(bulkhead.available_concurrent_calls(), 1);
     assert_eq!(svc.oneshot(Ask::Now(3)).await.unwrap(), 3);
@@ -138,10 +144,19 @@ async fn chaos_is_innermost_an_injected_error_is_a_breaker_failure_and_the_call_
         .build()
         .layer(inner(calls.clone()));
     let out = svc.clone().oneshot(Ask::Now(1)).await.unwrap_err();
-    let Error::Call(error) = out else { panic!("not the injected error: {out:?}") };
+    let Error::Call(error) = out else {
+        panic!("not the injected error: {out:?}")
+    };
     assert_eq!(error.to_string(), "injected");
-    assert_eq!(calls.load(Ordering::SeqCst), 0, "an injected error replaces the call");
-    assert_eq!(registry.circuit_breaker("chaos").metrics().failed_calls(), 1);
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "an injected error replaces the call"
+    );
+    assert_eq!(
+        registry.circuit_breaker("chaos").metrics().failed_calls(),
+        1
+    );
 
     // Switched off, the layer passes the request through.
     registry.chaos("chaos").disable("drill over");
@@ -154,7 +169,9 @@ async fn an_injected_latency_holds_the_bulkhead_slot_and_is_timed_by_the_time_li
     let registry = Registry::new();
     registry
         .configure_chaos("latency", |b| {
-            b.enabled(true).seed(7).inject_latency(1.0, Duration::from_secs(2))
+            b.enabled(true)
+                .seed(7)
+                .inject_latency(1.0, Duration::from_secs(2))
         })
         .unwrap();
     registry
@@ -174,11 +191,19 @@ async fn an_injected_latency_holds_the_bulkhead_slot_and_is_timed_by_the_time_li
     let mut delayed = pin!(svc.clone().oneshot(Ask::Now(1)));
     assert!(poll_once(delayed.as_mut()).is_pending());
     let refused = svc.clone().oneshot(Ask::Now(2)).await.unwrap_err();
-    assert_eq!(refused.kind(), ErrorKind::BulkheadFull, "the delayed call holds the slot");
+    assert_eq!(
+        refused.kind(),
+        ErrorKind::BulkheadFull,
+        "the delayed call holds the slot"
+    );
     let started = tokio::time::Instant::now();
     assert_eq!(delayed.await.unwrap_err().kind(), ErrorKind::Timeout);
     assert_eq!(started.elapsed(), Duration::from_secs(1));
-    assert_eq!(calls.load(Ordering::SeqCst), 0, "the call after the delay never started");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "the call after the delay never started"
+    );
     assert_eq!(registry.bulkhead("latency").available_concurrent_calls(), 1);
 
     // Without a time limiter the call runs after the delay.

@@ -14,10 +14,10 @@ use axum::routing::any;
 use axum::Router;
 use reqwest_middleware::ClientWithMiddleware;
 use resil::circuit_breaker::State as BreakerState;
-use resil_web::reqwest::ResilienceMiddleware;
-use resil_web::tower::ResilienceLayer;
 use resil::{Registry, Rejection};
 use resil_web::http::HttpClassifier;
+use resil_web::reqwest::ResilienceMiddleware;
+use resil_web::tower::ResilienceLayer;
 
 #[derive(Default)]
 struct Seen {
@@ -53,7 +53,8 @@ fn client(registry: &Registry, window: u32) -> ClientWithMiddleware {
         .unwrap();
     registry
         .configure_circuit_breaker("prices", move |b| {
-            b.sliding_window_size(window).minimum_number_of_calls(window)
+            b.sliding_window_size(window)
+                .minimum_number_of_calls(window)
         })
         .unwrap();
     let layer = ResilienceLayer::builder(registry, "prices")
@@ -76,16 +77,26 @@ async fn a_post_without_a_key_is_sent_once_and_a_get_is_retried_with_its_body() 
 
     let response = client.post(&url).body("order=1").send().await.unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(seen.hits.load(Ordering::SeqCst), 1, "sent once, its failure returned");
+    assert_eq!(
+        seen.hits.load(Ordering::SeqCst),
+        1,
+        "sent once, its failure returned"
+    );
 
     seen.failing.store(3, Ordering::SeqCst);
     let response = client.get(&url).body("sku=42").send().await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(response.text().await.unwrap(), "sku=42");
     assert_eq!(seen.hits.load(Ordering::SeqCst), 4);
-    assert_eq!(*seen.bodies.lock().unwrap(), vec!["order=1", "sku=42", "sku=42", "sku=42"]);
+    assert_eq!(
+        *seen.bodies.lock().unwrap(),
+        vec!["order=1", "sku=42", "sku=42", "sku=42"]
+    );
     let m = registry.retry("prices").metrics();
-    assert_eq!((m.calls(), m.attempts(), m.successful_calls_with_retry()), (1, 3, 1));
+    assert_eq!(
+        (m.calls(), m.attempts(), m.successful_calls_with_retry()),
+        (1, 3, 1)
+    );
 
     // With its key, a POST is retried too.
     seen.failing.store(5, Ordering::SeqCst);
@@ -111,7 +122,10 @@ async fn an_open_breaker_refuses_inside_the_chain_with_a_rejection() {
     let response = client.get(&url).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     let error = client.get(&url).send().await.unwrap_err();
-    assert_eq!(registry.circuit_breaker("prices").state(), BreakerState::Open);
+    assert_eq!(
+        registry.circuit_breaker("prices").state(),
+        BreakerState::Open
+    );
     let reqwest_middleware::Error::Middleware(error) = error else {
         panic!("not a middleware error: {error:?}")
     };

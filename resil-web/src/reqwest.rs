@@ -53,8 +53,8 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::http::HttpClassifier;
-use crate::tower::{Classify, Verdict};
 use crate::tower::client::ClientLayer;
+use crate::tower::{Classify, Verdict};
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 

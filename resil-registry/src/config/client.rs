@@ -155,7 +155,11 @@ fn entry(path: &str, value: Value, problems: &mut Vec<Problem>) -> Option<HttpCl
         let read = match known {
             "max-replay-body" => bytes(&value).map(|n| entry.max_replay_body = Some(n)),
             "replay-methods" => text(&value)
-                .and_then(|s| REPLAY_METHODS.into_iter().find(|m| m.eq_ignore_ascii_case(s.trim())))
+                .and_then(|s| {
+                    REPLAY_METHODS
+                        .into_iter()
+                        .find(|m| m.eq_ignore_ascii_case(s.trim()))
+                })
                 .map(|m| entry.replay_methods = Some(m)),
             "idempotency-header" => header(&value).map(|h| entry.idempotency_header = Some(h)),
             "deadline-header" => header(&value).map(|h| entry.deadline_header = Some(h)),
@@ -296,7 +300,11 @@ mod tests {
             "invalid `resil.http-client.instances.prices.replay-methods`: got \"all\", expected one of `idempotent`, `safe`, `any`"
         ), "{}", texts[0]);
         assert!(texts[1].contains("unknown key `resil.http-client.instances.prices.max-replay-bdy`; did you mean `max-replay-body`?"), "{}", texts[1]);
-        assert!(texts[2].contains("expected an HTTP header name"), "{}", texts[2]);
+        assert!(
+            texts[2].contains("expected an HTTP header name"),
+            "{}",
+            texts[2]
+        );
         assert_eq!(s.instance("prices"), None);
     }
 }

@@ -86,14 +86,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub(crate) use self::apply::Apply;
+pub use self::client::{
+    HttpClientEntry, HttpClientSection, HTTP_CLIENT_INSTANCES, HTTP_CLIENT_KEYS, REPLAY_METHODS,
+};
 pub use self::duration::{format_duration, parse_duration, ParseDurationError};
 pub use self::error::{ConfigFileError, Problem, ProblemKind};
 pub use self::http::{
     parse_status_ranges, HttpEntry, HttpSection, StatusKey, StatusList, StatusSetError,
     EXPECTED_STATUS, HTTP_INSTANCES, RESIL_ROOT, WATCH_DEBOUNCE_KEY, WATCH_KEY,
-};
-pub use self::client::{
-    HttpClientEntry, HttpClientSection, HTTP_CLIENT_INSTANCES, HTTP_CLIENT_KEYS, REPLAY_METHODS,
 };
 pub use self::inbound::INBOUND_GUARD_KEYS;
 pub(crate) use self::render::{rendered, Render};

@@ -444,7 +444,9 @@ where
                             slot,
                             adaptive,
                         },
-                        (None, Some(mut svc), Some(req)) => Stage::call(svc.call(req), slot, adaptive),
+                        (None, Some(mut svc), Some(req)) => {
+                            Stage::call(svc.call(req), slot, adaptive)
+                        }
                         (None, _, _) => unreachable!("a delay without an outcome keeps its call"),
                     };
                     this.stage.set(next);

@@ -254,10 +254,7 @@ impl<'r, C: 'static, R: 'static> Builder<'r, C, R> {
         let r = self.registry;
         let name = self.name.as_str();
         #[cfg(feature = "redis")]
-        let redis = self
-            .limiter
-            .then(|| redis_limiter(r, name))
-            .flatten();
+        let redis = self.limiter.then(|| redis_limiter(r, name)).flatten();
         #[cfg(not(feature = "redis"))]
         let redis: Option<()> = None;
         let shared = Shared {

@@ -75,7 +75,10 @@ mod tests {
         deadline::within(Duration::from_millis(800), async {
             out.stamp(&mut h).unwrap();
             assert_eq!(h[&DEFAULT_TIMEOUT_HEADER], "795");
-            h.insert(http::header::CONTENT_TYPE, "application/grpc".parse().unwrap());
+            h.insert(
+                http::header::CONTENT_TYPE,
+                "application/grpc".parse().unwrap(),
+            );
             out.stamp(&mut h).unwrap();
             assert_eq!(h[GRPC_TIMEOUT], "795000u");
             tokio::time::sleep(Duration::from_millis(795)).await;

@@ -113,7 +113,14 @@ mod tests {
             assert!(!p.allows(&parts(m.clone(), false)), "{m}");
             assert!(p.allows(&parts(m, true)));
         }
-        for m in [Method::GET, Method::HEAD, Method::OPTIONS, Method::TRACE, Method::PUT, Method::DELETE] {
+        for m in [
+            Method::GET,
+            Method::HEAD,
+            Method::OPTIONS,
+            Method::TRACE,
+            Method::PUT,
+            Method::DELETE,
+        ] {
             assert!(p.allows(&parts(m, false)));
         }
     }

@@ -166,7 +166,11 @@ where
 }
 
 /// A fresh copy of a buffered request (the bytes are shared, not copied).
-fn copy<B: Body>(parts: &Parts, data: &Bytes, trailers: &Option<HeaderMap>) -> Request<ReplayBody<B>> {
+fn copy<B: Body>(
+    parts: &Parts,
+    data: &Bytes,
+    trailers: &Option<HeaderMap>,
+) -> Request<ReplayBody<B>> {
     Request::from_parts(
         parts.clone(),
         ReplayBody::whole(data.clone(), trailers.clone()),

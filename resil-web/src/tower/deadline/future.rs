@@ -89,7 +89,10 @@ fn expired<RB: From<String>>(grpc: bool) -> Response<RB> {
             HeaderValue::from_static("application/grpc"),
         );
         headers.insert("grpc-status", HeaderValue::from_static("4"));
-        headers.insert("grpc-message", HeaderValue::from_static("deadline%20exceeded"));
+        headers.insert(
+            "grpc-message",
+            HeaderValue::from_static("deadline%20exceeded"),
+        );
         return response;
     }
     let mut response = Response::new(RB::from("deadline exceeded".to_owned()));

@@ -102,14 +102,27 @@ mod tests {
 
     #[test]
     fn grpc_timeouts_parse_in_every_unit_and_refuse_what_the_spec_refuses() {
-        assert_eq!(parse_grpc_timeout(&v("2H")), Some(Duration::from_secs(7200)));
+        assert_eq!(
+            parse_grpc_timeout(&v("2H")),
+            Some(Duration::from_secs(7200))
+        );
         assert_eq!(parse_grpc_timeout(&v("3M")), Some(Duration::from_secs(180)));
         assert_eq!(parse_grpc_timeout(&v("1S")), Some(Duration::from_secs(1)));
-        assert_eq!(parse_grpc_timeout(&v("250m")), Some(Duration::from_millis(250)));
+        assert_eq!(
+            parse_grpc_timeout(&v("250m")),
+            Some(Duration::from_millis(250))
+        );
         assert_eq!(parse_grpc_timeout(&v("7u")), Some(Duration::from_micros(7)));
-        assert_eq!(parse_grpc_timeout(&v("99999999n")), Some(Duration::from_nanos(99_999_999)));
+        assert_eq!(
+            parse_grpc_timeout(&v("99999999n")),
+            Some(Duration::from_nanos(99_999_999))
+        );
         for bad in ["", "m", "100", "123456789m", "1.5S", "-1S", "10s", "1 S"] {
-            assert_eq!(parse_grpc_timeout(&HeaderValue::from_str(bad).unwrap()), None, "{bad:?}");
+            assert_eq!(
+                parse_grpc_timeout(&HeaderValue::from_str(bad).unwrap()),
+                None,
+                "{bad:?}"
+            );
         }
     }
 
@@ -118,10 +131,20 @@ mod tests {
         assert_eq!(grpc_timeout_value(Duration::from_nanos(1500)), "1500n");
         assert_eq!(grpc_timeout_value(Duration::from_millis(980)), "980000u");
         assert_eq!(grpc_timeout_value(Duration::from_secs(500)), "500000m");
-        assert_eq!(grpc_timeout_value(Duration::from_secs(86_400 * 400)), "9600H");
-        for d in [Duration::from_nanos(1), Duration::from_millis(1234), Duration::from_secs(99_999)] {
+        assert_eq!(
+            grpc_timeout_value(Duration::from_secs(86_400 * 400)),
+            "9600H"
+        );
+        for d in [
+            Duration::from_nanos(1),
+            Duration::from_millis(1234),
+            Duration::from_secs(99_999),
+        ] {
             let back = parse_grpc_timeout(&grpc_timeout_value(d)).unwrap();
-            assert!(back <= d && d - back < d / 1000 + Duration::from_nanos(1), "{d:?} → {back:?}");
+            assert!(
+                back <= d && d - back < d / 1000 + Duration::from_nanos(1),
+                "{d:?} → {back:?}"
+            );
         }
     }
 
@@ -134,8 +157,14 @@ mod tests {
         let mut h = HeaderMap::new();
         assert_eq!(budget_of(&h, &DEFAULT_TIMEOUT_HEADER), None);
         h.insert(DEFAULT_TIMEOUT_HEADER, v("800"));
-        assert_eq!(budget_of(&h, &DEFAULT_TIMEOUT_HEADER), Some(Duration::from_millis(800)));
+        assert_eq!(
+            budget_of(&h, &DEFAULT_TIMEOUT_HEADER),
+            Some(Duration::from_millis(800))
+        );
         h.insert(GRPC_TIMEOUT, v("300m"));
-        assert_eq!(budget_of(&h, &DEFAULT_TIMEOUT_HEADER), Some(Duration::from_millis(300)));
+        assert_eq!(
+            budget_of(&h, &DEFAULT_TIMEOUT_HEADER),
+            Some(Duration::from_millis(300))
+        );
     }
 }
