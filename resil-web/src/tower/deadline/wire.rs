@@ -133,8 +133,14 @@ mod tests {
         assert_eq!(grpc_timeout_value(Duration::from_secs(500)), "500000m");
         assert_eq!(
             grpc_timeout_value(Duration::from_secs(86_400 * 400)),
-            "9600H"
+            "34560000S"
         );
+        assert_eq!(
+            grpc_timeout_value(Duration::from_secs(86_400 * 4000)),
+            "5760000M"
+        );
+        // More than 8 digits of hours: the largest value the header holds.
+        assert_eq!(grpc_timeout_value(Duration::MAX), "99999999H");
         for d in [
             Duration::from_nanos(1),
             Duration::from_millis(1234),
