@@ -417,3 +417,79 @@ resil.http-client.instances.prices:
         "code's rule and bound win"
     );
 }
+
+/// An in-process downstream for the cancellation and panic cases: a request
+/// whose body is `hang` never answers, `panic` panics, anything else is 503.
+fn in_process() -> impl tower::Service<
+    http::Request<ReplayBody<Full<Bytes>>>,
+    Response = http::Response<()>,
+    Error = std::io::Error,
+    Future = impl std::future::Future<Output = std::io::Result<http::Response<()>>> + Send,
+> + Clone
+       + Send {
+    tower::service_fn(|req: http::Request<ReplayBody<Full<Bytes>>>| async move {
+        let body = req.into_body().collect().await.unwrap().to_bytes();
+        match &body[..] {
+            b"hang" => std::future::pending().await,
+            b"panic" => panic!("the downstream's code panicked"),
+            _ => Ok(http::Response::builder().status(503).body(()).unwrap()),
+        }
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_or_panicking_retried_request_gives_every_slot_back() {
+    let registry = registry();
+    registry
+        .configure_bulkhead("prices", |b| b.max_concurrent_calls(1))
+        .unwrap();
+    let client = ResilienceLayer::builder(&registry, "prices")
+        .retry()
+        .bulkhead()
+        .classify(HttpClassifier::default())
+        .build()
+        .layer(in_process());
+    let bulkhead = registry.bulkhead("prices");
+
+    // Dropped while its attempt waits on the downstream.
+    let call = tokio::spawn(client.clone().oneshot(request(
+        Method::GET,
+        "http://d/",
+        "hang",
+        false,
+    )));
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(bulkhead.available_concurrent_calls(), 0);
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+    assert_eq!(bulkhead.available_concurrent_calls(), 1);
+    assert_eq!(registry.retry("prices").metrics().cancelled_calls(), 1);
+
+    // Dropped during the retry's backoff (after a 503).
+    let call = tokio::spawn(client.clone().oneshot(request(
+        Method::GET,
+        "http://d/",
+        "busy",
+        false,
+    )));
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    call.abort();
+    let _ = call.await;
+    assert_eq!(bulkhead.available_concurrent_calls(), 1);
+    assert_eq!(registry.retry("prices").metrics().cancelled_calls(), 2);
+
+    // A panic in the downstream's code unwinds through the layer.
+    let panicked = tokio::spawn(client.clone().oneshot(request(
+        Method::GET,
+        "http://d/",
+        "panic",
+        false,
+    )));
+    assert!(panicked.await.unwrap_err().is_panic());
+    assert_eq!(bulkhead.available_concurrent_calls(), 1);
+    let response = client
+        .oneshot(request(Method::GET, "http://d/", "busy", false))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+}
