@@ -251,3 +251,41 @@ async fn a_request_that_arrives_with_its_budget_spent_is_answered_504_unhandled(
     // B's handler never ran, so C was never asked.
     assert!(chain.c.header.lock().unwrap().is_none());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_grpc_request_runs_in_its_grpc_timeout_and_a_spent_one_gets_deadline_exceeded() {
+    use tower::service_fn;
+    let handler = service_fn(|_: http::Request<()>| async {
+        let left = resil::deadline::remaining();
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        Ok::<_, std::convert::Infallible>(http::Response::new(format!("{left:?}")))
+    });
+    let svc = DeadlineLayer::new().layer(handler);
+    let grpc = |timeout: &'static str| {
+        http::Request::builder()
+            .uri("/inventory.Stock/Get")
+            .header("content-type", "application/grpc")
+            .header("grpc-timeout", timeout)
+            .body(())
+            .unwrap()
+    };
+    // 250 ms: the handler runs in it, and is dropped when it is spent.
+    let started = Instant::now();
+    let response = svc.clone().oneshot(grpc("250m")).await.unwrap();
+    assert_eq!(started.elapsed(), Duration::from_millis(250));
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "gRPC answers in its trailers"
+    );
+    assert_eq!(response.headers()["grpc-status"], "4");
+    assert_eq!(response.headers()["content-type"], "application/grpc");
+    // Spent on arrival: answered at once, unhandled.
+    let response = svc.clone().oneshot(grpc("0n")).await.unwrap();
+    assert_eq!(response.headers()["grpc-status"], "4");
+    // A value the spec does not allow is no deadline: the handler runs to its end.
+    let started = Instant::now();
+    let response = svc.oneshot(grpc("1.5S")).await.unwrap();
+    assert_eq!(started.elapsed(), Duration::from_secs(60));
+    assert_eq!(response.into_body(), "None");
+}
