@@ -46,7 +46,7 @@ limit-refresh-period = "1s"
 timeout-duration = "0ms"
 
 [resilience4j.ratelimiter.instances.bench-local]
-limit-for-period = 1000000
+limit-for-period = 1000000000
 limit-refresh-period = "1s"
 timeout-duration = "0ms"
 "#
@@ -83,16 +83,18 @@ fn main() {
         .configure_from_args();
     let mut g = c.benchmark_group("redis_tower");
     let mut x = 0u64;
-    g.bench_function("rate_limiter on redis/resil layer", |b| {
-        b.iter(|| {
-            x += 1;
-            rt.block_on(redis.clone().oneshot(x)).unwrap()
-        })
-    });
+    // The attribute first: the first contender also pays for the
+    // connection's warm-up.
     g.bench_function("rate_limiter on redis/resil attribute", |b| {
         b.iter(|| {
             x += 1;
             rt.block_on(by_attribute(x)).unwrap()
+        })
+    });
+    g.bench_function("rate_limiter on redis/resil layer", |b| {
+        b.iter(|| {
+            x += 1;
+            rt.block_on(redis.clone().oneshot(x)).unwrap()
         })
     });
     g.bench_function("rate_limiter local/resil layer (for scale)", |b| {
