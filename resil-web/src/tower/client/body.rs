@@ -151,7 +151,9 @@ pub(crate) enum Buffered<B: Body> {
 }
 
 /// Reads `body` into memory while it stays within `max` bytes. A body that
-/// says it is larger is not read at all.
+/// says it is larger is not read at all. A body of one chunk (an in-memory
+/// body: `Full`, `axum::body::Body::from(bytes)`) is kept as that chunk,
+/// not copied; only a second chunk makes the client join them.
 pub(crate) async fn buffer<B: Body + Unpin>(mut body: B, max: usize) -> Buffered<B>
 where
     B::Data: Buf,
@@ -159,20 +161,23 @@ where
     if body.size_hint().lower() > max as u64 {
         return Buffered::Once(ReplayBody::stream(Bytes::new(), body));
     }
-    let mut kept = BytesMut::new();
+    let mut kept = Kept::Empty;
     let mut trailers: Option<HeaderMap> = None;
     loop {
         let frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
         match frame {
-            None => return Buffered::Whole(kept.freeze(), trailers),
-            Some(Err(error)) => return Buffered::Once(ReplayBody::failed(kept.freeze(), error)),
+            None => return Buffered::Whole(kept.into_bytes(), trailers),
+            Some(Err(error)) => {
+                return Buffered::Once(ReplayBody::failed(kept.into_bytes(), error))
+            }
             Some(Ok(frame)) => match frame.into_data() {
                 Ok(mut data) => {
-                    if kept.len() + data.remaining() > max {
-                        kept.extend_from_slice(&data.copy_to_bytes(data.remaining()));
-                        return Buffered::Once(ReplayBody::stream(kept.freeze(), body));
+                    let chunk = data.copy_to_bytes(data.remaining());
+                    let over = kept.len() + chunk.len() > max;
+                    kept.push(chunk);
+                    if over {
+                        return Buffered::Once(ReplayBody::stream(kept.into_bytes(), body));
                     }
-                    kept.extend_from_slice(&data.copy_to_bytes(data.remaining()));
                 }
                 Err(frame) => {
                     if let Ok(t) = frame.into_trailers() {
@@ -181,5 +186,117 @@ where
                 }
             },
         }
+    }
+}
+
+/// The bytes read so far: nothing, one chunk as it came, or several joined.
+enum Kept {
+    Empty,
+    One(Bytes),
+    Joined(BytesMut),
+}
+
+impl Kept {
+    fn len(&self) -> usize {
+        match self {
+            Kept::Empty => 0,
+            Kept::One(b) => b.len(),
+            Kept::Joined(b) => b.len(),
+        }
+    }
+
+    fn push(&mut self, chunk: Bytes) {
+        *self = match std::mem::replace(self, Kept::Empty) {
+            Kept::Empty => Kept::One(chunk),
+            Kept::One(first) => {
+                let mut joined = BytesMut::with_capacity(first.len() + chunk.len());
+                joined.extend_from_slice(&first);
+                joined.extend_from_slice(&chunk);
+                Kept::Joined(joined)
+            }
+            Kept::Joined(mut joined) => {
+                joined.extend_from_slice(&chunk);
+                Kept::Joined(joined)
+            }
+        };
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Kept::Empty => Bytes::new(),
+            Kept::One(b) => b,
+            Kept::Joined(b) => b.freeze(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A body of the given chunks, then the given end.
+    struct Chunks(Vec<Result<Bytes, &'static str>>);
+
+    impl Body for Chunks {
+        type Data = Bytes;
+        type Error = &'static str;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, &'static str>>> {
+            Poll::Ready(if self.0.is_empty() {
+                None
+            } else {
+                Some(self.0.remove(0).map(Frame::data))
+            })
+        }
+    }
+
+    fn chunks(items: &[Result<&'static str, &'static str>]) -> Chunks {
+        Chunks(
+            items
+                .iter()
+                .map(|r| r.map(|s| Bytes::from_static(s.as_bytes())))
+                .collect(),
+        )
+    }
+
+    async fn collect(body: ReplayBody<Chunks>) -> Result<Vec<u8>, &'static str> {
+        let mut body = body;
+        let mut out = Vec::new();
+        while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
+        {
+            if let Ok(data) = frame?.into_data() {
+                out.extend_from_slice(&data);
+            }
+        }
+        Ok(out)
+    }
+
+    #[tokio::test]
+    async fn a_body_within_the_bound_is_kept_whole_and_one_chunk_is_not_copied() {
+        let one = Bytes::from_static(b"sku=42");
+        let Buffered::Whole(kept, None) = buffer(Chunks(vec![Ok(one.clone())]), 64).await else {
+            panic!("not kept")
+        };
+        assert_eq!(kept.as_ptr(), one.as_ptr(), "the chunk itself, not a copy");
+        let Buffered::Whole(kept, None) = buffer(chunks(&[Ok("ab"), Ok("cd"), Ok("e")]), 5).await
+        else {
+            panic!("not kept")
+        };
+        assert_eq!(kept, "abcde");
+    }
+
+    #[tokio::test]
+    async fn a_larger_or_broken_body_is_sent_once_with_every_byte_in_order() {
+        let Buffered::Once(body) = buffer(chunks(&[Ok("ab"), Ok("cd"), Ok("ef")]), 3).await else {
+            panic!("kept")
+        };
+        assert_eq!(collect(body).await.unwrap(), b"abcdef");
+        let Buffered::Once(body) = buffer(chunks(&[Ok("ab"), Err("reset")]), 64).await else {
+            panic!("kept")
+        };
+        assert_eq!(collect(body).await, Err("reset"));
     }
 }
