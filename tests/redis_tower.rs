@@ -74,3 +74,36 @@ async fn two_processes_layers_share_one_quota_in_redis_and_a_refusal_sends_nothi
         .metrics();
     assert_eq!(m.successful_acquires(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_dropped_while_it_waits_for_redis_gives_its_half_open_probe_back() {
+    let server = RedisServer::start();
+    let registry = Registry::from_toml_str(&file(&server.url())).unwrap();
+    registry
+        .configure_circuit_breaker("checkout", |b| {
+            b.permitted_number_of_calls_in_half_open_state(1)
+        })
+        .unwrap();
+    let breaker = registry.circuit_breaker("checkout");
+    breaker.transition_to_open().unwrap();
+    breaker.transition_to_half_open().unwrap();
+    let svc = ResilienceLayer::builder(&registry, "checkout")
+        .circuit_breaker()
+        .rate_limiter()
+        .build()
+        .layer(service_fn(|n: u32| async move { Ok::<_, io::Error>(n) }));
+
+    // The one probe is taken, then the request waits on the Redis round trip.
+    let mut waiting = Box::pin(svc.clone().oneshot(1));
+    let first = futures::poll!(waiting.as_mut());
+    assert!(first.is_pending(), "the acquire is a round trip away");
+    let refused = svc.clone().oneshot(2).await.unwrap_err();
+    assert_eq!(
+        refused.kind(),
+        ErrorKind::CallNotPermitted,
+        "the probe is out"
+    );
+    drop(waiting);
+    // Dropped unrecorded: the probe slot is back for the next request.
+    assert_eq!(svc.oneshot(3).await.unwrap(), 3);
+}
