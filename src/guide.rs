@@ -9,6 +9,12 @@
 #[doc = include_str!("../docs/web-service.md")]
 pub struct WebService;
 
+/// An HTTP client: retry and hedging over replayable requests, idempotency
+/// gating, deadlines over the wire, reqwest-middleware.
+#[cfg(all(feature = "client", feature = "reqwest-middleware", feature = "yaml"))]
+#[doc = include_str!("../docs/http-client.md")]
+pub struct HttpClient;
+
 /// Keyed protection: a quota, a breaker and a bulkhead per tenant.
 #[doc = include_str!("../docs/tenants.md")]
 pub struct Tenants;

@@ -132,6 +132,12 @@ pub use resil_web::tower;
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use resil_web::http;
 
+/// `ResilienceMiddleware`: a client layer's stack as a
+/// `reqwest_middleware::Middleware` (feature `reqwest-middleware`).
+#[cfg(feature = "reqwest-middleware")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
+pub use resil_web::reqwest;
+
 /// gRPC (tonic `Status`) outcome classification (feature `grpc`).
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]

@@ -8,7 +8,8 @@ use resil_web::tower::ResilienceLayer;
 #[test]
 fn the_attributes_and_the_layer_nest_their_aspects_in_one_order() {
     // Written innermost first, so only the table can put them in order.
-    let expanded: [Aspect; 5] = resil_macros::__expansion_order! {
+    let expanded: [Aspect; 6] = resil_macros::__expansion_order! {
+        #[resil::chaos(name = "order")]
         #[resil::bulkhead(name = "order")]
         #[resil::time_limiter(name = "order")]
         #[resil::rate_limiter(name = "order")]
@@ -22,6 +23,7 @@ fn the_attributes_and_the_layer_nest_their_aspects_in_one_order() {
 
     let registry = Registry::new();
     let layer = ResilienceLayer::builder(&registry, "order")
+        .chaos()
         .bulkhead()
         .time_limiter()
         .rate_limiter()
@@ -56,6 +58,21 @@ fn the_attributes_nest_every_aspect_in_the_table_order() {
         }
     };
     assert_eq!(expanded, ORDER);
+
+    // The client layer: Retry and Hedge outside the same stack, so a client
+    // stack nests all eight as the attributes do.
+    let registry = Registry::new();
+    let client = ResilienceLayer::builder(&registry, "order")
+        .chaos()
+        .bulkhead()
+        .time_limiter()
+        .rate_limiter()
+        .circuit_breaker()
+        .throttler()
+        .hedge()
+        .retry()
+        .build();
+    assert_eq!(client.aspects().collect::<Vec<_>>(), ORDER);
 }
 
 #[test]

@@ -1474,7 +1474,7 @@ fn other_resil_keys_are_errors_too_and_bad_status_sets_keep_their_precise_messag
     assert_eq!(
         err.to_string(),
         "3 problems in the configuration:\n  \
-         line 6: unknown key `resil.htpp`; did you mean `http`? (resil's own keys: `http`, `inbound-guard`, `config`)\n  \
+         line 6: unknown key `resil.htpp`; did you mean `http`? (resil's own keys: `http`, `inbound-guard`, `http-client`, `config`)\n  \
          line 8: unknown key `resil.http.instance`; did you mean `instances`? (keys of \
          `resil.http`: `instances`)\n  \
          line 11: invalid `resil.http.instances.inventory-query.record-status`: invalid status \

@@ -57,6 +57,7 @@
 mod config;
 mod event;
 mod future;
+mod injection;
 
 use std::fmt;
 use std::future::Future;
@@ -69,6 +70,7 @@ use parking_lot::Mutex;
 
 pub use self::config::{ChaosConfig, ChaosConfigBuilder};
 pub use self::event::{ChaosEvent, ChaosEventKind, ChaosMetrics};
+pub use self::injection::Injection;
 
 use self::future::Injected;
 use crate::clock::{self, Clock, SharedClock, SystemClock};

@@ -52,9 +52,9 @@ pub const RESIL_ROOT: &str = "resil";
 /// Where a file keeps HTTP classifiers: `resil.http.instances.<name>`.
 pub const HTTP_INSTANCES: &str = "resil.http.instances";
 
-/// The keys of `resil`: `http`, `inbound-guard` (see `inbound.rs`) and
-/// `config`.
-const RESIL_KEYS: [&str; 3] = ["http", "inbound-guard", "config"];
+/// The keys of `resil`: `http`, `inbound-guard` (see `inbound.rs`),
+/// `http-client` (see `client.rs`) and `config`.
+const RESIL_KEYS: [&str; 4] = ["http", "inbound-guard", "http-client", "config"];
 
 /// The keys of `resil.config`: whether the registry watches its file, and
 /// how long it waits for a burst of changes to settle.
@@ -432,16 +432,17 @@ fn unknown_name(path: &str, name: &str, configured: &[&str]) -> Problem {
 /// problem with its key path.
 #[cfg(test)]
 pub(crate) fn section(root: &str, value: Value, problems: &mut Vec<Problem>) -> HttpSection {
-    section_and_guard(root, value, problems, &mut None)
+    section_and_guard(root, value, problems, &mut None, &mut Default::default())
 }
 
 /// [`section`], also reading `resil.inbound-guard` into `guard` (a later
-/// section replaces an earlier one).
+/// section replaces an earlier one) and `resil.http-client` into `client`.
 pub(crate) fn section_and_guard(
     root: &str,
     value: Value,
     problems: &mut Vec<Problem>,
     guard: &mut Option<resil_core::inbound::InboundGuardConfig>,
+    client: &mut super::client::HttpClientSection,
 ) -> HttpSection {
     let mut section = HttpSection::default();
     let Some(items) = map_entries(value, root, "a map with an `http` key", problems) else {
@@ -460,6 +461,16 @@ pub(crate) fn section_and_guard(
         }
         if normalize(&key) == "config" {
             config_keys(&path, value, problems);
+            continue;
+        }
+        if normalize(&key) == normalize("http-client") {
+            if let Some(first) = seen.insert("http-client", key.clone()) {
+                problems.push(duplicate(&path, &first, &key));
+            } else {
+                let mut read = super::client::HttpClientSection::default();
+                super::client::section(&path, value, problems, &mut read);
+                client.merge(read);
+            }
             continue;
         }
         if normalize(&key) != "http" {
@@ -750,7 +761,7 @@ mod tests {
         assert_eq!(
             problems,
             [
-                "unknown key `resil.htp`; did you mean `http`? (resil's own keys: `http`, `inbound-guard`, `config`)",
+                "unknown key `resil.htp`; did you mean `http`? (resil's own keys: `http`, `inbound-guard`, `http-client`, `config`)",
                 "unknown key `resil.http.instance`; did you mean `instances`? \
                  (keys of `resil.http`: `instances`)",
                 "unknown key `resil.http.instances.a.ignore-statuses`; did you mean \

@@ -65,6 +65,7 @@
 pub(crate) mod apply;
 mod aspect_order;
 pub(crate) mod bind;
+mod client;
 pub(crate) mod duration;
 mod env;
 mod error;
@@ -85,6 +86,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub(crate) use self::apply::Apply;
+pub use self::client::{
+    HttpClientEntry, HttpClientSection, HTTP_CLIENT_INSTANCES, HTTP_CLIENT_KEYS, REPLAY_METHODS,
+};
 pub use self::duration::{format_duration, parse_duration, ParseDurationError};
 pub use self::error::{ConfigFileError, Problem, ProblemKind};
 pub use self::http::{
@@ -221,6 +225,8 @@ pub struct FileConfig {
     http: HttpSection,
     /// resil's own `resil.inbound-guard`: the inbound guard's thresholds.
     inbound_guard: Option<resil_core::inbound::InboundGuardConfig>,
+    /// resil's own `resil.http-client.instances`: client layers' settings.
+    http_client: HttpClientSection,
 }
 
 impl Default for FileConfig {
@@ -479,6 +485,7 @@ impl FileConfig {
         let mut merged = Document::default();
         let mut merged_http = HttpSection::default();
         let mut inbound_guard = None;
+        let mut http_client = HttpClientSection::default();
         let mut ignored_keys: Vec<String> = Vec::new();
         // Every document's lines, for the problems found after merging.
         let mut all_lines = value::Lines::new();
@@ -507,6 +514,7 @@ impl FileConfig {
                     value,
                     &mut found,
                     &mut inbound_guard,
+                    &mut http_client,
                 ));
             }
             for problem in &mut found {
@@ -536,6 +544,7 @@ impl FileConfig {
         merged_http.check_names(&configured, &mut late);
         config.http = merged_http;
         config.inbound_guard = inbound_guard;
+        config.http_client = http_client;
         for problem in &mut late {
             problem.locate(&all_lines);
         }
@@ -572,6 +581,7 @@ impl FileConfig {
             sections: Sections::resolve(&doc, problems),
             http: HttpSection::default(),
             inbound_guard: None,
+            http_client: HttpClientSection::default(),
         }
     }
 
@@ -686,6 +696,29 @@ impl FileConfig {
     #[cfg(feature = "redis")]
     pub(crate) fn all_properties(&self) -> &[(String, String)] {
         &self.properties
+    }
+
+    /// resil's own `resil.http-client.instances`: client layers' replay
+    /// rules and deadline header, checked by the loader (see
+    /// [`HttpClientEntry`]; a later document's keys replace an earlier
+    /// one's).
+    ///
+    /// ```
+    /// # #[cfg(feature = "yaml")] {
+    /// use resil_registry::config::FileConfig;
+    ///
+    /// let file = FileConfig::from_yaml_str("
+    /// resil.http-client.instances.prices:
+    ///   max-replay-body: 16KiB
+    ///   replay-methods: safe
+    /// ").unwrap();
+    /// let prices = file.http_client().instance("prices").unwrap();
+    /// assert_eq!(prices.max_replay_body, Some(16 * 1024));
+    /// assert_eq!(prices.replay_methods, Some("safe"));
+    /// # }
+    /// ```
+    pub fn http_client(&self) -> &HttpClientSection {
+        &self.http_client
     }
 
     /// The active profiles the configuration was read with

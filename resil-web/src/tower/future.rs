@@ -16,7 +16,8 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use resil_core::bulkhead::{AcquirePermission, BulkheadPermit};
+use resil_core::bulkhead::{AcquirePermission, AdaptivePermit, BulkheadPermit};
+use resil_core::chaos::Injection;
 use resil_core::circuit_breaker::Permit;
 use resil_core::cold_box::ColdBox;
 use resil_core::throttler::Permit as ThrottlePermit;
@@ -66,8 +67,22 @@ pin_project! {
     where
         S: Service<Req>,
     {
-        // The inner call, holding the bulkhead's slot.
-        Call { #[pin] fut: S::Future, slot: Option<BulkheadPermit<'static>> },
+        // The inner call, holding the bulkhead's slot (and the adaptive
+        // bulkhead's).
+        Call {
+            #[pin] fut: S::Future,
+            slot: Option<BulkheadPermit<'static>>,
+            adaptive: Option<AdaptivePermit<'static>>,
+        },
+        // Chaos injected a latency: waiting it out (holding the slots),
+        // then its outcome or the call. Boxed, as a wait is.
+        Delayed { wait: ColdBox<Delayed<S, Req>> },
+        // The answer chaos injected in place of the call, holding the slots.
+        Injected {
+            out: Option<Result<S::Response, S::Error>>,
+            slot: Option<BulkheadPermit<'static>>,
+            adaptive: Option<AdaptivePermit<'static>>,
+        },
         // Waiting for the rate limiter's reserved permit or for a bulkhead
         // slot, with the service and the request. Boxed: only a waiting
         // request pays for it (one allocation, as its timer or its place in
@@ -99,13 +114,97 @@ pin_project! {
         Permit { #[pin] sleep: Sleep },
         // A bulkhead slot.
         Slot { acquire: AcquirePermission<'static> },
+        // A permit of the Redis-backed rate limiter: its acquire (a script
+        // call, or a lease, then perhaps a reserved wait).
+        Redis { acquire: RedisAcquire },
+    }
+}
+
+/// A Redis-backed limiter's acquire, boxed (a round trip's state).
+#[cfg(feature = "redis")]
+type RedisAcquire = Pin<
+    Box<
+        dyn Future<
+                Output = Result<
+                    resil_core::distributed_rate_limiter::Grant,
+                    resil_core::rate_limiter::AcquireError,
+                >,
+            > + Send,
+    >,
+>;
+
+/// Without the `redis` feature, no request waits for Redis.
+#[cfg(not(feature = "redis"))]
+type RedisAcquire = std::convert::Infallible;
+
+pin_project! {
+    /// A request waiting out a latency chaos injected, with what comes
+    /// after (nothing in it is pinned: the projection hands out each field).
+    pub(crate) struct Delayed<S, Req>
+    where
+        S: Service<Req>,
+    {
+        sleep: Pin<Box<dyn Future<Output = ()> + Send>>,
+        then: Option<Result<S::Response, S::Error>>,
+        svc: Option<S>,
+        req: Option<Req>,
+        slot: Option<BulkheadPermit<'static>>,
+        adaptive: Option<AdaptivePermit<'static>>,
     }
 }
 
 impl<S: Service<Req>, Req> Stage<S, Req> {
     #[inline]
-    pub(crate) fn call(fut: S::Future, slot: Option<BulkheadPermit<'static>>) -> Self {
-        Stage::Call { fut, slot }
+    pub(crate) fn call(
+        fut: S::Future,
+        slot: Option<BulkheadPermit<'static>>,
+        adaptive: Option<AdaptivePermit<'static>>,
+    ) -> Self {
+        Stage::Call {
+            fut,
+            slot,
+            adaptive,
+        }
+    }
+
+    /// What chaos drew for this call: a delay first (with the service and
+    /// request, if the call runs after it), or its answer at once.
+    #[cold]
+    fn injected(
+        injection: Injection<S::Response, S::Error>,
+        svc: &mut S,
+        req: Req,
+        slot: Option<BulkheadPermit<'static>>,
+        adaptive: Option<AdaptivePermit<'static>>,
+    ) -> Self
+    where
+        S: Clone,
+    {
+        match injection.delay {
+            Some(delay) => {
+                let run = injection.outcome.is_none();
+                let sleep = injection.sleep(delay);
+                let svc = run.then(|| {
+                    let clone = svc.clone();
+                    std::mem::replace(svc, clone)
+                });
+                Stage::Delayed {
+                    wait: ColdBox::pin(Delayed {
+                        sleep,
+                        then: injection.outcome,
+                        svc,
+                        req: run.then_some(req),
+                        slot,
+                        adaptive,
+                    }),
+                }
+            }
+            None => Stage::Injected {
+                out: injection.outcome,
+                slot,
+                adaptive,
+            },
+        }
     }
 
     /// Waits for a bulkhead slot (the first poll of `acquire` joined the
@@ -138,20 +237,52 @@ pub(crate) fn body<S, Req, C: 'static, R: 'static>(
 ) -> Stage<S, Req>
 where
     S: Service<Req> + Clone,
+    S::Response: 'static,
+    S::Error: 'static,
 {
     let Some(bulkhead) = &shared.bulkhead else {
-        return Stage::call(svc.call(req), None);
+        return inside(shared, svc, req, None);
     };
     let mut acquire = bulkhead.get().acquire_permission();
     let mut cx = Context::from_waker(std::task::Waker::noop());
     match Pin::new(&mut acquire).poll(&mut cx) {
-        Poll::Ready(Ok(permit)) => Stage::call(svc.call(req), Some(permit)),
+        Poll::Ready(Ok(permit)) => inside(shared, svc, req, Some(permit)),
         Poll::Ready(Err(refused)) => Stage::refused(refused.into_error()),
         Poll::Pending => {
             let clone = svc.clone();
             Stage::acquire(acquire, std::mem::replace(svc, clone), req)
         }
     }
+}
+
+/// Inside the semaphore bulkhead's slot: the adaptive bulkhead's slot (taken
+/// now or refused, as it never waits), chaos (innermost: it stands for the
+/// downstream), then the inner call.
+#[inline(always)]
+fn inside<S, Req, C: 'static, R: 'static>(
+    shared: &'static Shared<C, R>,
+    svc: &mut S,
+    req: Req,
+    slot: Option<BulkheadPermit<'static>>,
+) -> Stage<S, Req>
+where
+    S: Service<Req> + Clone,
+    S::Response: 'static,
+    S::Error: 'static,
+{
+    let adaptive = match &shared.adaptive {
+        None => None,
+        Some(adaptive) => match adaptive.get().try_acquire_permission() {
+            Ok(permit) => Some(permit),
+            Err(full) => return Stage::refused(Error::BulkheadFull(full)),
+        },
+    };
+    if let Some(chaos) = &shared.chaos {
+        if let Some(injection) = chaos.get().inject::<S::Response, S::Error>() {
+            return Stage::injected(injection, svc, req, slot, adaptive);
+        }
+    }
+    Stage::call(svc.call(req), slot, adaptive)
 }
 
 /// The time limiter's side for a timed part starting now, if the layer has
@@ -197,6 +328,35 @@ where
                 wait: ColdBox::pin(Waiting {
                     until: Until::Permit {
                         sleep: tokio::time::sleep(wait),
+                    },
+                    svc: Some(svc),
+                    req: Some(req),
+                }),
+            },
+            watch: None,
+            permit,
+            throttle: None,
+            shared,
+            span,
+        }
+    }
+
+    /// The Redis-backed rate limiter's permit, awaited before the timed part.
+    #[cfg(feature = "redis")]
+    #[cold]
+    pub(crate) fn acquiring(
+        shared: &'static Shared<C, R>,
+        span: Span,
+        permit: Option<Permit<'static>>,
+        limiter: &'static resil_core::distributed_rate_limiter::DistributedRateLimiter,
+        svc: S,
+        req: Req,
+    ) -> Self {
+        ResponseFuture {
+            stage: Stage::Waiting {
+                wait: ColdBox::pin(Waiting {
+                    until: Until::Redis {
+                        acquire: Box::pin(limiter.acquire_async()),
                     },
                     svc: Some(svc),
                     req: Some(req),
@@ -256,48 +416,41 @@ where
             if let Some(watch) = this.watch.as_mut() {
                 watch.before_poll();
             }
-            match this.stage.as_mut().project() {
-                StageProj::Call { fut, .. } => {
+            let answer = match this.stage.as_mut().project() {
+                StageProj::Call { fut, adaptive, .. } => {
                     let Poll::Ready(answer) = fut.poll(cx) else {
                         break ready!(pending_or_expired(this.watch, this.stage, cx));
                     };
-                    // The slot is free as soon as the work is done. `set`
-                    // drops the old state where it stands: moving it out
-                    // first would be a wide read of fields just written,
-                    // which stalls on store forwarding (measured).
-                    this.stage.set(Stage::Done);
-                    shared.counts.passed();
-                    if let Some(watch) = this.watch.as_ref() {
-                        watch.finished(answer.is_ok());
+                    if let Some(adaptive) = adaptive.take() {
+                        adaptive.record_success();
                     }
-                    match answer {
-                        // The common path: the response goes out as the
-                        // inner future gave it, never through a
-                        // `Result<_, Error<_>>`, whose different layout
-                        // moves it field by field, and the caller's block
-                        // copy of the response then stalls on those stores
-                        // (measured: about 15 ns a request in process).
-                        Ok(response) => {
-                            if let Some(permit) = this.permit.take() {
-                                record_response(&shared.classify, permit, &response);
-                            }
-                            if let Some(throttle) = this.throttle.take() {
-                                match shared.classify.refused(&response) {
-                                    Some(true) => throttle.refused(),
-                                    Some(false) => throttle.accepted(),
-                                    None => throttle.on_value(&response),
-                                }
-                            }
-                            if !span.is_disabled() {
-                                // By value: a reference would keep the
-                                // response in memory on every request.
-                                let response = trace::responded(span.span(), shared, response);
-                                return Poll::Ready(Ok(response));
-                            }
-                            return Poll::Ready(Ok(response));
+                    answer
+                }
+                StageProj::Injected { out, adaptive, .. } => {
+                    if let Some(adaptive) = adaptive.take() {
+                        adaptive.record_success();
+                    }
+                    out.take().expect("polled after completion")
+                }
+                StageProj::Delayed { wait } => {
+                    let d = wait.as_mut().project();
+                    if d.sleep.as_mut().poll(cx).is_pending() {
+                        break ready!(pending_or_expired(this.watch, this.stage, cx));
+                    }
+                    let (slot, adaptive) = (d.slot.take(), d.adaptive.take());
+                    let next = match (d.then.take(), d.svc.take(), d.req.take()) {
+                        (Some(out), _, _) => Stage::Injected {
+                            out: Some(out),
+                            slot,
+                            adaptive,
+                        },
+                        (None, Some(mut svc), Some(req)) => {
+                            Stage::call(svc.call(req), slot, adaptive)
                         }
-                        Err(error) => break Err(Error::Call(error)),
-                    }
+                        (None, _, _) => unreachable!("a delay without an outcome keeps its call"),
+                    };
+                    this.stage.set(next);
+                    continue;
                 }
                 StageProj::Waiting { wait } => {
                     let w = wait.as_mut().project();
@@ -312,14 +465,33 @@ where
                             *this.watch = watch(shared);
                             this.stage.set(next);
                         }
+                        #[cfg(feature = "redis")]
+                        UntilProj::Redis { acquire } => match ready!(acquire.as_mut().poll(cx)) {
+                            Ok(_grant) => {
+                                // The permit is ours: the timed part starts.
+                                let (Some(mut svc), Some(req)) = (w.svc.take(), w.req.take())
+                                else {
+                                    unreachable!("the service and request wait with the acquire");
+                                };
+                                let next = body(shared, &mut svc, req);
+                                *this.watch = watch(shared);
+                                this.stage.set(next);
+                            }
+                            Err(refused) => {
+                                this.stage.set(Stage::Done);
+                                break Err(refused.into());
+                            }
+                        },
+                        #[cfg(not(feature = "redis"))]
+                        UntilProj::Redis { acquire } => match *acquire {},
                         UntilProj::Slot { acquire } => match Pin::new(acquire).poll(cx) {
                             Poll::Ready(Ok(slot)) => {
                                 let (Some(mut svc), Some(req)) = (w.svc.take(), w.req.take())
                                 else {
                                     unreachable!("the service and request wait with the acquire");
                                 };
-                                let fut = svc.call(req);
-                                this.stage.set(Stage::call(fut, Some(slot)));
+                                let next = inside(shared, &mut svc, req, Some(slot));
+                                this.stage.set(next);
                             }
                             Poll::Ready(Err(refused)) => {
                                 this.stage.set(Stage::Done);
@@ -330,6 +502,7 @@ where
                             }
                         },
                     }
+                    continue;
                 }
                 StageProj::Refused { error } => {
                     let error = error.take().expect("polled after completion");
@@ -337,6 +510,42 @@ where
                     break finished(this.watch, Err(error));
                 }
                 StageProj::Done => panic!("`ResponseFuture` polled after completion"),
+            };
+            // The slot is free as soon as the work is done. `set` drops the
+            // old state where it stands: moving it out first would be a
+            // wide read of fields just written, which stalls on store
+            // forwarding (measured).
+            this.stage.set(Stage::Done);
+            shared.counts.passed();
+            if let Some(watch) = this.watch.as_ref() {
+                watch.finished(answer.is_ok());
+            }
+            match answer {
+                // The common path: the response goes out as the inner
+                // future gave it, never through a `Result<_, Error<_>>`,
+                // whose different layout moves it field by field, and the
+                // caller's block copy of the response then stalls on those
+                // stores (measured: about 15 ns a request in process).
+                Ok(response) => {
+                    if let Some(permit) = this.permit.take() {
+                        record_response(&shared.classify, permit, &response);
+                    }
+                    if let Some(throttle) = this.throttle.take() {
+                        match shared.classify.refused(&response) {
+                            Some(true) => throttle.refused(),
+                            Some(false) => throttle.accepted(),
+                            None => throttle.on_value(&response),
+                        }
+                    }
+                    if !span.is_disabled() {
+                        // By value: a reference would keep the response in
+                        // memory on every request.
+                        let response = trace::responded(span.span(), shared, response);
+                        return Poll::Ready(Ok(response));
+                    }
+                    return Poll::Ready(Ok(response));
+                }
+                Err(error) => break Err(Error::Call(error)),
             }
         };
         if let Some(permit) = this.permit.take() {
@@ -369,6 +578,15 @@ fn pending_or_expired<S: Service<Req>, Req, T>(
         return Poll::Pending;
     };
     ready!(watch.poll_expired(cx));
+    // A timeout teaches the adaptive bulkhead that its limit is too high.
+    let adaptive = match stage.as_mut().project() {
+        StageProj::Call { adaptive, .. } | StageProj::Injected { adaptive, .. } => adaptive.take(),
+        StageProj::Delayed { wait } => wait.as_mut().project().adaptive.take(),
+        _ => None,
+    };
+    if let Some(adaptive) = adaptive {
+        adaptive.record_dropped();
+    }
     stage.set(Stage::Done);
     Poll::Ready(Err(watch.expired(true)))
 }

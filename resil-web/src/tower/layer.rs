@@ -23,7 +23,13 @@ pub struct ResilienceLayer<C: 'static = BreakerPredicates, R: 'static = AsErrors
 
 impl ResilienceLayer {
     /// The aspects a layer applies, outermost first:
-    /// Throttler( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( service ))))).
+    /// Throttler( CircuitBreaker( RateLimiter( TimeLimiter( Bulkhead( Chaos(
+    /// service )))))). `Bulkhead` is the semaphore bulkhead, the adaptive
+    /// one, or both (the semaphore's slot first); `RateLimiter` is the local
+    /// limiter or, when the instance's settings say `backend: redis` (and
+    /// the `redis` feature is on), the Redis-backed one, as with the
+    /// attributes. Retry and Hedge wrap these on the client side
+    /// ([`ClientLayer`](super::ClientLayer)).
     ///
     /// Derived from the one table the attribute macros sort by,
     /// [`resil_options::ORDER`] (where the order and its consequences are
@@ -34,9 +40,10 @@ impl ResilienceLayer {
     /// time; compile-time assertions (in `service.rs`) tie that code to this
     /// order, so a change of the table that the state machine does not
     /// follow fails to build instead of silently disagreeing.
-    pub const ORDER: [Aspect; 5] = resil_options::in_order([
+    pub const ORDER: [Aspect; 6] = resil_options::in_order([
         // A set, sorted by the table: written alphabetically on purpose.
         Aspect::Bulkhead,
+        Aspect::Chaos,
         Aspect::CircuitBreaker,
         Aspect::RateLimiter,
         Aspect::Throttler,
@@ -54,6 +61,8 @@ impl ResilienceLayer {
             limiter: false,
             time_limiter: false,
             bulkhead: false,
+            adaptive: false,
+            chaos: false,
             classify: BreakerPredicates,
             respond: AsErrors,
         }
@@ -75,7 +84,7 @@ impl<C: 'static, R: 'static> ResilienceLayer<C, R> {
             .filter(move |&aspect| shared.applies(aspect))
     }
 
-    #[cfg(feature = "axum")]
+    #[cfg(any(feature = "axum", feature = "client"))]
     pub(crate) fn shared(&self) -> &'static Shared<C, R> {
         self.shared
     }
@@ -99,6 +108,8 @@ impl<C: 'static, R: 'static> fmt::Debug for ResilienceLayer<C, R> {
             .field("rate_limiter", &s.limiter.is_some())
             .field("time_limiter", &s.time_limiter.is_some())
             .field("bulkhead", &s.bulkhead.is_some())
+            .field("adaptive_bulkhead", &s.adaptive.is_some())
+            .field("chaos", &s.chaos.is_some())
             .finish()
     }
 }
@@ -124,11 +135,25 @@ pub struct Builder<'r, C = BreakerPredicates, R = AsErrors> {
     limiter: bool,
     time_limiter: bool,
     bulkhead: bool,
+    adaptive: bool,
+    chaos: bool,
     classify: C,
     respond: R,
 }
 
 impl<'r, C: 'static, R: 'static> Builder<'r, C, R> {
+    /// The registry the instances are looked up in.
+    #[cfg(feature = "client")]
+    pub(crate) fn registry(&self) -> &'r Registry {
+        self.registry
+    }
+
+    /// The name the instances are looked up by.
+    #[cfg(feature = "client")]
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Protects with the adaptive client-side throttler called `name`
     /// (outermost: a request it refuses locally takes nothing inside). A
     /// response counts as refused by the downstream when the classifier
@@ -167,6 +192,25 @@ impl<'r, C: 'static, R: 'static> Builder<'r, C, R> {
         self
     }
 
+    /// Protects with the adaptive bulkhead called `name` (the attribute's
+    /// `kind = "adaptive"`), at the bulkhead's place: a slot is taken or
+    /// refused at once (`BulkheadFull`, never a wait), each finished call's
+    /// latency is a sample and a timeout shrinks the limit.
+    pub fn adaptive_bulkhead(mut self) -> Self {
+        self.adaptive = true;
+        self
+    }
+
+    /// Injects the faults of the chaos instance called `name` (innermost:
+    /// every other aspect sees an injected latency, error or response as
+    /// the service's own); off, it costs one relaxed load a request. The
+    /// injected errors and responses are those its configuration makes for
+    /// the service's error and response types.
+    pub fn chaos(mut self) -> Self {
+        self.chaos = true;
+        self
+    }
+
     /// Classifies responses and errors with `classify` instead of the
     /// breaker's predicates.
     pub fn classify<C2>(self, classify: C2) -> Builder<'r, C2, R> {
@@ -178,6 +222,8 @@ impl<'r, C: 'static, R: 'static> Builder<'r, C, R> {
             limiter: self.limiter,
             time_limiter: self.time_limiter,
             bulkhead: self.bulkhead,
+            adaptive: self.adaptive,
+            chaos: self.chaos,
             classify,
             respond: self.respond,
         }
@@ -194,6 +240,8 @@ impl<'r, C: 'static, R: 'static> Builder<'r, C, R> {
             limiter: self.limiter,
             time_limiter: self.time_limiter,
             bulkhead: self.bulkhead,
+            adaptive: self.adaptive,
+            chaos: self.chaos,
             classify: self.classify,
             respond,
         }
@@ -205,12 +253,20 @@ impl<'r, C: 'static, R: 'static> Builder<'r, C, R> {
     pub fn build(self) -> ResilienceLayer<C, R> {
         let r = self.registry;
         let name = self.name.as_str();
+        #[cfg(feature = "redis")]
+        let redis = self.limiter.then(|| redis_limiter(r, name)).flatten();
+        #[cfg(not(feature = "redis"))]
+        let redis: Option<()> = None;
         let shared = Shared {
             throttler: self.throttler.then(|| r.throttler(name)),
             breaker: self.breaker.then(|| r.circuit_breaker(name)),
-            limiter: self.limiter.then(|| r.rate_limiter(name)),
+            limiter: (self.limiter && redis.is_none()).then(|| r.rate_limiter(name)),
+            #[cfg(feature = "redis")]
+            redis,
             time_limiter: self.time_limiter.then(|| r.time_limiter(name)),
             bulkhead: self.bulkhead.then(|| r.bulkhead(name)),
+            adaptive: self.adaptive.then(|| r.adaptive_bulkhead(name)),
+            chaos: self.chaos.then(|| r.chaos(name)),
             counts: r.layer_counts(name),
             name: self.name,
             classify: self.classify,
@@ -218,6 +274,32 @@ impl<'r, C: 'static, R: 'static> Builder<'r, C, R> {
         };
         ResilienceLayer {
             shared: Box::leak(Box::new(shared)),
+        }
+    }
+}
+
+/// The Redis-backed limiter `name`, when its settings say `backend: redis`
+/// (as an attribute's call site chooses: once, when the layer is built). A
+/// limiter the registry cannot build (the cardinality cap, a code setting
+/// that does not fit the file) leaves the layer on the local limiter of the
+/// same quota, and says so.
+#[cfg(feature = "redis")]
+fn redis_limiter(
+    registry: &Registry,
+    name: &str,
+) -> Option<resil_registry::Handle<resil_core::distributed_rate_limiter::DistributedRateLimiter>> {
+    if !registry.is_redis_backed(name) {
+        return None;
+    }
+    match registry.distributed_rate_limiter(name) {
+        Ok(handle) => Some(handle),
+        Err(error) => {
+            tracing::error!(
+                instance = name,
+                %error,
+                "no redis-backed rate limiter for this layer: it uses a local one (a per-process quota)"
+            );
+            None
         }
     }
 }

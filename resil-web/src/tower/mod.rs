@@ -82,8 +82,12 @@
 //! `benches/tower_e2e.rs`).
 
 mod classify;
+#[cfg(feature = "client")]
+pub mod client;
 #[cfg(feature = "http")]
 pub mod criticality;
+#[cfg(feature = "client")]
+pub mod deadline;
 mod future;
 #[cfg(feature = "axum")]
 mod handler;
@@ -100,6 +104,8 @@ mod shared;
 mod trace;
 
 pub use self::classify::{BreakerPredicates, Classify, Verdict};
+#[cfg(feature = "client")]
+pub use self::client::{ClientBuilder, ClientLayer};
 #[cfg(feature = "http")]
 pub use self::criticality::{CriticalityLayer, CriticalityService, RequestCriticality};
 pub use self::future::ResponseFuture;

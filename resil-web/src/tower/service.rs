@@ -21,7 +21,7 @@ use super::trace;
 // `ResilienceLayer::ORDER` is sorted by; together they fix all of it): a
 // change of order there that the code does not follow fails to build here.
 const _: () = {
-    use Aspect::{Bulkhead, CircuitBreaker, RateLimiter, Throttler, TimeLimiter};
+    use Aspect::{Bulkhead, Chaos, CircuitBreaker, RateLimiter, Throttler, TimeLimiter};
     /// The aspect's position in the layer's order (it must have one).
     const fn at(aspect: Aspect) -> usize {
         let mut i = 0;
@@ -45,6 +45,9 @@ const _: () = {
     // `body` (the bulkhead's slot) runs inside the timed part, so a wait
     // for a slot is timed.
     assert!(at(TimeLimiter) < at(Bulkhead));
+    // `inside` draws chaos after both bulkheads' slots, so an injected
+    // latency holds them, and every aspect sees an injected answer.
+    assert!(at(Bulkhead) < at(Chaos));
 };
 
 /// A service protected by a [`ResilienceLayer`](super::ResilienceLayer).
@@ -152,6 +155,11 @@ where
                     return ResponseFuture::refused(shared, span, permit, refused.into())
                 }
             }
+        }
+        #[cfg(feature = "redis")]
+        if let Some(redis) = &shared.redis {
+            return ResponseFuture::acquiring(shared, span, permit, redis.get(), self.take(), req)
+                .throttled_by(throttle);
         }
         let stage = span.in_scope(|| body(shared, &mut self.inner, req));
         ResponseFuture::running(shared, span, permit, stage).throttled_by(throttle)

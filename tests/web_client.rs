@@ -1,0 +1,495 @@
+//! The client layer over real sockets: a hyper client wrapped in
+//! `ResilienceLayer::builder(..).retry()/.hedge()`, calling an axum server
+//! on 127.0.0.1. A POST without an `Idempotency-Key` is sent exactly once,
+//! with the key it is retried, a GET is replayed with its body, a body
+//! larger than the replay bound is sent once, hedging races a slow GET but
+//! never a POST, and a call whose deadline is spent is not sent.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::routing::any;
+use axum::Router;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
+use resil::{Error, ErrorKind, Registry};
+use resil_web::http::HttpClassifier;
+use resil_web::tower::client::{ReplayBody, ReplayMethods};
+use resil_web::tower::ResilienceLayer;
+use tower::{Layer, ServiceExt};
+
+/// What the downstream saw.
+#[derive(Default)]
+struct Seen {
+    hits: AtomicUsize,
+    bodies: Mutex<Vec<Bytes>>,
+    /// Answer 503 to the first this many requests, then 200.
+    failing: AtomicUsize,
+    /// The first request waits this long (for the hedge to win).
+    first_waits: Mutex<Option<Duration>>,
+    /// Told of every request as it arrives.
+    arrived: tokio::sync::Notify,
+}
+
+/// Keeps paused time still while requests cross real sockets: tokio does
+/// not auto-advance paused time while a blocking task runs, so time moves
+/// only by `tokio::time::advance` until the returned sender is dropped.
+fn hold_the_clock() -> std::sync::mpsc::Sender<()> {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    tokio::task::spawn_blocking(move || {
+        let _ = rx.recv();
+    });
+    tx
+}
+
+async fn record(State(seen): State<Arc<Seen>>, body: Bytes) -> (StatusCode, Bytes) {
+    let n = seen.hits.fetch_add(1, Ordering::SeqCst);
+    seen.bodies.lock().unwrap().push(body.clone());
+    seen.arrived.notify_one();
+    if n == 0 {
+        let wait = *seen.first_waits.lock().unwrap();
+        if let Some(wait) = wait {
+            tokio::time::sleep(wait).await;
+            return (StatusCode::OK, Bytes::from_static(b"slow"));
+        }
+    }
+    if n < seen.failing.load(Ordering::SeqCst) {
+        return (StatusCode::SERVICE_UNAVAILABLE, Bytes::from_static(b"busy"));
+    }
+    (StatusCode::OK, body)
+}
+
+async fn serve(seen: Arc<Seen>) -> String {
+    let app = Router::new().route("/prices", any(record)).with_state(seen);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}/prices")
+}
+
+type Hyper = HyperClient<HttpConnector, ReplayBody<Full<Bytes>>>;
+
+fn hyper() -> Hyper {
+    HyperClient::builder(TokioExecutor::new()).build_http()
+}
+
+fn registry() -> Registry {
+    let registry = Registry::new();
+    registry
+        .configure_retry("prices", |b| {
+            b.max_attempts(3).wait_duration(Duration::from_millis(10))
+        })
+        .unwrap();
+    registry
+        .configure_hedging("prices", |b| {
+            b.delay(Duration::from_millis(50)).max_hedged_attempts(1)
+        })
+        .unwrap();
+    registry
+}
+
+fn request(method: Method, url: &str, body: &'static str, key: bool) -> http::Request<Full<Bytes>> {
+    let mut b = http::Request::builder().method(method).uri(url);
+    if key {
+        b = b.header("idempotency-key", "order-8e03978e");
+    }
+    b.body(Full::new(Bytes::from_static(body.as_bytes())))
+        .unwrap()
+}
+
+async fn text(response: http::Response<hyper::body::Incoming>) -> (StatusCode, String) {
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8(body.to_vec()).unwrap())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retried_post_without_an_idempotency_key_is_sent_exactly_once_and_its_failure_returned() {
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(usize::MAX, Ordering::SeqCst);
+    let url = serve(seen.clone()).await;
+    let registry = registry();
+    let layer = ResilienceLayer::builder(&registry, "prices")
+        .retry()
+        .classify(HttpClassifier::default())
+        .build();
+    let client = layer.layer(hyper());
+
+    let response = client
+        .clone()
+        .oneshot(request(Method::POST, &url, "order=1", false))
+        .await
+        .unwrap();
+    assert_eq!(
+        text(response).await,
+        (StatusCode::SERVICE_UNAVAILABLE, "busy".into())
+    );
+    assert_eq!(
+        seen.hits.load(Ordering::SeqCst),
+        1,
+        "a POST without a key is sent once"
+    );
+    assert_eq!(
+        registry.retry("prices").metrics().calls(),
+        0,
+        "it never went through the retry"
+    );
+
+    // PATCH likewise; with the key, the same POST is retried to the end.
+    client
+        .clone()
+        .oneshot(request(Method::PATCH, &url, "x", false))
+        .await
+        .unwrap();
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 2);
+    let response = client
+        .oneshot(request(Method::POST, &url, "order=1", true))
+        .await
+        .unwrap();
+    assert_eq!(
+        text(response).await,
+        (StatusCode::SERVICE_UNAVAILABLE, "busy".into()),
+        "the last failing response is the answer"
+    );
+    assert_eq!(
+        seen.hits.load(Ordering::SeqCst),
+        5,
+        "with its key the POST made 3 attempts"
+    );
+    let m = registry.retry("prices").metrics();
+    assert_eq!(
+        (m.calls(), m.attempts(), m.failed_calls_with_retry()),
+        (1, 3, 1)
+    );
+    let bodies = seen.bodies.lock().unwrap();
+    assert!(
+        bodies[2..].iter().all(|b| b == "order=1"),
+        "every attempt sent the body"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_get_is_replayed_with_its_body_until_it_succeeds() {
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(2, Ordering::SeqCst);
+    let url = serve(seen.clone()).await;
+    let registry = registry();
+    let client = ResilienceLayer::builder(&registry, "prices")
+        .circuit_breaker()
+        .retry()
+        .classify(HttpClassifier::default())
+        .build()
+        .layer(hyper());
+
+    let response = client
+        .oneshot(request(Method::GET, &url, "sku=42", false))
+        .await
+        .unwrap();
+    assert_eq!(text(response).await, (StatusCode::OK, "sku=42".into()));
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 3);
+    assert_eq!(*seen.bodies.lock().unwrap(), vec!["sku=42"; 3]);
+    let m = registry.retry("prices").metrics();
+    assert_eq!((m.attempts(), m.successful_calls_with_retry()), (3, 1));
+    // Each attempt was a breaker sample: two failures, one success.
+    let b = registry.circuit_breaker("prices").metrics();
+    assert_eq!((b.failed_calls(), b.successful_calls()), (2, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_larger_than_the_replay_bound_is_sent_once_whole() {
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(usize::MAX, Ordering::SeqCst);
+    let url = serve(seen.clone()).await;
+    let registry = registry();
+    let client = ResilienceLayer::builder(&registry, "prices")
+        .retry()
+        .max_replay_body(4)
+        .classify(HttpClassifier::default())
+        .build()
+        .layer(hyper());
+
+    let response = client
+        .oneshot(request(Method::PUT, &url, "0123456789", false))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 1);
+    assert_eq!(*seen.bodies.lock().unwrap(), vec!["0123456789"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_get_is_hedged_and_a_post_is_not() {
+    let seen = Arc::new(Seen::default());
+    *seen.first_waits.lock().unwrap() = Some(Duration::from_secs(10));
+    let url = serve(seen.clone()).await;
+    let registry = registry();
+    let client = ResilienceLayer::builder(&registry, "prices")
+        .hedge()
+        .classify(HttpClassifier::default())
+        .build()
+        .layer(hyper());
+
+    let clock = hold_the_clock();
+    let started = tokio::time::Instant::now();
+    let call = tokio::spawn(
+        client
+            .clone()
+            .oneshot(request(Method::GET, &url, "q", false)),
+    );
+    seen.arrived.notified().await;
+    // The primary is in the downstream's hands; the hedge's delay passes.
+    tokio::time::advance(Duration::from_millis(50)).await;
+    let response = call.await.unwrap().unwrap();
+    assert_eq!(text(response).await, (StatusCode::OK, "q".into()));
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_millis(50),
+        "the hedge answered"
+    );
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 2);
+    drop(clock);
+    let m = registry.hedging("prices").metrics();
+    assert_eq!((m.hedges_started(), m.won_by_hedge()), (1, 1));
+
+    // A POST waits for its one attempt, however slow.
+    let seen = Arc::new(Seen::default());
+    *seen.first_waits.lock().unwrap() = Some(Duration::from_secs(10));
+    let url = serve(seen.clone()).await;
+    let response = client
+        .oneshot(request(Method::POST, &url, "q", false))
+        .await
+        .unwrap();
+    assert_eq!(text(response).await, (StatusCode::OK, "slow".into()));
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 1);
+    assert_eq!(registry.hedging("prices").metrics().hedges_started(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_safe_rule_holds_back_a_put_and_any_replays_a_post() {
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(usize::MAX, Ordering::SeqCst);
+    let url = serve(seen.clone()).await;
+    let registry = registry();
+    let safe = ResilienceLayer::builder(&registry, "prices")
+        .retry()
+        .replay_methods(ReplayMethods::Safe)
+        .classify(HttpClassifier::default())
+        .build()
+        .layer(hyper());
+    safe.oneshot(request(Method::PUT, &url, "p", false))
+        .await
+        .unwrap();
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 1);
+    let any = ResilienceLayer::builder(&registry, "prices")
+        .retry()
+        .replay_methods(ReplayMethods::Any)
+        .classify(HttpClassifier::default())
+        .build()
+        .layer(hyper());
+    any.oneshot(request(Method::POST, &url, "p", false))
+        .await
+        .unwrap();
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_whose_deadline_is_spent_is_not_sent() {
+    let seen = Arc::new(Seen::default());
+    let url = serve(seen.clone()).await;
+    let registry = registry();
+    let client = ResilienceLayer::builder(&registry, "prices")
+        .retry()
+        .classify(HttpClassifier::default())
+        .build()
+        .layer(hyper());
+    // 3 ms left is within the default 5 ms margin: nothing goes out.
+    let out = resil::deadline::within(
+        Duration::from_millis(3),
+        client.oneshot(request(Method::GET, &url, "", false)),
+    )
+    .await
+    .unwrap();
+    let Err(error) = out else { panic!("sent") };
+    assert_eq!(error.kind(), ErrorKind::DeadlineExceeded);
+    assert!(matches!(error, Error::DeadlineExceeded(_)));
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_remaining_deadline_goes_out_in_the_timeout_header() {
+    let seen = Arc::new(Mutex::new(None::<String>));
+    let s = seen.clone();
+    let app = Router::new().route(
+        "/budget",
+        any(move |headers: HeaderMap| {
+            let s = s.clone();
+            async move {
+                *s.lock().unwrap() = headers
+                    .get("x-envoy-expected-rq-timeout-ms")
+                    .map(|v| v.to_str().unwrap().to_owned());
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let registry = registry();
+    let client = ResilienceLayer::builder(&registry, "prices")
+        .client()
+        .deadline_margin(Duration::from_millis(20))
+        .build()
+        .layer(hyper());
+    let url = format!("http://{addr}/budget");
+    let _clock = hold_the_clock();
+    resil::deadline::within(
+        Duration::from_millis(750),
+        client.oneshot(request(Method::GET, &url, "", false)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(seen.lock().unwrap().as_deref(), Some("730"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_replay_rules_come_from_the_file_and_code_on_the_builder_wins() {
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(usize::MAX, Ordering::SeqCst);
+    let url = serve(seen.clone()).await;
+    let registry = Registry::from_yaml_str(
+        "
+resilience4j.retry.instances.prices:
+  max-attempts: 2
+  wait-duration: 10ms
+resil.http-client.instances.prices:
+  replay-methods: safe
+  max-replay-body: 4
+",
+    )
+    .unwrap();
+    let from_file = ResilienceLayer::builder(&registry, "prices")
+        .retry()
+        .classify(HttpClassifier::default())
+        .build();
+    // `safe`: a PUT is sent once; a GET's 6-byte body is over the bound.
+    from_file
+        .layer(hyper())
+        .oneshot(request(Method::PUT, &url, "p", false))
+        .await
+        .unwrap();
+    from_file
+        .layer(hyper())
+        .oneshot(request(Method::GET, &url, "sku=42", false))
+        .await
+        .unwrap();
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 2);
+    from_file
+        .layer(hyper())
+        .oneshot(request(Method::GET, &url, "q", false))
+        .await
+        .unwrap();
+    assert_eq!(
+        seen.hits.load(Ordering::SeqCst),
+        4,
+        "a small GET is replayed"
+    );
+
+    let code = ResilienceLayer::builder(&registry, "prices")
+        .retry()
+        .replay_methods(ReplayMethods::Idempotent)
+        .max_replay_body(1024)
+        .classify(HttpClassifier::default())
+        .build();
+    code.layer(hyper())
+        .oneshot(request(Method::PUT, &url, "sku=42", false))
+        .await
+        .unwrap();
+    assert_eq!(
+        seen.hits.load(Ordering::SeqCst),
+        6,
+        "code's rule and bound win"
+    );
+}
+
+/// An in-process downstream for the cancellation and panic cases: a request
+/// whose body is `hang` never answers, `panic` panics, anything else is 503.
+fn in_process() -> impl tower::Service<
+    http::Request<ReplayBody<Full<Bytes>>>,
+    Response = http::Response<()>,
+    Error = std::io::Error,
+    Future = impl std::future::Future<Output = std::io::Result<http::Response<()>>> + Send,
+> + Clone
+       + Send {
+    tower::service_fn(|req: http::Request<ReplayBody<Full<Bytes>>>| async move {
+        let body = req.into_body().collect().await.unwrap().to_bytes();
+        match &body[..] {
+            b"hang" => std::future::pending().await,
+            b"panic" => panic!("the downstream's code panicked"),
+            _ => Ok(http::Response::builder().status(503).body(()).unwrap()),
+        }
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_or_panicking_retried_request_gives_every_slot_back() {
+    let registry = registry();
+    registry
+        .configure_bulkhead("prices", |b| b.max_concurrent_calls(1))
+        .unwrap();
+    let client = ResilienceLayer::builder(&registry, "prices")
+        .retry()
+        .bulkhead()
+        .classify(HttpClassifier::default())
+        .build()
+        .layer(in_process());
+    let bulkhead = registry.bulkhead("prices");
+
+    // Dropped while its attempt waits on the downstream.
+    let call = tokio::spawn(client.clone().oneshot(request(
+        Method::GET,
+        "http://d/",
+        "hang",
+        false,
+    )));
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(bulkhead.available_concurrent_calls(), 0);
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+    assert_eq!(bulkhead.available_concurrent_calls(), 1);
+    assert_eq!(registry.retry("prices").metrics().cancelled_calls(), 1);
+
+    // Dropped during the retry's backoff (after a 503).
+    let call = tokio::spawn(client.clone().oneshot(request(
+        Method::GET,
+        "http://d/",
+        "busy",
+        false,
+    )));
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    call.abort();
+    let _ = call.await;
+    assert_eq!(bulkhead.available_concurrent_calls(), 1);
+    assert_eq!(registry.retry("prices").metrics().cancelled_calls(), 2);
+
+    // A panic in the downstream's code unwinds through the layer.
+    let panicked = tokio::spawn(client.clone().oneshot(request(
+        Method::GET,
+        "http://d/",
+        "panic",
+        false,
+    )));
+    assert!(panicked.await.unwrap_err().is_panic());
+    assert_eq!(bulkhead.available_concurrent_calls(), 1);
+    let response = client
+        .oneshot(request(Method::GET, "http://d/", "busy", false))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+}
