@@ -207,8 +207,10 @@ async fn a_body_larger_than_the_replay_bound_is_sent_once_whole() {
     seen.failing.store(usize::MAX, Ordering::SeqCst);
     let url = serve(seen.clone()).await;
     let registry = registry();
+    // Every method may be replayed here: the bound alone holds it back.
     let client = ResilienceLayer::builder(&registry, "prices")
         .retry()
+        .replay_methods(ReplayMethods::Any)
         .max_replay_body(4)
         .classify(HttpClassifier::default())
         .build()
@@ -271,21 +273,28 @@ async fn a_slow_get_is_hedged_and_a_post_is_not() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_safe_rule_holds_back_a_put_and_any_replays_a_post() {
+async fn by_default_a_put_and_a_delete_are_sent_once_and_any_replays_a_post() {
     let seen = Arc::new(Seen::default());
     seen.failing.store(usize::MAX, Ordering::SeqCst);
     let url = serve(seen.clone()).await;
     let registry = registry();
-    let safe = ResilienceLayer::builder(&registry, "prices")
+    // The default rule is RFC 9110's safe methods, as Microsoft's
+    // `DisableForUnsafeHttpMethods`: a PUT or DELETE needs the key.
+    let default = ResilienceLayer::builder(&registry, "prices")
         .retry()
-        .replay_methods(ReplayMethods::Safe)
         .classify(HttpClassifier::default())
-        .build()
-        .layer(hyper());
-    safe.oneshot(request(Method::PUT, &url, "p", false))
+        .build();
+    default
+        .layer(hyper())
+        .oneshot(request(Method::PUT, &url, "p", false))
         .await
         .unwrap();
-    assert_eq!(seen.hits.load(Ordering::SeqCst), 1);
+    default
+        .layer(hyper())
+        .oneshot(request(Method::DELETE, &url, "", false))
+        .await
+        .unwrap();
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 2);
     let any = ResilienceLayer::builder(&registry, "prices")
         .retry()
         .replay_methods(ReplayMethods::Any)
@@ -295,7 +304,7 @@ async fn the_safe_rule_holds_back_a_put_and_any_replays_a_post() {
     any.oneshot(request(Method::POST, &url, "p", false))
         .await
         .unwrap();
-    assert_eq!(seen.hits.load(Ordering::SeqCst), 4);
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 5);
 }
 
 #[tokio::test(start_paused = true)]
@@ -369,7 +378,7 @@ resilience4j.retry.instances.prices:
   max-attempts: 2
   wait-duration: 10ms
 resil.http-client.instances.prices:
-  replay-methods: safe
+  replay-methods: idempotent
   max-replay-body: 4
 ",
     )
@@ -378,37 +387,35 @@ resil.http-client.instances.prices:
         .retry()
         .classify(HttpClassifier::default())
         .build();
-    // `safe`: a PUT is sent once; a GET's 6-byte body is over the bound.
+    // `idempotent`: a small PUT is replayed (the default, `safe`, would
+    // send it once); a GET's 6-byte body is over the bound, sent once.
     from_file
         .layer(hyper())
         .oneshot(request(Method::PUT, &url, "p", false))
         .await
         .unwrap();
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 2, "the file's rule");
     from_file
         .layer(hyper())
         .oneshot(request(Method::GET, &url, "sku=42", false))
         .await
         .unwrap();
-    assert_eq!(seen.hits.load(Ordering::SeqCst), 2);
-    from_file
-        .layer(hyper())
-        .oneshot(request(Method::GET, &url, "q", false))
-        .await
-        .unwrap();
-    assert_eq!(
-        seen.hits.load(Ordering::SeqCst),
-        4,
-        "a small GET is replayed"
-    );
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 3, "the file's bound");
 
+    // Code says `safe` and 1 KiB: the PUT is sent once, the GET replayed.
     let code = ResilienceLayer::builder(&registry, "prices")
         .retry()
-        .replay_methods(ReplayMethods::Idempotent)
+        .replay_methods(ReplayMethods::Safe)
         .max_replay_body(1024)
         .classify(HttpClassifier::default())
         .build();
     code.layer(hyper())
-        .oneshot(request(Method::PUT, &url, "sku=42", false))
+        .oneshot(request(Method::PUT, &url, "p", false))
+        .await
+        .unwrap();
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 4, "code's rule wins");
+    code.layer(hyper())
+        .oneshot(request(Method::GET, &url, "sku=42", false))
         .await
         .unwrap();
     assert_eq!(

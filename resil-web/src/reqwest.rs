@@ -8,7 +8,7 @@
 //! RateLimiter( TimeLimiter( Bulkhead( the rest of the chain ))))))),
 //! classified by an [`HttpClassifier`] (the same sets as `resil.http` in the
 //! file, with [`HttpClassifier::follow`]), with the same replay rules (an
-//! idempotent method or an `Idempotency-Key`; a body reqwest can clone,
+//! safe method or an `Idempotency-Key`; a body reqwest can clone,
 //! i.e. not a stream) and the task's deadline sent downstream.
 //!
 //! ```

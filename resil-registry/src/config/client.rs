@@ -8,7 +8,7 @@
 //!     instances:
 //!       prices:
 //!         max-replay-body: 16KiB          # bytes, or B/KiB/MiB/KB/MB (default 64KiB)
-//!         replay-methods: safe            # idempotent (default), safe, any
+//!         replay-methods: safe            # safe (default), idempotent, any
 //!         idempotency-header: x-idempotency-key   # default idempotency-key
 //!         deadline-header: x-request-timeout-ms   # default x-envoy-expected-rq-timeout-ms
 //!         deadline-margin: 10ms                   # default 5ms

@@ -193,7 +193,7 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
     }
 
     /// Which methods are replayed without an idempotency key (RFC 9110's
-    /// idempotent methods by default).
+    /// safe methods by default).
     pub fn replay_methods(mut self, methods: ReplayMethods) -> Self {
         self.code.methods = Some(methods);
         self

@@ -29,8 +29,9 @@
 //!
 //! A request is sent more than once (retried or hedged) only when both hold:
 //!
-//! - **its method is idempotent** (RFC 9110 §9.2.2: `GET`, `HEAD`,
-//!   `OPTIONS`, `TRACE`, `PUT`, `DELETE`), or it carries an
+//! - **its method is safe** (RFC 9110 §9.2.1: `GET`, `HEAD`, `OPTIONS`,
+//!   `TRACE`; `ReplayMethods::Idempotent` adds `PUT` and `DELETE`), or it
+//!   carries an
 //!   `Idempotency-Key` header (the server applies a key once), or the
 //!   caller widened the rule ([`ReplayMethods::Any`]); [`ReplayMethods::Safe`]
 //!   narrows it to the safe methods, as Microsoft's

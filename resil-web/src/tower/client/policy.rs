@@ -26,13 +26,15 @@ pub const DEFAULT_IDEMPOTENCY_HEADER: HeaderName = HeaderName::from_static("idem
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReplayMethods {
     /// RFC 9110 §9.2.2's idempotent methods: `GET`, `HEAD`, `OPTIONS`,
-    /// `TRACE`, `PUT`, `DELETE` (the default). `POST`, `PATCH`, `CONNECT`
-    /// and every extension method are sent once.
-    #[default]
+    /// `TRACE`, `PUT`, `DELETE`. `POST`, `PATCH`, `CONNECT` and every
+    /// extension method are sent once.
     Idempotent,
     /// RFC 9110 §9.2.1's safe methods only: `GET`, `HEAD`, `OPTIONS`,
-    /// `TRACE`; `PUT` and `DELETE` need the key too (Microsoft's
-    /// `DisableForUnsafeHttpMethods`).
+    /// `TRACE` (the default). `POST`, `PATCH`, `PUT`, `DELETE`, `CONNECT`
+    /// and every extension method need the key, as with Microsoft's
+    /// `DisableForUnsafeHttpMethods`: a `PUT` or `DELETE` is idempotent by
+    /// the RFC, but only as far as the downstream implements it so.
+    #[default]
     Safe,
     /// Every method: the caller says the downstream tolerates duplicates.
     Any,
@@ -107,29 +109,29 @@ mod tests {
     }
 
     #[test]
-    fn post_and_patch_are_replayed_only_with_an_idempotency_key() {
+    fn by_default_unsafe_methods_are_replayed_only_with_an_idempotency_key() {
         let p = ReplayPolicy::default();
-        for m in [Method::POST, Method::PATCH, Method::CONNECT] {
+        for m in [
+            Method::POST,
+            Method::PATCH,
+            Method::PUT,
+            Method::DELETE,
+            Method::CONNECT,
+        ] {
             assert!(!p.allows(&parts(m.clone(), false)), "{m}");
             assert!(p.allows(&parts(m, true)));
         }
-        for m in [
-            Method::GET,
-            Method::HEAD,
-            Method::OPTIONS,
-            Method::TRACE,
-            Method::PUT,
-            Method::DELETE,
-        ] {
+        for m in [Method::GET, Method::HEAD, Method::OPTIONS, Method::TRACE] {
             assert!(p.allows(&parts(m, false)));
         }
     }
 
     #[test]
-    fn the_safe_rule_also_holds_back_put_and_delete_and_any_replays_everything() {
-        assert!(!ReplayMethods::Safe.allows(&Method::PUT));
-        assert!(!ReplayMethods::Safe.allows(&Method::DELETE));
-        assert!(ReplayMethods::Safe.allows(&Method::GET));
+    fn the_idempotent_rule_adds_put_and_delete_and_any_replays_everything() {
+        assert!(ReplayMethods::Idempotent.allows(&Method::PUT));
+        assert!(ReplayMethods::Idempotent.allows(&Method::DELETE));
+        assert!(!ReplayMethods::Idempotent.allows(&Method::POST));
+        assert!(ReplayMethods::Idempotent.allows(&Method::GET));
         assert!(ReplayMethods::Any.allows(&Method::POST));
         let custom = ReplayPolicy {
             idempotency_header: HeaderName::from_static("x-request-id"),
