@@ -19,7 +19,8 @@
 //!   (the floor any name-keyed map sets); plus net heap bytes per instance,
 //!   printed as `bytes per instance: …`, and the ratios of 15 interleaved
 //!   rounds, printed as `create 100 000, 15 interleaved rounds: …` (the
-//!   figures to quote on a busy machine).
+//!   figures to quote on a busy machine). Both only under `cargo bench`:
+//!   `cargo test --benches` checks that the bench runs, in seconds.
 //!
 //! What distorts it: the byte-counting global allocator adds two relaxed
 //! atomics per allocation (look-ups and calls do not allocate, creation does,
@@ -322,8 +323,10 @@ criterion_group! {
 }
 
 fn main() {
-    report_bytes_per_instance();
-    report_create_ratios();
+    if support::measuring() {
+        report_bytes_per_instance();
+        report_create_ratios();
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
 }

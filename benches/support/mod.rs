@@ -61,6 +61,14 @@ pub fn report_allocations(what: &str, per_call: f64) {
     println!("allocations per call: {what}: {per_call:.3}");
 }
 
+/// Whether this run measures (`cargo bench` passes `--bench`) rather than
+/// checks that the bench works (`cargo test --benches`, as `scripts/test`
+/// runs every target): the extra reports that repeat a contender for
+/// minutes (interleaved rounds, bytes per instance) run only when measuring.
+pub fn measuring() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
 /// Criterion settings that keep a whole bench file to a minute or two on a
 /// 2-core machine while still giving stable medians.
 pub fn criterion() -> criterion::Criterion {
