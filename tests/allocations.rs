@@ -8,8 +8,6 @@
 //! Counts are per thread (the allocator keeps thread-local tallies), so tests
 //! running in parallel cannot disturb each other.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
@@ -27,51 +25,13 @@ use resil::throttler::{Throttler, ThrottlerConfig};
 use resil::time_limiter::{TimeLimiter, TimeLimiterConfig};
 use resil::Error;
 
-struct Counting;
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-    static LIVE_BYTES: Cell<i64> = const { Cell::new(0) };
-}
-
-fn count(bytes: i64, allocations: u64) {
-    // `try_with`: the allocator also runs while thread-locals are torn down.
-    let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + allocations));
-    let _ = LIVE_BYTES.try_with(|b| b.set(b.get() + bytes));
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as i64, 1);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        count(-(layout.size() as i64), 0);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as i64, 1);
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size as i64 - layout.size() as i64, 1);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use counting_alloc::{allocations, live_bytes};
 
 #[global_allocator]
-static ALLOC: Counting = Counting;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
-
-fn live_bytes() -> i64 {
-    LIVE_BYTES.with(Cell::get)
-}
+static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 
 const CALLS: u64 = 5_000;
 

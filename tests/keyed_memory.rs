@@ -4,9 +4,7 @@
 //! are created on one thread and freed on another), so nothing else may run
 //! in this binary meanwhile.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use resil::bulkhead::BulkheadConfig;
@@ -15,53 +13,13 @@ use resil::clock::ManualClock;
 use resil::keyed::{KeyedBulkhead, KeyedCircuitBreaker, KeyedConfig, KeyedRateLimiter};
 use resil::rate_limiter::RateLimiterConfig;
 
-struct Counting;
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 
-static LIVE: AtomicI64 = AtomicI64::new(0);
-static PEAK: AtomicI64 = AtomicI64::new(0);
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count(bytes: i64, allocations: u64) {
-    let live = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
-    PEAK.fetch_max(live, Ordering::Relaxed);
-    let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + allocations));
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as i64, 1);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        count(-(layout.size() as i64), 0);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as i64, 1);
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size as i64 - layout.size() as i64, 1);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use counting_alloc::{allocations, process_live_bytes as live};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
-
-fn live() -> i64 {
-    LIVE.load(Ordering::Relaxed)
-}
+static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 
 fn limiter(clock: &ManualClock, max_keys: usize, period: Duration) -> KeyedRateLimiter {
     let config = RateLimiterConfig::builder()
@@ -150,7 +108,7 @@ fn a_key_flood_stays_in_its_memory_bound_and_keeps_the_hot_key() {
     hot.try_acquire(1).unwrap();
     let created = hot.created_at();
     drop(hot);
-    PEAK.store(live(), Ordering::Relaxed);
+    counting_alloc::reset_peak();
     let hot_evicted = AtomicBool::new(false);
     std::thread::scope(|s| {
         for t in 0..2u64 {
@@ -173,7 +131,7 @@ fn a_key_flood_stays_in_its_memory_bound_and_keeps_the_hot_key() {
             });
         }
     });
-    let peak = PEAK.load(Ordering::Relaxed) - baseline;
+    let peak = counting_alloc::process_peak_bytes() - baseline;
     let bound = MAX_KEYS as f64 * per_key * 1.1;
     let counts = f.counts();
     println!(

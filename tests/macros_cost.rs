@@ -3,8 +3,6 @@
 //! (the per-call-site handles it holds across the await), and a protected call
 //! that succeeds allocates nothing.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
@@ -67,26 +65,14 @@ fn the_annotated_future_is_at_most_a_few_words_larger_than_the_hand_composed_one
     assert_eq!(ready(hand(1)).unwrap(), 2);
 }
 
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+
+use counting_alloc::allocations;
 
 /// Counts this thread's allocations (other tests run on other threads).
-struct CountingAllocator;
-
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOC: CountingAllocator = CountingAllocator;
+static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 
 #[resil::retry(name = "macros-cost-sync")]
 #[resil::circuit_breaker(name = "macros-cost-sync", fallback = zero)]
@@ -105,10 +91,10 @@ fn a_protected_call_that_succeeds_allocates_nothing_once_its_call_site_is_initia
     let items = [1, 2, 3];
     assert_eq!(annotated_sync(&items).unwrap(), 6); // initialises the call site
     assert_eq!(ready(annotated(1)).unwrap(), 2);
-    let before = ALLOCATIONS.with(Cell::get);
+    let before = allocations();
     for _ in 0..100 {
         assert_eq!(annotated_sync(&items).unwrap(), 6);
         assert_eq!(ready(annotated(1)).unwrap(), 2);
     }
-    assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0);
+    assert_eq!(allocations() - before, 0);
 }

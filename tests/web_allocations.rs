@@ -7,8 +7,6 @@
 //! Counts are per thread, so tests running in parallel cannot disturb each
 //! other.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::future::{ready, Future};
 use std::pin::pin;
 use std::task::{Context, Waker};
@@ -19,34 +17,13 @@ use resil_web::http::HttpClassifier;
 use resil_web::tower::{RefusalResponses, ResilienceLayer};
 use tower::{service_fn, Layer, Service};
 
-struct Counting;
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + 1));
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + 1));
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use counting_alloc::allocations;
 
 #[global_allocator]
-static ALLOC: Counting = Counting;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
+static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 
 /// Allocations of 2 000 requests after 300 of warm-up; each request is
 /// `call` then one poll, which the ready inner future completes.
