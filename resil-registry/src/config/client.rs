@@ -26,7 +26,7 @@ use std::time::Duration;
 use resil_options::duration::parse_duration;
 
 use super::error::{closest, quoted_list, Problem, ProblemKind};
-use super::load::{duplicate, map_entries};
+use super::load::{map_entries, section_key};
 use super::schema::normalize;
 use super::value::Value;
 
@@ -133,25 +133,16 @@ fn entry(path: &str, value: Value, problems: &mut Vec<Problem>) -> Option<HttpCl
     let before = problems.len();
     for (key, value) in items {
         let key_path = format!("{path}.{key}");
-        let Some(known) = HTTP_CLIENT_KEYS
-            .into_iter()
-            .find(|k| normalize(k) == normalize(&key))
-        else {
-            let hint = format!(
-                "the keys of a client layer: {}",
-                quoted_list(HTTP_CLIENT_KEYS)
-            );
-            problems.push(Problem::unknown_key(
-                key_path,
-                closest(&key, HTTP_CLIENT_KEYS),
-                Some(&hint),
-            ));
+        let Some(known) = section_key(
+            &key,
+            &key_path,
+            &HTTP_CLIENT_KEYS,
+            "the keys of a client layer",
+            &mut seen,
+            problems,
+        ) else {
             continue;
         };
-        if let Some(first) = seen.insert(known, key.clone()) {
-            problems.push(duplicate(&key_path, &first, &key));
-            continue;
-        }
         let read = match known {
             "max-replay-body" => bytes(&value).map(|n| entry.max_replay_body = Some(n)),
             "replay-methods" => text(&value)

@@ -22,9 +22,8 @@ use std::collections::HashMap;
 use resil_core::inbound::{InboundGuardConfig, InboundGuardConfigBuilder};
 use resil_options::duration::parse_duration;
 
-use super::error::{closest, quoted_list, Problem, ProblemKind};
-use super::load::{duplicate, map_entries};
-use super::schema::normalize;
+use super::error::{Problem, ProblemKind};
+use super::load::{map_entries, section_key};
 use super::value::Value;
 
 /// The keys of `resil.inbound-guard`.
@@ -72,25 +71,16 @@ pub(crate) fn section(
     let before = problems.len();
     for (key, value) in items {
         let key_path = format!("{path}.{key}");
-        let Some(known) = INBOUND_GUARD_KEYS
-            .into_iter()
-            .find(|k| normalize(k) == normalize(&key))
-        else {
-            let hint = format!(
-                "keys of `resil.inbound-guard`: {}",
-                quoted_list(INBOUND_GUARD_KEYS)
-            );
-            problems.push(Problem::unknown_key(
-                key_path,
-                closest(&key, INBOUND_GUARD_KEYS),
-                Some(&hint),
-            ));
+        let Some(known) = section_key(
+            &key,
+            &key_path,
+            &INBOUND_GUARD_KEYS,
+            "keys of `resil.inbound-guard`",
+            &mut seen,
+            problems,
+        ) else {
             continue;
         };
-        if let Some(first) = seen.insert(known, key.clone()) {
-            problems.push(duplicate(&key_path, &first, &key));
-            continue;
-        }
         let is_duration = matches!(known, "max-average-rt" | "window" | "retry-after");
         let read = if is_duration {
             match &value {

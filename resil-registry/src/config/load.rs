@@ -938,6 +938,37 @@ pub(super) fn map_entries(
     }
 }
 
+/// `key` (at `key_path`) as one of a resil section's `keys`, spelled
+/// kebab-case or camelCase: an unknown key is a problem naming the closest
+/// one and the whole list (`what`: whose keys they are), a key given twice
+/// under two spellings one naming both; either way `None`.
+pub(super) fn section_key(
+    key: &str,
+    key_path: &str,
+    keys: &[&'static str],
+    what: &str,
+    seen: &mut HashMap<&'static str, String>,
+    problems: &mut Vec<Problem>,
+) -> Option<&'static str> {
+    let Some(&known) = keys
+        .iter()
+        .find(|k| super::schema::normalize(k) == super::schema::normalize(key))
+    else {
+        let hint = format!("{what}: {}", super::error::quoted_list(keys));
+        problems.push(Problem::unknown_key(
+            key_path.to_owned(),
+            closest(key, keys.iter().copied()),
+            Some(&hint),
+        ));
+        return None;
+    };
+    if let Some(first) = seen.insert(known, key.to_owned()) {
+        problems.push(duplicate(key_path, &first, key));
+        return None;
+    }
+    Some(known)
+}
+
 pub(super) fn duplicate(path: &str, first: &str, second: &str) -> Problem {
     Problem::new(
         ProblemKind::Duplicate,
