@@ -45,12 +45,20 @@ impl Service {
     }
 
     fn class_of(&self, n: u32) -> Criticality {
-        if n > 10 { Criticality::Sheddable } else { Criticality::Critical }
+        if n > 10 {
+            Criticality::Sheddable
+        } else {
+            Criticality::Critical
+        }
     }
 }
 
 fn main() {
-    let _ = sync_fetch(&Request { prefetch: true });
-    let _ = async_fetch(String::new());
-    let _ = Service.call(1);
+    assert!(sync_fetch(&Request { prefetch: true }).unwrap());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    assert_eq!(rt.block_on(async_fetch(String::from("ab"))).unwrap(), 2);
+    assert_eq!(rt.block_on(Service.call(1)).unwrap(), 1);
 }

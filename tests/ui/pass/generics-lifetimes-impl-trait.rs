@@ -34,7 +34,10 @@ pub async fn longest<'a, 'b: 'a>(a: &'a str, b: &'b str) -> Result<usize, E> {
 }
 
 #[resil::retry(name = "pass-generics", wait_duration = "0ms")]
-pub fn generic_error<Err: From<resil::Rejection> + 'static>(fail: bool, make: fn() -> Err) -> Result<u8, Err> {
+pub fn generic_error<Err: From<resil::Rejection> + 'static>(
+    fail: bool,
+    make: fn() -> Err,
+) -> Result<u8, Err> {
     if fail {
         Err(make())
     } else {

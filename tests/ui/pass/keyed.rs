@@ -37,7 +37,14 @@ fn by_ip(ip: std::net::IpAddr) -> Result<(), AppError> {
 }
 
 fn main() {
-    let req = Request { tenant: "t".into(), items: vec![1, 2] };
-    let _ = handle(&req);
-    let _ = by_ip(std::net::IpAddr::from([127, 0, 0, 1]));
+    let req = Request {
+        tenant: "t".into(),
+        items: vec![1, 2],
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    assert_eq!(rt.block_on(handle(&req)).unwrap(), 2);
+    by_ip(std::net::IpAddr::from([127, 0, 0, 1])).unwrap();
 }

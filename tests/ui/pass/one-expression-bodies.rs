@@ -15,54 +15,85 @@ pub struct Inventory;
 impl Inventory {
     #[resil::circuit_breaker(name = "pass-one-expr")]
     #[resil::retry(name = "pass-one-expr", wait_duration = "0ms")]
-    pub async fn get(&self, id: u32) -> Result<u32, E> { Ok(id) }
+    pub async fn get(&self, id: u32) -> Result<u32, E> {
+        Ok(id)
+    }
 
     #[resil::circuit_breaker(name = "pass-one-expr")]
-    pub fn get_sync(&self, id: u32) -> Result<u32, E> { Ok(id) }
+    pub fn get_sync(&self, id: u32) -> Result<u32, E> {
+        Ok(id)
+    }
 }
 
 #[resil::circuit_breaker(name = "pass-one-expr")]
-pub fn breaker(id: u32) -> Result<u32, E> { Ok(id) }
+pub fn breaker(id: u32) -> Result<u32, E> {
+    Ok(id)
+}
 
 #[resil::retry(name = "pass-one-expr", wait_duration = "0ms")]
-pub fn retry(id: u32) -> Result<u32, E> { Ok(id) }
+pub fn retry(id: u32) -> Result<u32, E> {
+    Ok(id)
+}
 
 #[resil::bulkhead(name = "pass-one-expr")]
-pub fn bulkhead(id: u32) -> Result<u32, E> { Ok(id) }
+pub fn bulkhead(id: u32) -> Result<u32, E> {
+    Ok(id)
+}
 
 #[resil::rate_limiter(name = "pass-one-expr")]
-pub fn rate_limiter(id: u32) -> Result<u32, E> { Ok(id) }
+pub fn rate_limiter(id: u32) -> Result<u32, E> {
+    Ok(id)
+}
 
 #[resil::circuit_breaker(name = "pass-one-expr")]
-pub async fn breaker_async(id: u32) -> Result<u32, E> { Ok(id) }
+pub async fn breaker_async(id: u32) -> Result<u32, E> {
+    Ok(id)
+}
 
 #[resil::retry(name = "pass-one-expr", wait_duration = "0ms")]
-pub async fn retry_async(id: u32) -> Result<u32, E> { Ok(id) }
+pub async fn retry_async(id: u32) -> Result<u32, E> {
+    Ok(id)
+}
 
 #[resil::bulkhead(name = "pass-one-expr")]
-pub async fn bulkhead_async(id: u32) -> Result<u32, E> { Ok(id) }
+pub async fn bulkhead_async(id: u32) -> Result<u32, E> {
+    Ok(id)
+}
 
 #[resil::bulkhead(name = "pass-one-expr-pool", kind = "thread_pool")]
-pub async fn thread_pool(id: u32) -> Result<u32, E> { Ok(id) }
+pub async fn thread_pool(id: u32) -> Result<u32, E> {
+    Ok(id)
+}
 
 #[resil::rate_limiter(name = "pass-one-expr")]
-pub async fn rate_limiter_async(id: u32) -> Result<u32, E> { Ok(id) }
+pub async fn rate_limiter_async(id: u32) -> Result<u32, E> {
+    Ok(id)
+}
 
 #[resil::time_limiter(name = "pass-one-expr")]
-pub async fn time_limiter(id: u32) -> Result<u32, E> { Ok(id) }
+pub async fn time_limiter(id: u32) -> Result<u32, E> {
+    Ok(id)
+}
 
 #[resil::time_limiter(name = "pass-one-expr-all")]
 #[resil::circuit_breaker(name = "pass-one-expr-all", fallback = all_fallback)]
 #[resil::retry(name = "pass-one-expr-all", wait_duration = "0ms")]
 #[resil::rate_limiter(name = "pass-one-expr-all")]
 #[resil::bulkhead(name = "pass-one-expr-all", kind = "thread_pool")]
-pub async fn all(id: u32, mut tag: String) -> Result<u32, E> { tag.push('!'); Ok(id + tag.len() as u32) }
+pub async fn all(id: u32, mut tag: String) -> Result<u32, E> {
+    tag.push('!');
+    Ok(id + tag.len() as u32)
+}
 
-async fn all_fallback(_id: u32, _tag: String, _why: resil::Rejection) -> Result<u32, E> { Ok(0) }
+async fn all_fallback(_id: u32, _tag: String, _why: resil::Rejection) -> Result<u32, E> {
+    Ok(0)
+}
 
 /// `std::io::Error` carries a rejection: an `io::Result` fn is protected as is.
 #[resil::circuit_breaker(name = "pass-one-expr-io")]
-pub fn read_config(path: &str) -> std::io::Result<String> { std::fs::read_to_string(path) }
+pub fn read_config(path: &str) -> std::io::Result<String> {
+    std::fs::read_to_string(path)
+}
 
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -23,6 +23,10 @@ async fn order_async(items: Vec<u32>) -> Result<usize, AppError> {
 }
 
 fn main() {
-    let _ = order(vec![1]);
-    let _ = order_async(vec![1]);
+    assert_eq!(order(vec![1, 2]).unwrap(), 2);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    assert_eq!(rt.block_on(order_async(vec![1, 2, 3])).unwrap(), 3);
 }
