@@ -18,6 +18,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
+use resil::retry::{IntervalFunction, RetryEvent, RetryEventKind};
 use resil::{Error, ErrorKind, Registry};
 use resil_web::http::HttpClassifier;
 use resil_web::tower::client::{ReplayBody, ReplayMethods};
@@ -35,6 +36,9 @@ struct Seen {
     first_waits: Mutex<Option<Duration>>,
     /// Told of every request as it arrives.
     arrived: tokio::sync::Notify,
+    /// The failing answers' status (503 when unset) and `Retry-After`.
+    failing_status: Mutex<Option<StatusCode>>,
+    retry_after: Mutex<Option<&'static str>>,
 }
 
 /// Keeps paused time still while requests cross real sockets: tokio does
@@ -48,7 +52,7 @@ fn hold_the_clock() -> std::sync::mpsc::Sender<()> {
     tx
 }
 
-async fn record(State(seen): State<Arc<Seen>>, body: Bytes) -> (StatusCode, Bytes) {
+async fn record(State(seen): State<Arc<Seen>>, body: Bytes) -> (StatusCode, HeaderMap, Bytes) {
     let n = seen.hits.fetch_add(1, Ordering::SeqCst);
     seen.bodies.lock().unwrap().push(body.clone());
     seen.arrived.notify_one();
@@ -56,13 +60,23 @@ async fn record(State(seen): State<Arc<Seen>>, body: Bytes) -> (StatusCode, Byte
         let wait = *seen.first_waits.lock().unwrap();
         if let Some(wait) = wait {
             tokio::time::sleep(wait).await;
-            return (StatusCode::OK, Bytes::from_static(b"slow"));
+            return (
+                StatusCode::OK,
+                HeaderMap::new(),
+                Bytes::from_static(b"slow"),
+            );
         }
     }
     if n < seen.failing.load(Ordering::SeqCst) {
-        return (StatusCode::SERVICE_UNAVAILABLE, Bytes::from_static(b"busy"));
+        let status = seen.failing_status.lock().unwrap();
+        let mut headers = HeaderMap::new();
+        if let Some(wait) = *seen.retry_after.lock().unwrap() {
+            headers.insert(http::header::RETRY_AFTER, wait.parse().unwrap());
+        }
+        let status = status.unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+        return (status, headers, Bytes::from_static(b"busy"));
     }
-    (StatusCode::OK, body)
+    (StatusCode::OK, HeaderMap::new(), body)
 }
 
 async fn serve(seen: Arc<Seen>) -> String {
@@ -423,6 +437,216 @@ resil.http-client.instances.prices:
         6,
         "code's rule and bound win"
     );
+}
+
+/// The wait of every retry `events` published.
+fn retry_waits(events: &mut resil::event::EventStream<RetryEvent>) -> Vec<Duration> {
+    events
+        .drain()
+        .iter()
+        .filter_map(|e| match e.kind() {
+            RetryEventKind::Retry { wait, .. } => Some(wait),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_503s_retry_after_is_the_wait_before_the_next_attempt() {
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(1, Ordering::SeqCst);
+    *seen.retry_after.lock().unwrap() = Some("2");
+    let url = serve(seen.clone()).await;
+    // The breaker's open state and the retry's wait on the same (paused) time.
+    let registry = Registry::builder()
+        .clock(resil::clock::TokioClock::new())
+        .build();
+    registry
+        .configure_retry("prices", |b| {
+            b.max_attempts(3).wait_duration(Duration::from_millis(10))
+        })
+        .unwrap();
+    let mut events = registry.retry("prices").subscribe();
+    let client = ResilienceLayer::builder(&registry, "prices")
+        .circuit_breaker()
+        .retry()
+        .classify(HttpClassifier::default())
+        .build()
+        .layer(hyper());
+
+    let started = tokio::time::Instant::now();
+    let response = client
+        .oneshot(request(Method::GET, &url, "sku=42", false))
+        .await
+        .unwrap();
+    assert_eq!(text(response).await, (StatusCode::OK, "sku=42".into()));
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 2);
+    // Just past the 2 s asked for (the breaker the 503 opened for 2 s is
+    // half-open by then), not the retry's 10 ms.
+    assert_eq!(retry_waits(&mut events), [Duration::from_millis(2001)]);
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    // The 503 opened the breaker for its 2 s; the second attempt found it
+    // half-open (its success the first sample there), not open.
+    let breaker = registry.circuit_breaker("prices");
+    assert_eq!(breaker.state(), resil::circuit_breaker::State::HalfOpen);
+    let b = breaker.metrics();
+    assert_eq!((b.successful_calls(), b.not_permitted_calls()), (1, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_longer_than_the_retrys_longest_wait_ends_the_call_on_that_response() {
+    let registry = Registry::new();
+    registry
+        .configure_retry("prices", |b| {
+            b.max_attempts(3).interval_function(
+                IntervalFunction::exponential(Duration::from_millis(10), 2.0)
+                    .with_max(Duration::from_secs(30)),
+            )
+        })
+        .unwrap();
+    let mut events = registry.retry("prices").subscribe();
+    let layer = ResilienceLayer::builder(&registry, "prices")
+        .retry()
+        .classify(HttpClassifier::default())
+        .build();
+
+    // 60 s is past the retry's 30 s: the 503 is the answer at once.
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(usize::MAX, Ordering::SeqCst);
+    *seen.retry_after.lock().unwrap() = Some("60");
+    let url = serve(seen.clone()).await;
+    let response = layer
+        .layer(hyper())
+        .oneshot(request(Method::GET, &url, "", false))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(response.headers()[http::header::RETRY_AFTER], "60");
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 1);
+    assert!(retry_waits(&mut events).is_empty());
+    let m = registry.retry("prices").metrics();
+    assert_eq!((m.calls(), m.failed_calls_without_retry()), (1, 1));
+
+    // 20 s is within it: waited for, twice, and the last 503 returned.
+    *seen.retry_after.lock().unwrap() = Some("20");
+    let response = layer
+        .layer(hyper())
+        .oneshot(request(Method::GET, &url, "", false))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 4);
+    let twenty = Duration::from_secs(20) + Duration::from_millis(1);
+    assert_eq!(retry_waits(&mut events), [twenty, twenty]);
+    assert_eq!(
+        registry.retry("prices").metrics().failed_calls_with_retry(),
+        1
+    );
+}
+
+/// A port nothing listens on.
+async fn closed_port() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}/prices")
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_retrys_error_predicates_judge_the_clients_own_error() {
+    type ClientError = hyper_util::client::legacy::Error;
+    let url = closed_port().await;
+    let registry = Registry::new();
+    registry
+        .configure_retry("ignoring", |b| {
+            b.max_attempts(3)
+                .wait_duration(Duration::from_millis(10))
+                .ignore_error(|e: &ClientError| e.is_connect())
+        })
+        .unwrap();
+    registry
+        .configure_retry("retrying", |b| {
+            b.max_attempts(3)
+                .wait_duration(Duration::from_millis(10))
+                .retry_on_error(|e: &ClientError| e.is_connect())
+        })
+        .unwrap();
+    registry
+        .configure_retry("refusing", |b| {
+            b.max_attempts(3)
+                .wait_duration(Duration::from_millis(10))
+                .retry_on_error(|e: &ClientError| !e.is_connect())
+        })
+        .unwrap();
+    for (name, attempts) in [("ignoring", 1), ("retrying", 3), ("refusing", 1)] {
+        let out = ResilienceLayer::builder(&registry, name)
+            .retry()
+            .classify(HttpClassifier::default())
+            .build()
+            .layer(hyper())
+            .oneshot(request(Method::GET, &url, "", false))
+            .await;
+        let Err(Error::Call(error)) = out else {
+            panic!("{name}: not the client's error")
+        };
+        assert!(error.is_connect(), "{name}");
+        let m = registry.retry(name).metrics();
+        assert_eq!(m.attempts(), attempts, "{name}");
+    }
+    assert_eq!(
+        registry.retry("ignoring").metrics().ignored_error_calls(),
+        1
+    );
+    assert_eq!(
+        registry
+            .retry("refusing")
+            .metrics()
+            .failed_calls_without_retry(),
+        1
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_result_predicate_retries_a_response_the_classifier_passes_and_a_failing_one_can_end_in_max_retries(
+) {
+    type Response = http::Response<hyper::body::Incoming>;
+    let registry = Registry::new();
+    registry
+        .configure_retry("prices", |b| {
+            b.max_attempts(3)
+                .wait_duration(Duration::from_millis(10))
+                .retry_on_result(|r: &Response| r.status() == StatusCode::NOT_FOUND)
+                .fail_after_max_attempts(true)
+        })
+        .unwrap();
+    let layer = ResilienceLayer::builder(&registry, "prices")
+        .retry()
+        .classify(HttpClassifier::default())
+        .build();
+
+    // A 404 is no failure to the classifier; the result predicate retries it.
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(1, Ordering::SeqCst);
+    *seen.failing_status.lock().unwrap() = Some(StatusCode::NOT_FOUND);
+    let url = serve(seen.clone()).await;
+    let response = layer
+        .layer(hyper())
+        .oneshot(request(Method::GET, &url, "sku=42", false))
+        .await
+        .unwrap();
+    assert_eq!(text(response).await, (StatusCode::OK, "sku=42".into()));
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 2);
+
+    // A 503 to the end: a failed result, so `fail-after-max-attempts` holds.
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(usize::MAX, Ordering::SeqCst);
+    let url = serve(seen.clone()).await;
+    let out = layer
+        .layer(hyper())
+        .oneshot(request(Method::GET, &url, "", false))
+        .await;
+    assert_eq!(out.unwrap_err().kind(), ErrorKind::MaxRetriesExceeded);
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 3);
 }
 
 /// An in-process downstream for the cancellation and panic cases: a request

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::config::{Attempted, ErrorClass};
 use super::event::{RetryCause, RetryEvent, RetryEventKind};
 use super::metrics::{Outcome, Refusal};
-use super::Inner;
+use super::{Inner, ResultVerdict};
 use crate::deadline;
 use crate::error::{DeadlineExceeded, Error, ErrorKind, MaxRetriesExceeded, RetryBudgetExhausted};
 
@@ -105,12 +105,15 @@ impl<'a> Context<'a> {
     }
 
     /// Judges the outcome of the attempt just made; `class` tells what kind of
-    /// failure an error is.
+    /// failure an error is, `result` what the caller knows of a value (the
+    /// client layers: a response their classifier records as a failure;
+    /// [`by_predicates`](super::by_predicates) everywhere else).
     #[inline(always)]
     pub(crate) fn judge<T: 'static, R>(
         &mut self,
         outcome: &Result<T, R>,
         class: impl FnOnce(&R) -> Class<'_>,
+        result: impl FnOnce(&T) -> ResultVerdict,
     ) -> Verdict {
         debug_assert!(
             self.attempts >= 1,
@@ -118,8 +121,14 @@ impl<'a> Context<'a> {
         );
         match outcome {
             Ok(value) => {
-                if self.retry.config.retries_result(value as &dyn Any) {
-                    return self.retry_result(value);
+                match result(value) {
+                    ResultVerdict::Predicates => {
+                        if self.retry.config.retries_result(value as &dyn Any) {
+                            return self.retry_result(value, None);
+                        }
+                    }
+                    ResultVerdict::Retry(wait) => return self.retry_result(value, wait),
+                    ResultVerdict::Stop => return self.give_up(RetryCause::Result),
                 }
                 // As Resilience4j: SUCCESS only for a success that needed
                 // retries; a first-attempt success is only counted.
@@ -146,10 +155,12 @@ impl<'a> Context<'a> {
         });
     }
 
+    /// A value retried like an error; `wait`, when the caller gives one,
+    /// replaces the interval's.
     #[cold]
     #[inline(never)]
-    fn retry_result(&mut self, value: &dyn Any) -> Verdict {
-        self.failed_attempt(RetryCause::Result, Attempted::Value(value))
+    fn retry_result(&mut self, value: &dyn Any, wait: Option<Duration>) -> Verdict {
+        self.failed_attempt(RetryCause::Result, Attempted::Value(value), wait)
     }
 
     /// Hands the outcome of an attempt the loop is about to drop (a retried
@@ -182,7 +193,7 @@ impl<'a> Context<'a> {
                         Verdict::Return
                     }
                     ErrorClass::Retried => {
-                        self.failed_attempt(RetryCause::Error, Attempted::Error(error))
+                        self.failed_attempt(RetryCause::Error, Attempted::Error(error), None)
                     }
                     ErrorClass::NotRetried => {
                         self.not_retryable(RetryCause::Error);
@@ -197,7 +208,11 @@ impl<'a> Context<'a> {
                     self.finish(Outcome::Ignored, None);
                     Verdict::Return
                 } else if config.retries_rejection(kind, rejection) {
-                    self.failed_attempt(RetryCause::Rejection(kind), Attempted::Error(rejection))
+                    self.failed_attempt(
+                        RetryCause::Rejection(kind),
+                        Attempted::Error(rejection),
+                        None,
+                    )
                 } else {
                     self.not_retryable(RetryCause::Rejection(kind));
                     self.finish(Outcome::Failure, None);
@@ -207,14 +222,20 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// A retryable failure: retry after the interval, unless the attempts, the
-    /// deadline or the budget say no.
-    fn failed_attempt(&mut self, cause: RetryCause, outcome: Attempted<'_>) -> Verdict {
+    /// A retryable failure: retry after the interval (or after `decided`,
+    /// the caller's wait), unless the attempts, the deadline or the budget
+    /// say no.
+    fn failed_attempt(
+        &mut self,
+        cause: RetryCause,
+        outcome: Attempted<'_>,
+        decided: Option<Duration>,
+    ) -> Verdict {
         let retry = self.retry;
         if self.attempts >= retry.config.max_attempts() {
             return self.give_up(cause);
         }
-        let Some(wait) = retry.config.wait_after(self.attempts, outcome) else {
+        let Some(wait) = decided.or_else(|| retry.config.wait_after(self.attempts, outcome)) else {
             // The interval bi-function stopped the retries early.
             return self.give_up(cause);
         };

@@ -70,6 +70,7 @@ use std::pin::Pin;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::task::{self, ready, Poll};
+use std::time::Duration;
 
 use pin_project_lite::pin_project;
 
@@ -295,7 +296,7 @@ impl Retry {
             if !span.is_disabled() {
                 traced(&span, &outcome, &class);
             }
-            match cx.judge(&outcome, &class) {
+            match cx.judge(&outcome, &class, by_predicates) {
                 Verdict::Return => return Ok(outcome),
                 Verdict::Refuse(refusal) => {
                     cx.discard(outcome);
@@ -348,10 +349,12 @@ impl Retry {
         T: 'static,
         E: 'static,
     {
-        self.run_async::<true, _, _, _, _, _>(f, context::plain, |retry, exit| match exit {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(Error::Call(error)),
-            Err(refusal) => Err(retry.refusal(refusal)),
+        self.run_async::<true, _, _, _, _, _>(f, context::plain, by_predicates, |retry, exit| {
+            match exit {
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(error)) => Err(Error::Call(error)),
+                Err(refusal) => Err(retry.refusal(refusal)),
+            }
         })
     }
 
@@ -368,7 +371,63 @@ impl Retry {
         T: 'static,
         E: 'static,
     {
-        self.run_async::<true, _, _, _, _, _>(f, context::nested, |retry, exit| {
+        self.run_async::<true, _, _, _, _, _>(f, context::nested, by_predicates, |retry, exit| {
+            exit.unwrap_or_else(|refusal| Err(retry.refusal(refusal)))
+        })
+    }
+
+    /// [`call_async_nested`](Self::call_async_nested) for a caller that
+    /// knows more of its values than the configuration can: `judge` sees
+    /// each attempt's `Ok` value first and may call it a failure, retried
+    /// as a [`retry_on_result`](RetryConfigBuilder::retry_on_result) match
+    /// is (with its own wait, or the interval's), or a failure not worth
+    /// waiting for ([`ResultVerdict::Stop`]). Everything else is decided by
+    /// the configuration, exactly as for `call_async_nested`: the error
+    /// predicates, the rejection rule, the result predicates for a value
+    /// `judge` leaves to them, the attempts, the budget and the deadline.
+    ///
+    /// The client layers call it with their classifier: a 503 is a failed
+    /// result, its `Retry-After` the wait, and when the attempts run out
+    /// the last response is the answer.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resil_core::clock::TokioClock;
+    /// use resil_core::retry::{ResultVerdict, Retry, RetryConfig};
+    /// use resil_core::Error;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let retry = Retry::with_clock("quotes", RetryConfig::default(), TokioClock::new());
+    /// let start = tokio::time::Instant::now();
+    /// let mut status = [503, 200].into_iter();
+    /// let out: Result<u16, Error<std::io::Error>> = retry
+    ///     .call_async_nested_judged(
+    ///         || std::future::ready(Ok(status.next().unwrap())),
+    ///         // A 503 asks for two seconds.
+    ///         |s: &u16| match s {
+    ///             503 => ResultVerdict::Retry(Some(Duration::from_secs(2))),
+    ///             _ => ResultVerdict::Predicates,
+    ///         },
+    ///     )
+    ///     .await;
+    /// assert_eq!(out.unwrap(), 200);
+    /// assert_eq!(start.elapsed(), Duration::from_secs(2));
+    /// # }
+    /// ```
+    #[inline]
+    pub fn call_async_nested_judged<'a, T, E, F, Fut>(
+        &'a self,
+        f: F,
+        judge: impl Fn(&T) -> ResultVerdict + 'a,
+    ) -> impl Future<Output = Result<T, Error<E>>> + 'a
+    where
+        F: FnMut() -> Fut + 'a,
+        Fut: Future<Output = Result<T, Error<E>>> + 'a,
+        T: 'static,
+        E: 'static,
+    {
+        self.run_async::<true, _, _, _, _, _>(f, context::nested, judge, |retry, exit| {
             exit.unwrap_or_else(|refusal| Err(retry.refusal(refusal)))
         })
     }
@@ -388,7 +447,7 @@ impl Retry {
         T: 'static,
         E: 'static,
     {
-        self.run_async::<false, _, _, _, _, _>(f, context::nested, |retry, exit| {
+        self.run_async::<false, _, _, _, _, _>(f, context::nested, by_predicates, |retry, exit| {
             exit.unwrap_or_else(|refusal| Err(retry.refusal(refusal)))
         })
     }
@@ -409,6 +468,7 @@ impl Retry {
         &'a self,
         mut f: F,
         class: impl Fn(&R) -> Class<'_> + 'a,
+        result: impl Fn(&T) -> ResultVerdict + 'a,
         exit: impl FnOnce(&Inner, Result<Result<T, R>, Refusal>) -> O + 'a,
     ) -> impl Future<Output = O> + 'a
     where
@@ -442,7 +502,7 @@ impl Retry {
                     } else {
                         f().await
                     };
-                    match cx.judge(&outcome, &class) {
+                    match cx.judge(&outcome, &class, &result) {
                         Verdict::Return => return exit(&self.inner, Ok(outcome)),
                         Verdict::Refuse(refusal) => {
                             cx.discard(outcome);
@@ -460,6 +520,34 @@ impl Retry {
             }
         }
     }
+}
+
+/// What a caller that knows its values says of one (see
+/// [`Retry::call_async_nested_judged`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultVerdict {
+    /// Leave it to the configuration's
+    /// [`retry_on_result`](RetryConfigBuilder::retry_on_result) predicates
+    /// (a success unless one accepts it).
+    Predicates,
+    /// A failed result, retried as a `retry_on_result` match is: after this
+    /// wait, or with `None` after the configuration's (the interval
+    /// bi-function for the value's type, else the interval function). When
+    /// the attempts run out on it, the value is the answer (or, with
+    /// [`fail_after_max_attempts`](RetryConfigBuilder::fail_after_max_attempts),
+    /// `MaxRetriesExceeded`).
+    Retry(Option<Duration>),
+    /// A failed result not worth another attempt (it asks for a wait longer
+    /// than the caller allows): the call ends on it as if its attempts had
+    /// run out.
+    Stop,
+}
+
+/// The verdict of every caller but the client layers: the configuration's
+/// result predicates decide.
+#[inline(always)]
+fn by_predicates<T>(_: &T) -> ResultVerdict {
+    ResultVerdict::Predicates
 }
 
 /// The span of an attempt about to begin; the loop without spans makes

@@ -168,8 +168,8 @@ impl Verdicts {
 const DETACHED: &str = "http-classifier";
 
 /// How much longer than a `Retry-After` a retry waits (see
-/// [`HttpClassifier::retry`]).
-const PAST_RETRY_AFTER: Duration = Duration::from_millis(1);
+/// [`HttpClassifier::retry`]; the client layers' retry waits as long).
+pub(crate) const PAST_RETRY_AFTER: Duration = Duration::from_millis(1);
 
 /// The default `record-status`: `408, 429, 500-599`.
 pub const DEFAULT_RECORD_STATUS: StatusSet =

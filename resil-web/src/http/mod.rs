@@ -81,6 +81,8 @@ mod retry_after;
 mod status_of;
 mod status_set;
 
+#[cfg(feature = "client")]
+pub(crate) use self::classifier::PAST_RETRY_AFTER;
 pub use self::classifier::{
     HttpClassifier, HttpClassifierBuilder, StatusLike, DEFAULT_RECORD_STATUS,
 };

@@ -50,15 +50,30 @@
 //!
 //! # What is tried again
 //!
-//! The classifier ([`ClientBuilder::classify`]; an
-//! [`HttpClassifier`](crate::http::HttpClassifier) for HTTP) decides: a
-//! response it records as a failure (`408`, `429`, `5xx` by default) is
-//! retried, or raced by a hedge, and when the retry gives up the last such
-//! response is returned as the answer; an inner error (connect refused,
-//! reset) is retried; a refusal of an inner aspect is retried as the
-//! retry's `retry_on_rejection` says (timeouts only, by default; an open
-//! breaker is returned at once). The retry's count, waits, budget and
-//! events are the registry instance's, so the actuator shows them.
+//! The retry decides as the attribute's retry does, with the same code
+//! ([`Retry::call_async_nested_judged`](resil_core::retry::Retry::call_async_nested_judged)):
+//! an inner error (connect refused, reset) is judged by the retry's error
+//! predicates (`retry_on_error`, `ignore_error`, the file's
+//! `retry-exceptions`/`ignore-exceptions`; every error is retried without
+//! any); a refusal of an inner aspect as its `retry_on_rejection` says
+//! (timeouts only, by default; an open breaker is returned at once); a
+//! response is a result. The classifier ([`ClientBuilder::classify`]; an
+//! [`HttpClassifier`](crate::http::HttpClassifier) for HTTP) makes a
+//! response it records as a failure (`408`, `429`, `5xx` by default) a
+//! failed result, retried (or raced by a hedge) like a `retry_on_result`
+//! match; any other response is left to the retry's `retry_on_result`
+//! predicates. When the retry gives up on a failed result, the last
+//! response is the answer (with `fail_after_max_attempts`,
+//! `Error::MaxRetriesExceeded`).
+//!
+//! A failure the classifier gives a wait (a `429`/`503` with
+//! `Retry-After`: its transition `OpenFor(wait)`) is retried 1 ms after
+//! that wait instead of the interval, when the breaker it opened is
+//! half-open. A wait longer than the retry's longest (its interval
+//! function's [`max`](resil_core::IntervalFunction::max)) is not waited
+//! for: the call ends on that response, as if the attempts had run out.
+//! The retry's count, waits, budget and events are the registry
+//! instance's, so the actuator shows them.
 //!
 //! # Deadlines
 //!
