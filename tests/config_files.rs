@@ -1465,6 +1465,24 @@ fn a_resil_http_name_that_is_no_instance_of_the_file_suggests_the_close_one() {
 }
 
 #[test]
+fn a_resil_http_client_name_that_is_no_instance_of_the_file_suggests_the_close_one() {
+    let text = format!(
+        "{INVENTORY_YAML}  retry:\n    instances:\n      prices: {{}}\n\
+         resil:\n  http-client:\n    instances:\n      prises:\n        replay-methods: idempotent\n"
+    );
+    let err = yaml(&text).expect_err("a misspelled client layer name must not load");
+    assert_eq!(
+        err.to_string(),
+        "1 problem in the configuration:\n  line 11: unknown client layer `prises` at \
+         `resil.http-client.instances.prises`; did you mean `prices`? (a client layer is named \
+         after an instance the file configures under `resilience4j`: `inventory-query`, `prices`)"
+    );
+    assert_eq!(err.problems()[0].suggestion(), Some("prices"));
+    let right = text.replace("prises:", "prices:");
+    assert!(yaml(&right).is_ok(), "{}", yaml(&right).unwrap_err());
+}
+
+#[test]
 fn other_resil_keys_are_errors_too_and_bad_status_sets_keep_their_precise_message() {
     let text = format!(
         "{INVENTORY_YAML}resil:\n  htpp: {{}}\n  http:\n    instance: {{}}\n    instances:\n      \

@@ -26,6 +26,7 @@ use std::time::Duration;
 use resil_options::duration::parse_duration;
 
 use super::error::{closest, quoted_list, Problem, ProblemKind};
+use super::http::{unknown_name, NamedAfter};
 use super::load::{map_entries, section_key};
 use super::schema::normalize;
 use super::value::Value;
@@ -90,7 +91,26 @@ impl HttpClientSection {
             self.instances.entry(name).or_default().merge(entry);
         }
     }
+
+    /// Every entry must be named after a name the file configures under
+    /// `resilience4j` (`configured`): a client layer looks its instances up
+    /// by its name, so an entry named otherwise would apply to nothing.
+    pub(crate) fn check_names(&self, configured: &[&str], problems: &mut Vec<Problem>) {
+        for name in self.instances.keys() {
+            if !configured.contains(&name.as_str()) {
+                let path = format!("{HTTP_CLIENT_INSTANCES}.{name}");
+                problems.push(unknown_name(CLIENT_LAYER, &path, name, configured));
+            }
+        }
+    }
 }
+
+/// A `resil.http-client` entry, for the name check.
+const CLIENT_LAYER: NamedAfter = NamedAfter {
+    what: "client layer",
+    a: "a client layer",
+    after: "the instances it applies",
+};
 
 /// Reads `resil.http-client` (at `path`) into `section`.
 pub(crate) fn section(

@@ -285,7 +285,7 @@ impl HttpSection {
     pub(crate) fn check_names(&self, configured: &[&str], problems: &mut Vec<Problem>) {
         for (name, entry) in &self.instances {
             if !configured.contains(&name.as_str()) {
-                problems.push(unknown_name(entry.path(), name, configured));
+                problems.push(unknown_name(CLASSIFIER, entry.path(), name, configured));
             }
         }
     }
@@ -402,9 +402,37 @@ impl HttpSection {
 /// The prefix of the `resil.http` overrides.
 const ENV_PREFIX: &str = "RESIL_HTTP_";
 
-fn unknown_name(path: &str, name: &str, configured: &[&str]) -> Problem {
+/// What a `resil` section names after instances of the file: a `resil.http`
+/// classifier or a `resil.http-client` layer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NamedAfter {
+    /// What the entry is: `HTTP classifier`.
+    pub(crate) what: &'static str,
+    /// The same with its article: `a classifier`.
+    pub(crate) a: &'static str,
+    /// What it is named after: `the instance it classifies for`.
+    pub(crate) after: &'static str,
+}
+
+/// A `resil.http` classifier.
+const CLASSIFIER: NamedAfter = NamedAfter {
+    what: "HTTP classifier",
+    a: "a classifier",
+    after: "the instance it classifies for",
+};
+
+/// The problem of an entry at `path` named `name` after no name the file
+/// configures under `resilience4j` (`configured`, repeats allowed), with a
+/// did-you-mean.
+pub(crate) fn unknown_name(
+    named: NamedAfter,
+    path: &str,
+    name: &str,
+    configured: &[&str],
+) -> Problem {
+    let NamedAfter { what, a, after } = named;
     let suggestion = closest(name, configured.iter().copied());
-    let mut message = format!("unknown HTTP classifier `{name}` at `{path}`");
+    let mut message = format!("unknown {what} `{name}` at `{path}`");
     if let Some(s) = suggestion {
         message.push_str(&format!("; did you mean `{s}`?"));
     }
@@ -413,13 +441,13 @@ fn unknown_name(path: &str, name: &str, configured: &[&str]) -> Problem {
     names.dedup();
     if names.is_empty() {
         message.push_str(&format!(
-            " (a classifier is named after the instance it classifies for, and the file \
+            " ({a} is named after {after}, and the file \
              configures none under `resilience4j`: add one, e.g. \
              `resilience4j.circuitbreaker.instances.{name}: {{}}`)"
         ));
     } else {
         message.push_str(&format!(
-            " (a classifier is named after an instance the file configures under \
+            " ({a} is named after an instance the file configures under \
              `resilience4j`: {})",
             quoted_list(names)
         ));

@@ -542,6 +542,7 @@ impl FileConfig {
         let configured = config.sections.configured_names();
         merged_http.apply_env(&vars, &configured, &mut late);
         merged_http.check_names(&configured, &mut late);
+        http_client.check_names(&configured, &mut late);
         config.http = merged_http;
         config.inbound_guard = inbound_guard;
         config.http_client = http_client;
