@@ -439,6 +439,49 @@ resil.http-client.instances.prices:
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_reload_changes_a_built_client_layers_replay_rules_and_its_retry() {
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(usize::MAX, Ordering::SeqCst);
+    let url = serve(seen.clone()).await;
+    let file = |attempts: u32, methods: &str, max_body: &str| {
+        resil::config::FileConfig::from_yaml_str(&format!(
+            "
+resilience4j.retry.instances.prices:
+  max-attempts: {attempts}
+  wait-duration: 10ms
+resil.http-client.instances.prices:
+  replay-methods: {methods}
+  max-replay-body: {max_body}
+"
+        ))
+        .unwrap()
+    };
+    let registry = Registry::new();
+    registry.reload(file(2, "idempotent", "4")).unwrap();
+    let client = ResilienceLayer::builder(&registry, "prices")
+        .retry()
+        .classify(HttpClassifier::default())
+        .build()
+        .layer(hyper());
+    let hits = || seen.hits.load(Ordering::SeqCst);
+    let send = |method: Method, body: &'static str| {
+        client.clone().oneshot(request(method, &url, body, false))
+    };
+    send(Method::PUT, "p").await.unwrap();
+    assert_eq!(hits(), 2, "idempotent: the PUT replayed, 2 attempts");
+    send(Method::GET, "sku=42").await.unwrap();
+    assert_eq!(hits(), 3, "6 bytes are over the 4-byte bound: sent once");
+
+    // The same built client, after a reload.
+    registry.reload(file(3, "safe", "1KiB")).unwrap();
+    send(Method::PUT, "p").await.unwrap();
+    assert_eq!(hits(), 4, "safe: the PUT is sent once");
+    send(Method::GET, "sku=42").await.unwrap();
+    assert_eq!(hits(), 7, "within 1 KiB: replayed, 3 attempts");
+    assert_eq!(registry.retry("prices").metrics().attempts(), 3);
+}
+
 /// The wait of every retry `events` published.
 fn retry_waits(events: &mut resil::event::EventStream<RetryEvent>) -> Vec<Duration> {
     events

@@ -149,11 +149,13 @@ async fn run(
 ) -> Result<Response, Error<reqwest_middleware::Error>> {
     let (resilience, shared) = layer.parts();
     let mut svc = resilience.layer(rest);
+    // The rules in force as the request starts, for all its attempts.
+    let settings = shared.settings.get();
     let replays = (shared.retry.is_some() || shared.hedging.is_some())
-        && shared.policy.allows_request(req.method(), req.headers())
-        && fits(&req, shared.policy.max_body);
+        && settings.policy.allows_request(req.method(), req.headers())
+        && fits(&req, settings.policy.max_body);
     if !replays {
-        if shared.outbound.stamp(req.headers_mut()).is_err() {
+        if settings.outbound.stamp(req.headers_mut()).is_err() {
             return Err(shared.deadline_exceeded());
         }
         std::future::poll_fn(|cx| svc.poll_ready(cx)).await?;
@@ -174,7 +176,7 @@ async fn run(
                     std::io::Error::other("the request body cannot be replayed"),
                 )));
             };
-            if shared.outbound.stamp(req.headers_mut()).is_err() {
+            if settings.outbound.stamp(req.headers_mut()).is_err() {
                 return Err(shared.deadline_exceeded());
             }
             std::future::poll_fn(|cx| svc.poll_ready(cx)).await?;

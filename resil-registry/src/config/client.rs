@@ -17,8 +17,10 @@
 //! Every key is optional (the layer's defaults otherwise, and a value set in
 //! code on the layer's builder wins over the file); an unknown key is an
 //! error with a did-you-mean, a bad value names its key path and the values
-//! allowed. The registry checks the values' shapes only; resil-web's client
-//! layer reads them.
+//! allowed, and an entry must be named after an instance or named config
+//! the file configures under `resilience4j` (the layer's name), else it is
+//! an error with a did-you-mean. The registry checks the values' shapes
+//! only; resil-web's client layer reads them, and follows reloads.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;

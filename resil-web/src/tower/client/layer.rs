@@ -23,9 +23,18 @@ pub(crate) struct ClientShared<C: 'static> {
     pub(crate) resilience: &'static Shared<C, AsErrors>,
     pub(crate) retry: Option<Handle<Retry>>,
     pub(crate) hedging: Option<Handle<Hedging>>,
+    /// The replay rules and the deadline header, following the registry's
+    /// file through its reloads.
+    pub(crate) settings: Handle<ClientSettings>,
+    pub(crate) name: String,
+}
+
+/// The settings a client layer reads per request: code's over the file's
+/// `resil.http-client.instances.<name>` over the defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ClientSettings {
     pub(crate) policy: ReplayPolicy,
     pub(crate) outbound: Outbound,
-    pub(crate) name: String,
 }
 
 /// A [`Layer`] for a client's service stack (a hyper or tonic client, any
@@ -77,16 +86,17 @@ impl<C: 'static> Copy for ClientLayer<C> {}
 impl<C: 'static> fmt::Debug for ClientLayer<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.shared;
+        let now = s.settings.get();
         f.debug_struct("ClientLayer")
             .field("name", &s.name)
             .field("retry", &s.retry.is_some())
             .field("hedge", &s.hedging.is_some())
             .field("inner", &self.resilience)
-            .field("replay_methods", &s.policy.methods)
-            .field("idempotency_header", &s.policy.idempotency_header)
-            .field("max_replay_body", &s.policy.max_body)
-            .field("deadline_header", &s.outbound.header)
-            .field("deadline_margin", &s.outbound.margin)
+            .field("replay_methods", &now.policy.methods)
+            .field("idempotency_header", &now.policy.idempotency_header)
+            .field("max_replay_body", &now.policy.max_body)
+            .field("deadline_header", &now.outbound.header)
+            .field("deadline_margin", &now.outbound.margin)
             .finish()
     }
 }
@@ -112,7 +122,7 @@ pub struct ClientBuilder<'r, C = crate::tower::BreakerPredicates> {
 
 /// What code set on the builder (over the file's
 /// `resil.http-client.instances.<name>`, over the defaults).
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct CodeSettings {
     methods: Option<ReplayMethods>,
     idempotency_header: Option<HeaderName>,
@@ -234,22 +244,27 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
     /// Looks the chosen instances up and builds the layer. The replay
     /// rules and the deadline header are what code set on this builder,
     /// else what the registry's file gives under
-    /// `resil.http-client.instances.<name>` (read now: a later reload does
-    /// not change a built layer's), else the defaults.
+    /// `resil.http-client.instances.<name>`, else the defaults. The layer
+    /// follows the registry's reloads: a reload that changes the file's
+    /// entry changes the rules of the requests that start after it (a
+    /// request keeps the rules it started with), as a reload changes the
+    /// instances' settings (they are the registry's handles).
     pub fn build(self) -> ClientLayer<C> {
         let registry = self.inner.registry();
         let name = self.inner.name().to_owned();
         let retry = self.retry.then(|| registry.retry(&name));
         let hedging = self.hedge.then(|| registry.hedging(&name));
-        let file = registry.loaded_file();
-        let (policy, outbound) = settings(self.code, file.http_client().instance(&name));
+        let code = self.code;
+        let entry = name.clone();
+        let settings = registry.follow_file(&name, move |file| {
+            settings(code.clone(), file.http_client().instance(&entry))
+        });
         let resilience = self.inner.build();
         let shared = ClientShared {
             resilience: resilience.shared(),
             retry,
             hedging,
-            policy,
-            outbound,
+            settings,
             name,
         };
         ClientLayer {
@@ -260,7 +275,7 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
 }
 
 /// Code over file over defaults, setting by setting.
-fn settings(code: CodeSettings, file: Option<&HttpClientEntry>) -> (ReplayPolicy, Outbound) {
+fn settings(code: CodeSettings, file: Option<&HttpClientEntry>) -> ClientSettings {
     let (mut policy, mut outbound) = (ReplayPolicy::default(), Outbound::default());
     // The loader checked the header names' shape, so they parse.
     let header = |name: &Option<String>| {
@@ -289,7 +304,7 @@ fn settings(code: CodeSettings, file: Option<&HttpClientEntry>) -> (ReplayPolicy
     policy.max_body = code.max_body.unwrap_or(policy.max_body);
     outbound.header = code.deadline_header.unwrap_or(outbound.header);
     outbound.margin = code.margin.unwrap_or(outbound.margin);
-    (policy, outbound)
+    ClientSettings { policy, outbound }
 }
 
 impl<'r, C: 'static> Builder<'r, C, AsErrors> {

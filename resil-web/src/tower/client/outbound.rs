@@ -17,7 +17,7 @@ use crate::tower::deadline::{
 pub const DEFAULT_DEADLINE_MARGIN: Duration = Duration::from_millis(5);
 
 /// How a client layer sends the task's deadline.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Outbound {
     pub(crate) header: HeaderName,
     pub(crate) margin: Duration,

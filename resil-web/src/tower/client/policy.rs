@@ -66,7 +66,7 @@ impl ReplayMethods {
 }
 
 /// The replay rules of one client layer.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ReplayPolicy {
     pub(crate) methods: ReplayMethods,
     pub(crate) idempotency_header: HeaderName,

@@ -107,13 +107,15 @@ where
     C: Classify<S::Response, S::Error>,
 {
     let (parts, body) = req.into_parts();
+    // The rules in force as the request starts, for all its attempts.
+    let settings = shared.settings.get();
     let replays = shared.retry.is_some() || shared.hedging.is_some();
-    if !replays || !shared.policy.allows(&parts) {
+    if !replays || !settings.policy.allows(&parts) {
         // Not replayable (or nothing would replay it): sent once, as it is.
         let req = Request::from_parts(parts, ReplayBody::stream(Bytes::new(), body));
         return once(shared, svc, req).await;
     }
-    let (data, trailers) = match buffer(body, shared.policy.max_body).await {
+    let (data, trailers) = match buffer(body, settings.policy.max_body).await {
         Buffered::Whole(data, trailers) => (data, trailers),
         // Larger than the bound, or broken off: sent once.
         Buffered::Once(body) => return once(shared, svc, Request::from_parts(parts, body)).await,
@@ -130,7 +132,7 @@ where
         let req = copy(&parts, &data, &trailers);
         async move {
             let mut req = req;
-            if shared.outbound.stamp(req.headers_mut()).is_err() {
+            if settings.outbound.stamp(req.headers_mut()).is_err() {
                 return Err(shared.deadline_exceeded());
             }
             std::future::poll_fn(|cx| svc.poll_ready(cx)).await?;
@@ -159,7 +161,13 @@ where
     S::Error: 'static,
     C: Classify<S::Response, S::Error>,
 {
-    if shared.outbound.stamp(req.headers_mut()).is_err() {
+    if shared
+        .settings
+        .get()
+        .outbound
+        .stamp(req.headers_mut())
+        .is_err()
+    {
         return Err(shared.deadline_exceeded());
     }
     svc.call(req).await
