@@ -482,6 +482,174 @@ resil.http-client.instances.prices:
     assert_eq!(registry.retry("prices").metrics().attempts(), 3);
 }
 
+/// A registry whose instances time their windows, waits and open states on
+/// paused tokio time.
+fn on_tokio_time() -> Registry {
+    Registry::builder()
+        .clock(resil::clock::TokioClock::new())
+        .build()
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_standard_client_has_microsofts_defaults_and_retries_a_503_three_times() {
+    use resil::circuit_breaker::SlidingWindowType;
+
+    let registry = on_tokio_time();
+    let client = ResilienceLayer::standard_client(&registry, "prices")
+        .unwrap()
+        .build();
+    let retry = registry.retry("prices");
+    assert_eq!(retry.config().max_attempts(), 4, "the first and 3 retries");
+    let backoff = retry.config().interval_function();
+    assert_eq!(
+        (backoff.initial(), backoff.multiplier()),
+        (Some(Duration::from_secs(2)), Some(2.0))
+    );
+    assert!(backoff.randomization_factor().is_some(), "with jitter");
+    let breaker = registry.circuit_breaker("prices");
+    let b = breaker.config();
+    assert_eq!(b.failure_rate_threshold(), 10.0);
+    assert_eq!(b.minimum_number_of_calls(), 100);
+    assert_eq!(
+        (b.sliding_window_type(), b.sliding_window_size()),
+        (SlidingWindowType::TimeBased, 30)
+    );
+    assert_eq!(b.wait_duration_in_open_state(), Duration::from_secs(5));
+    assert_eq!(
+        registry.time_limiter("prices").config().timeout_duration(),
+        Duration::from_secs(10)
+    );
+    assert_eq!(
+        registry.bulkhead("prices").config().max_concurrent_calls(),
+        1000
+    );
+    assert!(format!("{client:?}").contains("total_timeout: Some(30s)"));
+
+    // A downstream that is always busy: 4 attempts, about 2, 4 and 8 s
+    // apart, and its last 503 is the answer.
+    let mut events = retry.subscribe();
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(usize::MAX, Ordering::SeqCst);
+    let url = serve(seen.clone()).await;
+    let started = tokio::time::Instant::now();
+    let response = client
+        .layer(hyper())
+        .oneshot(request(Method::GET, &url, "", false))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 4);
+    let waits = retry_waits(&mut events);
+    assert_eq!(waits.len(), 3);
+    for (wait, doubled) in waits.iter().zip([2, 4, 8]) {
+        let doubled = Duration::from_secs(doubled);
+        assert!(
+            *wait >= doubled / 2 && *wait <= doubled * 3 / 2,
+            "{waits:?}"
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_standard_clients_breaker_opens_at_100_calls_10_percent_failed_and_breaks_for_5_s() {
+    let registry = on_tokio_time();
+    let client = ResilienceLayer::standard_client(&registry, "prices")
+        .unwrap()
+        .build()
+        .layer(hyper());
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(usize::MAX, Ordering::SeqCst);
+    let url = serve(seen.clone()).await;
+    // POSTs without a key: one attempt each, one breaker sample each.
+    let post = || {
+        client
+            .clone()
+            .oneshot(request(Method::POST, &url, "order=1", false))
+    };
+    let breaker = registry.circuit_breaker("prices");
+    for _ in 0..99 {
+        assert_eq!(post().await.unwrap().status(), 503);
+    }
+    assert_eq!(
+        breaker.state(),
+        resil::circuit_breaker::State::Closed,
+        "99 calls are under the minimum throughput"
+    );
+    assert_eq!(post().await.unwrap().status(), 503);
+    assert_eq!(breaker.state(), resil::circuit_breaker::State::Open);
+    let refused = post().await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::CallNotPermitted);
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 100);
+    // Open for 5 s: just before, still refused; after, a probe goes out.
+    tokio::time::sleep(Duration::from_millis(4999)).await;
+    assert_eq!(
+        post().await.unwrap_err().kind(),
+        ErrorKind::CallNotPermitted
+    );
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    assert_eq!(post().await.unwrap().status(), 503);
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 101);
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_standard_default_yields_to_the_file_and_code_on_the_builder_wins() {
+    let registry = Registry::from_yaml_str(
+        "
+resilience4j.retry.instances.prices:
+  max-attempts: 2
+  wait-duration: 10ms
+resilience4j.circuitbreaker.instances.prices:
+  minimum-number-of-calls: 5
+resil.http-client.instances.prices:
+  total-timeout: 1s
+",
+    )
+    .unwrap();
+    let layer = ResilienceLayer::standard_client(&registry, "prices")
+        .unwrap()
+        .build();
+    let retry = registry.retry("prices");
+    assert_eq!(retry.config().max_attempts(), 2);
+    assert_eq!(
+        retry.config().interval_function().interval(1),
+        Duration::from_millis(10),
+        "the file's backoff, not the preset's"
+    );
+    let b = registry.circuit_breaker("prices").config().clone();
+    assert_eq!(b.minimum_number_of_calls(), 5, "the file's");
+    assert_eq!(b.failure_rate_threshold(), 10.0, "the preset's");
+    assert!(format!("{layer:?}").contains("total_timeout: Some(1s)"));
+
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(usize::MAX, Ordering::SeqCst);
+    let url = serve(seen.clone()).await;
+    let response = layer
+        .layer(hyper())
+        .oneshot(request(Method::GET, &url, "", false))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(seen.hits.load(Ordering::SeqCst), 2, "the file's 2 attempts");
+
+    // Code on the builder wins over the file: 50 ms in all, against a
+    // downstream that takes 10 s.
+    let code = ResilienceLayer::standard_client(&registry, "prices")
+        .unwrap()
+        .total_timeout(Duration::from_millis(50))
+        .build()
+        .layer(hyper());
+    let slow = Arc::new(Seen::default());
+    *slow.first_waits.lock().unwrap() = Some(Duration::from_secs(10));
+    let url = serve(slow.clone()).await;
+    let _clock = hold_the_clock();
+    let call = tokio::spawn(code.oneshot(request(Method::GET, &url, "", false)));
+    slow.arrived.notified().await;
+    tokio::time::advance(Duration::from_millis(50)).await;
+    let out = call.await.unwrap();
+    assert_eq!(out.unwrap_err().kind(), ErrorKind::DeadlineExceeded);
+}
+
 /// The wait of every retry `events` published.
 fn retry_waits(events: &mut resil::event::EventStream<RetryEvent>) -> Vec<Duration> {
     events

@@ -22,6 +22,11 @@ use crate::telemetry::ring::WallClock;
 /// A code setting: a builder transformation attached to a config or instance.
 pub(crate) type CodeFn<B> = Arc<dyn Fn(B) -> B + Send + Sync>;
 
+/// Code defaults beneath the file: a builder transformation that is told
+/// which keys the file gives the instance (see
+/// [`Registry::configure_defaults`](crate::Registry::configure_defaults)).
+pub(crate) type DefaultsFn<B> = Arc<dyn Fn(B, &crate::config::FileGives<'_>) -> B + Send + Sync>;
+
 /// A config registered in code: its base and its code settings.
 pub(crate) struct CodeConfig<B> {
     pub(crate) base: Option<String>,
@@ -34,6 +39,8 @@ pub(crate) struct InstanceCode<B> {
     pub(crate) config: Option<String>,
     /// The `configure_*` closure, applied last.
     pub(crate) settings: Option<CodeFn<B>>,
+    /// The `configure_defaults` closure, applied just after the file.
+    pub(crate) defaults: Option<DefaultsFn<B>>,
     /// Set by `circuit_breaker_for(id, group)` when `id` has no settings of
     /// its own: resolve as `group` would be.
     pub(crate) group: Option<String>,
@@ -50,6 +57,7 @@ impl<B> Default for InstanceCode<B> {
         InstanceCode {
             config: None,
             settings: None,
+            defaults: None,
             group: None,
             tags: BTreeMap::new(),
             health_indicator: None,
@@ -59,9 +67,9 @@ impl<B> Default for InstanceCode<B> {
 }
 
 impl<B> InstanceCode<B> {
-    /// Whether code chose a config or settings for this name.
+    /// Whether code chose a config, settings or defaults for this name.
     pub(crate) fn has_settings(&self) -> bool {
-        self.config.is_some() || self.settings.is_some()
+        self.config.is_some() || self.settings.is_some() || self.defaults.is_some()
     }
 }
 

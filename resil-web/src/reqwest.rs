@@ -53,6 +53,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::http::HttpClassifier;
+use crate::tower::client::layer::ClientSettings;
 use crate::tower::client::ClientLayer;
 use crate::tower::{Classify, Verdict};
 
@@ -145,12 +146,28 @@ impl Middleware for ResilienceMiddleware {
 async fn run(
     layer: ClientLayer<HttpClassifier>,
     rest: Rest<'_>,
+    req: Request,
+) -> Result<Response, Error<reqwest_middleware::Error>> {
+    let (_, shared) = layer.parts();
+    // The rules in force as the request starts, for all its attempts.
+    let settings = shared.settings.get();
+    let send = send(layer, settings, rest, req);
+    match settings.total_timeout {
+        None => send.await,
+        Some(total) => shared.within_total(total, send).await,
+    }
+}
+
+/// A request under the rules `settings`: replayed when they allow it, sent
+/// once otherwise.
+async fn send(
+    layer: ClientLayer<HttpClassifier>,
+    settings: &ClientSettings,
+    rest: Rest<'_>,
     mut req: Request,
 ) -> Result<Response, Error<reqwest_middleware::Error>> {
     let (resilience, shared) = layer.parts();
     let mut svc = resilience.layer(rest);
-    // The rules in force as the request starts, for all its attempts.
-    let settings = shared.settings.get();
     let replays = (shared.retry.is_some() || shared.hedging.is_some())
         && settings.policy.allows_request(req.method(), req.headers())
         && fits(&req, settings.policy.max_body);

@@ -12,6 +12,7 @@
 //!         idempotency-header: x-idempotency-key   # default idempotency-key
 //!         deadline-header: x-request-timeout-ms   # default x-envoy-expected-rq-timeout-ms
 //!         deadline-margin: 10ms                   # default 5ms
+//!         total-timeout: 30s                      # default none (the standard preset: 30s)
 //! ```
 //!
 //! Every key is optional (the layer's defaults otherwise, and a value set in
@@ -37,12 +38,13 @@ use super::value::Value;
 pub const HTTP_CLIENT_INSTANCES: &str = "resil.http-client.instances";
 
 /// The keys of `resil.http-client.instances.<name>`.
-pub const HTTP_CLIENT_KEYS: [&str; 5] = [
+pub const HTTP_CLIENT_KEYS: [&str; 6] = [
     "max-replay-body",
     "replay-methods",
     "idempotency-header",
     "deadline-header",
     "deadline-margin",
+    "total-timeout",
 ];
 
 /// The values `replay-methods` takes.
@@ -62,6 +64,8 @@ pub struct HttpClientEntry {
     pub deadline_header: Option<String>,
     /// `deadline-margin`.
     pub deadline_margin: Option<Duration>,
+    /// `total-timeout`: one deadline for a request and all its attempts.
+    pub total_timeout: Option<Duration>,
 }
 
 impl HttpClientEntry {
@@ -72,6 +76,7 @@ impl HttpClientEntry {
         self.idempotency_header = other.idempotency_header.or(self.idempotency_header.take());
         self.deadline_header = other.deadline_header.or(self.deadline_header.take());
         self.deadline_margin = other.deadline_margin.or(self.deadline_margin);
+        self.total_timeout = other.total_timeout.or(self.total_timeout);
     }
 }
 
@@ -176,18 +181,17 @@ fn entry(path: &str, value: Value, problems: &mut Vec<Problem>) -> Option<HttpCl
                 .map(|m| entry.replay_methods = Some(m)),
             "idempotency-header" => header(&value).map(|h| entry.idempotency_header = Some(h)),
             "deadline-header" => header(&value).map(|h| entry.deadline_header = Some(h)),
-            _ => match &value {
-                Value::Int(ms) if *ms >= 0 => Some(Duration::from_millis(*ms as u64)),
-                Value::Str(s) => parse_duration(s).ok(),
-                _ => None,
-            }
-            .map(|d| entry.deadline_margin = Some(d)),
+            "total-timeout" => duration(&value)
+                .filter(|d| !d.is_zero())
+                .map(|d| entry.total_timeout = Some(d)),
+            _ => duration(&value).map(|d| entry.deadline_margin = Some(d)),
         };
         if read.is_none() {
             let expected = match known {
                 "max-replay-body" => "a size in bytes such as 65536, 64KiB or 1MiB".to_owned(),
                 "replay-methods" => format!("one of {}", quoted_list(REPLAY_METHODS)),
                 "deadline-margin" => "a duration such as 5ms or PT0.005S".to_owned(),
+                "total-timeout" => "a duration above zero such as 30s or PT30S".to_owned(),
                 _ => "an HTTP header name (letters, digits and `-`, e.g. `idempotency-key`)"
                     .to_owned(),
             };
@@ -202,6 +206,15 @@ fn entry(path: &str, value: Value, problems: &mut Vec<Problem>) -> Option<HttpCl
         }
     }
     (problems.len() == before).then_some(entry)
+}
+
+/// A duration: whole milliseconds, or a duration string.
+fn duration(value: &Value) -> Option<Duration> {
+    match value {
+        Value::Int(ms) if *ms >= 0 => Some(Duration::from_millis(*ms as u64)),
+        Value::Str(s) => parse_duration(s).ok(),
+        _ => None,
+    }
 }
 
 fn text(value: &Value) -> Option<&str> {
@@ -265,6 +278,7 @@ mod tests {
                         ("idempotency-header", Value::Str("X-Idempotency-Key".into())),
                         ("deadline-header", Value::Str("x-request-timeout-ms".into())),
                         ("deadline-margin", Value::Str("10ms".into())),
+                        ("totalTimeout", Value::Str("PT30S".into())),
                     ]),
                 )]),
             )]),
@@ -280,6 +294,7 @@ mod tests {
                 idempotency_header: Some("x-idempotency-key".into()),
                 deadline_header: Some("x-request-timeout-ms".into()),
                 deadline_margin: Some(Duration::from_millis(10)),
+                total_timeout: Some(Duration::from_secs(30)),
             })
         );
         assert_eq!(bytes(&Value::Int(65536)), Some(65536));

@@ -97,7 +97,7 @@ pub use self::http::{
 };
 pub use self::inbound::INBOUND_GUARD_KEYS;
 pub(crate) use self::render::{rendered, Render};
-pub use self::resolved::{ErrorNames, Provenance, Resolved, Section};
+pub use self::resolved::{ErrorNames, FileGives, Provenance, Resolved, Section};
 pub use self::schema::Kind;
 pub use self::setting::Source;
 pub use self::spring::PROFILES_VAR;

@@ -346,6 +346,36 @@ impl<C> Resolved<C> {
     }
 }
 
+/// Which keys a config file gives one instance, for code defaults that
+/// yield to the file (see
+/// [`Registry::configure_defaults`](crate::Registry::configure_defaults)).
+#[derive(Debug, Clone, Copy)]
+pub struct FileGives<'a> {
+    values: &'a Values,
+}
+
+impl<'a> FileGives<'a> {
+    /// The keys `entry` was given.
+    pub(crate) fn of<C>(entry: &'a Resolved<C>) -> Self {
+        FileGives {
+            values: &entry.values,
+        }
+    }
+
+    /// Whether the file gives the instance `key` (canonical kebab case,
+    /// `max-attempts`): in its own entry, in a named config it inherits
+    /// (its `base-config`), or by an environment override. A value of the
+    /// file's `configs.default` does not count: that is the file's default
+    /// for every instance, which code defaults for this one replace.
+    pub fn key(&self, key: &str) -> bool {
+        self.values.get(key).is_some_and(|s| match &s.source {
+            Source::Default | Source::Shared => false,
+            Source::Config(name) => name != crate::chain::DEFAULT,
+            Source::Instance | Source::Env(_) => true,
+        })
+    }
+}
+
 impl<C: Apply> Resolved<C> {
     /// resil-core's builder with every file value applied (defaults →
     /// `base-config` chain → own settings → environment): add code-only

@@ -22,7 +22,9 @@ use crate::kind::Kind;
 use crate::kinds::chaos;
 use crate::overrides::Overrides;
 use crate::primitive::{Primitive, Twins};
-use crate::store::{CodeConfig, CodeFn, CodeSettings, Entry, Store, Stores};
+use crate::store::{
+    CodeConfig, CodeFn, CodeSettings, DefaultsFn, Entry, InstanceCode, Store, Stores,
+};
 pub(crate) use plan::{config_chain, plan};
 
 mod builder;
@@ -406,15 +408,64 @@ impl Registry {
         name: &str,
         f: impl Fn(P::Builder) -> P::Builder + Send + Sync + 'static,
     ) -> Result<(), RegistryError> {
+        let f: CodeFn<P::Builder> = Arc::new(f);
+        self.set_code::<P, _>(name, |i| &mut i.settings, f)
+    }
+
+    /// Code defaults for the instance of kind `P` called `name`, beneath
+    /// the config file: `f` receives the builder resolved from resil's
+    /// defaults and the file, and what the file gives the instance
+    /// ([`FileGives`](crate::config::FileGives)), and sets a value only
+    /// where the file gives none. They apply before the code configs and
+    /// [`configure`](Self::configure) (which win over the file), and a reload
+    /// that changes the file re-applies them. Replaces any earlier defaults
+    /// for that name. A preset (resil-web's standard client pipeline) is
+    /// written this way, so that every value it sets stays overridable from
+    /// the file.
+    ///
+    /// `f` is called now (to validate), whenever the instance is (re)built,
+    /// and must not call back into this registry.
+    ///
+    /// ```
+    /// # #[cfg(feature = "yaml")] {
+    /// use resil_core::retry::Retry;
+    /// use resil_registry::Registry;
+    ///
+    /// let registry = Registry::from_yaml_str(
+    ///     "resilience4j.retry.instances.prices.max-attempts: 2",
+    /// ).unwrap();
+    /// for name in ["prices", "quotes"] {
+    ///     registry
+    ///         .configure_defaults::<Retry>(name, |b, file| {
+    ///             if file.key("max-attempts") { b } else { b.max_attempts(4) }
+    ///         })
+    ///         .unwrap();
+    /// }
+    /// assert_eq!(registry.retry("prices").config().max_attempts(), 2); // the file's
+    /// assert_eq!(registry.retry("quotes").config().max_attempts(), 4); // the default
+    /// # }
+    /// ```
+    pub fn configure_defaults<P: Primitive>(
+        &self,
+        name: &str,
+        f: impl Fn(P::Builder, &crate::config::FileGives<'_>) -> P::Builder + Send + Sync + 'static,
+    ) -> Result<(), RegistryError> {
+        let f: DefaultsFn<P::Builder> = Arc::new(f);
+        self.set_code::<P, _>(name, |i| &mut i.defaults, f)
+    }
+
+    /// Puts `value` in the code slot `slot` of instance `name` and rebuilds
+    /// the instance; a value that leaves it invalid is refused and the
+    /// previous one kept.
+    fn set_code<P: Primitive, T>(
+        &self,
+        name: &str,
+        slot: impl Fn(&mut InstanceCode<P::Builder>) -> &mut Option<T>,
+        value: T,
+    ) -> Result<(), RegistryError> {
         let store = self.store::<P>();
         let mut code = store.code.write();
-        let f: CodeFn<P::Builder> = Arc::new(f);
-        let previous = code
-            .instances
-            .entry(name.to_owned())
-            .or_default()
-            .settings
-            .replace(f);
+        let previous = slot(code.instances.entry(name.to_owned()).or_default()).replace(value);
         let file = self.file();
         let built = self.resolve::<P>(&file, &code, name).and_then(|config| {
             let twins = store
@@ -429,7 +480,7 @@ impl Registry {
                 Ok(())
             }
             Err(e) => {
-                code.instances.entry(name.to_owned()).or_default().settings = previous;
+                *slot(code.instances.entry(name.to_owned()).or_default()) = previous;
                 Err(e)
             }
         }

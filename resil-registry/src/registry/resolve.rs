@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use std::collections::HashMap;
 
-use crate::config::{FileConfig, Resolved};
+use crate::config::{FileConfig, FileGives, Resolved};
 use crate::error::RegistryError;
 use crate::primitive::Primitive;
 use crate::store::{CodeFn, CodeSettings, Store};
@@ -70,11 +70,19 @@ pub(crate) fn resolve_layers<P: Primitive>(
     }
     builder = P::apply_http(classes, builder, file, name);
     layers.file(plan.entry, &builder);
+    let panicked = |at: &str| RegistryError::SettingsPanicked {
+        kind: P::KIND,
+        name: at.to_owned(),
+    };
+    // Code defaults: beneath the file's values, so they see what it gives.
+    if let Some(f) = code.instances.get(name).and_then(|i| i.defaults.as_ref()) {
+        let gives = FileGives::of(plan.entry);
+        builder =
+            catch_unwind(AssertUnwindSafe(|| f(builder, &gives))).map_err(|_| panicked(name))?;
+        layers.code(&builder, None);
+    }
     let applied = |b: P::Builder, f: &CodeFn<P::Builder>, at: &str| {
-        catch_unwind(AssertUnwindSafe(|| f(b))).map_err(|_| RegistryError::SettingsPanicked {
-            kind: P::KIND,
-            name: at.to_owned(),
-        })
+        catch_unwind(AssertUnwindSafe(|| f(b))).map_err(|_| panicked(at))
     };
     for config in &plan.chain {
         if let Some(c) = code.configs.get(config) {

@@ -35,6 +35,8 @@ pub(crate) struct ClientShared<C: 'static> {
 pub(crate) struct ClientSettings {
     pub(crate) policy: ReplayPolicy,
     pub(crate) outbound: Outbound,
+    /// One deadline for a request and all its attempts, if any.
+    pub(crate) total_timeout: Option<Duration>,
 }
 
 /// A [`Layer`] for a client's service stack (a hyper or tonic client, any
@@ -97,6 +99,7 @@ impl<C: 'static> fmt::Debug for ClientLayer<C> {
             .field("max_replay_body", &now.policy.max_body)
             .field("deadline_header", &now.outbound.header)
             .field("deadline_margin", &now.outbound.margin)
+            .field("total_timeout", &now.total_timeout)
             .finish()
     }
 }
@@ -118,17 +121,20 @@ pub struct ClientBuilder<'r, C = crate::tower::BreakerPredicates> {
     retry: bool,
     hedge: bool,
     code: CodeSettings,
+    /// A preset's settings, beneath the file's.
+    pub(super) preset: CodeSettings,
 }
 
 /// What code set on the builder (over the file's
 /// `resil.http-client.instances.<name>`, over the defaults).
 #[derive(Default, Clone)]
-struct CodeSettings {
+pub(super) struct CodeSettings {
     methods: Option<ReplayMethods>,
     idempotency_header: Option<HeaderName>,
     max_body: Option<usize>,
     deadline_header: Option<HeaderName>,
     margin: Option<Duration>,
+    pub(super) total_timeout: Option<Duration>,
 }
 
 impl<'r, C: 'static> ClientBuilder<'r, C> {
@@ -138,6 +144,7 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
             retry: false,
             hedge: false,
             code: CodeSettings::default(),
+            preset: CodeSettings::default(),
         }
     }
 
@@ -199,6 +206,7 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
             retry: self.retry,
             hedge: self.hedge,
             code: self.code,
+            preset: self.preset,
         }
     }
 
@@ -241,6 +249,18 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
         self
     }
 
+    /// One deadline for a request and all its attempts, retries, waits and
+    /// hedges included (the total request timeout of Microsoft's standard
+    /// pipeline; none by default): a [`resil_core::deadline`] around the
+    /// call, inside any the caller set, so the retry starts no attempt or
+    /// wait it cannot hold and the budget sent downstream is what is left
+    /// of it. A request that runs out of it fails with
+    /// `Error::DeadlineExceeded`. File key `total-timeout`.
+    pub fn total_timeout(mut self, total: Duration) -> Self {
+        self.code.total_timeout = Some(total);
+        self
+    }
+
     /// Looks the chosen instances up and builds the layer. The replay
     /// rules and the deadline header are what code set on this builder,
     /// else what the registry's file gives under
@@ -254,10 +274,10 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
         let name = self.inner.name().to_owned();
         let retry = self.retry.then(|| registry.retry(&name));
         let hedging = self.hedge.then(|| registry.hedging(&name));
-        let code = self.code;
+        let (code, preset) = (self.code, self.preset);
         let entry = name.clone();
         let settings = registry.follow_file(&name, move |file| {
-            settings(code.clone(), file.http_client().instance(&entry))
+            settings(&code, &preset, file.http_client().instance(&entry))
         });
         let resilience = self.inner.build();
         let shared = ClientShared {
@@ -274,37 +294,47 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
     }
 }
 
-/// Code over file over defaults, setting by setting.
-fn settings(code: CodeSettings, file: Option<&HttpClientEntry>) -> ClientSettings {
-    let (mut policy, mut outbound) = (ReplayPolicy::default(), Outbound::default());
+/// Code over file over a preset over defaults, setting by setting.
+fn settings(
+    code: &CodeSettings,
+    preset: &CodeSettings,
+    file: Option<&HttpClientEntry>,
+) -> ClientSettings {
     // The loader checked the header names' shape, so they parse.
     let header = |name: &Option<String>| {
         name.as_deref()
             .and_then(|n| HeaderName::from_bytes(n.as_bytes()).ok())
     };
-    if let Some(file) = file {
-        if let Some(methods) = file.replay_methods.and_then(ReplayMethods::from_name) {
-            policy.methods = methods;
-        }
-        if let Some(h) = header(&file.idempotency_header) {
-            policy.idempotency_header = h;
-        }
-        if let Some(bytes) = file.max_replay_body {
-            policy.max_body = bytes;
-        }
-        if let Some(h) = header(&file.deadline_header) {
-            outbound.header = h;
-        }
-        if let Some(margin) = file.deadline_margin {
-            outbound.margin = margin;
-        }
+    let file = file.map(|f| CodeSettings {
+        methods: f.replay_methods.and_then(ReplayMethods::from_name),
+        idempotency_header: header(&f.idempotency_header),
+        max_body: f.max_replay_body,
+        deadline_header: header(&f.deadline_header),
+        margin: f.deadline_margin,
+        total_timeout: f.total_timeout,
+    });
+    let layers = [Some(code), file.as_ref(), Some(preset)];
+    // The first layer that sets it, code first.
+    fn first<T: Clone>(
+        layers: &[Option<&CodeSettings>],
+        get: impl Fn(&CodeSettings) -> &Option<T>,
+    ) -> Option<T> {
+        layers.iter().flatten().find_map(|l| get(l).clone())
     }
-    policy.methods = code.methods.unwrap_or(policy.methods);
-    policy.idempotency_header = code.idempotency_header.unwrap_or(policy.idempotency_header);
-    policy.max_body = code.max_body.unwrap_or(policy.max_body);
-    outbound.header = code.deadline_header.unwrap_or(outbound.header);
-    outbound.margin = code.margin.unwrap_or(outbound.margin);
-    ClientSettings { policy, outbound }
+    let (policy, outbound) = (ReplayPolicy::default(), Outbound::default());
+    ClientSettings {
+        policy: ReplayPolicy {
+            methods: first(&layers, |l| &l.methods).unwrap_or(policy.methods),
+            idempotency_header: first(&layers, |l| &l.idempotency_header)
+                .unwrap_or(policy.idempotency_header),
+            max_body: first(&layers, |l| &l.max_body).unwrap_or(policy.max_body),
+        },
+        outbound: Outbound {
+            header: first(&layers, |l| &l.deadline_header).unwrap_or(outbound.header),
+            margin: first(&layers, |l| &l.margin).unwrap_or(outbound.margin),
+        },
+        total_timeout: first(&layers, |l| &l.total_timeout),
+    }
 }
 
 impl<'r, C: 'static> Builder<'r, C, AsErrors> {

@@ -98,13 +98,19 @@
 
 pub(crate) mod attempts;
 mod body;
-mod layer;
+pub(crate) mod layer;
 mod outbound;
 mod policy;
 mod service;
+mod standard;
 
 pub use self::body::ReplayBody;
 pub use self::layer::{ClientBuilder, ClientLayer};
 pub use self::outbound::DEFAULT_DEADLINE_MARGIN;
 pub use self::policy::{ReplayMethods, DEFAULT_IDEMPOTENCY_HEADER, DEFAULT_MAX_REPLAY_BODY};
 pub use self::service::{Client, ClientFuture};
+pub use self::standard::{
+    STANDARD_ATTEMPT_TIMEOUT, STANDARD_BREAK_DURATION, STANDARD_FAILURE_RATE_THRESHOLD,
+    STANDARD_MAX_ATTEMPTS, STANDARD_MAX_CONCURRENT_CALLS, STANDARD_MINIMUM_NUMBER_OF_CALLS,
+    STANDARD_RETRY_DELAY, STANDARD_SAMPLING_SECONDS, STANDARD_TOTAL_TIMEOUT,
+};

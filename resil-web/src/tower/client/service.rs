@@ -4,18 +4,20 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use http::request::Parts;
 use http::{HeaderMap, Request};
 use http_body::Body;
+use resil_core::deadline;
 use resil_core::error::DeadlineExceeded;
 use resil_core::Error;
 use tower_service::Service;
 
 use super::attempts::attempts;
 use super::body::{buffer, Buffered, ReplayBody};
-use super::layer::ClientShared;
+use super::layer::{ClientSettings, ClientShared};
 use crate::tower::classify::Classify;
 use crate::tower::respond::AsErrors;
 use crate::tower::service::Resilience;
@@ -106,19 +108,46 @@ where
     S::Error: Send + 'static,
     C: Classify<S::Response, S::Error>,
 {
-    let (parts, body) = req.into_parts();
     // The rules in force as the request starts, for all its attempts.
     let settings = shared.settings.get();
+    let send = send(shared, settings, svc, req);
+    match settings.total_timeout {
+        None => send.await,
+        Some(total) => shared.within_total(total, send).await,
+    }
+}
+
+/// A request under the rules `settings`: replayed when they allow it, sent
+/// once otherwise.
+async fn send<S, C, B>(
+    shared: &'static ClientShared<C>,
+    settings: &'static ClientSettings,
+    svc: Resilience<S, C, AsErrors>,
+    req: Request<B>,
+) -> Result<S::Response, Error<S::Error>>
+where
+    B: Body + Unpin + Send + 'static,
+    B::Data: Buf + Send,
+    B::Error: Send,
+    S: Service<Request<ReplayBody<B>>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Response: Send + 'static,
+    S::Error: Send + 'static,
+    C: Classify<S::Response, S::Error>,
+{
+    let (parts, body) = req.into_parts();
     let replays = shared.retry.is_some() || shared.hedging.is_some();
     if !replays || !settings.policy.allows(&parts) {
         // Not replayable (or nothing would replay it): sent once, as it is.
         let req = Request::from_parts(parts, ReplayBody::stream(Bytes::new(), body));
-        return once(shared, svc, req).await;
+        return once(shared, settings, svc, req).await;
     }
     let (data, trailers) = match buffer(body, settings.policy.max_body).await {
         Buffered::Whole(data, trailers) => (data, trailers),
         // Larger than the bound, or broken off: sent once.
-        Buffered::Once(body) => return once(shared, svc, Request::from_parts(parts, body)).await,
+        Buffered::Once(body) => {
+            return once(shared, settings, svc, Request::from_parts(parts, body)).await
+        }
     };
     // Each attempt clones the service; behind a lock so that the attempts'
     // closure is `Sync` (the hedging's futures share it) without asking
@@ -151,6 +180,7 @@ where
 /// The one attempt of a request that is not replayed.
 async fn once<S, C, B>(
     shared: &'static ClientShared<C>,
+    settings: &ClientSettings,
     mut svc: Resilience<S, C, AsErrors>,
     mut req: Request<ReplayBody<B>>,
 ) -> Result<S::Response, Error<S::Error>>
@@ -161,13 +191,7 @@ where
     S::Error: 'static,
     C: Classify<S::Response, S::Error>,
 {
-    if shared
-        .settings
-        .get()
-        .outbound
-        .stamp(req.headers_mut())
-        .is_err()
-    {
+    if settings.outbound.stamp(req.headers_mut()).is_err() {
         return Err(shared.deadline_exceeded());
     }
     svc.call(req).await
@@ -189,5 +213,18 @@ impl<C: 'static> ClientShared<C> {
     /// The refusal of a request whose deadline is spent.
     pub(crate) fn deadline_exceeded<E>(&self) -> Error<E> {
         Error::DeadlineExceeded(DeadlineExceeded::by(self.name.as_str()))
+    }
+
+    /// `call` within the total timeout `total` (inside any deadline the
+    /// caller set): when it runs out, the call is dropped and the request
+    /// fails with `Error::DeadlineExceeded` naming this client.
+    pub(crate) async fn within_total<T, E>(
+        &self,
+        total: Duration,
+        call: impl Future<Output = Result<T, Error<E>>>,
+    ) -> Result<T, Error<E>> {
+        deadline::within(total, call)
+            .await
+            .unwrap_or_else(|_| Err(self.deadline_exceeded()))
     }
 }
