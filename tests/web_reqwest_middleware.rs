@@ -1,7 +1,8 @@
 //! `resil::reqwest::ResilienceMiddleware` in a reqwest-middleware chain,
 //! against a local axum server: the same idempotency rule as the tower
 //! client layer, statuses classified by `HttpClassifier` for the retry and
-//! the breaker, and a refusal as a `Rejection` inside the chain's error.
+//! the breaker, and a refusal as a `Rejection` inside the chain's error;
+//! and reqwest's own retry judged by the classifier.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -132,4 +133,44 @@ async fn an_open_breaker_refuses_inside_the_chain_with_a_rejection() {
     let rejection = error.downcast_ref::<Rejection>().unwrap();
     assert_eq!(rejection.name(), Some("prices"));
     assert_eq!(seen.hits.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn reqwests_own_retry_is_judged_by_the_classifiers_statuses_and_resils_replay_rule() {
+    use resil_web::http::StatusSet;
+
+    let retrying = |classifier: HttpClassifier| {
+        reqwest::Client::builder()
+            .retry(classifier.reqwest_retry(reqwest::retry::for_host("127.0.0.1").no_budget()))
+            .build()
+            .unwrap()
+    };
+    let seen = Arc::new(Seen::default());
+    let url = serve(seen.clone()).await;
+    let hits = || seen.hits.load(Ordering::SeqCst);
+
+    // A 503 is a failure: a GET is sent again, and its second answer is
+    // the response.
+    let client = retrying(HttpClassifier::default());
+    seen.failing.store(1, Ordering::SeqCst);
+    let response = client.get(&url).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(hits(), 2);
+
+    // A POST is not safe to send twice: its 503 is the answer.
+    seen.failing.store(hits() + 1, Ordering::SeqCst);
+    let response = client.post(&url).body("order=1").send().await.unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(hits(), 3);
+
+    // The classifier's sets decide: with 503 ignored, no GET is retried.
+    let ignoring = retrying(
+        HttpClassifier::builder()
+            .ignore_status(StatusSet::parse("503").unwrap())
+            .build(),
+    );
+    seen.failing.store(hits() + 1, Ordering::SeqCst);
+    let response = ignoring.get(&url).send().await.unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(hits(), 4);
 }

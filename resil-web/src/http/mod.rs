@@ -77,6 +77,7 @@ mod classifier;
 mod error;
 mod file;
 mod rate_limit;
+mod replay;
 mod retry_after;
 mod status_of;
 mod status_set;
@@ -89,6 +90,7 @@ pub use self::classifier::{
 pub use self::error::HttpError;
 pub use self::file::{FILE_KEYS, FILE_PREFIX};
 pub use self::rate_limit::{rate_limit_reset, RateLimitQuota, RATELIMIT, RATELIMIT_POLICY};
+pub use self::replay::ReplayMethods;
 pub use self::retry_after::{parse_retry_after, retry_after, retry_after_header_value};
 pub use self::status_set::{StatusSet, StatusSetError};
 
