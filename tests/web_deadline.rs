@@ -4,7 +4,9 @@
 //! (`DeadlineLayer`), spends some of it, and calls C through a client layer,
 //! which sends what is left less its margin; C sees exactly that budget.
 //! When C hangs, B stops waiting as its deadline (A's less the margin)
-//! passes, and A gets B's 504 before its own deadline.
+//! passes, and A gets B's 504 before its own deadline. A tonic client
+//! (`tonic::client::Grpc`) behind the client layer sends what is left as
+//! `grpc-timeout` to tonic's server side over a socket.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -288,4 +290,141 @@ async fn a_grpc_request_runs_in_its_grpc_timeout_and_a_spent_one_gets_deadline_e
     let response = svc.oneshot(grpc("1.5S")).await.unwrap();
     assert_eq!(started.elapsed(), Duration::from_secs(60));
     assert_eq!(response.into_body(), "None");
+}
+
+/// A UTF-8 string as a gRPC message: tonic's codec API, without prost.
+#[derive(Debug, Clone, Copy, Default)]
+struct Utf8;
+
+impl tonic::codec::Codec for Utf8 {
+    type Encode = String;
+    type Decode = String;
+    type Encoder = Utf8;
+    type Decoder = Utf8;
+
+    fn encoder(&mut self) -> Utf8 {
+        Utf8
+    }
+
+    fn decoder(&mut self) -> Utf8 {
+        Utf8
+    }
+}
+
+impl tonic::codec::Encoder for Utf8 {
+    type Item = String;
+    type Error = tonic::Status;
+
+    fn encode(
+        &mut self,
+        item: String,
+        dst: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), tonic::Status> {
+        bytes::BufMut::put_slice(dst, item.as_bytes());
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for Utf8 {
+    type Item = String;
+    type Error = tonic::Status;
+
+    fn decode(
+        &mut self,
+        src: &mut tonic::codec::DecodeBuf<'_>,
+    ) -> Result<Option<String>, tonic::Status> {
+        let n = bytes::Buf::remaining(src);
+        let bytes = bytes::Buf::copy_to_bytes(src, n);
+        String::from_utf8(bytes.to_vec())
+            .map(Some)
+            .map_err(|e| tonic::Status::internal(e.to_string()))
+    }
+}
+
+/// The gRPC stock service: tonic's server side of a unary call, recording
+/// the `grpc-timeout` it was sent and the deadline it runs in.
+async fn grpc_stock(
+    State(c): State<Arc<C>>,
+    request: axum::extract::Request,
+) -> http::Response<tonic::body::Body> {
+    *c.header.lock().unwrap() = request
+        .headers()
+        .get("grpc-timeout")
+        .map(|v| v.to_str().unwrap().to_owned());
+    *c.remaining.lock().unwrap() = resil::deadline::remaining();
+    let answer = tower::service_fn(|sku: tonic::Request<String>| async move {
+        Ok::<_, tonic::Status>(tonic::Response::new(format!("{}: 7", sku.into_inner())))
+    });
+    let mut response = tonic::server::Grpc::new(Utf8).unary(answer, request).await;
+    // HTTP/1.1 sends only the trailers the response declares.
+    response.headers_mut().insert(
+        http::header::TRAILER,
+        http::HeaderValue::from_static("grpc-status, grpc-message"),
+    );
+    response
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tonic_client_behind_the_layer_sends_what_is_left_of_the_deadline_as_grpc_timeout() {
+    let c = Arc::new(C::default());
+    let app = Router::new()
+        .route("/inventory.Stock/Get", axum::routing::post(grpc_stock))
+        .layer(DeadlineLayer::new())
+        .with_state(c.clone());
+    let url = listen(app).await;
+    let registry = Registry::new();
+    // tonic's client over the client layer over hyper, in HTTP/1.1: the
+    // workspace builds neither tonic's transport nor hyper's HTTP/2, so
+    // the request tonic marks HTTP/2 goes out as HTTP/1.1, with the same
+    // gRPC framing, headers and trailers.
+    let hyper =
+        HyperClient::builder(TokioExecutor::new()).build_http::<ReplayBody<tonic::body::Body>>();
+    let http1 = tower::util::MapRequest::new(hyper, |mut r: http::Request<_>| {
+        *r.version_mut() = http::Version::HTTP_11;
+        r
+    });
+    let channel = ResilienceLayer::builder(&registry, "stock")
+        .client()
+        .build()
+        .layer(http1);
+    let mut grpc = tonic::client::Grpc::with_origin(channel, url.parse().unwrap());
+
+    let _clock = hold_the_clock();
+    let answer = resil::deadline::within(Duration::from_millis(800), async {
+        grpc.ready().await.unwrap();
+        grpc.unary(
+            tonic::Request::new("sku-42".to_owned()),
+            "/inventory.Stock/Get".parse().unwrap(),
+            Utf8,
+        )
+        .await
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(answer.into_inner(), "sku-42: 7");
+    // 800 ms less the 5 ms margin, in gRPC's own unit syntax; the service
+    // runs in exactly that.
+    assert_eq!(c.header.lock().unwrap().as_deref(), Some("795000u"));
+    assert_eq!(
+        *c.remaining.lock().unwrap(),
+        Some(Duration::from_millis(795))
+    );
+
+    // 3 ms left is within the margin: the call is not sent at all.
+    *c.header.lock().unwrap() = None;
+    let spent = resil::deadline::within(Duration::from_millis(3), async {
+        grpc.ready().await.unwrap();
+        grpc.unary::<String, String, _>(
+            tonic::Request::new("sku-42".to_owned()),
+            "/inventory.Stock/Get".parse().unwrap(),
+            Utf8,
+        )
+        .await
+    })
+    .await
+    .unwrap();
+    let status = spent.unwrap_err();
+    assert!(status.message().contains("deadline"), "{status:?}");
+    assert_eq!(*c.header.lock().unwrap(), None, "nothing arrived");
 }
