@@ -17,7 +17,10 @@
 //! cost measured is the middleware's alone. The `POST` contender is a
 //! request the layer refuses to replay (no `Idempotency-Key`): it goes
 //! straight through. The deadline contender runs inside
-//! `resil::deadline::within`, so the layer writes the budget header.
+//! `resil::deadline::within`, so the layer writes the budget header. The
+//! standard pipeline (`ResilienceLayer::standard_client`) adds a breaker,
+//! an attempt timeout, a bulkhead and the total timeout's deadline scope to
+//! the retry.
 //!
 //! # What is measured
 //!
@@ -192,6 +195,16 @@ fn client(c: &mut Criterion) {
     });
     contender(&mut g, "hedge/resil attribute", || {
         by_attribute(|p, b| async move { hedged(&p, &b).await })
+    });
+
+    // Microsoft's standard pipeline: a total timeout, the retry, the
+    // breaker, an attempt timeout and the concurrency limit.
+    let mut svc = ResilienceLayer::standard_client(registry, "bench-standard")
+        .unwrap()
+        .build()
+        .layer(inner::<ReplayBody<Full<Bytes>>>());
+    contender(&mut g, "standard pipeline/resil layer", || {
+        request(&mut svc, Method::GET)
     });
 
     let mut svc = layer(|b| b.retry()).layer(inner::<ReplayBody<Full<Bytes>>>());

@@ -30,7 +30,7 @@ pub(crate) struct ClientShared<C: 'static> {
 }
 
 /// The settings a client layer reads per request: code's over the file's
-/// `resil.http-client.instances.<name>` over the defaults.
+/// `resil.http-client.instances.<name>` over a preset's over the defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ClientSettings {
     pub(crate) policy: ReplayPolicy,
@@ -125,8 +125,10 @@ pub struct ClientBuilder<'r, C = crate::tower::BreakerPredicates> {
     pub(super) preset: CodeSettings,
 }
 
-/// What code set on the builder (over the file's
-/// `resil.http-client.instances.<name>`, over the defaults).
+/// One layer of a client's settings, each `None` where it says nothing:
+/// what code set on the builder (over the file's
+/// `resil.http-client.instances.<name>`, over a preset's, over the
+/// defaults), or the file's entry read into the same shape.
 #[derive(Default, Clone)]
 pub(super) struct CodeSettings {
     methods: Option<ReplayMethods>,
