@@ -174,3 +174,32 @@ async fn reqwests_own_retry_is_judged_by_the_classifiers_statuses_and_resils_rep
     assert_eq!(response.status(), 503);
     assert_eq!(hits(), 4);
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_standard_pipeline_in_the_chain_gives_up_on_a_hung_downstream_at_its_total_timeout() {
+    use resil::ErrorKind;
+
+    let app = Router::new().route("/hang", any(|| std::future::pending::<&'static str>()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hang", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let registry = Registry::new();
+    let layer = ResilienceLayer::standard_client(&registry, "prices")
+        .unwrap()
+        .total_timeout(Duration::from_millis(300))
+        .build();
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(ResilienceMiddleware::new(layer))
+        .build();
+
+    let started = tokio::time::Instant::now();
+    let error = client.get(&url).send().await.unwrap_err();
+    // The 10 s attempt timeout never came: the 300 ms in all did.
+    assert_eq!(started.elapsed(), Duration::from_millis(300));
+    let reqwest_middleware::Error::Middleware(error) = error else {
+        panic!("not a middleware error: {error:?}")
+    };
+    let rejection = error.downcast_ref::<Rejection>().unwrap();
+    assert_eq!(rejection.kind(), ErrorKind::DeadlineExceeded);
+    assert_eq!(rejection.name(), Some("prices"));
+}
