@@ -258,3 +258,121 @@ fn the_snapshot_shows_each_familys_config_overrides_and_counts() {
     assert_eq!(f.keys_in_use, 1);
     assert_eq!(f.top_by_refusals, [("tenant-42".to_string(), 2)]);
 }
+
+const BUDGETS: &str = r#"
+resilience4j:
+  retry:
+    instances:
+      calls:
+        wait-duration: 0s
+        keyed:
+          max-keys: 2
+          idle-ttl: 1m
+"#;
+
+/// The registry of `BUDGETS` whose retry `calls` has, in code, a budget of
+/// one retry a second and nothing per call.
+fn budgets_registry(clock: &ManualClock) -> Registry {
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry
+        .reload(FileConfig::from_yaml_str(BUDGETS).unwrap())
+        .unwrap();
+    let one_a_second = resil::retry::RetryBudgetConfig::builder()
+        .min_retries_per_second(1)
+        .window(Duration::from_secs(1))
+        .retry_ratio(0.0)
+        .build()
+        .unwrap();
+    registry
+        .configure_retry("calls", move |b| {
+            b.budget(resil::retry::RetryBudget::new(one_a_second))
+        })
+        .unwrap();
+    registry
+}
+
+#[test]
+fn a_retry_budget_per_key_is_configured_by_the_retrys_budget_and_the_files_bounds() {
+    let clock = ManualClock::new();
+    let registry = budgets_registry(&clock);
+    let budgets = registry.keyed_retry_budget("calls");
+    assert_eq!(budgets.config().min_retries_per_second(), 1);
+    assert_eq!(budgets.keyed_config().max_keys(), 2);
+    assert_eq!(budgets.keyed_config().idle_ttl(), Duration::from_secs(60));
+
+    // The retry draws on the key's budget: `a` spends its one retry.
+    let retry = registry.retry("calls");
+    let out: Result<(), resil::Error<&str>> =
+        retry.with_budget(&budgets.get("a")).call(|| Err("down"));
+    assert_eq!(
+        out.unwrap_err().kind(),
+        resil::ErrorKind::RetryBudgetExhausted
+    );
+    assert_eq!(budgets.get("a").available_retries(), 0);
+    assert_eq!(budgets.get("b").available_retries(), 1, "b has its own");
+    assert_eq!(registry.keyed_retry_budget_names(), ["calls"]);
+
+    let snapshot = registry.keyed_snapshot(3);
+    let f = snapshot.iter().find(|f| f.aspect == "retry").unwrap();
+    assert_eq!(
+        (f.name.as_str(), f.max_keys, f.idle_ttl.as_str()),
+        ("calls", 2, "1m")
+    );
+    assert_eq!(
+        f.default,
+        "retry-ratio=0, min-retries-per-second=1, window=1s"
+    );
+    assert_eq!(f.top_by_refusals, [("a".to_string(), 1)]);
+    let text = registry.prometheus_text();
+    assert!(
+        text.contains(r#"resil_keyed_keys{aspect="retry",name="calls"} 2"#)
+            || text.contains(r#"resil_keyed_keys{name="calls",aspect="retry"} 2"#),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_key_that_spent_its_retries_is_not_evicted_into_a_fresh_budget() {
+    let clock = ManualClock::new();
+    let registry = budgets_registry(&clock);
+    let budgets = registry.keyed_retry_budget("calls");
+    assert!(budgets.get("spent").withdraw());
+    assert!(!budgets.get("spent").withdraw());
+    // `fresh` holds nothing a new budget would not: it makes room.
+    assert_eq!(budgets.get("fresh").available_retries(), 1);
+    for key in ["x", "y", "z"] {
+        assert_eq!(budgets.get(key).available_retries(), 1);
+    }
+    assert_eq!(budgets.counts().evicted_full, 3);
+    assert_eq!(budgets.get("spent").available_retries(), 0, "still spent");
+
+    // Every slot holds a budget inside its window: a new key is refused,
+    // and its budget pays for no retry.
+    assert!(budgets.get("z").withdraw());
+    let refused = budgets.get("w");
+    assert!(refused.is_refused());
+    assert!(!refused.withdraw());
+    drop(refused);
+    assert_eq!(budgets.counts().refused, 1);
+
+    // Once the window has passed, the keys are at rest and go when idle.
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(budgets.evict_idle(), 2);
+    assert_eq!(budgets.counts().in_use, 0);
+    assert_eq!(budgets.get("spent").available_retries(), 1);
+}
+
+#[test]
+fn a_retry_budgets_tiers_are_not_file_options() {
+    let yaml = format!("{BUDGETS}          overrides: {{ \"gold-*\": {{ max-attempts: 5 }} }}\n");
+    let err = FileConfig::from_yaml_str(&yaml).unwrap_err().to_string();
+    assert!(
+        err.contains("resilience4j.retry.instances.calls.keyed.overrides")
+            && err.contains("KeyedRetryBudget::set_tiers"),
+        "{err}"
+    );
+    let err = FileConfig::from_yaml_str(&BUDGETS.replace("max-keys", "max-kees"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("did you mean `max-keys`?"), "{err}");
+}

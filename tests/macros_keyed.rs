@@ -22,7 +22,10 @@ static INIT: Once = Once::new();
 
 fn configured() {
     INIT.call_once(|| {
-        let r = Registry::new();
+        // A clock nobody advances: the keyed budgets' windows never pass.
+        let r = Registry::builder()
+            .clock(resil::clock::ManualClock::new())
+            .build();
         let per_minute = |limit| {
             move |b: resil::rate_limiter::RateLimiterConfigBuilder| {
                 b.limit_for_period(limit)
@@ -42,6 +45,22 @@ fn configured() {
         .unwrap();
         r.configure_bulkhead("keyed-stack", |b| b.max_concurrent_calls(1))
             .unwrap();
+        // A retry whose budget per key pays for one retry a second, and
+        // nothing per call (so a key's second failing call is not retried).
+        let one_retry = resil::retry::RetryBudgetConfig::builder()
+            .min_retries_per_second(1)
+            .window(Duration::from_secs(1))
+            .retry_ratio(0.0)
+            .build()
+            .unwrap();
+        for name in ["keyed-budget", "keyed-budget-async"] {
+            r.configure_retry(name, move |b| {
+                b.max_attempts(2)
+                    .wait_duration(Duration::ZERO)
+                    .budget(resil::retry::RetryBudget::new(one_retry))
+            })
+            .unwrap();
+        }
         resil::init(r).unwrap();
     });
 }
@@ -137,4 +156,59 @@ async fn keyed_layers_compose_with_the_rest_of_the_stack() {
     );
     assert_eq!((x, z), (Ok(()), Ok(())));
     assert_eq!(stacked("/a").await, Ok(()), "the slot came back");
+}
+
+static TRIES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Every call fails, so every call asks its key's budget for a retry.
+#[resil::retry(name = "keyed-budget", key = tenant)]
+fn always_down(tenant: &str) -> Result<(), AppError> {
+    assert!(!tenant.is_empty());
+    TRIES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    Err(AppError::Down)
+}
+
+#[resil::retry(name = "keyed-budget-async", key = tenant)]
+async fn always_down_async(tenant: u32) -> Result<(), AppError> {
+    assert!(tenant > 0);
+    tokio::task::yield_now().await;
+    Err(AppError::Down)
+}
+
+#[test]
+fn a_tenant_that_spends_its_retry_budget_leaves_the_others_theirs() {
+    configured();
+    use std::sync::atomic::Ordering::SeqCst;
+    let before = TRIES.load(SeqCst);
+    // One retry in the floor per key (1/s over 1 s), nothing per call.
+    assert_eq!(always_down("noisy"), Err(AppError::Down), "2 attempts");
+    assert_eq!(TRIES.load(SeqCst) - before, 2);
+    assert_eq!(
+        always_down("noisy"),
+        Err(AppError::Refused("retry_budget_exhausted")),
+        "noisy's one retry is spent"
+    );
+    assert_eq!(
+        TRIES.load(SeqCst) - before,
+        3,
+        "the first attempt still ran"
+    );
+    assert_eq!(always_down("quiet"), Err(AppError::Down), "quiet retries");
+    assert_eq!(TRIES.load(SeqCst) - before, 5);
+    let budgets = resil::registry().keyed_retry_budget("keyed-budget");
+    assert_eq!(budgets.counts().in_use, 2);
+    assert_eq!(budgets.get("noisy").available_retries(), 0);
+    let top = budgets.top_keys(1);
+    assert_eq!(top.by_refusals[0].key, "noisy");
+}
+
+#[tokio::test]
+async fn an_async_fn_draws_on_its_keys_budget_too() {
+    configured();
+    assert_eq!(always_down_async(7).await, Err(AppError::Down));
+    assert_eq!(
+        always_down_async(7).await,
+        Err(AppError::Refused("retry_budget_exhausted"))
+    );
+    assert_eq!(always_down_async(8).await, Err(AppError::Down));
 }

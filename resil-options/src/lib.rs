@@ -741,6 +741,10 @@ const RETRY: &[OptionSpec] = &[
     ),
     registry("result-predicate", Ty::Predicate, Default::Unset("none")),
     EVENTS,
+    // The keyed retry-budget family (`registry.keyed_retry_budget(name)`):
+    // a retry budget per key, within these bounds.
+    registry("keyed.max-keys", Ty::Usize, Default::Is("10000")),
+    registry("keyed.idle-ttl", Ty::Duration, Default::Is("10m")),
 ];
 
 const BULKHEAD: &[OptionSpec] = &[

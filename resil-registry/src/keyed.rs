@@ -1,5 +1,6 @@
 //! Keyed families by name: [`Registry::keyed_rate_limiter`],
-//! [`Registry::keyed_circuit_breaker`], [`Registry::keyed_bulkhead`].
+//! [`Registry::keyed_circuit_breaker`], [`Registry::keyed_bulkhead`],
+//! [`Registry::keyed_retry_budget`].
 //!
 //! A family takes the configuration of the instance of the same name and
 //! kind (`resilience4j.ratelimiter.instances.api`, its `base-config`, the
@@ -14,8 +15,11 @@ use std::sync::Arc;
 use dashmap::DashMap;
 use resil_core::bulkhead::{Bulkhead, BulkheadConfig};
 use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
-use resil_core::keyed::{KeyedBulkhead, KeyedCircuitBreaker, KeyedConfig, KeyedRateLimiter};
+use resil_core::keyed::{
+    KeyedBulkhead, KeyedCircuitBreaker, KeyedConfig, KeyedRateLimiter, KeyedRetryBudget,
+};
 use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig};
+use resil_core::retry::{Retry, RetryBudgetConfig};
 
 use resil_core::keyed::{Tiers, DEFAULT_IDLE_TTL, DEFAULT_MAX_KEYS};
 
@@ -94,6 +98,7 @@ pub(crate) struct Families {
     limiters: DashMap<Arc<str>, KeyedRateLimiter>,
     breakers: DashMap<Arc<str>, KeyedCircuitBreaker>,
     bulkheads: DashMap<Arc<str>, KeyedBulkhead>,
+    budgets: DashMap<Arc<str>, KeyedRetryBudget>,
     /// Redis-backed keyed rate limiters (`kinds/rate_limiter/redis.rs`).
     #[cfg(feature = "redis")]
     pub(crate) distributed:
@@ -222,8 +227,72 @@ impl Registry {
             .clone()
     }
 
+    /// The keyed retry-budget family `name`: one [`RetryBudget`] per key,
+    /// each with the settings of the budget the retry `name` was given in
+    /// code (`configure_retry(name, |b| b.budget(…))`), or
+    /// [`RetryBudgetConfig::default`]'s (tower's `TpsBudget`'s); bounds from
+    /// `resilience4j.retry.instances.<name>.keyed`. A retry draws on a key's
+    /// budget with [`Retry::with_budget`], which is what
+    /// `#[resil::retry(name = "api", key = tenant)]` does.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resil_registry::Registry;
+    /// use resil_core::retry::{RetryBudget, RetryBudgetConfig};
+    /// use resil_core::{Error, ErrorKind};
+    ///
+    /// let registry = Registry::new();
+    /// let floor_of_one = RetryBudgetConfig::builder()
+    ///     .min_retries_per_second(1)
+    ///     .window(Duration::from_secs(1))
+    ///     .retry_ratio(0.0)
+    ///     .build()
+    ///     .unwrap();
+    /// registry
+    ///     .configure_retry("api", move |b| {
+    ///         b.wait_duration(Duration::ZERO).budget(RetryBudget::new(floor_of_one))
+    ///     })
+    ///     .unwrap();
+    /// let retry = registry.retry("api");
+    /// let budgets = registry.keyed_retry_budget("api");
+    /// let call = |tenant: &str| -> Result<(), Error<&str>> {
+    ///     retry.with_budget(&budgets.get(tenant)).call(|| Err("down"))
+    /// };
+    /// // tenant-1's one retry is spent on its first call; tenant-2 keeps its own.
+    /// assert_eq!(call("tenant-1").unwrap_err().kind(), ErrorKind::RetryBudgetExhausted);
+    /// assert_eq!(budgets.get("tenant-1").available_retries(), 0);
+    /// assert_eq!(budgets.get("tenant-2").available_retries(), 1);
+    /// ```
+    ///
+    /// [`RetryBudget`]: resil_core::retry::RetryBudget
+    pub fn keyed_retry_budget(&self, name: &str) -> KeyedRetryBudget {
+        let families = &self.inner.keyed.budgets;
+        if let Some(family) = families.get(name) {
+            return family.clone();
+        }
+        let config = self.keyed_budget_config(name);
+        families
+            .entry(Arc::from(name))
+            .or_insert_with(|| {
+                let keyed = bounds(self.file().retry().for_name(name));
+                match &self.inner.clock {
+                    Some(clock) => KeyedRetryBudget::with_clock(name, config, keyed, clock.clone()),
+                    None => KeyedRetryBudget::new(name, config, keyed),
+                }
+            })
+            .clone()
+    }
+
+    /// The budget settings of the retry `name` (its code budget's, or the
+    /// defaults).
+    fn keyed_budget_config(&self, name: &str) -> RetryBudgetConfig {
+        let retry = self.keyed_config::<Retry>(name);
+        retry.budget().map(|b| *b.config()).unwrap_or_default()
+    }
+
     /// The names of the keyed families of each kind (rate limiters,
-    /// breakers, bulkheads), sorted.
+    /// breakers, bulkheads), sorted; retry budgets are
+    /// [`keyed_retry_budget_names`](Self::keyed_retry_budget_names).
     pub fn keyed_family_names(&self) -> [Vec<String>; 3] {
         fn names<T>(map: &DashMap<Arc<str>, T>) -> Vec<String> {
             let mut names: Vec<String> = map.iter().map(|e| e.key().to_string()).collect();
@@ -232,6 +301,19 @@ impl Registry {
         }
         let k = &self.inner.keyed;
         [names(&k.limiters), names(&k.breakers), names(&k.bulkheads)]
+    }
+
+    /// The names of the keyed retry-budget families, sorted.
+    pub fn keyed_retry_budget_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .inner
+            .keyed
+            .budgets
+            .iter()
+            .map(|e| e.key().to_string())
+            .collect();
+        names.sort();
+        names
     }
 }
 
@@ -274,6 +356,19 @@ impl Registry {
             family.set_tiers(breaker_tiers(resolved, config));
             family.reconfigure(bounds(resolved));
         }
+        for family in families.budgets.iter() {
+            let name = family.key();
+            let config = self.keyed_budget_config(name);
+            let tiers = family.tiers();
+            // The default follows the retry's budget; overrides set in code stay.
+            let tiers = tiers
+                .overrides()
+                .fold(resil_core::keyed::Tiers::new(config), |t, (p, v)| {
+                    t.with_override(p.as_str(), *v)
+                });
+            family.set_tiers(tiers);
+            family.reconfigure(bounds(file.retry().for_name(name)));
+        }
     }
 }
 
@@ -290,6 +385,9 @@ impl Families {
         for f in self.bulkheads.iter() {
             samples(f.key(), "bulkhead", f.counts(), out);
         }
+        for f in self.budgets.iter() {
+            samples(f.key(), "retry", f.counts(), out);
+        }
     }
 }
 
@@ -301,7 +399,8 @@ impl Families {
 pub struct KeyedFamilySnapshot {
     /// The family's name (its instance's).
     pub name: String,
-    /// `rate_limiter`, `circuit_breaker` or `bulkhead`.
+    /// `rate_limiter`, `circuit_breaker`, `bulkhead` or `retry` (a retry
+    /// budget per key).
     pub aspect: &'static str,
     /// `keyed.max-keys`.
     pub max_keys: usize,
@@ -400,6 +499,24 @@ impl Registry {
                 f.keyed_config(),
                 &f.tiers(),
                 |v| format!("max-concurrent-calls={v}"),
+                f.counts(),
+                f.top_keys(top),
+            ));
+        }
+        for f in k.budgets.iter() {
+            out.push(family_snapshot(
+                f.key(),
+                "retry",
+                f.keyed_config(),
+                &f.tiers(),
+                |c| {
+                    format!(
+                        "retry-ratio={}, min-retries-per-second={}, window={}",
+                        c.retry_ratio(),
+                        c.min_retries_per_second(),
+                        crate::config::format_duration(c.window())
+                    )
+                },
                 f.counts(),
                 f.top_keys(top),
             ));

@@ -54,6 +54,9 @@ fn override_keys(kind: Kind) -> Option<&'static [&'static str]> {
             "wait-duration-in-open-state",
             "permitted-number-of-calls-in-half-open-state",
         ]),
+        // A retry's keyed family is a retry budget per key, whose settings
+        // are not file options (see `walk_overrides`).
+        Kind::Retry => Some(&[]),
         _ => None,
     }
 }
@@ -62,7 +65,7 @@ fn override_keys(kind: Kind) -> Option<&'static [&'static str]> {
 fn has_keyed(kind: Kind) -> bool {
     matches!(
         kind,
-        Kind::RateLimiter | Kind::Bulkhead | Kind::CircuitBreaker
+        Kind::RateLimiter | Kind::Bulkhead | Kind::CircuitBreaker | Kind::Retry
     )
 }
 
@@ -545,6 +548,17 @@ fn walk_overrides(
     entry: &mut Entry,
     problems: &mut Vec<Problem>,
 ) {
+    if override_keys(kind).is_some_and(|keys| keys.is_empty()) {
+        problems.push(Problem::new(
+            ProblemKind::Unsupported,
+            Some(path.to_owned()),
+            format!(
+                "`{path}` is not supported: a retry budget's tiers are set in code \
+                 (`KeyedRetryBudget::set_tiers`); the file sets `max-keys` and `idle-ttl`"
+            ),
+        ));
+        return;
+    }
     let Some(patterns) = map_entries(value, path, "a map of key patterns to settings", problems)
     else {
         return;
