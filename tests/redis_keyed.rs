@@ -223,3 +223,156 @@ keyed = {{ max-keys = 50, idle-ttl = "1m" }}
         .to_string();
     assert!(err.contains("backend = \"redis\""), "{err}");
 }
+
+const TIERED: &str = r#"
+resilience4j:
+  ratelimiter:
+    instances:
+      tiered:
+        backend: redis
+        redis-url: "URL"
+        key-prefix: "tier:"
+        limit-for-period: 2
+        limit-refresh-period: 30s
+        timeout-duration: 0ms
+        failure-policy: local-fallback
+        expected-instances: 1
+        keyed:
+          max-keys: 50
+          overrides:
+            "gold-*": { limit-for-period: 5 }
+            "tenant-42": { limit-for-period: 1 }
+"#;
+
+/// How many of `n` acquires of `key` are granted, each decided by `by`.
+async fn granted_by(family: &KeyedDistributedRateLimiter, key: &str, n: u32, by: DecidedBy) -> u32 {
+    let mut granted = 0;
+    for _ in 0..n {
+        if let Ok(g) = family.get(key).acquire_async().await {
+            assert_eq!(g.decided_by(), by);
+            granted += 1;
+        }
+    }
+    granted
+}
+
+/// How many of `n` acquires of `key` Redis grants.
+async fn granted(family: &KeyedDistributedRateLimiter, key: &str, n: u32) -> u32 {
+    granted_by(family, key, n, DecidedBy::Redis).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_files_tiers_give_each_redis_key_its_limit_and_a_reload_changes_the_keys_held() {
+    let server = RedisServer::start();
+    let yaml = TIERED.replace("URL", &server.url());
+    let registry = resil::Registry::builder().build();
+    registry
+        .reload(resil::config::FileConfig::from_yaml_str(&yaml).unwrap())
+        .unwrap();
+    let family = registry.keyed_distributed_rate_limiter("tiered").unwrap();
+    assert_eq!(granted(&family, "gold-1", 8).await, 5, "the gold tier");
+    assert_eq!(
+        granted(&family, "tenant-42", 3).await,
+        1,
+        "the exact key wins"
+    );
+    assert_eq!(granted(&family, "tenant-7", 3).await, 2, "the default");
+
+    // The snapshot and the metrics show the family, never a key as a label.
+    let snapshot = registry.keyed_snapshot(2);
+    let f = snapshot
+        .iter()
+        .find(|f| f.aspect == "distributed_rate_limiter")
+        .unwrap();
+    assert_eq!((f.name.as_str(), f.max_keys), ("tiered", 50));
+    assert_eq!(f.default, "limit-for-period=2");
+    assert_eq!(
+        f.overrides,
+        [
+            ("gold-*".to_string(), "limit-for-period=5".to_string()),
+            ("tenant-42".to_string(), "limit-for-period=1".to_string())
+        ]
+    );
+    assert_eq!(f.keys_in_use, 3);
+    assert_eq!(
+        f.top_by_refusals,
+        [("gold-1".to_string(), 3), ("tenant-42".to_string(), 2)]
+    );
+    let text = registry.prometheus_text();
+    let keys_line = text
+        .lines()
+        .find(|l| l.starts_with("resil_keyed_keys{") && l.contains("distributed_rate_limiter"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(keys_line.ends_with(" 3"), "{keys_line}");
+    assert!(!text.contains("gold-1"), "no key in a label");
+
+    // A reload raises the default and the gold tier: the keys held get
+    // their new limit (what Redis counted stays counted).
+    let reloaded = yaml
+        .replace("limit-for-period: 2", "limit-for-period: 4")
+        .replace("{ limit-for-period: 5 }", "{ limit-for-period: 7 }")
+        .replace("max-keys: 50", "max-keys: 40");
+    registry
+        .reload(resil::config::FileConfig::from_yaml_str(&reloaded).unwrap())
+        .unwrap();
+    assert_eq!(family.keyed_config().max_keys(), 40);
+    assert_eq!(granted(&family, "tenant-7", 5).await, 2, "4 - the 2 taken");
+    assert_eq!(granted(&family, "gold-1", 5).await, 2, "7 - the 5 taken");
+    assert_eq!(
+        granted(&family, "tenant-42", 2).await,
+        0,
+        "its override stays 1"
+    );
+    let mut shares = Vec::new();
+    family.for_each_key(|key, limit| shares.push((key.as_str().unwrap().to_owned(), limit)));
+    shares.sort();
+    assert_eq!(
+        shares,
+        [
+            ("gold-1".to_string(), 7),
+            ("tenant-42".to_string(), 1),
+            ("tenant-7".to_string(), 4)
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tier_changes_the_local_share_of_a_key_held_while_redis_is_down() {
+    let mut server = RedisServer::start();
+    let policy = FailurePolicy::LocalFallback {
+        expected_instances: 2,
+    };
+    let api = family(&server.url(), policy);
+    api.set_tiers(resil::keyed::Tiers::new(10).with_override("big", 20))
+        .unwrap();
+    assert_eq!(
+        granted(&api, "big", 1).await,
+        1,
+        "created while Redis is up"
+    );
+    server.kill();
+    // floor(20 / 2) = 10 for `big` while Redis is down, 5 for a default key.
+    assert_eq!(
+        granted_by(&api, "big", 12, DecidedBy::LocalFallback).await,
+        10
+    );
+    assert_eq!(
+        granted_by(&api, "small", 12, DecidedBy::LocalFallback).await,
+        5
+    );
+    // Lowered to 14 (a share of 7) while held: the 10 it counted stay counted.
+    api.set_tiers(resil::keyed::Tiers::new(10).with_override("big", 14))
+        .unwrap();
+    assert_eq!(
+        granted_by(&api, "big", 3, DecidedBy::LocalFallback).await,
+        0
+    );
+    // A tier the family's other settings refuse names its pattern, and
+    // changes nothing.
+    let err = api
+        .set_tiers(resil::keyed::Tiers::new(10).with_override("tiny", 1))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("overrides.tiny"), "{err}");
+    assert_eq!(api.tiers().overrides().count(), 1);
+}

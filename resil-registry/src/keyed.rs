@@ -43,7 +43,7 @@ pub(crate) fn bounds<C>(resolved: &Resolved<C>) -> KeyedConfig {
 }
 
 /// The `u32` option `key` by key pattern, over `default`.
-fn u32_tiers<C>(resolved: &Resolved<C>, key: &str, default: u32) -> Tiers<u32> {
+pub(crate) fn u32_tiers<C>(resolved: &Resolved<C>, key: &str, default: u32) -> Tiers<u32> {
     resolved
         .key_overrides()
         .iter()
@@ -91,6 +91,11 @@ fn breaker_tiers(
     }
     tiers
 }
+
+/// The aspect of a Redis-backed keyed rate limiter, in metrics and the
+/// snapshot.
+#[cfg(feature = "redis")]
+const DISTRIBUTED: &str = "distributed_rate_limiter";
 
 /// The registry's keyed families, by name and kind.
 #[derive(Default)]
@@ -369,6 +374,8 @@ impl Registry {
             family.set_tiers(tiers);
             family.reconfigure(bounds(file.retry().for_name(name)));
         }
+        #[cfg(feature = "redis")]
+        self.refresh_keyed_distributed();
     }
 }
 
@@ -388,6 +395,10 @@ impl Families {
         for f in self.budgets.iter() {
             samples(f.key(), "retry", f.counts(), out);
         }
+        #[cfg(feature = "redis")]
+        for f in self.distributed.iter() {
+            samples(f.key(), DISTRIBUTED, f.counts(), out);
+        }
     }
 }
 
@@ -399,8 +410,9 @@ impl Families {
 pub struct KeyedFamilySnapshot {
     /// The family's name (its instance's).
     pub name: String,
-    /// `rate_limiter`, `circuit_breaker`, `bulkhead` or `retry` (a retry
-    /// budget per key).
+    /// `rate_limiter`, `circuit_breaker`, `bulkhead`, `retry` (a retry
+    /// budget per key) or `distributed_rate_limiter` (a quota in Redis per
+    /// key).
     pub aspect: &'static str,
     /// `keyed.max-keys`.
     pub max_keys: usize,
@@ -517,6 +529,18 @@ impl Registry {
                         crate::config::format_duration(c.window())
                     )
                 },
+                f.counts(),
+                f.top_keys(top),
+            ));
+        }
+        #[cfg(feature = "redis")]
+        for f in k.distributed.iter() {
+            out.push(family_snapshot(
+                f.key(),
+                DISTRIBUTED,
+                f.keyed_config(),
+                &f.tiers(),
+                |v| format!("limit-for-period={v}"),
                 f.counts(),
                 f.top_keys(top),
             ));
