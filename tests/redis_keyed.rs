@@ -7,10 +7,11 @@
 //! who decided, never durations.
 #![cfg(feature = "redis")]
 
+#[path = "support/children.rs"]
+mod children;
 #[path = "support/redis_server.rs"]
 mod redis_server;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use redis_server::RedisServer;
@@ -69,28 +70,14 @@ fn child_process_hammers_the_noisy_key_and_asks_three_times_for_the_quiet_one() 
 #[test]
 fn three_processes_share_each_key_s_quota_and_one_key_never_spends_another_s() {
     let server = RedisServer::start();
-    let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..3)
-        .map(|_| {
-            Command::new(&exe)
-                .args([
-                    "child_process_hammers_the_noisy_key_and_asks_three_times_for_the_quiet_one",
-                    "--exact",
-                    "--ignored",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(CHILD_URL, server.url())
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .expect("start a child process")
-        })
-        .collect();
+    let url = server.url();
+    let outputs = children::run_copies(
+        "child_process_hammers_the_noisy_key_and_asks_three_times_for_the_quiet_one",
+        3,
+        &[(CHILD_URL, &url)],
+    );
     let (mut noisy, mut quiet) = (0, 0);
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "a child process failed:\n{stdout}");
+    for stdout in outputs {
         let line = stdout
             .lines()
             .find_map(|l| l.split_once("NOISY ").map(|(_, rest)| rest.to_owned()))
