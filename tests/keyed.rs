@@ -362,17 +362,119 @@ fn a_key_that_spent_its_retries_is_not_evicted_into_a_fresh_budget() {
     assert_eq!(budgets.get("spent").available_retries(), 1);
 }
 
+const BUDGET_TIERS: &str = r#"
+resilience4j:
+  retry:
+    instances:
+      tiered:
+        wait-duration: 0s
+        budget-retry-ratio: 0.5
+        budget-window: 2s
+        keyed:
+          overrides:
+            "gold-*": { budget-min-retries-per-second: 50 }
+            "tenant-42": { budget-min-retries-per-second: 0, budget-retry-ratio: 0 }
+"#;
+
 #[test]
-fn a_retry_budgets_tiers_are_not_file_options() {
-    let yaml = format!("{BUDGETS}          overrides: {{ \"gold-*\": {{ max-attempts: 5 }} }}\n");
-    let err = FileConfig::from_yaml_str(&yaml).unwrap_err().to_string();
-    assert!(
-        err.contains("resilience4j.retry.instances.calls.keyed.overrides")
-            && err.contains("KeyedRetryBudget::set_tiers"),
-        "{err}"
+fn a_retry_budget_and_its_tiers_come_from_the_file_and_follow_a_reload() {
+    let clock = ManualClock::new();
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry
+        .reload(FileConfig::from_yaml_str(BUDGET_TIERS).unwrap())
+        .unwrap();
+    // The unkeyed retry draws on a budget of the file's settings.
+    let retry = registry.retry("tiered");
+    let own = retry.config().budget().unwrap().config();
+    assert_eq!(
+        (
+            own.retry_ratio(),
+            own.min_retries_per_second(),
+            own.window()
+        ),
+        (0.5, 10, Duration::from_secs(2))
     );
-    let err = FileConfig::from_yaml_str(&BUDGETS.replace("max-keys", "max-kees"))
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("did you mean `max-keys`?"), "{err}");
+    // Each key's budget: the instance's, or its override's laid on top.
+    let budgets = registry.keyed_retry_budget("tiered");
+    assert_eq!(
+        budgets.get("gold-1").available_retries(),
+        100,
+        "50/s over 2 s"
+    );
+    assert_eq!(
+        budgets.get("tenant-7").available_retries(),
+        20,
+        "10/s over 2 s"
+    );
+    assert_eq!(budgets.get("tenant-42").available_retries(), 0);
+    assert_eq!(budgets.get("tenant-42").config().retry_ratio(), 0.0);
+    let snapshot = registry.keyed_snapshot(3);
+    let f = snapshot.iter().find(|f| f.aspect == "retry").unwrap();
+    assert_eq!(
+        f.overrides[0],
+        (
+            "gold-*".to_string(),
+            "retry-ratio=0.5, min-retries-per-second=50, window=2s".to_string()
+        )
+    );
+    // The snapshot renders the file's values as the file writes them.
+    let snapshot = registry.snapshot();
+    let instance = snapshot
+        .instances
+        .iter()
+        .find(|i| i.kind == "retry" && i.name == "tiered")
+        .unwrap();
+    let config = format!("{:?}", instance.config);
+    assert!(
+        config.contains("budget-retry-ratio") && config.contains("0.5"),
+        "{config}"
+    );
+
+    // A reload changes the tiers for keys created from then on.
+    registry
+        .reload(
+            FileConfig::from_yaml_str(&BUDGET_TIERS.replace(
+                "budget-min-retries-per-second: 50",
+                "budget-min-retries-per-second: 5",
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(
+        budgets.get("gold-1").available_retries(),
+        100,
+        "a key held keeps its budget"
+    );
+    assert_eq!(
+        budgets.get("gold-2").available_retries(),
+        10,
+        "5/s over 2 s"
+    );
+}
+
+#[test]
+fn retry_budget_mistakes_name_their_key_path() {
+    let cases = [
+        (
+            "        budget-window: 2m\n",
+            "resilience4j.retry.instances.calls.budget-window",
+        ),
+        (
+            "        budget-retry-ratio: 11\n",
+            "resilience4j.retry.instances.calls.budget-retry-ratio",
+        ),
+        (
+            "        budget-retry-ration: 0.5\n",
+            "did you mean `budget-retry-ratio`?",
+        ),
+        (
+            "        keyed:\n          overrides: { \"gold-*\": { max-attempts: 5 } }\n",
+            "a key override may set `budget-retry-ratio`, `budget-min-retries-per-second`, `budget-window`",
+        ),
+    ];
+    for (lines, expected) in cases {
+        let yaml = format!("resilience4j:\n  retry:\n    instances:\n      calls:\n{lines}");
+        let err = FileConfig::from_yaml_str(&yaml).unwrap_err().to_string();
+        assert!(err.contains(expected), "{lines}: {err}");
+    }
 }

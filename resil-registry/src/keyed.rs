@@ -97,6 +97,24 @@ fn breaker_tiers(
 #[cfg(feature = "redis")]
 const DISTRIBUTED: &str = "distributed_rate_limiter";
 
+/// The retry budget by key pattern: `base` (the retry's) with each
+/// override's `budget-*` values laid on top.
+fn budget_tiers(
+    resolved: &Resolved<resil_core::retry::RetryConfig>,
+    base: RetryBudgetConfig,
+) -> Tiers<RetryBudgetConfig> {
+    resolved
+        .key_overrides()
+        .iter()
+        .fold(
+            Tiers::new(base),
+            |tiers, (pattern, o)| match crate::kinds::retry::budget_with(Some(base), &o.values) {
+                Some(config) => tiers.with_override(pattern, config),
+                None => tiers,
+            },
+        )
+}
+
 /// The registry's keyed families, by name and kind.
 #[derive(Default)]
 pub(crate) struct Families {
@@ -233,9 +251,11 @@ impl Registry {
     }
 
     /// The keyed retry-budget family `name`: one [`RetryBudget`] per key,
-    /// each with the settings of the budget the retry `name` was given in
-    /// code (`configure_retry(name, |b| b.budget(…))`), or
-    /// [`RetryBudgetConfig::default`]'s (tower's `TpsBudget`'s); bounds from
+    /// each with the settings of the retry `name`'s budget (the file's
+    /// `budget-retry-ratio`, `budget-min-retries-per-second`,
+    /// `budget-window`, or code's `configure_retry(name, |b| b.budget(…))`),
+    /// or [`RetryBudgetConfig::default`]'s (tower's `TpsBudget`'s); bounds
+    /// and per-key overrides of those three from
     /// `resilience4j.retry.instances.<name>.keyed`. A retry draws on a key's
     /// budget with [`Retry::with_budget`], which is what
     /// `#[resil::retry(name = "api", key = tenant)]` does.
@@ -279,11 +299,15 @@ impl Registry {
         families
             .entry(Arc::from(name))
             .or_insert_with(|| {
-                let keyed = bounds(self.file().retry().for_name(name));
-                match &self.inner.clock {
+                let file = self.file();
+                let resolved = file.retry().for_name(name);
+                let keyed = bounds(resolved);
+                let family = match &self.inner.clock {
                     Some(clock) => KeyedRetryBudget::with_clock(name, config, keyed, clock.clone()),
                     None => KeyedRetryBudget::new(name, config, keyed),
-                }
+                };
+                family.set_tiers(budget_tiers(resolved, config));
+                family
             })
             .clone()
     }
@@ -364,15 +388,9 @@ impl Registry {
         for family in families.budgets.iter() {
             let name = family.key();
             let config = self.keyed_budget_config(name);
-            let tiers = family.tiers();
-            // The default follows the retry's budget; overrides set in code stay.
-            let tiers = tiers
-                .overrides()
-                .fold(resil_core::keyed::Tiers::new(config), |t, (p, v)| {
-                    t.with_override(p.as_str(), *v)
-                });
-            family.set_tiers(tiers);
-            family.reconfigure(bounds(file.retry().for_name(name)));
+            let resolved = file.retry().for_name(name);
+            family.set_tiers(budget_tiers(resolved, config));
+            family.reconfigure(bounds(resolved));
         }
         #[cfg(feature = "redis")]
         self.refresh_keyed_distributed();
