@@ -484,13 +484,20 @@ impl Retry {
         }
     }
 
+    /// This retry on `budget`, or on its own (if any) when `None`: a caller
+    /// that has a key's budget for some calls only.
+    #[inline]
+    pub fn with_budget_or_own<'a>(&'a self, budget: Option<&'a RetryBudget>) -> OnBudget<'a> {
+        OnBudget {
+            retry: self,
+            budget: budget.or(self.inner.config.budget()),
+        }
+    }
+
     /// This retry on its own budget (or none).
     #[inline(always)]
     fn own_budget(&self) -> OnBudget<'_> {
-        OnBudget {
-            retry: self,
-            budget: self.inner.config.budget(),
-        }
+        self.with_budget_or_own(None)
     }
 }
 

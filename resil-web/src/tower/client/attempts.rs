@@ -5,7 +5,7 @@ use std::future::Future;
 
 use resil_core::circuit_breaker::Outcome;
 use resil_core::hedging::Hedging;
-use resil_core::retry::Retry;
+use resil_core::retry::OnBudget;
 use resil_core::Error;
 
 use crate::tower::classify::{Classify, Verdict};
@@ -20,12 +20,13 @@ enum Attempt<Res, E> {
     Failed(Res),
 }
 
-/// Runs `attempt` under the retry (outer) and the hedging (inner), each if
-/// given, in the attributes' order: Retry( Hedge( attempt )). A response
+/// Runs `attempt` under the retry (outer, on the budget it was given) and
+/// the hedging (inner), each if given, in the attributes' order: Retry(
+/// Hedge( attempt )).  A response
 /// `classify` records as a failure is tried again; when the retry and the
 /// hedging stop, the last one is the answer.
 pub(crate) async fn attempts<Res, E, C, F, Fut>(
-    retry: Option<&Retry>,
+    retry: Option<OnBudget<'_>>,
     hedging: Option<&Hedging>,
     classify: &C,
     attempt: F,
