@@ -8,6 +8,9 @@ use resil::clock::ManualClock;
 use resil::config::FileConfig;
 use resil::Registry;
 
+#[path = "support/budgets.rs"]
+mod budgets;
+
 const FILE: &str = r#"
 [resilience4j.ratelimiter.instances.api]
 limit-for-period = 2
@@ -277,16 +280,8 @@ fn budgets_registry(clock: &ManualClock) -> Registry {
     registry
         .reload(FileConfig::from_yaml_str(BUDGETS).unwrap())
         .unwrap();
-    let one_a_second = resil::retry::RetryBudgetConfig::builder()
-        .min_retries_per_second(1)
-        .window(Duration::from_secs(1))
-        .retry_ratio(0.0)
-        .build()
-        .unwrap();
     registry
-        .configure_retry("calls", move |b| {
-            b.budget(resil::retry::RetryBudget::new(one_a_second))
-        })
+        .configure_retry("calls", |b| b.budget(budgets::one_retry_budget()))
         .unwrap();
     registry
 }

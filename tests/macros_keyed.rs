@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use resil::{Registry, Rejection};
 
+#[path = "support/budgets.rs"]
+mod budgets;
+
 #[derive(Debug, PartialEq)]
 enum AppError {
     Refused(&'static str),
@@ -47,17 +50,11 @@ fn configured() {
             .unwrap();
         // A retry whose budget per key pays for one retry a second, and
         // nothing per call (so a key's second failing call is not retried).
-        let one_retry = resil::retry::RetryBudgetConfig::builder()
-            .min_retries_per_second(1)
-            .window(Duration::from_secs(1))
-            .retry_ratio(0.0)
-            .build()
-            .unwrap();
         for name in ["keyed-budget", "keyed-budget-async"] {
-            r.configure_retry(name, move |b| {
+            r.configure_retry(name, |b| {
                 b.max_attempts(2)
                     .wait_duration(Duration::ZERO)
-                    .budget(resil::retry::RetryBudget::new(one_retry))
+                    .budget(budgets::one_retry_budget())
             })
             .unwrap();
         }

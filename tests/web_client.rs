@@ -24,6 +24,9 @@ use resil_web::tower::client::{ReplayBody, ReplayMethods};
 use resil_web::tower::ResilienceLayer;
 use tower::{Layer, ServiceExt};
 
+#[path = "support/budgets.rs"]
+mod budgets;
+
 /// What the downstream saw.
 #[derive(Default)]
 struct Seen {
@@ -511,17 +514,11 @@ async fn each_tenant_header_retries_on_its_own_budget() {
     let registry = Registry::builder()
         .clock(resil::clock::ManualClock::new())
         .build();
-    let one_retry = resil::retry::RetryBudgetConfig::builder()
-        .min_retries_per_second(1)
-        .window(Duration::from_secs(1))
-        .retry_ratio(0.0)
-        .build()
-        .unwrap();
     registry
-        .configure_retry("per-tenant", move |b| {
+        .configure_retry("per-tenant", |b| {
             b.max_attempts(3)
                 .wait_duration(Duration::ZERO)
-                .budget(resil::retry::RetryBudget::new(one_retry))
+                .budget(budgets::one_retry_budget())
         })
         .unwrap();
     let client = ResilienceLayer::builder(&registry, "per-tenant")
