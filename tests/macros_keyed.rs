@@ -50,7 +50,7 @@ fn configured() {
             .unwrap();
         // A retry whose budget per key pays for one retry a second, and
         // nothing per call (so a key's second failing call is not retried).
-        for name in ["keyed-budget", "keyed-budget-async"] {
+        for name in ["keyed-budget", "keyed-budget-async", "keyed-budget-stack"] {
             r.configure_retry(name, |b| {
                 b.max_attempts(2)
                     .wait_duration(Duration::ZERO)
@@ -197,6 +197,35 @@ fn a_tenant_that_spends_its_retry_budget_leaves_the_others_theirs() {
     assert_eq!(budgets.get("noisy").available_retries(), 0);
     let top = budgets.top_keys(1);
     assert_eq!(top.by_refusals[0].key, "noisy");
+}
+
+static STACK_TRIES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// A keyed retry around a keyed bulkhead: each attempt takes the key's
+/// slot, and the retries come from the key's budget.
+#[resil::retry(name = "keyed-budget-stack", key = tenant)]
+#[resil::bulkhead(name = "keyed-stack", key = tenant)]
+async fn down_behind_a_bulkhead(tenant: &'static str) -> Result<(), AppError> {
+    assert!(!tenant.is_empty());
+    STACK_TRIES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    Err(AppError::Down)
+}
+
+#[tokio::test]
+async fn a_keyed_retry_around_other_keyed_layers_draws_on_its_keys_budget() {
+    configured();
+    use std::sync::atomic::Ordering::SeqCst;
+    assert_eq!(down_behind_a_bulkhead("/x").await, Err(AppError::Down));
+    assert_eq!(STACK_TRIES.load(SeqCst), 2, "one retry");
+    assert_eq!(
+        down_behind_a_bulkhead("/x").await,
+        Err(AppError::Refused("retry_budget_exhausted"))
+    );
+    assert_eq!(STACK_TRIES.load(SeqCst), 3);
+    assert_eq!(down_behind_a_bulkhead("/y").await, Err(AppError::Down));
+    assert_eq!(STACK_TRIES.load(SeqCst), 5, "/y has its own budget");
+    let bulkheads = resil::registry().keyed_bulkhead("keyed-stack");
+    assert_eq!(bulkheads.get("/x").in_flight(), 0, "every slot came back");
 }
 
 #[tokio::test]
