@@ -22,6 +22,11 @@
 //! never evicts). The
 //! counting global allocator adds nothing here: no contender allocates on
 //! this path.
+//!
+//! A second group puts a retry on a hot key's budget
+//! (`retry.with_budget(&budgets.get(&str)).call(..)`, a call that succeeds
+//! at once: it deposits into the key's budget) beside the same retry on one
+//! shared budget and on none: what a retry budget per key adds to a call.
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -31,6 +36,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use governor::{Quota, RateLimiter as Governor};
 use resil::keyed::{KeyedConfig, KeyedRateLimiter};
 use resil::rate_limiter::{RateLimiter, RateLimiterConfig};
+use resil::retry::{Retry, RetryBudget, RetryBudgetConfig, RetryConfig};
 
 mod support;
 
@@ -79,5 +85,39 @@ fn hot_key(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, hot_key);
+fn retry_budget(c: &mut Criterion) {
+    let keys: Vec<String> = (0..KEYS).map(|i| format!("tenant-{i}")).collect();
+    let hot = keys[KEYS / 2].clone();
+    let budgets = resil::keyed::KeyedRetryBudget::new(
+        "bench",
+        RetryBudgetConfig::default(),
+        KeyedConfig::default(),
+    );
+    for key in &keys {
+        budgets.get(key.as_str()).deposit();
+    }
+    let retry = Retry::new("bench", RetryConfig::default());
+    let shared = Retry::new(
+        "bench",
+        RetryConfig::builder()
+            .budget(RetryBudget::new(RetryBudgetConfig::default()))
+            .build()
+            .expect("a valid config"),
+    );
+    let ok = || Ok::<u64, ()>(black_box(1));
+
+    let mut group = c.benchmark_group("keyed/retry budget/1 thread");
+    group.bench_function("retry on the key's budget", |b| {
+        b.iter(|| {
+            retry
+                .with_budget(&budgets.get(black_box(hot.as_str())))
+                .call(ok)
+        })
+    });
+    group.bench_function("retry on one shared budget", |b| b.iter(|| shared.call(ok)));
+    group.bench_function("retry without a budget", |b| b.iter(|| retry.call(ok)));
+    group.finish();
+}
+
+criterion_group!(benches, hot_key, retry_budget);
 criterion_main!(benches);

@@ -15,7 +15,7 @@ pub struct WebService;
 #[doc = include_str!("../docs/http-client.md")]
 pub struct HttpClient;
 
-/// Keyed protection: a quota, a breaker and a bulkhead per tenant.
+/// Keyed protection: a quota, a breaker, a bulkhead and a retry budget per tenant.
 #[doc = include_str!("../docs/tenants.md")]
 pub struct Tenants;
 

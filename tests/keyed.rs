@@ -8,6 +8,9 @@ use resil::clock::ManualClock;
 use resil::config::FileConfig;
 use resil::Registry;
 
+#[path = "support/budgets.rs"]
+mod budgets;
+
 const FILE: &str = r#"
 [resilience4j.ratelimiter.instances.api]
 limit-for-period = 2
@@ -257,4 +260,216 @@ fn the_snapshot_shows_each_familys_config_overrides_and_counts() {
     );
     assert_eq!(f.keys_in_use, 1);
     assert_eq!(f.top_by_refusals, [("tenant-42".to_string(), 2)]);
+}
+
+const BUDGETS: &str = r#"
+resilience4j:
+  retry:
+    instances:
+      calls:
+        wait-duration: 0s
+        keyed:
+          max-keys: 2
+          idle-ttl: 1m
+"#;
+
+/// The registry of `BUDGETS` whose retry `calls` has, in code, a budget of
+/// one retry a second and nothing per call.
+fn budgets_registry(clock: &ManualClock) -> Registry {
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry
+        .reload(FileConfig::from_yaml_str(BUDGETS).unwrap())
+        .unwrap();
+    registry
+        .configure_retry("calls", |b| b.budget(budgets::one_retry_budget()))
+        .unwrap();
+    registry
+}
+
+#[test]
+fn a_retry_budget_per_key_is_configured_by_the_retrys_budget_and_the_files_bounds() {
+    let clock = ManualClock::new();
+    let registry = budgets_registry(&clock);
+    let budgets = registry.keyed_retry_budget("calls");
+    assert_eq!(budgets.config().min_retries_per_second(), 1);
+    assert_eq!(budgets.keyed_config().max_keys(), 2);
+    assert_eq!(budgets.keyed_config().idle_ttl(), Duration::from_secs(60));
+
+    // The retry draws on the key's budget: `a` spends its one retry.
+    let retry = registry.retry("calls");
+    let out: Result<(), resil::Error<&str>> =
+        retry.with_budget(&budgets.get("a")).call(|| Err("down"));
+    assert_eq!(
+        out.unwrap_err().kind(),
+        resil::ErrorKind::RetryBudgetExhausted
+    );
+    assert_eq!(budgets.get("a").available_retries(), 0);
+    assert_eq!(budgets.get("b").available_retries(), 1, "b has its own");
+    assert_eq!(registry.keyed_retry_budget_names(), ["calls"]);
+
+    let snapshot = registry.keyed_snapshot(3);
+    let f = snapshot.iter().find(|f| f.aspect == "retry").unwrap();
+    assert_eq!(
+        (f.name.as_str(), f.max_keys, f.idle_ttl.as_str()),
+        ("calls", 2, "1m")
+    );
+    assert_eq!(
+        f.default,
+        "retry-ratio=0, min-retries-per-second=1, window=1s"
+    );
+    assert_eq!(f.top_by_refusals, [("a".to_string(), 1)]);
+    let text = registry.prometheus_text();
+    assert!(
+        text.contains(r#"resil_keyed_keys{aspect="retry",name="calls"} 2"#)
+            || text.contains(r#"resil_keyed_keys{name="calls",aspect="retry"} 2"#),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_key_that_spent_its_retries_is_not_evicted_into_a_fresh_budget() {
+    let clock = ManualClock::new();
+    let registry = budgets_registry(&clock);
+    let budgets = registry.keyed_retry_budget("calls");
+    assert!(budgets.get("spent").withdraw());
+    assert!(!budgets.get("spent").withdraw());
+    // `fresh` holds nothing a new budget would not: it makes room.
+    assert_eq!(budgets.get("fresh").available_retries(), 1);
+    for key in ["x", "y", "z"] {
+        assert_eq!(budgets.get(key).available_retries(), 1);
+    }
+    assert_eq!(budgets.counts().evicted_full, 3);
+    assert_eq!(budgets.get("spent").available_retries(), 0, "still spent");
+
+    // Every slot holds a budget inside its window: a new key is refused,
+    // and its budget pays for no retry.
+    assert!(budgets.get("z").withdraw());
+    let refused = budgets.get("w");
+    assert!(refused.is_refused());
+    assert!(!refused.withdraw());
+    drop(refused);
+    assert_eq!(budgets.counts().refused, 1);
+
+    // Once the window has passed, the keys are at rest and go when idle.
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(budgets.evict_idle(), 2);
+    assert_eq!(budgets.counts().in_use, 0);
+    assert_eq!(budgets.get("spent").available_retries(), 1);
+}
+
+const BUDGET_TIERS: &str = r#"
+resilience4j:
+  retry:
+    instances:
+      tiered:
+        wait-duration: 0s
+        budget-retry-ratio: 0.5
+        budget-window: 2s
+        keyed:
+          overrides:
+            "gold-*": { budget-min-retries-per-second: 50 }
+            "tenant-42": { budget-min-retries-per-second: 0, budget-retry-ratio: 0 }
+"#;
+
+#[test]
+fn a_retry_budget_and_its_tiers_come_from_the_file_and_follow_a_reload() {
+    let clock = ManualClock::new();
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry
+        .reload(FileConfig::from_yaml_str(BUDGET_TIERS).unwrap())
+        .unwrap();
+    // The unkeyed retry draws on a budget of the file's settings.
+    let retry = registry.retry("tiered");
+    let own = retry.config().budget().unwrap().config();
+    assert_eq!(
+        (
+            own.retry_ratio(),
+            own.min_retries_per_second(),
+            own.window()
+        ),
+        (0.5, 10, Duration::from_secs(2))
+    );
+    // Each key's budget: the instance's, or its override's laid on top.
+    let budgets = registry.keyed_retry_budget("tiered");
+    assert_eq!(
+        budgets.get("gold-1").available_retries(),
+        100,
+        "50/s over 2 s"
+    );
+    assert_eq!(
+        budgets.get("tenant-7").available_retries(),
+        20,
+        "10/s over 2 s"
+    );
+    assert_eq!(budgets.get("tenant-42").available_retries(), 0);
+    assert_eq!(budgets.get("tenant-42").config().retry_ratio(), 0.0);
+    let snapshot = registry.keyed_snapshot(3);
+    let f = snapshot.iter().find(|f| f.aspect == "retry").unwrap();
+    assert_eq!(
+        f.overrides[0],
+        (
+            "gold-*".to_string(),
+            "retry-ratio=0.5, min-retries-per-second=50, window=2s".to_string()
+        )
+    );
+    // The snapshot renders the file's values as the file writes them.
+    let snapshot = registry.snapshot();
+    let instance = snapshot
+        .instances
+        .iter()
+        .find(|i| i.kind == "retry" && i.name == "tiered")
+        .unwrap();
+    let config = format!("{:?}", instance.config);
+    assert!(
+        config.contains("budget-retry-ratio") && config.contains("0.5"),
+        "{config}"
+    );
+
+    // A reload changes the tiers for keys created from then on.
+    registry
+        .reload(
+            FileConfig::from_yaml_str(&BUDGET_TIERS.replace(
+                "budget-min-retries-per-second: 50",
+                "budget-min-retries-per-second: 5",
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(
+        budgets.get("gold-1").available_retries(),
+        100,
+        "a key held keeps its budget"
+    );
+    assert_eq!(
+        budgets.get("gold-2").available_retries(),
+        10,
+        "5/s over 2 s"
+    );
+}
+
+#[test]
+fn retry_budget_mistakes_name_their_key_path() {
+    let cases = [
+        (
+            "        budget-window: 2m\n",
+            "resilience4j.retry.instances.calls.budget-window",
+        ),
+        (
+            "        budget-retry-ratio: 11\n",
+            "resilience4j.retry.instances.calls.budget-retry-ratio",
+        ),
+        (
+            "        budget-retry-ration: 0.5\n",
+            "did you mean `budget-retry-ratio`?",
+        ),
+        (
+            "        keyed:\n          overrides: { \"gold-*\": { max-attempts: 5 } }\n",
+            "a key override may set `budget-retry-ratio`, `budget-min-retries-per-second`, `budget-window`",
+        ),
+    ];
+    for (lines, expected) in cases {
+        let yaml = format!("resilience4j:\n  retry:\n    instances:\n      calls:\n{lines}");
+        let err = FileConfig::from_yaml_str(&yaml).unwrap_err().to_string();
+        assert!(err.contains(expected), "{lines}: {err}");
+    }
 }

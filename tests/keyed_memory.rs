@@ -10,8 +10,11 @@ use std::time::Duration;
 use resil::bulkhead::BulkheadConfig;
 use resil::circuit_breaker::CircuitBreakerConfig;
 use resil::clock::ManualClock;
-use resil::keyed::{KeyedBulkhead, KeyedCircuitBreaker, KeyedConfig, KeyedRateLimiter};
+use resil::keyed::{
+    KeyedBulkhead, KeyedCircuitBreaker, KeyedConfig, KeyedRateLimiter, KeyedRetryBudget,
+};
 use resil::rate_limiter::RateLimiterConfig;
+use resil::retry::{Retry, RetryBudgetConfig, RetryConfig};
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
@@ -61,8 +64,19 @@ fn no_allocation_per_call_on_an_existing_key() {
         KeyedConfig::default(),
         clock.clone(),
     );
+    let budgets = KeyedRetryBudget::with_clock(
+        "api",
+        RetryBudgetConfig::default(),
+        KeyedConfig::default(),
+        clock.clone(),
+    );
+    let retry = Retry::with_clock("api", RetryConfig::default(), clock.clone());
     let tenant = String::from("tenant-1");
     f.get(tenant.as_str()).call(|| Ok::<_, ()>(())).unwrap();
+    retry
+        .with_budget(&budgets.get(tenant.as_str()))
+        .call(|| Ok::<_, ()>(()))
+        .unwrap();
     breakers.get(&42u64).call(|| Ok::<_, ()>(())).unwrap();
     bulkheads.get("host-a").call(|| Ok::<_, ()>(())).unwrap();
     let before = allocations();
@@ -73,6 +87,10 @@ fn no_allocation_per_call_on_an_existing_key() {
         f.reserve(&tenant, 1).unwrap();
         breakers.get(&42u64).call(|| Ok::<_, ()>(())).unwrap();
         bulkheads.get("host-a").call(|| Ok::<_, ()>(())).unwrap();
+        retry
+            .with_budget(&budgets.get(tenant.as_str()))
+            .call(|| Ok::<_, ()>(()))
+            .unwrap();
     }
     assert_eq!(
         allocations() - before,

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use resil::{Registry, Rejection};
 
+#[path = "support/budgets.rs"]
+mod budgets;
+
 #[derive(Debug, PartialEq)]
 enum AppError {
     Refused(&'static str),
@@ -22,7 +25,10 @@ static INIT: Once = Once::new();
 
 fn configured() {
     INIT.call_once(|| {
-        let r = Registry::new();
+        // A clock nobody advances: the keyed budgets' windows never pass.
+        let r = Registry::builder()
+            .clock(resil::clock::ManualClock::new())
+            .build();
         let per_minute = |limit| {
             move |b: resil::rate_limiter::RateLimiterConfigBuilder| {
                 b.limit_for_period(limit)
@@ -42,6 +48,16 @@ fn configured() {
         .unwrap();
         r.configure_bulkhead("keyed-stack", |b| b.max_concurrent_calls(1))
             .unwrap();
+        // A retry whose budget per key pays for one retry a second, and
+        // nothing per call (so a key's second failing call is not retried).
+        for name in ["keyed-budget", "keyed-budget-async", "keyed-budget-stack"] {
+            r.configure_retry(name, |b| {
+                b.max_attempts(2)
+                    .wait_duration(Duration::ZERO)
+                    .budget(budgets::one_retry_budget())
+            })
+            .unwrap();
+        }
         resil::init(r).unwrap();
     });
 }
@@ -137,4 +153,88 @@ async fn keyed_layers_compose_with_the_rest_of_the_stack() {
     );
     assert_eq!((x, z), (Ok(()), Ok(())));
     assert_eq!(stacked("/a").await, Ok(()), "the slot came back");
+}
+
+static TRIES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Every call fails, so every call asks its key's budget for a retry.
+#[resil::retry(name = "keyed-budget", key = tenant)]
+fn always_down(tenant: &str) -> Result<(), AppError> {
+    assert!(!tenant.is_empty());
+    TRIES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    Err(AppError::Down)
+}
+
+#[resil::retry(name = "keyed-budget-async", key = tenant)]
+async fn always_down_async(tenant: u32) -> Result<(), AppError> {
+    assert!(tenant > 0);
+    tokio::task::yield_now().await;
+    Err(AppError::Down)
+}
+
+#[test]
+fn a_tenant_that_spends_its_retry_budget_leaves_the_others_theirs() {
+    configured();
+    use std::sync::atomic::Ordering::SeqCst;
+    let before = TRIES.load(SeqCst);
+    // One retry in the floor per key (1/s over 1 s), nothing per call.
+    assert_eq!(always_down("noisy"), Err(AppError::Down), "2 attempts");
+    assert_eq!(TRIES.load(SeqCst) - before, 2);
+    assert_eq!(
+        always_down("noisy"),
+        Err(AppError::Refused("retry_budget_exhausted")),
+        "noisy's one retry is spent"
+    );
+    assert_eq!(
+        TRIES.load(SeqCst) - before,
+        3,
+        "the first attempt still ran"
+    );
+    assert_eq!(always_down("quiet"), Err(AppError::Down), "quiet retries");
+    assert_eq!(TRIES.load(SeqCst) - before, 5);
+    let budgets = resil::registry().keyed_retry_budget("keyed-budget");
+    assert_eq!(budgets.counts().in_use, 2);
+    assert_eq!(budgets.get("noisy").available_retries(), 0);
+    let top = budgets.top_keys(1);
+    assert_eq!(top.by_refusals[0].key, "noisy");
+}
+
+static STACK_TRIES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// A keyed retry around a keyed bulkhead: each attempt takes the key's
+/// slot, and the retries come from the key's budget.
+#[resil::retry(name = "keyed-budget-stack", key = tenant)]
+#[resil::bulkhead(name = "keyed-stack", key = tenant)]
+async fn down_behind_a_bulkhead(tenant: &'static str) -> Result<(), AppError> {
+    assert!(!tenant.is_empty());
+    STACK_TRIES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    Err(AppError::Down)
+}
+
+#[tokio::test]
+async fn a_keyed_retry_around_other_keyed_layers_draws_on_its_keys_budget() {
+    configured();
+    use std::sync::atomic::Ordering::SeqCst;
+    assert_eq!(down_behind_a_bulkhead("/x").await, Err(AppError::Down));
+    assert_eq!(STACK_TRIES.load(SeqCst), 2, "one retry");
+    assert_eq!(
+        down_behind_a_bulkhead("/x").await,
+        Err(AppError::Refused("retry_budget_exhausted"))
+    );
+    assert_eq!(STACK_TRIES.load(SeqCst), 3);
+    assert_eq!(down_behind_a_bulkhead("/y").await, Err(AppError::Down));
+    assert_eq!(STACK_TRIES.load(SeqCst), 5, "/y has its own budget");
+    let bulkheads = resil::registry().keyed_bulkhead("keyed-stack");
+    assert_eq!(bulkheads.get("/x").in_flight(), 0, "every slot came back");
+}
+
+#[tokio::test]
+async fn an_async_fn_draws_on_its_keys_budget_too() {
+    configured();
+    assert_eq!(always_down_async(7).await, Err(AppError::Down));
+    assert_eq!(
+        always_down_async(7).await,
+        Err(AppError::Refused("retry_budget_exhausted"))
+    );
+    assert_eq!(always_down_async(8).await, Err(AppError::Down));
 }

@@ -14,10 +14,11 @@ mod limiter_support;
 mod windows;
 use limiter_support::acquire_for_one_second_and_print;
 use windows::{max_in_any_window, micros_now};
+#[path = "support/children.rs"]
+mod children;
 #[path = "support/redis_cluster.rs"]
 mod redis_cluster;
 
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,28 +58,14 @@ fn child_process_acquires_on_the_cluster_for_one_second() {
 }
 
 fn three_processes_share_one_quota(cluster: &RedisCluster) {
-    let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..3)
-        .map(|_| {
-            Command::new(&exe)
-                .args([
-                    "child_process_acquires_on_the_cluster_for_one_second",
-                    "--exact",
-                    "--ignored",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(CHILD_URLS, cluster.urls())
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .expect("start a child process")
-        })
-        .collect();
+    let urls = cluster.urls();
+    let outputs = children::run_copies(
+        "child_process_acquires_on_the_cluster_for_one_second",
+        3,
+        &[(CHILD_URLS, &urls)],
+    );
     let mut grants = Vec::new();
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "a child process failed:\n{stdout}");
+    for stdout in outputs {
         assert!(
             stdout.contains("FALLBACK 0"),
             "Redis decided all:\n{stdout}"
@@ -219,51 +206,83 @@ fn killing_the_limiters_primary(cluster: &mut RedisCluster, rt: &tokio::runtime:
     cluster.wait_until_ok();
 }
 
-/// A keyed family on the cluster: each key's state in the slot of its hash
-/// tag, each key its own quota, shared by three clients (three families,
-/// three cluster connections).
-fn keyed_quotas_on_the_cluster(cluster: &RedisCluster, rt: &tokio::runtime::Runtime) {
-    let config = || {
-        DistributedRateLimiterConfig::builder()
-            .redis_url(cluster.urls())
-            .topology(Topology::Cluster)
-            .key_prefix("cluster-keyed:")
-            .limit_for_period(LIMIT as u32)
-            .limit_refresh_period(Duration::from_secs(30))
-            .timeout_duration(Duration::ZERO)
-            .redis_timeout(Duration::from_secs(2))
-            .failure_policy(FailurePolicy::FailClosed)
-            .build()
-            .unwrap()
-    };
-    let clients: Vec<_> = (0..3)
-        .map(|_| KeyedDistributedRateLimiter::new("api", config(), KeyedConfig::default()).unwrap())
-        .collect();
-    let tenants = ["acme", "globex", "initech"];
-    // Each key's Redis key hashes by its tag: the tenant's slot.
-    for t in tenants {
-        assert_eq!(cluster.slot(&clients[0].redis_key(t)), cluster.slot(t));
-    }
-    let granted = rt.block_on(async {
+/// The keyed family of the cluster tests: `LIMIT` per tenant, in a window
+/// longer than any test runs.
+fn keyed_config(urls: &str) -> DistributedRateLimiterConfig {
+    config(urls)
+        .to_builder()
+        .key_prefix("cluster-keyed:")
+        .limit_refresh_period(Duration::from_secs(30))
+        .timeout_duration(Duration::ZERO)
+        .build()
+        .unwrap()
+}
+
+const TENANTS: [&str; 3] = ["acme", "globex", "initech"];
+
+#[test]
+#[ignore = "a child process of the cluster test, started by it with the node URLs in the environment"]
+fn child_process_asks_each_tenant_eight_times_on_the_cluster() {
+    let urls = std::env::var(CHILD_URLS).expect("started by the cluster test");
+    let family =
+        KeyedDistributedRateLimiter::new("api", keyed_config(&urls), KeyedConfig::default())
+            .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
         let mut granted = [0usize; 3];
         for _ in 0..8 {
-            for c in &clients {
-                for (i, t) in tenants.iter().enumerate() {
-                    if let Ok(g) = c.get(t).acquire_async().await {
-                        assert_eq!(g.decided_by(), DecidedBy::Redis);
-                        granted[i] += 1;
-                    }
+            for (i, t) in TENANTS.iter().enumerate() {
+                if let Ok(g) = family.get(t).acquire_async().await {
+                    assert_eq!(g.decided_by(), DecidedBy::Redis);
+                    granted[i] += 1;
                 }
             }
         }
-        granted
+        for (t, n) in TENANTS.iter().zip(granted) {
+            println!("TENANT {t} {n}");
+        }
+        println!("FALLBACK {}", family.metrics().fallback_decisions());
     });
-    // 24 asks per tenant across the three clients: each tenant gets exactly
-    // its own N, whichever primary holds its slot.
-    assert_eq!(granted, [LIMIT; 3]);
-    for c in &clients {
-        assert_eq!(c.metrics().fallback_decisions(), 0);
+}
+
+/// A keyed family on the cluster: each key's state in the slot of its hash
+/// tag, each key its own quota, shared by three processes (three families,
+/// three cluster connections).
+fn keyed_quotas_on_the_cluster_across_three_processes(cluster: &RedisCluster) {
+    let urls = cluster.urls();
+    let family =
+        KeyedDistributedRateLimiter::new("api", keyed_config(&urls), KeyedConfig::default())
+            .unwrap();
+    // Each key's Redis key hashes by its tag: the tenant's slot.
+    for t in TENANTS {
+        assert_eq!(cluster.slot(&family.redis_key(t)), cluster.slot(t));
     }
+    let outputs = children::run_copies(
+        "child_process_asks_each_tenant_eight_times_on_the_cluster",
+        3,
+        &[(CHILD_URLS, &urls)],
+    );
+    let mut granted = [0usize; 3];
+    for stdout in &outputs {
+        assert!(
+            stdout.contains("FALLBACK 0"),
+            "Redis decided all:\n{stdout}"
+        );
+        for (i, t) in TENANTS.iter().enumerate() {
+            let n = stdout
+                .lines()
+                // The harness prints the test's name on the first line's start.
+                .find_map(|l| l.split_once(&format!("TENANT {t} ")).map(|(_, n)| n))
+                .unwrap_or_else(|| panic!("a line for {t}:\n{stdout}"));
+            granted[i] += n.trim().parse::<usize>().unwrap();
+        }
+    }
+    // 24 asks per tenant across the three processes: each tenant gets
+    // exactly its own N, whichever primary holds its slot.
+    assert_eq!(granted, [LIMIT; 3]);
 }
 
 #[test]
@@ -275,7 +294,7 @@ fn a_quota_on_a_three_primary_cluster_holds_across_processes_a_reshard_and_a_fai
         .build()
         .unwrap();
     three_processes_share_one_quota(&cluster);
-    keyed_quotas_on_the_cluster(&cluster, &rt);
+    keyed_quotas_on_the_cluster_across_three_processes(&cluster);
     resharding_the_limiters_slot(&cluster, &rt);
     killing_the_limiters_primary(&mut cluster, &rt);
 }

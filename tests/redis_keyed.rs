@@ -7,10 +7,11 @@
 //! who decided, never durations.
 #![cfg(feature = "redis")]
 
+#[path = "support/children.rs"]
+mod children;
 #[path = "support/redis_server.rs"]
 mod redis_server;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use redis_server::RedisServer;
@@ -69,28 +70,14 @@ fn child_process_hammers_the_noisy_key_and_asks_three_times_for_the_quiet_one() 
 #[test]
 fn three_processes_share_each_key_s_quota_and_one_key_never_spends_another_s() {
     let server = RedisServer::start();
-    let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..3)
-        .map(|_| {
-            Command::new(&exe)
-                .args([
-                    "child_process_hammers_the_noisy_key_and_asks_three_times_for_the_quiet_one",
-                    "--exact",
-                    "--ignored",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(CHILD_URL, server.url())
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .expect("start a child process")
-        })
-        .collect();
+    let url = server.url();
+    let outputs = children::run_copies(
+        "child_process_hammers_the_noisy_key_and_asks_three_times_for_the_quiet_one",
+        3,
+        &[(CHILD_URL, &url)],
+    );
     let (mut noisy, mut quiet) = (0, 0);
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "a child process failed:\n{stdout}");
+    for stdout in outputs {
         let line = stdout
             .lines()
             .find_map(|l| l.split_once("NOISY ").map(|(_, rest)| rest.to_owned()))
@@ -124,41 +111,73 @@ fn three_processes_share_each_key_s_quota_and_one_key_never_spends_another_s() {
     assert!(ttl > 0, "{ttl}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn while_redis_is_down_each_process_admits_its_share_of_each_key() {
-    let mut server = RedisServer::start();
-    let policy = FailurePolicy::LocalFallback {
-        expected_instances: 3,
-    };
-    // Three instances of a service (each its own family, as each process
-    // has its own): N = 10 per key, so each admits floor(10 / 3) = 3 per key
-    // and the three together stay within 10.
-    let instances: Vec<_> = (0..3).map(|_| family(&server.url(), policy)).collect();
-    assert_eq!(instances[0].local_fallback_limit(), Some(3));
-    // Redis decides while it is up.
-    let g = instances[0].get("a").acquire_async().await.unwrap();
-    assert_eq!(g.decided_by(), DecidedBy::Redis);
-    server.kill();
-    let mut granted = [0u32; 2];
-    for api in &instances {
-        for (i, key) in ["a", "b"].iter().enumerate() {
+const OUTAGE: FailurePolicy = FailurePolicy::LocalFallback {
+    expected_instances: 3,
+};
+
+#[test]
+#[ignore = "a child process of the outage test, started by it with the killed server's URL in the environment"]
+fn child_process_asks_each_key_five_times_while_redis_is_down() {
+    let url = std::env::var(CHILD_URL).expect("started by the outage test");
+    let api = family(&url, OUTAGE);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for key in ["a", "b"] {
+            let mut granted = 0;
             for _ in 0..5 {
                 match api.get(key).acquire_async().await {
                     Ok(g) => {
                         assert_eq!(g.decided_by(), DecidedBy::LocalFallback);
-                        granted[i] += 1;
+                        granted += 1;
                     }
                     Err(e) => assert!(e.to_string().contains("api"), "{e}"),
                 }
             }
+            println!("KEY {key} {granted}");
         }
+        println!("FALLBACK {}", api.metrics().fallback_decisions());
+        // Each key's local state is held in the family's bounded memory.
+        println!("IN_USE {}", api.counts().in_use);
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_redis_is_down_each_process_admits_its_share_of_each_key() {
+    let mut server = RedisServer::start();
+    let url = server.url();
+    // N = 10 per key among three expected instances: each admits
+    // floor(10 / 3) = 3 per key, and the three together stay within 10.
+    let api = family(&url, OUTAGE);
+    assert_eq!(api.local_fallback_limit(), Some(3));
+    // Redis decides while it is up.
+    let g = api.get("a").acquire_async().await.unwrap();
+    assert_eq!(g.decided_by(), DecidedBy::Redis);
+    server.kill();
+    // Three processes of the service, each with its own family, ask each
+    // key five times while the server is down.
+    let outputs = children::run_copies(
+        "child_process_asks_each_key_five_times_while_redis_is_down",
+        3,
+        &[(CHILD_URL, &url)],
+    );
+    let mut granted = [0u32; 2];
+    for stdout in &outputs {
+        let field = |prefix: &str| -> u32 {
+            stdout
+                .lines()
+                .find_map(|l| l.split_once(prefix).map(|(_, n)| n.trim().parse().unwrap()))
+                .unwrap_or_else(|| panic!("a `{prefix}` line:\n{stdout}"))
+        };
+        granted[0] += field("KEY a ");
+        granted[1] += field("KEY b ");
+        assert_eq!(field("FALLBACK "), 10, "{stdout}");
+        assert_eq!(field("IN_USE "), 2, "{stdout}");
     }
-    // Per key, per instance, 3: 9 of each key's 10, never more.
+    // Per key, per process, 3: 9 of each key's 10, never more.
     assert_eq!(granted, [9, 9]);
-    let m = instances[0].metrics();
-    assert_eq!(m.fallback_decisions(), 10);
-    // Each key's local state is held in the family's bounded memory.
-    assert_eq!(instances[0].counts().in_use, 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -222,4 +241,157 @@ keyed = {{ max-keys = 50, idle-ttl = "1m" }}
         .unwrap_err()
         .to_string();
     assert!(err.contains("backend = \"redis\""), "{err}");
+}
+
+const TIERED: &str = r#"
+resilience4j:
+  ratelimiter:
+    instances:
+      tiered:
+        backend: redis
+        redis-url: "URL"
+        key-prefix: "tier:"
+        limit-for-period: 2
+        limit-refresh-period: 30s
+        timeout-duration: 0ms
+        failure-policy: local-fallback
+        expected-instances: 1
+        keyed:
+          max-keys: 50
+          overrides:
+            "gold-*": { limit-for-period: 5 }
+            "tenant-42": { limit-for-period: 1 }
+"#;
+
+/// How many of `n` acquires of `key` are granted, each decided by `by`.
+async fn granted_by(family: &KeyedDistributedRateLimiter, key: &str, n: u32, by: DecidedBy) -> u32 {
+    let mut granted = 0;
+    for _ in 0..n {
+        if let Ok(g) = family.get(key).acquire_async().await {
+            assert_eq!(g.decided_by(), by);
+            granted += 1;
+        }
+    }
+    granted
+}
+
+/// How many of `n` acquires of `key` Redis grants.
+async fn granted(family: &KeyedDistributedRateLimiter, key: &str, n: u32) -> u32 {
+    granted_by(family, key, n, DecidedBy::Redis).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_files_tiers_give_each_redis_key_its_limit_and_a_reload_changes_the_keys_held() {
+    let server = RedisServer::start();
+    let yaml = TIERED.replace("URL", &server.url());
+    let registry = resil::Registry::builder().build();
+    registry
+        .reload(resil::config::FileConfig::from_yaml_str(&yaml).unwrap())
+        .unwrap();
+    let family = registry.keyed_distributed_rate_limiter("tiered").unwrap();
+    assert_eq!(granted(&family, "gold-1", 8).await, 5, "the gold tier");
+    assert_eq!(
+        granted(&family, "tenant-42", 3).await,
+        1,
+        "the exact key wins"
+    );
+    assert_eq!(granted(&family, "tenant-7", 3).await, 2, "the default");
+
+    // The snapshot and the metrics show the family, never a key as a label.
+    let snapshot = registry.keyed_snapshot(2);
+    let f = snapshot
+        .iter()
+        .find(|f| f.aspect == "distributed_rate_limiter")
+        .unwrap();
+    assert_eq!((f.name.as_str(), f.max_keys), ("tiered", 50));
+    assert_eq!(f.default, "limit-for-period=2");
+    assert_eq!(
+        f.overrides,
+        [
+            ("gold-*".to_string(), "limit-for-period=5".to_string()),
+            ("tenant-42".to_string(), "limit-for-period=1".to_string())
+        ]
+    );
+    assert_eq!(f.keys_in_use, 3);
+    assert_eq!(
+        f.top_by_refusals,
+        [("gold-1".to_string(), 3), ("tenant-42".to_string(), 2)]
+    );
+    let text = registry.prometheus_text();
+    let keys_line = text
+        .lines()
+        .find(|l| l.starts_with("resil_keyed_keys{") && l.contains("distributed_rate_limiter"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(keys_line.ends_with(" 3"), "{keys_line}");
+    assert!(!text.contains("gold-1"), "no key in a label");
+
+    // A reload raises the default and the gold tier: the keys held get
+    // their new limit (what Redis counted stays counted).
+    let reloaded = yaml
+        .replace("limit-for-period: 2", "limit-for-period: 4")
+        .replace("{ limit-for-period: 5 }", "{ limit-for-period: 7 }")
+        .replace("max-keys: 50", "max-keys: 40");
+    registry
+        .reload(resil::config::FileConfig::from_yaml_str(&reloaded).unwrap())
+        .unwrap();
+    assert_eq!(family.keyed_config().max_keys(), 40);
+    assert_eq!(granted(&family, "tenant-7", 5).await, 2, "4 - the 2 taken");
+    assert_eq!(granted(&family, "gold-1", 5).await, 2, "7 - the 5 taken");
+    assert_eq!(
+        granted(&family, "tenant-42", 2).await,
+        0,
+        "its override stays 1"
+    );
+    let mut shares = Vec::new();
+    family.for_each_key(|key, limit| shares.push((key.as_str().unwrap().to_owned(), limit)));
+    shares.sort();
+    assert_eq!(
+        shares,
+        [
+            ("gold-1".to_string(), 7),
+            ("tenant-42".to_string(), 1),
+            ("tenant-7".to_string(), 4)
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tier_changes_the_local_share_of_a_key_held_while_redis_is_down() {
+    let mut server = RedisServer::start();
+    let policy = FailurePolicy::LocalFallback {
+        expected_instances: 2,
+    };
+    let api = family(&server.url(), policy);
+    api.set_tiers(resil::keyed::Tiers::new(10).with_override("big", 20))
+        .unwrap();
+    assert_eq!(
+        granted(&api, "big", 1).await,
+        1,
+        "created while Redis is up"
+    );
+    server.kill();
+    // floor(20 / 2) = 10 for `big` while Redis is down, 5 for a default key.
+    assert_eq!(
+        granted_by(&api, "big", 12, DecidedBy::LocalFallback).await,
+        10
+    );
+    assert_eq!(
+        granted_by(&api, "small", 12, DecidedBy::LocalFallback).await,
+        5
+    );
+    // Lowered to 14 (a share of 7) while held: the 10 it counted stay counted.
+    api.set_tiers(resil::keyed::Tiers::new(10).with_override("big", 14))
+        .unwrap();
+    assert_eq!(
+        granted_by(&api, "big", 3, DecidedBy::LocalFallback).await,
+        0
+    );
+    // A tier the family's other settings refuse names its pattern, and
+    // changes nothing.
+    let err = api
+        .set_tiers(resil::keyed::Tiers::new(10).with_override("tiny", 1))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("overrides.tiny"), "{err}");
+    assert_eq!(api.tiers().overrides().count(), 1);
 }

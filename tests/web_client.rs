@@ -25,6 +25,9 @@ use resil_web::tower::client::{ReplayBody, ReplayMethods};
 use resil_web::tower::ResilienceLayer;
 use tower::{Layer, ServiceExt};
 
+#[path = "support/budgets.rs"]
+mod budgets;
+
 /// What the downstream saw.
 #[derive(Default)]
 struct Seen {
@@ -934,4 +937,50 @@ async fn a_cancelled_or_panicking_retried_request_gives_every_slot_back() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+}
+
+#[tokio::test]
+async fn each_tenant_header_retries_on_its_own_budget() {
+    let seen = Arc::new(Seen::default());
+    seen.failing.store(usize::MAX, Ordering::SeqCst); // always 503
+    let url = serve(seen.clone()).await;
+    // A clock nobody advances: the budgets' windows never pass, and the
+    // retry does not wait.
+    let registry = Registry::builder()
+        .clock(resil::clock::ManualClock::new())
+        .build();
+    registry
+        .configure_retry("per-tenant", |b| {
+            b.max_attempts(3)
+                .wait_duration(Duration::ZERO)
+                .budget(budgets::one_retry_budget())
+        })
+        .unwrap();
+    let client = ResilienceLayer::builder(&registry, "per-tenant")
+        .client()
+        .retry_budget_per(resil_web::tower::client::RetryBudgetKey::Header(
+            http::HeaderName::from_static("x-tenant"),
+        ))
+        .classify(HttpClassifier::default())
+        .build()
+        .layer(hyper());
+    let send = |tenant: &'static str| {
+        let mut req = request(Method::GET, &url, "", false);
+        req.headers_mut()
+            .insert("x-tenant", http::HeaderValue::from_static(tenant));
+        client.clone().oneshot(req)
+    };
+    let hits = || seen.hits.load(Ordering::SeqCst);
+
+    let err = send("noisy").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::RetryBudgetExhausted);
+    assert_eq!(hits(), 2, "noisy's one retry, then its budget refused");
+    let err = send("noisy").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::RetryBudgetExhausted);
+    assert_eq!(hits(), 3, "no retry left for noisy");
+    let _ = send("quiet").await;
+    assert_eq!(hits(), 5, "quiet retries on its own budget");
+    let budgets = registry.keyed_retry_budget("per-tenant");
+    assert_eq!(budgets.counts().in_use, 2);
+    assert_eq!(budgets.get("noisy").available_retries(), 0);
 }

@@ -74,7 +74,7 @@ fn closest(aspect: Aspect, text: &str) -> Option<&'static str> {
 pub(crate) fn expression_keys(aspect: Aspect) -> &'static [&'static str] {
     match aspect {
         Aspect::RateLimiter => &["key", "permits"],
-        Aspect::CircuitBreaker | Aspect::Bulkhead => &["key"],
+        Aspect::CircuitBreaker | Aspect::Bulkhead | Aspect::Retry => &["key"],
         _ => &[],
     }
 }

@@ -212,6 +212,7 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
             let (family, lookup) = match layer.aspect {
                 Aspect::RateLimiter => ("KeyedRateLimiter", "keyed_rate_limiter"),
                 Aspect::CircuitBreaker => ("KeyedCircuitBreaker", "keyed_circuit_breaker"),
+                Aspect::Retry => ("KeyedRetry", "keyed_retry"),
                 _ => ("KeyedBulkhead", "keyed_bulkhead"),
             };
             let family = Ident::new(family, Span::call_site());
@@ -232,10 +233,11 @@ pub(crate) fn expand(mut plan: Plan) -> TokenStream {
                     }
                 };
             });
-            handles.push(if layer.aspect == Aspect::CircuitBreaker {
-                quote!(&*#kh)
-            } else {
-                quote!(&#kh)
+            handles.push(match layer.aspect {
+                Aspect::CircuitBreaker => quote!(&*#kh),
+                // The retry on the key's budget (`OnBudget` is `Copy`).
+                Aspect::Retry => quote!(#p::RetryKeyHandle::on(&#kh)),
+                _ => quote!(&#kh),
             });
             continue;
         }
@@ -613,6 +615,12 @@ fn innermost_call(
                 return quote!(#p::BulkheadHandle::call_async(#h, async move { #body }))
             }
             (Aspect::Bulkhead, false) => return quote!(#p::BulkheadHandle::call(#h, || #body)),
+            (Aspect::Retry, true) => {
+                return quote!(#p::OnBudget::call_async(#h, #[inline(always)] || { #rebind async move { #body } }))
+            }
+            (Aspect::Retry, false) => {
+                return quote!(#p::OnBudget::call(#h, #[inline(always)] || { #rebind #body }))
+            }
             _ => {} // a keyed breaker is called as a breaker
         }
     }
@@ -669,6 +677,12 @@ fn outer_call(
             }
             (Aspect::Bulkhead, true) => return quote!(#p::around_keyed_bulkhead_async(#h, #inner)),
             (Aspect::Bulkhead, false) => return quote!(#p::around_keyed_bulkhead(#h, || #inner)),
+            (Aspect::Retry, true) => {
+                return quote!(#p::OnBudget::call_async_nested(#h, #[inline(always)] || { #rebind #inner }))
+            }
+            (Aspect::Retry, false) => {
+                return quote!(#p::OnBudget::call_nested(#h, #[inline(always)] || { #rebind #inner }))
+            }
             _ => {}
         }
     }

@@ -201,6 +201,13 @@ pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// Settings: `max_attempts` (≥ 1, counting the first call), `wait_duration`.
 ///
+/// **A retry budget per key.** `key = <expr>` (over the fn's arguments, as
+/// for the rate limiter) makes the retry draw on the key's budget of the
+/// keyed retry-budget family `name` (`Registry::keyed_retry_budget`)
+/// instead of one budget for every caller: a tenant whose calls all fail
+/// spends its own retries, not the others'. The retry's settings are the
+/// instance's (file or code), not the attribute's.
+///
 /// ```
 /// # #[derive(Debug, PartialEq)] pub struct E;
 /// # impl From<resil::Rejection> for E { fn from(_: resil::Rejection) -> Self { E } }

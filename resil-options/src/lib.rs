@@ -740,7 +740,32 @@ const RETRY: &[OptionSpec] = &[
         Default::Unset("none"),
     ),
     registry("result-predicate", Ty::Predicate, Default::Unset("none")),
+    // A retry budget (tower's `TpsBudget`): set any of the three and the
+    // retry draws on one; they are also what each key's budget of the
+    // keyed family gets, and what `keyed.overrides` may set per key.
+    core(
+        "budget-retry-ratio",
+        Ty::F64,
+        "",
+        Default::Unset("no budget (0.2 once a budget key is set)"),
+    ),
+    core(
+        "budget-min-retries-per-second",
+        Ty::U32,
+        "",
+        Default::Unset("no budget (10 once a budget key is set)"),
+    ),
+    core(
+        "budget-window",
+        Ty::Duration,
+        "",
+        Default::Unset("no budget (10s once a budget key is set)"),
+    ),
     EVENTS,
+    // The keyed retry-budget family (`registry.keyed_retry_budget(name)`):
+    // a retry budget per key, within these bounds.
+    registry("keyed.max-keys", Ty::Usize, Default::Is("10000")),
+    registry("keyed.idle-ttl", Ty::Duration, Default::Is("10m")),
 ];
 
 const BULKHEAD: &[OptionSpec] = &[

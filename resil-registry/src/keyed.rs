@@ -1,5 +1,6 @@
 //! Keyed families by name: [`Registry::keyed_rate_limiter`],
-//! [`Registry::keyed_circuit_breaker`], [`Registry::keyed_bulkhead`].
+//! [`Registry::keyed_circuit_breaker`], [`Registry::keyed_bulkhead`],
+//! [`Registry::keyed_retry_budget`].
 //!
 //! A family takes the configuration of the instance of the same name and
 //! kind (`resilience4j.ratelimiter.instances.api`, its `base-config`, the
@@ -14,8 +15,11 @@ use std::sync::Arc;
 use dashmap::DashMap;
 use resil_core::bulkhead::{Bulkhead, BulkheadConfig};
 use resil_core::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
-use resil_core::keyed::{KeyedBulkhead, KeyedCircuitBreaker, KeyedConfig, KeyedRateLimiter};
+use resil_core::keyed::{
+    KeyedBulkhead, KeyedCircuitBreaker, KeyedConfig, KeyedRateLimiter, KeyedRetryBudget,
+};
 use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig};
+use resil_core::retry::{Retry, RetryBudgetConfig};
 
 use resil_core::keyed::{Tiers, DEFAULT_IDLE_TTL, DEFAULT_MAX_KEYS};
 
@@ -39,7 +43,7 @@ pub(crate) fn bounds<C>(resolved: &Resolved<C>) -> KeyedConfig {
 }
 
 /// The `u32` option `key` by key pattern, over `default`.
-fn u32_tiers<C>(resolved: &Resolved<C>, key: &str, default: u32) -> Tiers<u32> {
+pub(crate) fn u32_tiers<C>(resolved: &Resolved<C>, key: &str, default: u32) -> Tiers<u32> {
     resolved
         .key_overrides()
         .iter()
@@ -88,12 +92,36 @@ fn breaker_tiers(
     tiers
 }
 
+/// The aspect of a Redis-backed keyed rate limiter, in metrics and the
+/// snapshot.
+#[cfg(feature = "redis")]
+const DISTRIBUTED: &str = "distributed_rate_limiter";
+
+/// The retry budget by key pattern: `base` (the retry's) with each
+/// override's `budget-*` values laid on top.
+fn budget_tiers(
+    resolved: &Resolved<resil_core::retry::RetryConfig>,
+    base: RetryBudgetConfig,
+) -> Tiers<RetryBudgetConfig> {
+    resolved
+        .key_overrides()
+        .iter()
+        .fold(
+            Tiers::new(base),
+            |tiers, (pattern, o)| match crate::kinds::retry::budget_with(Some(base), &o.values) {
+                Some(config) => tiers.with_override(pattern, config),
+                None => tiers,
+            },
+        )
+}
+
 /// The registry's keyed families, by name and kind.
 #[derive(Default)]
 pub(crate) struct Families {
     limiters: DashMap<Arc<str>, KeyedRateLimiter>,
     breakers: DashMap<Arc<str>, KeyedCircuitBreaker>,
     bulkheads: DashMap<Arc<str>, KeyedBulkhead>,
+    budgets: DashMap<Arc<str>, KeyedRetryBudget>,
     /// Redis-backed keyed rate limiters (`kinds/rate_limiter/redis.rs`).
     #[cfg(feature = "redis")]
     pub(crate) distributed:
@@ -222,8 +250,78 @@ impl Registry {
             .clone()
     }
 
+    /// The keyed retry-budget family `name`: one [`RetryBudget`] per key,
+    /// each with the settings of the retry `name`'s budget (the file's
+    /// `budget-retry-ratio`, `budget-min-retries-per-second`,
+    /// `budget-window`, or code's `configure_retry(name, |b| b.budget(…))`),
+    /// or [`RetryBudgetConfig::default`]'s (tower's `TpsBudget`'s); bounds
+    /// and per-key overrides of those three from
+    /// `resilience4j.retry.instances.<name>.keyed`. A retry draws on a key's
+    /// budget with [`Retry::with_budget`], which is what
+    /// `#[resil::retry(name = "api", key = tenant)]` does.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resil_registry::Registry;
+    /// use resil_core::retry::{RetryBudget, RetryBudgetConfig};
+    /// use resil_core::{Error, ErrorKind};
+    ///
+    /// let registry = Registry::new();
+    /// let floor_of_one = RetryBudgetConfig::builder()
+    ///     .min_retries_per_second(1)
+    ///     .window(Duration::from_secs(1))
+    ///     .retry_ratio(0.0)
+    ///     .build()
+    ///     .unwrap();
+    /// registry
+    ///     .configure_retry("api", move |b| {
+    ///         b.wait_duration(Duration::ZERO).budget(RetryBudget::new(floor_of_one))
+    ///     })
+    ///     .unwrap();
+    /// let retry = registry.retry("api");
+    /// let budgets = registry.keyed_retry_budget("api");
+    /// let call = |tenant: &str| -> Result<(), Error<&str>> {
+    ///     retry.with_budget(&budgets.get(tenant)).call(|| Err("down"))
+    /// };
+    /// // tenant-1's one retry is spent on its first call; tenant-2 keeps its own.
+    /// assert_eq!(call("tenant-1").unwrap_err().kind(), ErrorKind::RetryBudgetExhausted);
+    /// assert_eq!(budgets.get("tenant-1").available_retries(), 0);
+    /// assert_eq!(budgets.get("tenant-2").available_retries(), 1);
+    /// ```
+    ///
+    /// [`RetryBudget`]: resil_core::retry::RetryBudget
+    pub fn keyed_retry_budget(&self, name: &str) -> KeyedRetryBudget {
+        let families = &self.inner.keyed.budgets;
+        if let Some(family) = families.get(name) {
+            return family.clone();
+        }
+        let config = self.keyed_budget_config(name);
+        families
+            .entry(Arc::from(name))
+            .or_insert_with(|| {
+                let file = self.file();
+                let resolved = file.retry().for_name(name);
+                let keyed = bounds(resolved);
+                let family = match &self.inner.clock {
+                    Some(clock) => KeyedRetryBudget::with_clock(name, config, keyed, clock.clone()),
+                    None => KeyedRetryBudget::new(name, config, keyed),
+                };
+                family.set_tiers(budget_tiers(resolved, config));
+                family
+            })
+            .clone()
+    }
+
+    /// The budget settings of the retry `name` (its code budget's, or the
+    /// defaults).
+    fn keyed_budget_config(&self, name: &str) -> RetryBudgetConfig {
+        let retry = self.keyed_config::<Retry>(name);
+        retry.budget().map(|b| *b.config()).unwrap_or_default()
+    }
+
     /// The names of the keyed families of each kind (rate limiters,
-    /// breakers, bulkheads), sorted.
+    /// breakers, bulkheads), sorted; retry budgets are
+    /// [`keyed_retry_budget_names`](Self::keyed_retry_budget_names).
     pub fn keyed_family_names(&self) -> [Vec<String>; 3] {
         fn names<T>(map: &DashMap<Arc<str>, T>) -> Vec<String> {
             let mut names: Vec<String> = map.iter().map(|e| e.key().to_string()).collect();
@@ -232,6 +330,19 @@ impl Registry {
         }
         let k = &self.inner.keyed;
         [names(&k.limiters), names(&k.breakers), names(&k.bulkheads)]
+    }
+
+    /// The names of the keyed retry-budget families, sorted.
+    pub fn keyed_retry_budget_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .inner
+            .keyed
+            .budgets
+            .iter()
+            .map(|e| e.key().to_string())
+            .collect();
+        names.sort();
+        names
     }
 }
 
@@ -274,6 +385,15 @@ impl Registry {
             family.set_tiers(breaker_tiers(resolved, config));
             family.reconfigure(bounds(resolved));
         }
+        for family in families.budgets.iter() {
+            let name = family.key();
+            let config = self.keyed_budget_config(name);
+            let resolved = file.retry().for_name(name);
+            family.set_tiers(budget_tiers(resolved, config));
+            family.reconfigure(bounds(resolved));
+        }
+        #[cfg(feature = "redis")]
+        self.refresh_keyed_distributed();
     }
 }
 
@@ -290,6 +410,13 @@ impl Families {
         for f in self.bulkheads.iter() {
             samples(f.key(), "bulkhead", f.counts(), out);
         }
+        for f in self.budgets.iter() {
+            samples(f.key(), "retry", f.counts(), out);
+        }
+        #[cfg(feature = "redis")]
+        for f in self.distributed.iter() {
+            samples(f.key(), DISTRIBUTED, f.counts(), out);
+        }
     }
 }
 
@@ -301,7 +428,9 @@ impl Families {
 pub struct KeyedFamilySnapshot {
     /// The family's name (its instance's).
     pub name: String,
-    /// `rate_limiter`, `circuit_breaker` or `bulkhead`.
+    /// `rate_limiter`, `circuit_breaker`, `bulkhead`, `retry` (a retry
+    /// budget per key) or `distributed_rate_limiter` (a quota in Redis per
+    /// key).
     pub aspect: &'static str,
     /// `keyed.max-keys`.
     pub max_keys: usize,
@@ -400,6 +529,36 @@ impl Registry {
                 f.keyed_config(),
                 &f.tiers(),
                 |v| format!("max-concurrent-calls={v}"),
+                f.counts(),
+                f.top_keys(top),
+            ));
+        }
+        for f in k.budgets.iter() {
+            out.push(family_snapshot(
+                f.key(),
+                "retry",
+                f.keyed_config(),
+                &f.tiers(),
+                |c| {
+                    format!(
+                        "retry-ratio={}, min-retries-per-second={}, window={}",
+                        c.retry_ratio(),
+                        c.min_retries_per_second(),
+                        crate::config::format_duration(c.window())
+                    )
+                },
+                f.counts(),
+                f.top_keys(top),
+            ));
+        }
+        #[cfg(feature = "redis")]
+        for f in k.distributed.iter() {
+            out.push(family_snapshot(
+                f.key(),
+                DISTRIBUTED,
+                f.keyed_config(),
+                &f.tiers(),
+                |v| format!("limit-for-period={v}"),
                 f.counts(),
                 f.top_keys(top),
             ));

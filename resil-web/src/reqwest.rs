@@ -200,8 +200,9 @@ async fn send(
             svc.call(req).await
         }
     };
+    let mut budget = None;
     crate::tower::client::attempts::attempts(
-        shared.retry.as_ref().map(|h| h.get()),
+        shared.retry(req.url().host_str(), req.headers(), &mut budget),
         shared.hedging.as_ref().map(|h| h.get()),
         &shared.resilience.classify,
         attempt,

@@ -8,8 +8,11 @@ pub use resil_core::keyed::{
     BreakerHandle, BulkheadHandle, KeyedBulkhead, KeyedCircuitBreaker, KeyedRateLimiter,
     LimiterHandle,
 };
+use resil_core::keyed::{BudgetHandle, Key, KeyedRetryBudget};
+pub use resil_core::retry::OnBudget;
+use resil_core::retry::Retry;
 use resil_core::Error;
-use resil_registry::registry;
+use resil_registry::{registry, Handle};
 
 /// The process-wide registry's keyed rate-limiter family `name`.
 #[inline(never)]
@@ -27,6 +30,48 @@ pub fn keyed_circuit_breaker(name: &str) -> KeyedCircuitBreaker {
 #[inline(never)]
 pub fn keyed_bulkhead(name: &str) -> KeyedBulkhead {
     registry().keyed_bulkhead(name)
+}
+
+/// A keyed retry (`#[resil::retry(name = "api", key = …)]`): the retry
+/// `name` (following reloads), drawing on the key's budget of the keyed
+/// retry-budget family `name`.
+pub struct KeyedRetry {
+    retry: Handle<Retry>,
+    budgets: KeyedRetryBudget,
+}
+
+/// The process-wide registry's retry `name` and its keyed budgets.
+#[inline(never)]
+pub fn keyed_retry(name: &str) -> KeyedRetry {
+    KeyedRetry {
+        retry: registry().retry(name),
+        budgets: registry().keyed_retry_budget(name),
+    }
+}
+
+impl KeyedRetry {
+    /// The retry and `key`'s budget, for one call.
+    #[inline]
+    pub fn get<Q: Key + ?Sized>(&self, key: &Q) -> RetryKeyHandle<'_> {
+        RetryKeyHandle {
+            retry: self.retry.get(),
+            budget: self.budgets.get(key),
+        }
+    }
+}
+
+/// One call's retry and its key's budget, from [`KeyedRetry::get`].
+pub struct RetryKeyHandle<'a> {
+    retry: &'a Retry,
+    budget: BudgetHandle<'a>,
+}
+
+impl RetryKeyHandle<'_> {
+    /// The retry on the key's budget.
+    #[inline]
+    pub fn on(&self) -> OnBudget<'_> {
+        self.retry.with_budget(&self.budget)
+    }
 }
 
 /// A key's rate limiter around an inner stack (`permits` permits).

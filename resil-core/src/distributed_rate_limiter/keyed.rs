@@ -5,18 +5,18 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use parking_lot::RwLock;
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 use super::config::DistributedRateLimiterConfig;
 use super::grant::Grant;
 use super::limiter::{DistributedRateLimiter, Inner, Slot};
 use super::metrics::DistributedRateLimiterMetrics;
-use super::policy::Policy;
 use super::script::Quota;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{ConfigError, Error, RequestNotPermitted, SharedName};
 use crate::keyed::map::{Entry, Map};
-use crate::keyed::{KeyedConfig, KeyedCounts};
+use crate::keyed::{KeyedConfig, KeyedCounts, StoredKey, Tiers, TopKeys};
 use crate::rate_limiter::AcquireError;
 
 /// A family of distributed rate limiters, one quota per key: the key's
@@ -39,6 +39,12 @@ use crate::rate_limiter::AcquireError;
 /// a new key's acquires are refused. Local permit leases are the unkeyed
 /// limiter's only: a keyed acquire always asks Redis.
 ///
+/// **Tiers.** [`set_tiers`](Self::set_tiers) gives keys or `*` patterns
+/// their own `limit_for_period` (the most specific wins), for new keys and
+/// for the keys held: from its next acquire, a key sends Redis its new
+/// limit (the quota's state in Redis is kept, as when the unkeyed limiter's
+/// limit changes) and its local fallback share follows.
+///
 /// Keys are text (`&str`): the same key must name the same quota in every
 /// process, whatever its language; format other keys (an IP address, a
 /// user id) with `to_string()`.
@@ -53,7 +59,20 @@ pub struct KeyedDistributedRateLimiter {
 struct Family {
     limiter: DistributedRateLimiter,
     refusal: SharedName,
+    tiers: RwLock<Tiers<u32>>,
     map: Map<Slot>,
+}
+
+impl Family {
+    /// The configuration of a key whose limit is `limit`: the family's,
+    /// with that limit (checked by [`KeyedDistributedRateLimiter::set_tiers`]).
+    fn config_for(&self, limit: u32) -> Result<DistributedRateLimiterConfig, ConfigError> {
+        let base = self.limiter.config();
+        if limit == base.limit_for_period() {
+            return Ok(base.clone());
+        }
+        base.to_builder().limit_for_period(limit).build()
+    }
 }
 
 impl KeyedDistributedRateLimiter {
@@ -77,11 +96,13 @@ impl KeyedDistributedRateLimiter {
         clock: impl Clock,
     ) -> Result<Self, ConfigError> {
         let name = name.into();
+        let tiers = RwLock::new(Tiers::new(config.limit_for_period()));
         let limiter = DistributedRateLimiter::with_clock(Arc::clone(&name), config, clock)?;
         Ok(KeyedDistributedRateLimiter {
             inner: Arc::new(Family {
                 limiter,
                 refusal: SharedName::new(name),
+                tiers,
                 map: Map::new(keyed),
             }),
         })
@@ -105,6 +126,55 @@ impl KeyedDistributedRateLimiter {
     /// Keys held locally, created, evicted and refused.
     pub fn counts(&self) -> KeyedCounts {
         KeyedCounts::of(&self.inner.map)
+    }
+
+    /// Sets `limit_for_period` by key, for new keys and for the keys held
+    /// (see the type's docs). Every value is checked first, with the
+    /// family's other settings (a lease or a local share that no longer
+    /// fits); on an error nothing changes, and the error names the
+    /// override's pattern.
+    pub fn set_tiers(&self, tiers: Tiers<u32>) -> Result<(), ConfigError> {
+        let family = &*self.inner;
+        family.config_for(*tiers.default_value())?;
+        for (pattern, limit) in tiers.overrides() {
+            family
+                .config_for(*limit)
+                .map_err(|e| e.in_path(&format!("overrides.{}", pattern.as_str())))?;
+        }
+        *family.tiers.write() = tiers.clone();
+        family.map.for_each(|entry| {
+            // Every tier was checked above: an error cannot come back here.
+            if let Ok(config) = family.config_for(*tiers.for_key(&entry.key)) {
+                entry.state.retune(&config);
+            }
+        });
+        Ok(())
+    }
+
+    /// The limits by key.
+    pub fn tiers(&self) -> Tiers<u32> {
+        self.inner.tiers.read().clone()
+    }
+
+    /// New local bounds, as a reload gives them.
+    pub fn reconfigure(&self, keyed: KeyedConfig) {
+        self.inner.map.set_bounds(keyed);
+    }
+
+    /// The `n` keys held locally with the most acquires and the most
+    /// refusals (with what the summaries of evicted keys hold for them).
+    pub fn top_keys(&self, n: usize) -> TopKeys {
+        self.inner.map.top(n)
+    }
+
+    /// Calls `f` with every key held locally and its limit per period.
+    pub fn for_each_key(&self, mut f: impl FnMut(&StoredKey, u32)) {
+        // A copy: no lock of the tiers is held while the map's are taken
+        // (a new key's creation reads the tiers under its shard's lock).
+        let tiers = self.tiers();
+        self.inner
+            .map
+            .for_each(|e| f(&e.key, *tiers.for_key(&e.key)));
     }
 
     /// The family's counters (every key's acquires together).
@@ -136,10 +206,16 @@ impl KeyedDistributedRateLimiter {
             now,
             |stored| {
                 let text = stored.as_str().unwrap_or_default();
-                Slot {
-                    quota: Quota::keyed(&inner.name, text, &inner.config),
-                    policy: Policy::new(&inner.name, &inner.config, inner.clock.clone()),
-                }
+                let limit = *family.tiers.read().for_key(stored);
+                let config = family
+                    .config_for(limit)
+                    .unwrap_or_else(|_| inner.config.clone());
+                Slot::new(
+                    Quota::keyed(&inner.name, text, &config),
+                    &inner.name,
+                    &config,
+                    inner.clock.clone(),
+                )
             },
             |slot: &Slot, now| slot.policy.idle(now),
         );

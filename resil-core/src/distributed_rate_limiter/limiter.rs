@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -96,10 +97,7 @@ impl DistributedRateLimiter {
         let clock = SharedClock::new(clock);
         Ok(DistributedRateLimiter {
             inner: Arc::new(Inner {
-                own: Slot {
-                    quota: Quota::new(&name, &config),
-                    policy: Policy::new(&name, &config, clock.clone()),
-                },
+                own: Slot::new(Quota::new(&name, &config), &name, &config, clock.clone()),
                 backend,
                 clock,
                 counters: Counters::default(),
@@ -265,6 +263,33 @@ impl DistributedRateLimiter {
 pub(crate) struct Slot {
     pub(crate) quota: Quota,
     pub(crate) policy: Policy,
+    /// The most permits one acquire may ask for (a keyed family's key may
+    /// have its own limit).
+    max_permits: AtomicU32,
+}
+
+impl Slot {
+    pub(crate) fn new(
+        quota: Quota,
+        name: &Arc<str>,
+        config: &DistributedRateLimiterConfig,
+        clock: SharedClock,
+    ) -> Self {
+        Slot {
+            quota,
+            policy: Policy::new(name, config, clock),
+            max_permits: AtomicU32::new(config.max_permits()),
+        }
+    }
+
+    /// `config`'s limits from now on (same algorithm and Redis key): what a
+    /// keyed family's tier gives a key that exists.
+    pub(crate) fn retune(&self, config: &DistributedRateLimiterConfig) {
+        self.quota.retune(config);
+        self.policy.retune(config);
+        self.max_permits
+            .store(config.max_permits(), Ordering::Relaxed);
+    }
 }
 
 impl Inner {
@@ -329,7 +354,7 @@ impl Inner {
         slot: &Slot,
         permits: u32,
     ) -> Result<Grant, AcquireError> {
-        let max = self.config.max_permits();
+        let max = slot.max_permits.load(Ordering::Relaxed);
         if permits > max {
             self.publish(DistributedRateLimiterEventKind::FailedAcquire, permits);
             self.counters.acquired(false);

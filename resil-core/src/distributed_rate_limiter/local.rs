@@ -3,6 +3,7 @@
 //! grants at most its share in any window of the period, in the order asked.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -12,7 +13,8 @@ use crate::clock;
 /// At most `share` permits in any window of `interval`, counted in buckets
 /// of `width` (all in the clock's nanoseconds).
 pub(crate) struct LocalWindow {
-    share: u64,
+    /// Changed in place by a keyed family's tiers ([`set_share`](Self::set_share)).
+    share: AtomicU64,
     interval: u64,
     width: u64,
     state: Mutex<State>,
@@ -29,7 +31,7 @@ impl LocalWindow {
     pub(crate) fn new(share: u32, interval: Duration, buckets: u32) -> Self {
         let interval = clock::nanos(interval).max(1);
         LocalWindow {
-            share: u64::from(share.max(1)),
+            share: AtomicU64::new(u64::from(share.max(1))),
             interval,
             width: interval.div_ceil(u64::from(buckets.max(1))),
             state: Mutex::new(State {
@@ -41,7 +43,13 @@ impl LocalWindow {
 
     /// The permits per window.
     pub(crate) fn share(&self) -> u32 {
-        u32::try_from(self.share).unwrap_or(u32::MAX)
+        u32::try_from(self.share.load(Ordering::Relaxed)).unwrap_or(u32::MAX)
+    }
+
+    /// A new share for the windows from now on; what the window counts
+    /// stays counted.
+    pub(crate) fn set_share(&self, share: u32) {
+        self.share.store(u64::from(share.max(1)), Ordering::Relaxed);
     }
 
     /// Whether no grant (or reservation) counts in a window at `now` or
@@ -58,7 +66,8 @@ impl LocalWindow {
     /// ask for room for one and take none.
     pub(crate) fn take(&self, now: u64, permits: u32, max_wait: u64) -> Option<u64> {
         let need = u64::from(permits.max(1));
-        if need > self.share {
+        let share = self.share.load(Ordering::Relaxed);
+        if need > share {
             return None;
         }
         let mut state = self.state.lock();
@@ -75,8 +84,8 @@ impl LocalWindow {
         let used: u64 = state.buckets.iter().map(|&(_, n)| n).sum();
         let from = now.max(state.latest);
         let mut at = from;
-        if used + need > self.share {
-            let mut excess = used + need - self.share;
+        if used + need > share {
+            let mut excess = used + need - share;
             for &(end, n) in &state.buckets {
                 if n >= excess {
                     at = from.max(end.saturating_add(self.interval));

@@ -27,17 +27,11 @@ impl Policy {
     ) -> Self {
         let policy = config.failure_policy();
         let local = match policy {
-            FailurePolicy::LocalFallback { expected_instances } => {
-                // Rounded down, so that the expected instances together never
-                // grant more than the quota in any window (the config checks
-                // that each gets at least one).
-                let share = config.limit_for_period() / expected_instances.max(1);
-                Some(LocalWindow::new(
-                    share.max(1),
-                    config.limit_refresh_period(),
-                    config.buckets(),
-                ))
-            }
+            FailurePolicy::LocalFallback { expected_instances } => Some(LocalWindow::new(
+                share(config.limit_for_period(), expected_instances),
+                config.limit_refresh_period(),
+                config.buckets(),
+            )),
             _ => None,
         };
         Policy {
@@ -52,6 +46,16 @@ impl Policy {
     /// nothing).
     pub(crate) fn idle(&self, now: u64) -> bool {
         self.local.as_ref().is_none_or(|l| l.is_empty(now))
+    }
+
+    /// A new limit per period (a keyed family's tier): the local share
+    /// follows it.
+    pub(crate) fn retune(&self, config: &DistributedRateLimiterConfig) {
+        if let (Some(local), FailurePolicy::LocalFallback { expected_instances }) =
+            (&self.local, self.policy)
+        {
+            local.set_share(share(config.limit_for_period(), expected_instances));
+        }
     }
 
     /// The local quota's permits per period, when the policy has one.
@@ -99,6 +103,13 @@ impl Policy {
     fn refusal(&self) -> AcquireError {
         AcquireError::NotPermitted(RequestNotPermitted::by(&self.name))
     }
+}
+
+/// One process's share of `limit` among `expected_instances`: rounded down,
+/// so that the expected instances together never grant more than the quota
+/// in any window, and at least one (the config checks that each gets one).
+fn share(limit: u32, expected_instances: u32) -> u32 {
+    (limit / expected_instances.max(1)).max(1)
 }
 
 fn granted(decided_by: DecidedBy) -> Grant {

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use parking_lot::RwLock;
 use redis::aio::ConnectionLike;
 use redis::{RedisResult, Script};
 
@@ -17,7 +18,20 @@ use super::{gcra, sliding};
 pub(crate) struct Quota {
     key: String,
     script: &'static Script,
-    args: Vec<u64>,
+    /// The script's fixed arguments (the first `.1`), which a keyed
+    /// family's tiers change in place ([`retune`](Self::retune)).
+    args: RwLock<([u64; 3], usize)>,
+}
+
+/// The fixed arguments of `config`'s script.
+fn args(config: &DistributedRateLimiterConfig) -> ([u64; 3], usize) {
+    match config.algorithm() {
+        Algorithm::SlidingWindow => (sliding::args(config), 3),
+        Algorithm::Gcra => {
+            let [emission, tolerance] = gcra::args(config);
+            ([emission, tolerance, 0], 2)
+        }
+    }
 }
 
 /// The script's answer.
@@ -53,16 +67,16 @@ pub(crate) struct GiveBack {
 impl Quota {
     pub(crate) fn new(name: &str, config: &DistributedRateLimiterConfig) -> Self {
         let algorithm = config.algorithm();
-        let (script, args) = match algorithm {
-            Algorithm::SlidingWindow => (&*sliding::SCRIPT, sliding::args(config).to_vec()),
-            Algorithm::Gcra => (&*gcra::SCRIPT, gcra::args(config).to_vec()),
+        let script = match algorithm {
+            Algorithm::SlidingWindow => &*sliding::SCRIPT,
+            Algorithm::Gcra => &*gcra::SCRIPT,
         };
         Quota {
             // The algorithm is part of the key: the two keep different types
             // of value, and switching must not hit WRONGTYPE.
             key: format!("{}{}:{}", config.key_prefix(), name, algorithm.as_str()),
             script,
-            args,
+            args: RwLock::new(args(config)),
         }
     }
 
@@ -86,6 +100,12 @@ impl Quota {
         &self.key
     }
 
+    /// Sends `config`'s limits from the next call on (same algorithm and
+    /// key): a keyed family's key given another limit by a tier.
+    pub(crate) fn retune(&self, config: &DistributedRateLimiterConfig) {
+        *self.args.write() = args(config);
+    }
+
     /// Runs the script once for `permits`, which may be reserved up to
     /// `max_wait` ahead, or, with `lease` > 0 and the permits free now, taken
     /// as a lease of up to `lease`; `back` goes back first. `EVALSHA`, plus
@@ -100,8 +120,9 @@ impl Quota {
         // Sliding: limit, interval, width, permits, max wait, lease, back.
         // GCRA: emission, tolerance, permits, max wait, lease, back.
         let max_wait = u64::try_from(ask.max_wait.as_micros()).unwrap_or(u64::MAX);
+        let (fixed, n) = *self.args.read();
         invocation
-            .arg(&self.args[..])
+            .arg(&fixed[..n])
             .arg(ask.permits)
             .arg(max_wait.min(1 << 52))
             .arg(ask.lease)

@@ -1,10 +1,10 @@
-//! Keyed families: one rate limiter, circuit breaker or bulkhead per key
-//! (tenant, user, IP, downstream host, route), one configuration, in bounded
-//! memory.
+//! Keyed families: one rate limiter, circuit breaker, bulkhead or retry
+//! budget per key (tenant, user, IP, downstream host, route), one
+//! configuration, in bounded memory.
 //!
 //! A family ([`KeyedRateLimiter`], [`KeyedCircuitBreaker`],
-//! [`KeyedBulkhead`]) creates a key's instance on its first use
-//! (`family.get(&key)`) and keeps at most `max_keys` of them
+//! [`KeyedBulkhead`], [`KeyedRetryBudget`]) creates a key's instance on its
+//! first use (`family.get(&key)`) and keeps at most `max_keys` of them
 //! ([`KeyedConfig`], 10 000 by default), so keys an attacker controls (a
 //! header, a user id) cannot fill memory:
 //!
@@ -17,7 +17,7 @@
 //!   nobody holds its handle or a permit of it and its state allows: a rate
 //!   limiter with all its permits back, a bulkhead with no call in flight, a
 //!   breaker that is CLOSED or whose OPEN wait has passed (never HALF_OPEN or
-//!   FORCED_OPEN). When none of the keys looked at may go, the **new** key
+//!   FORCED_OPEN), a retry budget with nothing left in its window. When none of the keys looked at may go, the **new** key
 //!   is refused — its calls are refused as the kind refuses them — and
 //!   counted ([`KeyedCounts::refused`]).
 //! * **Keys are never names or labels.** Every instance of a family carries
@@ -33,6 +33,7 @@
 //! or `*` pattern, the most specific winning.
 
 mod breaker;
+mod budget;
 mod bulkhead;
 mod config;
 mod key;
@@ -47,6 +48,7 @@ mod tests;
 use std::sync::atomic::Ordering;
 
 pub use self::breaker::{BreakerHandle, KeyedCircuitBreaker};
+pub use self::budget::{BudgetHandle, KeyedRetryBudget};
 pub use self::bulkhead::{BulkheadHandle, KeyPermit, KeyedBulkhead};
 pub use self::config::{KeyedConfig, DEFAULT_IDLE_TTL, DEFAULT_MAX_KEYS, MAX_MAX_KEYS};
 pub use self::key::{Key, StoredKey};

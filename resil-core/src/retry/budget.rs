@@ -201,6 +201,8 @@ struct Bank {
     bucket_nanos: u64,
     deposit: i64,
     reserve: i64,
+    /// Retries refused since the budget was made.
+    refused: AtomicU64,
 }
 
 /// How a bucket's epoch and balance share one `u64`.
@@ -279,6 +281,7 @@ impl RetryBudget {
                 bucket_nanos,
                 deposit: (f64::from(config.retry_ratio) * UNIT as f64).round() as i64,
                 reserve: reserve as i64,
+                refused: AtomicU64::new(0),
             }),
         }
     }
@@ -303,6 +306,7 @@ impl RetryBudget {
         let bank = &*self.inner;
         let epoch = bank.epoch();
         if bank.balance(epoch) < UNIT {
+            bank.refused.fetch_add(1, Ordering::Relaxed);
             return false;
         }
         bank.add(epoch, -UNIT);
@@ -313,6 +317,23 @@ impl RetryBudget {
     pub fn available_retries(&self) -> u64 {
         let bank = &*self.inner;
         u64::try_from(bank.balance(bank.epoch()) / UNIT).unwrap_or(0)
+    }
+
+    /// Retries this budget refused since it was made.
+    pub fn refused_retries(&self) -> u64 {
+        self.inner.refused.load(Ordering::Relaxed)
+    }
+
+    /// Whether the budget holds nothing a fresh one would not: no deposit
+    /// or withdrawal still inside the window. A keyed family evicts only
+    /// such a budget, so a key cannot win its floor back by being evicted.
+    pub(crate) fn is_at_rest(&self) -> bool {
+        let bank = &*self.inner;
+        let epoch = bank.epoch();
+        bank.buckets
+            .iter()
+            .map(|b| bank.packing.unpack(b.load(Ordering::Acquire)))
+            .all(|(stored, value)| value == 0 || age(epoch, stored) >= BUCKETS as i64)
     }
 }
 

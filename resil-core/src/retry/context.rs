@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::config::{Attempted, ErrorClass};
 use super::event::{RetryCause, RetryEvent, RetryEventKind};
 use super::metrics::{Outcome, Refusal};
-use super::{Inner, ResultVerdict};
+use super::{Inner, ResultVerdict, RetryBudget};
 use crate::deadline;
 use crate::error::{DeadlineExceeded, Error, ErrorKind, MaxRetriesExceeded, RetryBudgetExhausted};
 
@@ -53,15 +53,19 @@ pub(crate) enum Verdict {
 /// counts the call as cancelled with the attempts it made.
 pub(crate) struct Context<'a> {
     retry: &'a Inner,
+    /// The budget this call deposits into and withdraws retries from: the
+    /// retry's own, or a key's ([`Retry::with_budget`](super::Retry::with_budget)).
+    budget: Option<&'a RetryBudget>,
     attempts: u32,
     finished: bool,
 }
 
 impl<'a> Context<'a> {
     #[inline]
-    pub(crate) fn new(retry: &'a Inner) -> Self {
+    pub(crate) fn new(retry: &'a Inner, budget: Option<&'a RetryBudget>) -> Self {
         Context {
             retry,
+            budget,
             attempts: 0,
             finished: false,
         }
@@ -81,7 +85,7 @@ impl<'a> Context<'a> {
             return Err(self.deadline_spent());
         }
         if self.attempts == 0 {
-            if let Some(budget) = self.retry.config.budget() {
+            if let Some(budget) = self.budget {
                 budget.deposit();
             }
         }
@@ -253,7 +257,7 @@ impl<'a> Context<'a> {
             self.finish(Outcome::Failure, Some(Refusal::Deadline));
             return Verdict::Refuse(Refusal::Deadline);
         }
-        if let Some(budget) = retry.config.budget() {
+        if let Some(budget) = self.budget {
             if !budget.withdraw() {
                 retry.events.publish_with(|| {
                     RetryEvent::new(

@@ -178,11 +178,7 @@ impl Retry {
         T: 'static,
         E: 'static,
     {
-        match self.run::<true, _, _, _>(f, context::plain) {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(Error::Call(error)),
-            Err(refusal) => Err(self.inner.refusal(refusal)),
-        }
+        self.own_budget().call(f)
     }
 
     /// Like [`call`](Self::call), for a closure that is itself protected by resil
@@ -213,8 +209,7 @@ impl Retry {
         T: 'static,
         E: 'static,
     {
-        self.run::<true, _, _, _>(f, context::nested)
-            .unwrap_or_else(|refusal| Err(self.inner.refusal(refusal)))
+        self.own_budget().call_nested(f)
     }
 
     /// [`call_nested`](Self::call_nested) without the attempts' spans: the
@@ -228,7 +223,7 @@ impl Retry {
         T: 'static,
         E: 'static,
     {
-        self.run::<false, _, _, _>(f, context::nested)
+        self.run::<false, _, _, _>(self.inner.config.budget(), f, context::nested)
             .unwrap_or_else(|refusal| Err(self.inner.refusal(refusal)))
     }
 
@@ -243,8 +238,9 @@ impl Retry {
     /// `f` is called from both loops: the macros' expansion marks its
     /// closures `#[inline(always)]` so that each loop inlines it.
     #[inline]
-    fn run<const TRACED: bool, T, R, F>(
-        &self,
+    fn run<'a, const TRACED: bool, T, R, F>(
+        &'a self,
+        budget: Option<&'a RetryBudget>,
         f: F,
         class: impl Fn(&R) -> Class<'_>,
     ) -> Result<Result<T, R>, Refusal>
@@ -253,16 +249,17 @@ impl Retry {
         T: 'static,
     {
         if TRACED && trace::info_enabled() {
-            self.run_spanned(f, class)
+            self.run_spanned(budget, f, class)
         } else {
-            self.attempts::<false, T, R, F>(f, class)
+            self.attempts::<false, T, R, F>(budget, f, class)
         }
     }
 
     /// [`attempts`](Self::attempts) with a span per attempt, out of line.
     #[inline(never)]
-    fn run_spanned<T, R, F>(
-        &self,
+    fn run_spanned<'a, T, R, F>(
+        &'a self,
+        budget: Option<&'a RetryBudget>,
         f: F,
         class: impl Fn(&R) -> Class<'_>,
     ) -> Result<Result<T, R>, Refusal>
@@ -270,13 +267,14 @@ impl Retry {
         F: FnMut() -> Result<T, R>,
         T: 'static,
     {
-        self.attempts::<true, T, R, F>(f, class)
+        self.attempts::<true, T, R, F>(budget, f, class)
     }
 
     /// The attempts themselves; `SPANS` gives each one a span.
     #[inline]
-    fn attempts<const SPANS: bool, T, R, F>(
-        &self,
+    fn attempts<'a, const SPANS: bool, T, R, F>(
+        &'a self,
+        budget: Option<&'a RetryBudget>,
         mut f: F,
         class: impl Fn(&R) -> Class<'_>,
     ) -> Result<Result<T, R>, Refusal>
@@ -284,7 +282,7 @@ impl Retry {
         F: FnMut() -> Result<T, R>,
         T: 'static,
     {
-        let mut cx = Context::new(&self.inner);
+        let mut cx = Context::new(&self.inner, budget);
         loop {
             cx.begin_attempt()?;
             let span = attempt_span::<SPANS>(&self.inner, cx.attempts());
@@ -349,13 +347,7 @@ impl Retry {
         T: 'static,
         E: 'static,
     {
-        self.run_async::<true, _, _, _, _, _>(f, context::plain, by_predicates, |retry, exit| {
-            match exit {
-                Ok(Ok(value)) => Ok(value),
-                Ok(Err(error)) => Err(Error::Call(error)),
-                Err(refusal) => Err(retry.refusal(refusal)),
-            }
-        })
+        self.own_budget().call_async(f)
     }
 
     /// Like [`call_async`](Self::call_async), for a closure whose futures are
@@ -371,9 +363,7 @@ impl Retry {
         T: 'static,
         E: 'static,
     {
-        self.run_async::<true, _, _, _, _, _>(f, context::nested, by_predicates, |retry, exit| {
-            exit.unwrap_or_else(|refusal| Err(retry.refusal(refusal)))
-        })
+        self.own_budget().call_async_nested(f)
     }
 
     /// [`call_async_nested`](Self::call_async_nested) for a caller that
@@ -427,9 +417,7 @@ impl Retry {
         T: 'static,
         E: 'static,
     {
-        self.run_async::<true, _, _, _, _, _>(f, context::nested, judge, |retry, exit| {
-            exit.unwrap_or_else(|refusal| Err(retry.refusal(refusal)))
-        })
+        self.own_budget().call_async_nested_judged(f, judge)
     }
 
     /// [`call_async_nested`](Self::call_async_nested) without the attempts'
@@ -447,9 +435,13 @@ impl Retry {
         T: 'static,
         E: 'static,
     {
-        self.run_async::<false, _, _, _, _, _>(f, context::nested, by_predicates, |retry, exit| {
-            exit.unwrap_or_else(|refusal| Err(retry.refusal(refusal)))
-        })
+        self.run_async::<false, _, _, _, _, _>(
+            self.inner.config.budget(),
+            f,
+            context::nested,
+            by_predicates,
+            |retry, exit| exit.unwrap_or_else(|refusal| Err(retry.refusal(refusal))),
+        )
     }
 
     /// The async retry loop, deciding exactly as [`run`](Self::run) does.
@@ -466,6 +458,7 @@ impl Retry {
     #[inline]
     fn run_async<'a, const TRACED: bool, T, R, F, Fut, O>(
         &'a self,
+        budget: Option<&'a RetryBudget>,
         mut f: F,
         class: impl Fn(&R) -> Class<'_> + 'a,
         result: impl Fn(&T) -> ResultVerdict + 'a,
@@ -477,7 +470,7 @@ impl Retry {
         T: 'static,
     {
         async move {
-            let mut cx = Context::new(&self.inner);
+            let mut cx = Context::new(&self.inner, budget);
             // As in `run`: whether the attempts get spans is decided once, as
             // the call begins; without, an attempt is `f().await` and nothing
             // more (a span entered on every poll, even a disabled one, cost
@@ -548,6 +541,169 @@ pub enum ResultVerdict {
 #[inline(always)]
 fn by_predicates<T>(_: &T) -> ResultVerdict {
     ResultVerdict::Predicates
+}
+
+impl Retry {
+    /// This retry drawing on `budget` instead of its own
+    /// ([`RetryConfigBuilder::budget`]) for the calls made through the
+    /// result: a key's budget of a
+    /// [`KeyedRetryBudget`](crate::keyed::KeyedRetryBudget), so one noisy
+    /// tenant spending its retries leaves the others theirs. Everything else
+    /// (attempts, waits, predicates, metrics, events) is the retry's.
+    ///
+    /// ```
+    /// use resil_core::retry::{Retry, RetryBudget, RetryBudgetConfig, RetryConfig};
+    /// use resil_core::{Error, ErrorKind};
+    ///
+    /// let retry = Retry::new("api", RetryConfig::builder().wait_duration(std::time::Duration::ZERO).build().unwrap());
+    /// let none = RetryBudgetConfig::builder().min_retries_per_second(0).retry_ratio(0.0).build().unwrap();
+    /// let spent = RetryBudget::new(none);
+    /// let out: Result<(), Error<&str>> = retry.with_budget(&spent).call(|| Err("boom"));
+    /// assert_eq!(out.unwrap_err().kind(), ErrorKind::RetryBudgetExhausted);
+    /// ```
+    #[inline]
+    pub fn with_budget<'a>(&'a self, budget: &'a RetryBudget) -> OnBudget<'a> {
+        OnBudget {
+            retry: self,
+            budget: Some(budget),
+        }
+    }
+
+    /// This retry on `budget`, or on its own (if any) when `None`: a caller
+    /// that has a key's budget for some calls only.
+    #[inline]
+    pub fn with_budget_or_own<'a>(&'a self, budget: Option<&'a RetryBudget>) -> OnBudget<'a> {
+        OnBudget {
+            retry: self,
+            budget: budget.or(self.inner.config.budget()),
+        }
+    }
+
+    /// This retry on its own budget (or none).
+    #[inline(always)]
+    fn own_budget(&self) -> OnBudget<'_> {
+        self.with_budget_or_own(None)
+    }
+}
+
+/// A [`Retry`] drawing on another budget than its own, from
+/// [`Retry::with_budget`]: the same four ways to call.
+#[derive(Clone, Copy)]
+pub struct OnBudget<'a> {
+    retry: &'a Retry,
+    budget: Option<&'a RetryBudget>,
+}
+
+impl<'a> OnBudget<'a> {
+    /// [`Retry::call`] on this budget.
+    #[inline]
+    pub fn call<T, E, F>(self, f: F) -> Result<T, Error<E>>
+    where
+        F: FnMut() -> Result<T, E>,
+        T: 'static,
+        E: 'static,
+    {
+        let retry = self.retry;
+        match retry.run::<true, _, _, _>(self.budget, f, context::plain) {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(Error::Call(error)),
+            Err(refusal) => Err(retry.inner.refusal(refusal)),
+        }
+    }
+
+    /// [`Retry::call_nested`] on this budget.
+    #[inline]
+    pub fn call_nested<T, E, F>(self, f: F) -> Result<T, Error<E>>
+    where
+        F: FnMut() -> Result<T, Error<E>>,
+        T: 'static,
+        E: 'static,
+    {
+        let retry = self.retry;
+        retry
+            .run::<true, _, _, _>(self.budget, f, context::nested)
+            .unwrap_or_else(|refusal| Err(retry.inner.refusal(refusal)))
+    }
+
+    /// [`Retry::call_async`] on this budget.
+    #[inline]
+    pub fn call_async<T, E, F, Fut>(self, f: F) -> impl Future<Output = Result<T, Error<E>>> + 'a
+    where
+        F: FnMut() -> Fut + 'a,
+        Fut: Future<Output = Result<T, E>> + 'a,
+        T: 'static,
+        E: 'static,
+    {
+        self.retry.run_async::<true, _, _, _, _, _>(
+            self.budget,
+            f,
+            context::plain,
+            by_predicates,
+            |retry, exit| match exit {
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(error)) => Err(Error::Call(error)),
+                Err(refusal) => Err(retry.refusal(refusal)),
+            },
+        )
+    }
+
+    /// [`Retry::call_async_nested`] on this budget.
+    #[inline]
+    pub fn call_async_nested<T, E, F, Fut>(
+        self,
+        f: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + 'a
+    where
+        F: FnMut() -> Fut + 'a,
+        Fut: Future<Output = Result<T, Error<E>>> + 'a,
+        T: 'static,
+        E: 'static,
+    {
+        self.retry.run_async::<true, _, _, _, _, _>(
+            self.budget,
+            f,
+            context::nested,
+            by_predicates,
+            |retry, exit| exit.unwrap_or_else(|refusal| Err(retry.refusal(refusal))),
+        )
+    }
+
+    /// [`Retry::call_async_nested_judged`] on this budget.
+    #[inline]
+    pub fn call_async_nested_judged<T, E, F, Fut>(
+        self,
+        f: F,
+        judge: impl Fn(&T) -> ResultVerdict + 'a,
+    ) -> impl Future<Output = Result<T, Error<E>>> + 'a
+    where
+        F: FnMut() -> Fut + 'a,
+        Fut: Future<Output = Result<T, Error<E>>> + 'a,
+        T: 'static,
+        E: 'static,
+    {
+        self.retry.run_async::<true, _, _, _, _, _>(
+            self.budget,
+            f,
+            context::nested,
+            judge,
+            |retry, exit| exit.unwrap_or_else(|refusal| Err(retry.refusal(refusal))),
+        )
+    }
+
+    /// The retry these calls run on.
+    #[inline]
+    pub fn retry(self) -> &'a Retry {
+        self.retry
+    }
+}
+
+impl fmt::Debug for OnBudget<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OnBudget")
+            .field("retry", &self.retry.inner.name)
+            .field("budget", &self.budget)
+            .finish()
+    }
 }
 
 /// The span of an attempt about to begin; the loop without spans makes

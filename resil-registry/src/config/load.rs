@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use resil_core::retry::IntervalFunction;
+use resil_core::retry::{IntervalFunction, RetryBudgetConfig};
 use resil_core::ConfigError;
 
 use super::aspect_order;
@@ -54,6 +54,12 @@ fn override_keys(kind: Kind) -> Option<&'static [&'static str]> {
             "wait-duration-in-open-state",
             "permitted-number-of-calls-in-half-open-state",
         ]),
+        // A retry's keyed family is a retry budget per key.
+        Kind::Retry => Some(&[
+            "budget-retry-ratio",
+            "budget-min-retries-per-second",
+            "budget-window",
+        ]),
         _ => None,
     }
 }
@@ -62,7 +68,7 @@ fn override_keys(kind: Kind) -> Option<&'static [&'static str]> {
 fn has_keyed(kind: Kind) -> bool {
     matches!(
         kind,
-        Kind::RateLimiter | Kind::Bulkhead | Kind::CircuitBreaker
+        Kind::RateLimiter | Kind::Bulkhead | Kind::CircuitBreaker | Kind::Retry
     )
 }
 
@@ -695,6 +701,25 @@ pub(crate) fn read_option(
                 rate,
                 "a probability in [0, 1]",
             )));
+        }
+        // A retry budget's values, checked by its builder.
+        ("budget-retry-ratio", Val::F64(r)) => {
+            RetryBudgetConfig::builder()
+                .retry_ratio(*r as f32)
+                .build()
+                .map_err(invalid)?;
+        }
+        ("budget-min-retries-per-second", Val::U32(n)) => {
+            RetryBudgetConfig::builder()
+                .min_retries_per_second(*n)
+                .build()
+                .map_err(invalid)?;
+        }
+        ("budget-window", Val::Duration(d)) => {
+            RetryBudgetConfig::builder()
+                .window(*d)
+                .build()
+                .map_err(invalid)?;
         }
         ("keyed.max-keys", Val::Usize(n)) if !(1..=resil_core::keyed::MAX_MAX_KEYS).contains(n) => {
             return Err(invalid(ConfigError::new(

@@ -19,7 +19,7 @@ pub(crate) mod chaos;
 pub(crate) mod circuit_breaker;
 mod hedging;
 pub(crate) mod rate_limiter;
-mod retry;
+pub(crate) mod retry;
 mod thread_pool_bulkhead;
 mod throttler;
 mod time_limiter;

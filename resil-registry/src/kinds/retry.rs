@@ -2,12 +2,12 @@
 //! function), its error lists and its metrics.
 
 use resil_core::event::EventStream;
-use resil_core::retry::{Retry, RetryConfig, RetryConfigBuilder};
+use resil_core::retry::{Retry, RetryBudget, RetryBudgetConfig, RetryConfig, RetryConfigBuilder};
 
 use super::bind;
 use super::primitive;
 use crate::classes::{ErrorClasses, ErrorList};
-use crate::config::apply::{backoff, duration, Apply, Values};
+use crate::config::apply::{backoff, duration, get, Apply, Values};
 use crate::config::bind::Bind;
 use crate::config::render::{backoff_values, Render};
 use crate::config::resolved::{ErrorNames, Resolved};
@@ -77,6 +77,9 @@ impl Apply for RetryConfig {
         if let Some(f) = backoff(v, wait, "exponential-max-wait-duration") {
             b = b.interval_function(f);
         }
+        if let Some(budget) = budget_with(None, v) {
+            b = b.budget(RetryBudget::new(budget));
+        }
         b
     }
 
@@ -95,8 +98,51 @@ impl Render for RetryConfig {
         let mut out = self.render_bound();
         out.push(("wait-duration", Some(Val::Duration(wait))));
         out.extend(backoff_values(Some(f), "exponential-max-wait-duration"));
+        let budget = self.budget().map(|b| *b.config());
+        out.extend([
+            (
+                "budget-retry-ratio",
+                // Through its shortest text: `0.2`, not the f32's `0.200000003`.
+                budget.map(|c| Val::F64(c.retry_ratio().to_string().parse().unwrap_or(0.0))),
+            ),
+            (
+                "budget-min-retries-per-second",
+                budget.map(|c| Val::U32(c.min_retries_per_second())),
+            ),
+            ("budget-window", budget.map(|c| Val::Duration(c.window()))),
+        ]);
         out
     }
+}
+
+/// The retry budget the `budget-*` keys of `values` set over `base` (the
+/// defaults when `None`): `None` when `values` sets none of them. The loader
+/// checked each value, so the budget builds.
+pub(crate) fn budget_with(
+    base: Option<RetryBudgetConfig>,
+    values: &Values,
+) -> Option<RetryBudgetConfig> {
+    let ratio = get(values, "budget-retry-ratio");
+    let min = get(values, "budget-min-retries-per-second");
+    let window = get(values, "budget-window");
+    if ratio.is_none() && min.is_none() && window.is_none() {
+        return None;
+    }
+    let base = base.unwrap_or_default();
+    let mut b = RetryBudgetConfig::builder()
+        .retry_ratio(base.retry_ratio())
+        .min_retries_per_second(base.min_retries_per_second())
+        .window(base.window());
+    if let Some(Val::F64(r)) = ratio {
+        b = b.retry_ratio(*r as f32);
+    }
+    if let Some(Val::U32(n)) = min {
+        b = b.min_retries_per_second(*n);
+    }
+    if let Some(Val::Duration(d)) = window {
+        b = b.window(*d);
+    }
+    b.build().ok()
 }
 
 const CALLS: Family = Family::new(

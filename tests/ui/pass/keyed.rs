@@ -1,5 +1,5 @@
 // Keyed attributes: a `&str` borrowed from an argument, an owned value, a
-// field, and weighted permits.
+// field, weighted permits, and a retry on the key's budget around the rest.
 
 use resil::Rejection;
 
@@ -23,6 +23,7 @@ impl Request {
     }
 }
 
+#[resil::retry(name = "api", key = req.tenant())]
 #[resil::rate_limiter(name = "api", key = req.tenant(), permits = req.items.len())]
 #[resil::circuit_breaker(name = "api", key = req.tenant.clone())]
 #[resil::bulkhead(name = "api", key = req.tenant())]
@@ -30,6 +31,7 @@ async fn handle(req: &Request) -> Result<usize, AppError> {
     Ok(req.items.len())
 }
 
+#[resil::retry(name = "ip", key = ip)]
 #[resil::rate_limiter(name = "ip", key = ip)]
 fn by_ip(ip: std::net::IpAddr) -> Result<(), AppError> {
     let _ = ip;

@@ -301,9 +301,12 @@ impl Registry {
     /// instance's `keyed:` section (`max-keys`, `idle-ttl`). Same name →
     /// same family (one connection, one local fallback per key).
     ///
-    /// The family keeps the settings it was built with: unlike the unkeyed
-    /// limiter it is not rebuilt by a reload, and `keyed.overrides` (tiers)
-    /// do not apply to it (every key has the instance's quota).
+    /// The instance's `keyed.overrides` give keys or `*` patterns their own
+    /// `limit-for-period` (the most specific wins), as for
+    /// [`keyed_rate_limiter`](Self::keyed_rate_limiter). A reload gives the
+    /// family its new limit, overrides and bounds, for the keys held too;
+    /// its other settings (URL, algorithm, period, failure policy) are the
+    /// ones it was built with — unlike the unkeyed limiter it is not rebuilt.
     ///
     /// # Errors
     /// As [`distributed_rate_limiter`](Self::distributed_rate_limiter):
@@ -321,7 +324,10 @@ impl Registry {
         let code = self.store::<RateLimiter>().code.read();
         let file = self.file();
         let config = build_config(&self.inner.classes, &file, &code, name)?;
-        let bounds = crate::keyed::bounds(file.rate_limiter().for_name(name));
+        let resolved = file.rate_limiter().for_name(name);
+        let bounds = crate::keyed::bounds(resolved);
+        let tiers =
+            crate::keyed::u32_tiers(resolved, "limit-for-period", config.limit_for_period());
         let family = match &self.inner.clock {
             Some(clock) => {
                 KeyedDistributedRateLimiter::with_clock(name, config, bounds, clock.clone())
@@ -333,7 +339,38 @@ impl Registry {
             name: name.to_owned(),
             source,
         })?;
+        family
+            .set_tiers(tiers)
+            .map_err(|source| RegistryError::InvalidConfig {
+                kind: Kind::RateLimiter,
+                name: name.to_owned(),
+                source: source.in_path(&format!("{}.keyed", resolved.path())),
+            })?;
         Ok(families.entry(Arc::from(name)).or_insert(family).clone())
+    }
+
+    /// After a reload: each Redis-backed keyed family takes its instance's
+    /// new `limit-for-period`, overrides and bounds (the keys held too).
+    pub(crate) fn refresh_keyed_distributed(&self) {
+        let file = self.file();
+        let code = self.store::<RateLimiter>().code.read();
+        for family in self.inner.keyed.distributed.iter() {
+            let name = family.key();
+            let config = match build_config(&self.inner.classes, &file, &code, name) {
+                Ok(config) => config,
+                Err(error) => {
+                    tracing::error!(%name, %error, "keyed distributed rate limiter kept its limits");
+                    continue;
+                }
+            };
+            let resolved = file.rate_limiter().for_name(name);
+            let tiers =
+                crate::keyed::u32_tiers(resolved, "limit-for-period", config.limit_for_period());
+            if let Err(error) = family.set_tiers(tiers) {
+                tracing::error!(%name, %error, "keyed distributed rate limiter kept its limits");
+            }
+            family.reconfigure(crate::keyed::bounds(resolved));
+        }
     }
 
     /// The names of every Redis-backed rate limiter created so far, sorted.

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use resil_core::circuit_breaker::{Outcome, ResultTransition};
 use resil_core::hedging::Hedging;
-use resil_core::retry::{ResultVerdict, Retry};
+use resil_core::retry::{OnBudget, ResultVerdict};
 use resil_core::Error;
 
 use crate::http::PAST_RETRY_AFTER;
@@ -32,12 +32,12 @@ enum Attempt<Res, E> {
     Failed(Res),
 }
 
-/// Runs `attempt` under the retry (outer) and the hedging (inner), each if
-/// given, in the attributes' order: Retry( Hedge( attempt )). When the
-/// retry and the hedging stop on a response the classifier records as a
-/// failure, that response is the answer.
+/// Runs `attempt` under the retry (outer, on the budget it was given) and
+/// the hedging (inner), each if given, in the attributes' order: Retry(
+/// Hedge( attempt )). When the retry and the hedging stop on a response the
+/// classifier records as a failure, that response is the answer.
 pub(crate) async fn attempts<Res, E, C, F, Fut>(
-    retry: Option<&Retry>,
+    retry: Option<OnBudget<'_>>,
     hedging: Option<&Hedging>,
     classify: &C,
     attempt: F,
@@ -93,8 +93,8 @@ where
 
 /// The longest wait a response may ask of `retry`: its interval
 /// function's maximum (`exponential-max-wait-duration`), when it has one.
-fn max_wait(retry: &Retry) -> Option<Duration> {
-    retry.config().interval_function().max()
+fn max_wait(retry: OnBudget<'_>) -> Option<Duration> {
+    retry.retry().config().interval_function().max()
 }
 
 /// What the retry makes of a response: a failure by the classifier is a

@@ -4,8 +4,10 @@ use std::fmt;
 use std::time::Duration;
 
 use http::header::HeaderName;
+use http::HeaderMap;
 use resil_core::hedging::Hedging;
-use resil_core::retry::Retry;
+use resil_core::keyed::{BudgetHandle, KeyedRetryBudget};
+use resil_core::retry::{OnBudget, Retry};
 use resil_registry::config::HttpClientEntry;
 use resil_registry::Handle;
 use tower_layer::Layer;
@@ -26,6 +28,8 @@ pub(crate) struct ClientShared<C: 'static> {
     /// The replay rules and the deadline header, following the registry's
     /// file through its reloads.
     pub(crate) settings: Handle<ClientSettings>,
+    /// The retry budget per key ([`ClientBuilder::retry_budget_per`]).
+    pub(crate) budgets: Option<(KeyedRetryBudget, RetryBudgetKey)>,
     pub(crate) name: String,
 }
 
@@ -37,6 +41,47 @@ pub(crate) struct ClientSettings {
     pub(crate) outbound: Outbound,
     /// One deadline for a request and all its attempts, if any.
     pub(crate) total_timeout: Option<Duration>,
+}
+
+impl<C> ClientShared<C> {
+    /// The retry for a request to `host` with `headers`, on the budget of
+    /// the request's key when the layer keeps one per key (and the request
+    /// has a key), else on the retry's own; `None` without a retry. `held`
+    /// keeps the key's budget for the request's attempts.
+    pub(crate) fn retry<'a>(
+        &'a self,
+        host: Option<&str>,
+        headers: &HeaderMap,
+        held: &'a mut Option<BudgetHandle<'a>>,
+    ) -> Option<OnBudget<'a>> {
+        let retry = self.retry.as_ref()?.get();
+        if let Some((family, key)) = &self.budgets {
+            *held = key.of(host, headers).map(|k| family.get(k));
+        }
+        Some(retry.with_budget_or_own(held.as_deref()))
+    }
+}
+
+/// Which of a request's values keys its retry budget
+/// ([`ClientBuilder::retry_budget_per`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RetryBudgetKey {
+    /// The downstream host (the request URI's): a failing host spends its
+    /// own retries, not those of the hosts that answer.
+    Host,
+    /// The text of a header (a tenant id the request carries): one tenant's
+    /// failing calls spend its own retries.
+    Header(HeaderName),
+}
+
+impl RetryBudgetKey {
+    /// The key of a request to `host` with `headers`, if it has one.
+    fn of<'a>(&self, host: Option<&'a str>, headers: &'a HeaderMap) -> Option<&'a str> {
+        match self {
+            RetryBudgetKey::Host => host,
+            RetryBudgetKey::Header(name) => headers.get(name)?.to_str().ok(),
+        }
+    }
 }
 
 /// A [`Layer`] for a client's service stack (a hyper or tonic client, any
@@ -120,6 +165,7 @@ pub struct ClientBuilder<'r, C = crate::tower::BreakerPredicates> {
     inner: Builder<'r, C, AsErrors>,
     retry: bool,
     hedge: bool,
+    budget_key: Option<RetryBudgetKey>,
     code: CodeSettings,
     /// A preset's settings, beneath the file's.
     pub(super) preset: CodeSettings,
@@ -145,6 +191,7 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
             inner,
             retry: false,
             hedge: false,
+            budget_key: None,
             code: CodeSettings::default(),
             preset: CodeSettings::default(),
         }
@@ -162,6 +209,19 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
     /// request is retried (see [`replay_methods`](Self::replay_methods)).
     pub fn retry(mut self) -> Self {
         self.retry = true;
+        self
+    }
+
+    /// Gives the retry one budget per `key` of the request (its host, or a
+    /// header), from the registry's keyed retry-budget family `name`
+    /// ([`Registry::keyed_retry_budget`](resil_registry::Registry::keyed_retry_budget)),
+    /// instead of one budget for every request: a downstream host (or a
+    /// tenant) whose calls all fail spends its own retries. A request
+    /// without the key retries on the retry's own budget, if it has one.
+    /// Implies [`retry`](Self::retry).
+    pub fn retry_budget_per(mut self, key: RetryBudgetKey) -> Self {
+        self.retry = true;
+        self.budget_key = Some(key);
         self
     }
 
@@ -207,6 +267,7 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
             inner: self.inner.classify(classify),
             retry: self.retry,
             hedge: self.hedge,
+            budget_key: self.budget_key,
             code: self.code,
             preset: self.preset,
         }
@@ -281,6 +342,9 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
         let settings = registry.follow_file(&name, move |file| {
             settings(&code, &preset, file.http_client().instance(&entry))
         });
+        let budgets = self
+            .budget_key
+            .map(|key| (registry.keyed_retry_budget(&name), key));
         let resilience = self.inner.build();
         let shared = ClientShared {
             resilience: resilience.shared(),
@@ -288,6 +352,7 @@ impl<'r, C: 'static> ClientBuilder<'r, C> {
             hedging,
             settings,
             name,
+            budgets,
         };
         ClientLayer {
             resilience,

@@ -105,7 +105,7 @@ mod service;
 mod standard;
 
 pub use self::body::ReplayBody;
-pub use self::layer::{ClientBuilder, ClientLayer};
+pub use self::layer::{ClientBuilder, ClientLayer, RetryBudgetKey};
 pub use self::outbound::DEFAULT_DEADLINE_MARGIN;
 pub use self::policy::{ReplayMethods, DEFAULT_IDEMPOTENCY_HEADER, DEFAULT_MAX_REPLAY_BODY};
 pub use self::service::{Client, ClientFuture};

@@ -168,8 +168,9 @@ where
             svc.call(req).await
         }
     };
+    let mut budget = None;
     attempts(
-        shared.retry.as_ref().map(|h| h.get()),
+        shared.retry(parts.uri.host(), &parts.headers, &mut budget),
         shared.hedging.as_ref().map(|h| h.get()),
         &shared.resilience.classify,
         attempt,
