@@ -10,6 +10,7 @@ use resil::circuit_breaker::{CircuitBreakerEventKind, State};
 use resil::clock::ManualClock;
 use resil::config::FileConfig;
 use resil::registry_crate::{Kind, ShadowError, VersionStatus};
+use resil::shadow::Shadowed;
 use resil::Registry;
 
 const LIVE: &str = "
@@ -23,8 +24,7 @@ resilience4j.retry.instances.inventory:
   max-attempts: 3
 ";
 
-/// The trial: the same breaker opening at 50 %, and a retry change (which
-/// has no shadow).
+/// The trial: the same breaker opening at 50 %, and a retry change.
 const STAGED: &str = "
 resilience4j.circuitbreaker.instances.inventory:
   sliding-window-size: 6
@@ -115,7 +115,8 @@ fn a_shadow_trial_on_a_recorded_call_sequence_reports_exactly_the_transitions_it
         .unwrap();
     assert_eq!(staged.version, 2);
     assert_eq!(staged.by, "alice");
-    assert_eq!(staged.not_trialled, ["retry inventory"]);
+    assert!(staged.not_trialled.is_empty(), "{staged:#?}");
+    assert!(staged.instance(Kind::Retry, "inventory").is_some());
     assert_eq!(
         registry.config_versions()[1].status,
         VersionStatus::Shadow,
@@ -126,7 +127,7 @@ fn a_shadow_trial_on_a_recorded_call_sequence_reports_exactly_the_transitions_it
     assert_eq!(play(&registry, &clock), 0, "the trial decides nothing");
     let trial = registry.shadow_trial().unwrap();
     let shadow = trial.instance(Kind::CircuitBreaker, "inventory").unwrap();
-    assert_eq!(shadow.live_state, "CLOSED", "90 % was never reached");
+    assert_eq!(shadow.live_state, Some("CLOSED"), "90 % was never reached");
     assert_eq!(
         shadow.unobserved, 0,
         "every call reached the shadow: the trial is exact"
@@ -240,14 +241,16 @@ fn staging_is_validated_like_a_reload_and_refused_with_every_problem() {
         matches!(err, ShadowError::NothingToTrial(ref o) if o.is_empty()),
         "{err}"
     );
-    let only_retry = LIVE.replace("max-attempts: 3", "max-attempts: 5");
+    registry.time_limiter("inventory");
+    let only_timeout =
+        format!("{LIVE}resilience4j.timelimiter.instances.inventory.timeout-duration: 2s\n");
     let err = registry
-        .stage_shadow(FileConfig::from_yaml_str(&only_retry).unwrap(), "alice")
+        .stage_shadow(FileConfig::from_yaml_str(&only_timeout).unwrap(), "alice")
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "the staged config changes no circuit breaker's settings, only retry inventory \
-         (no shadows for those kinds): nothing to trial"
+        "the staged config changes no circuit breaker's, rate limiter's, bulkhead's or retry's \
+         settings, only time_limiter inventory (no shadows for those kinds): nothing to trial"
     );
 }
 
@@ -358,6 +361,291 @@ fn an_earlier_version_can_be_trialled_before_a_rollback() {
     let _ = breaker.call(|| Ok::<_, Down>(()));
     let trial = registry.shadow_trial().unwrap();
     assert_eq!(trial.instances[0].unobserved, 1);
-    assert_eq!(trial.instances[0].live_state, "FORCED_OPEN");
-    assert_eq!(trial.instances[0].shadow_state, "CLOSED");
+    assert_eq!(trial.instances[0].live_state, Some("FORCED_OPEN"));
+    assert_eq!(trial.instances[0].shadow_state, Some("CLOSED"));
+}
+
+/// The live limiter (20 a second) and the trial (3 per 500 ms: a new
+/// period, so promotion builds a new limiter whose periods start then).
+const LIMITS_LIVE: &str = "
+resilience4j.ratelimiter.instances.search:
+  limit-for-period: 20
+  limit-refresh-period: 1s
+  timeout-duration: 0s
+";
+const LIMITS_STAGED: &str = "
+resilience4j.ratelimiter.instances.search:
+  limit-for-period: 3
+  limit-refresh-period: 500ms
+  timeout-duration: 0s
+";
+
+/// A recorded burst pattern: `Ok(n)` acquires `n` permits, `Err(ms)` waits.
+const SEARCHES: &[Result<u32, u64>] = &[
+    Ok(1),
+    Ok(1),
+    Ok(2),
+    Ok(1),
+    Err(200),
+    Ok(1),
+    Err(300),
+    Ok(2),
+    Ok(1),
+    Ok(1),
+    Err(250),
+    Ok(1),
+    Err(250),
+    Ok(3),
+    Ok(1),
+    Err(600),
+    Ok(1),
+    Ok(1),
+];
+
+/// Plays the searches through the registry's limiter; how many it refused.
+fn search(registry: &Registry, clock: &ManualClock) -> u64 {
+    let limiter = registry.rate_limiter("search");
+    let mut refused = 0;
+    for step in SEARCHES {
+        match step {
+            Err(ms) => clock.advance(Duration::from_millis(*ms)),
+            Ok(n) => {
+                if limiter.call_n(*n, || Ok::<_, Down>(())).is_err() {
+                    refused += 1;
+                }
+            }
+        }
+    }
+    refused
+}
+
+#[test]
+fn a_rate_limiter_shadow_reports_exactly_the_refusals_its_settings_make_when_promoted() {
+    let clock = ManualClock::new();
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry
+        .reload(FileConfig::from_yaml_str(LIMITS_LIVE).unwrap())
+        .unwrap();
+    let live = registry.rate_limiter("search");
+    let staged = registry
+        .stage_shadow(FileConfig::from_yaml_str(LIMITS_STAGED).unwrap(), "alice")
+        .unwrap();
+    assert!(staged.not_trialled.is_empty(), "{staged:#?}");
+
+    assert_eq!(search(&registry, &clock), 0, "the trial decides nothing");
+    let trial = registry.shadow_trial().unwrap();
+    let shadow = trial.instance(Kind::RateLimiter, "search").unwrap().clone();
+    assert_eq!(shadow.unobserved, 0, "the live limiter refused nothing");
+    assert_eq!(shadow.would_have_waited, 0, "no wait is allowed");
+    assert_eq!(shadow.live_state, None, "a limiter has no state");
+    let would = shadow.would_have_refused;
+    assert!(would > 0, "{shadow:#?}");
+    let text = registry.prometheus_text();
+    assert!(
+        text.contains(&format!(
+            "resil_shadow_ratelimiter_not_permitted_calls_total{{name=\"search\"}} {would}"
+        )),
+        "{text}"
+    );
+
+    // Promoted: a new limiter whose periods start now; the same searches
+    // are refused exactly as often as the trial said.
+    registry.promote_shadow("bob").unwrap();
+    let promoted = registry.rate_limiter("search");
+    assert_eq!(promoted.config().limit_for_period(), 3);
+    assert!(live.shadow().is_none() && promoted.shadow().is_none());
+    assert_eq!(search(&registry, &clock), would);
+    let history = registry.snapshot();
+    let told: Vec<&str> = history
+        .instance(Kind::RateLimiter, "search")
+        .unwrap()
+        .history
+        .iter()
+        .filter(|e| e.event_type == "SHADOW")
+        .map(|e| e.description.as_str())
+        .collect();
+    assert_eq!(
+        told,
+        [
+            "shadow trial of config version 2: staged by alice",
+            "shadow trial of config version 2: promoted by bob"
+        ]
+    );
+}
+
+/// Calls entering (`Ok(id)`) and leaving (`Err(id)`) a bulkhead.
+const REPORTS: &[Result<usize, usize>] = &[
+    Ok(0),
+    Ok(1),
+    Ok(2),
+    Err(1),
+    Ok(3),
+    Ok(4),
+    Err(0),
+    Err(2),
+    Ok(5),
+    Ok(6),
+    Ok(7),
+    Err(3),
+    Err(4),
+    Err(5),
+    Ok(8),
+    Err(6),
+    Err(7),
+    Err(8),
+];
+
+/// Plays the reports through the registry's bulkhead; how many it refused.
+fn report(registry: &Registry) -> u64 {
+    let bulkhead = registry.bulkhead("reports");
+    let mut held: Vec<Option<resil::bulkhead::BulkheadPermit<'_>>> =
+        (0..REPORTS.len()).map(|_| None).collect();
+    let mut refused = 0;
+    for step in REPORTS {
+        match *step {
+            Ok(id) => match bulkhead.try_acquire_permission() {
+                Ok(permit) => held[id] = Some(permit),
+                Err(_) => refused += 1,
+            },
+            Err(id) => held[id] = None,
+        }
+    }
+    refused
+}
+
+#[test]
+fn a_bulkhead_shadow_reports_exactly_the_refusals_its_limit_makes_when_promoted_and_a_panic_leaves_no_slot_taken(
+) {
+    let registry = Registry::new();
+    let yaml = |max| {
+        format!(
+            "resilience4j.bulkhead.instances.reports:\n  max-concurrent-calls: {max}\n  \
+             max-wait-duration: 0s\n"
+        )
+    };
+    registry
+        .reload(FileConfig::from_yaml_str(&yaml(5)).unwrap())
+        .unwrap();
+    let bulkhead = registry.bulkhead("reports");
+    registry
+        .stage_shadow(FileConfig::from_yaml_str(&yaml(2)).unwrap(), "alice")
+        .unwrap();
+    let shadow = bulkhead.shadow().unwrap();
+
+    assert_eq!(report(&registry), 0, "the trial decides nothing");
+    // User code that panics inside a shadowed call gives both slots back.
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        bulkhead.call(|| -> Result<(), Down> { panic!("report generator bug") })
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(bulkhead.available_concurrent_calls(), 5);
+    assert_eq!(
+        shadow.available_concurrent_calls(),
+        2,
+        "no shadow slot leaked"
+    );
+    let trial = registry.shadow_trial().unwrap();
+    let would = trial.instance(Kind::Bulkhead, "reports").unwrap().clone();
+    assert_eq!((would.unobserved, would.would_have_waited), (0, 0));
+    assert!(would.would_have_refused > 0, "{would:#?}");
+
+    // Promoted: the bulkhead changes in place and refuses the same calls.
+    registry.promote_shadow("bob").unwrap();
+    assert_eq!(bulkhead.config().max_concurrent_calls(), 2);
+    assert_eq!(report(&registry), would.would_have_refused);
+    assert_eq!(bulkhead.available_concurrent_calls(), 2);
+}
+
+/// Each call's attempts, in order: `true` succeeds.
+const QUOTES: &[&[bool]] = &[
+    &[false, false, true],
+    &[true],
+    &[false, false, false, false],
+    &[false, true],
+    &[false, false, false, true],
+];
+
+/// Plays the quotes through the registry's retry, each call taking its
+/// attempts' outcomes in order. Panics if the retry asks for an attempt the
+/// recording does not have.
+fn quote(registry: &Registry) {
+    let retry = registry.retry("quote");
+    for attempts in QUOTES {
+        let mut next = attempts.iter();
+        let _ = retry.call(|| match next.next() {
+            Some(true) => Ok(()),
+            Some(false) => Err(Down),
+            None => panic!("an attempt the recording does not have"),
+        });
+    }
+}
+
+#[test]
+fn a_retry_shadow_reports_exactly_the_retries_its_settings_make_when_promoted() {
+    let registry = Registry::builder().clock(ManualClock::new()).build();
+    let yaml = |n| format!("resilience4j.retry.instances.quote.max-attempts: {n}\n");
+    registry
+        .reload(FileConfig::from_yaml_str(&yaml(4)).unwrap())
+        .unwrap();
+    let live = registry.retry("quote");
+    registry
+        .stage_shadow(FileConfig::from_yaml_str(&yaml(2)).unwrap(), "alice")
+        .unwrap();
+    let shadow = live.shadow().unwrap();
+    quote(&registry);
+    assert_eq!(live.metrics().retry_attempts(), 2 + 3 + 1 + 3);
+    let trial = registry.shadow_trial().unwrap();
+    let would = trial.instance(Kind::Retry, "quote").unwrap().clone();
+    assert_eq!(would.unobserved, 0, "the live retry always went on longer");
+    assert_eq!(
+        (would.would_have_retried, would.would_have_given_up),
+        (4, 3),
+        "{would:#?}"
+    );
+    let text = registry.prometheus_text();
+    assert!(
+        text.contains("resil_shadow_retry_retries_total{name=\"quote\"} 4"),
+        "{text}"
+    );
+
+    // Promoted: a new retry with two attempts, on the same outcomes,
+    // counts exactly what the shadow counted.
+    registry.promote_shadow("bob").unwrap();
+    let promoted = registry.retry("quote");
+    quote(&registry);
+    assert_eq!(promoted.metrics(), shadow.metrics());
+    assert_eq!(
+        promoted.metrics().retry_attempts(),
+        would.would_have_retried
+    );
+    assert_eq!(
+        promoted.metrics().failed_calls_with_retry(),
+        would.would_have_given_up
+    );
+}
+
+#[test]
+fn a_retry_shadow_that_would_try_again_where_the_live_one_stopped_reports_the_call_unobserved() {
+    let registry = Registry::builder().clock(ManualClock::new()).build();
+    let yaml = |n| format!("resilience4j.retry.instances.quote.max-attempts: {n}\n");
+    registry
+        .reload(FileConfig::from_yaml_str(&yaml(2)).unwrap())
+        .unwrap();
+    let retry = registry.retry("quote");
+    registry
+        .stage_shadow(FileConfig::from_yaml_str(&yaml(5)).unwrap(), "alice")
+        .unwrap();
+    let _ = retry.call(|| Err::<(), _>(Down));
+    let _ = retry.call(|| Ok::<_, Down>(()));
+    let trial = registry.shadow_trial().unwrap();
+    let would = trial.instance(Kind::Retry, "quote").unwrap();
+    assert_eq!(
+        (
+            would.unobserved,
+            would.would_have_retried,
+            would.would_have_given_up
+        ),
+        (1, 2, 0),
+        "the third attempt's outcome is unknown: {would:#?}"
+    );
 }

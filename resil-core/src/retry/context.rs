@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::config::{Attempted, ErrorClass};
 use super::event::{RetryCause, RetryEvent, RetryEventKind};
 use super::metrics::{Outcome, Refusal};
+use super::shadow::ShadowCall;
 use super::Inner;
 use crate::deadline;
 use crate::error::{DeadlineExceeded, Error, ErrorKind, MaxRetriesExceeded, RetryBudgetExhausted};
@@ -52,9 +53,11 @@ pub(crate) enum Verdict {
 /// [`finish`](Context::finish) (a dropped future, a panicking closure), it
 /// counts the call as cancelled with the attempts it made.
 pub(crate) struct Context<'a> {
-    retry: &'a Inner,
-    attempts: u32,
-    finished: bool,
+    pub(super) retry: &'a Inner,
+    pub(super) attempts: u32,
+    pub(super) finished: bool,
+    /// The shadow's side of this call, when the retry has a shadow.
+    shadow: Option<ShadowCall>,
 }
 
 impl<'a> Context<'a> {
@@ -64,6 +67,22 @@ impl<'a> Context<'a> {
             retry,
             attempts: 0,
             finished: false,
+            shadow: if retry.shadow.is_set() {
+                ShadowCall::start(retry)
+            } else {
+                None
+            },
+        }
+    }
+
+    /// A context judging on `retry`'s behalf attempts that another retry's
+    /// call made (a shadow's, see [`super::shadow`]).
+    pub(super) fn observing(retry: &'a Inner, attempts: u32) -> Self {
+        Context {
+            retry,
+            attempts,
+            finished: false,
+            shadow: None,
         }
     }
 
@@ -91,6 +110,9 @@ impl<'a> Context<'a> {
 
     #[cold]
     fn deadline_spent(&mut self) -> Refusal {
+        if let Some(shadow) = &mut self.shadow {
+            shadow.deadline_spent(self.attempts);
+        }
         self.retry.events.publish_with(|| {
             RetryEvent::new(
                 self.retry.name.clone(),
@@ -108,6 +130,20 @@ impl<'a> Context<'a> {
     /// failure an error is.
     #[inline(always)]
     pub(crate) fn judge<T: 'static, R>(
+        &mut self,
+        outcome: &Result<T, R>,
+        class: impl Fn(&R) -> Class<'_> + Copy,
+    ) -> Verdict {
+        let verdict = self.decide(outcome, class);
+        if let Some(shadow) = &mut self.shadow {
+            shadow.observe(self.attempts, outcome, class, verdict);
+        }
+        verdict
+    }
+
+    /// What this retry does after the attempt just made.
+    #[inline(always)]
+    pub(super) fn decide<T: 'static, R>(
         &mut self,
         outcome: &Result<T, R>,
         class: impl FnOnce(&R) -> Class<'_>,
@@ -232,7 +268,8 @@ impl<'a> Context<'a> {
             self.finish(Outcome::Failure, Some(Refusal::Deadline));
             return Verdict::Refuse(Refusal::Deadline);
         }
-        if let Some(budget) = retry.config.budget() {
+        // A shadow never draws on a budget: it shares the live retry's.
+        if let Some(budget) = retry.config.budget().filter(|_| !retry.is_shadow) {
             if !budget.withdraw() {
                 retry.events.publish_with(|| {
                     RetryEvent::new(
@@ -279,6 +316,9 @@ impl<'a> Context<'a> {
     /// call fails with the last attempt's outcome, or, for a retried value
     /// under `fail_after_max_attempts`, with `MaxRetriesExceeded`.
     fn give_up(&mut self, cause: RetryCause) -> Verdict {
+        if self.retry.is_shadow {
+            self.retry.shadow_counts.gave_up();
+        }
         self.retry.events.publish_with(|| {
             RetryEvent::new(
                 self.retry.name.clone(),
@@ -323,7 +363,7 @@ impl<'a> Context<'a> {
     }
 
     #[inline(always)]
-    fn finish(&mut self, outcome: Outcome, refusal: Option<Refusal>) {
+    pub(super) fn finish(&mut self, outcome: Outcome, refusal: Option<Refusal>) {
         debug_assert!(!self.finished, "a call is counted once");
         self.finished = true;
         self.retry.counters.record(outcome, self.attempts, refusal);
