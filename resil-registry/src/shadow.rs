@@ -504,7 +504,7 @@ impl ShadowKind for RateLimiter {
 
     fn summary(i: &ShadowInstance) -> String {
         format!(
-            "would have refused {} calls and made {} wait",
+            "would have refused {} calls; {} would have waited",
             i.would_have_refused, i.would_have_waited
         )
     }
@@ -539,7 +539,7 @@ impl ShadowKind for Bulkhead {
 
     fn summary(i: &ShadowInstance) -> String {
         format!(
-            "would have refused {} calls and made {} wait",
+            "would have refused {} calls; {} would have waited",
             i.would_have_refused, i.would_have_waited
         )
     }
