@@ -4,6 +4,7 @@
 //! like a reload and recorded as a version; one trial at a time; a reload
 //! ends it, a `configure_*` rebuild keeps it; promotion and discarding.
 
+use std::future::Future;
 use std::time::Duration;
 
 use resil::circuit_breaker::{CircuitBreakerEventKind, State};
@@ -317,6 +318,19 @@ fn a_reload_ends_the_trial_and_a_configure_rebuild_keeps_it() {
     let _ = breaker.call(|| Err::<(), _>(Down));
     let trial = registry.shadow_trial().unwrap();
     assert_eq!(trial.instances[0].buffered_calls, 1);
+    // So does a rebuilt retry (a retry is always rebuilt).
+    registry
+        .configure_retry("inventory", |b| b.wait_duration(Duration::ZERO))
+        .unwrap();
+    let retry = registry.retry("inventory");
+    assert!(retry.shadow().is_some(), "moved to the rebuilt retry");
+    let _ = retry.call(|| Err::<(), _>(Down));
+    let trial = registry.shadow_trial().unwrap();
+    let retried = trial.instance(Kind::Retry, "inventory").unwrap();
+    assert_eq!(
+        (retried.would_have_retried, retried.would_have_given_up),
+        (1, 1)
+    );
 
     // A reload applies other settings: the trial compared against settings
     // no longer in force, so it ends.
@@ -543,6 +557,26 @@ fn a_bulkhead_shadow_reports_exactly_the_refusals_its_limit_makes_when_promoted_
         shadow.available_concurrent_calls(),
         2,
         "no shadow slot leaked"
+    );
+    // So does a call cancelled while it runs (its future dropped).
+    {
+        let mut call =
+            std::pin::pin!(bulkhead.call_async(std::future::pending::<Result<(), Down>>()));
+        let waker = std::task::Waker::noop();
+        let polled = call
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(waker));
+        assert!(polled.is_pending());
+        assert_eq!(
+            shadow.available_concurrent_calls(),
+            1,
+            "running, in a shadow slot"
+        );
+    }
+    assert_eq!(
+        shadow.available_concurrent_calls(),
+        2,
+        "cancelled, slot back"
     );
     let trial = registry.shadow_trial().unwrap();
     let would = trial.instance(Kind::Bulkhead, "reports").unwrap().clone();
