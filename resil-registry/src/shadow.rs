@@ -605,8 +605,9 @@ impl Registry {
     /// Stages `file` as a shadow trial by `who`: validated as a reload
     /// would be (refused with every problem, nothing staged), recorded as
     /// a version with status [`Shadow`](crate::VersionStatus::Shadow), and
-    /// run beside the config in force on every circuit breaker whose
-    /// settings it changes, deciding nothing (see the [module](self)).
+    /// run beside the config in force on every circuit breaker, rate
+    /// limiter, bulkhead and retry whose settings it changes, deciding
+    /// nothing (see the [module](self)).
     /// An authorization check belongs to the caller (the actuator's
     /// endpoint does it).
     pub fn stage_shadow(&self, file: FileConfig, who: &str) -> Result<ShadowTrial, ShadowError> {
