@@ -683,3 +683,106 @@ fn a_retry_shadow_that_would_try_again_where_the_live_one_stopped_reports_the_ca
         "the third attempt's outcome is unknown: {would:#?}"
     );
 }
+
+#[test]
+fn a_rate_limiter_shadow_counts_the_waits_its_settings_would_make_and_never_sleeps() {
+    use resil::rate_limiter::{RateLimiter, RateLimiterConfig};
+
+    let clock = ManualClock::new();
+    let limits = |n, timeout| {
+        RateLimiterConfig::builder()
+            .limit_for_period(n)
+            .limit_refresh_period(Duration::from_secs(1))
+            .timeout_duration(timeout)
+            .build()
+            .unwrap()
+    };
+    let live = RateLimiter::with_clock("search", limits(2, Duration::ZERO), clock.clone());
+    let shadow = live.start_shadow(limits(1, Duration::from_millis(1500)));
+    let outcomes: Vec<bool> = (0..4)
+        .map(|_| live.call(|| Ok::<_, Down>(())).is_ok())
+        .collect();
+    assert_eq!(
+        outcomes,
+        [true, true, false, false],
+        "the live limiter decides"
+    );
+    assert_eq!(
+        clock.elapsed(),
+        Duration::ZERO,
+        "nobody slept, the shadow least"
+    );
+    // The shadow: the first now, the second after 1 s, the third would
+    // wait 2 s (over its 1.5 s timeout): refused, as is the fourth.
+    assert_eq!(shadow.shadow_waited_acquisitions(), 1);
+    assert_eq!(shadow.metrics().successful_acquisitions(), 2);
+    assert_eq!(shadow.metrics().failed_acquisitions(), 2);
+    assert_eq!(
+        shadow.unobserved_calls(),
+        0,
+        "it refused what the live one refused"
+    );
+    // `try_acquire_permission` never waits: neither does its shadow.
+    clock.advance(Duration::from_secs(3));
+    assert!(live.try_acquire_permission(1));
+    assert!(live.try_acquire_permission(1));
+    assert_eq!(shadow.metrics().failed_acquisitions(), 3);
+    assert_eq!(shadow.shadow_waited_acquisitions(), 1);
+    // At 4 s: the shadow grants one now and one after a wait, and refuses
+    // the third with the live limiter.
+    clock.advance(Duration::from_secs(1));
+    let _ = live.call(|| Ok::<_, Down>(()));
+    let _ = live.call(|| Ok::<_, Down>(()));
+    assert!(live.call(|| Ok::<_, Down>(())).is_err());
+    assert_eq!(shadow.shadow_waited_acquisitions(), 2);
+    assert_eq!(shadow.metrics().failed_acquisitions(), 4);
+    // A call the live limiter refuses (drained by hand) and the shadow
+    // would grant never ran.
+    clock.advance(Duration::from_secs(2));
+    live.drain_permissions();
+    assert!(live.call(|| Ok::<_, Down>(())).is_err());
+    assert_eq!(shadow.unobserved_calls(), 1);
+    assert_eq!(shadow.metrics().failed_acquisitions(), 4);
+}
+
+#[test]
+fn a_shadowed_bulkhead_s_counts_add_up_exactly_under_concurrent_calls() {
+    use resil::bulkhead::{Bulkhead, BulkheadConfig};
+
+    let sizes = |n| {
+        BulkheadConfig::builder()
+            .max_concurrent_calls(n)
+            .build()
+            .unwrap()
+    };
+    let live = Bulkhead::new("reports", sizes(8));
+    let shadow = live.start_shadow(sizes(2));
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let live = &live;
+            s.spawn(move || {
+                for i in 0..2_000 {
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        live.call(|| {
+                            if (i + t) % 97 == 0 {
+                                panic!("user code");
+                            }
+                            Ok::<_, Down>(std::hint::black_box(i))
+                        })
+                    }));
+                }
+            });
+        }
+    });
+    let (m, s) = (live.metrics(), shadow.metrics());
+    assert_eq!(m.permitted_calls() + m.rejected_calls(), 8_000);
+    assert_eq!(m.rejected_calls(), 0, "4 threads never fill 8 slots");
+    assert_eq!(
+        s.permitted_calls() + s.rejected_calls() + shadow.unobserved_calls(),
+        8_000,
+        "every call was offered to the shadow once"
+    );
+    assert_eq!(s.concurrent_calls(), 0, "every shadow slot came back");
+    assert_eq!(shadow.available_concurrent_calls(), 2);
+    assert_eq!(live.available_concurrent_calls(), 8);
+}
