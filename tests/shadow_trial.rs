@@ -296,7 +296,8 @@ fn one_trial_at_a_time_and_discarding_detaches_every_shadow() {
         shadow_events,
         [
             "shadow trial of config version 2: staged by alice",
-            "shadow trial of config version 2: discarded by alice"
+            "shadow trial of config version 2: discarded by alice: would have made 0 \
+             transitions and refused 0 calls"
         ]
     );
 }
@@ -481,8 +482,13 @@ fn a_rate_limiter_shadow_reports_exactly_the_refusals_its_settings_make_when_pro
     assert_eq!(
         told,
         [
-            "shadow trial of config version 2: staged by alice",
-            "shadow trial of config version 2: promoted by bob"
+            "shadow trial of config version 2: staged by alice".to_owned(),
+            "shadow trial of config version 2: would have refused a call for the first time"
+                .to_owned(),
+            format!(
+                "shadow trial of config version 2: promoted by bob: would have refused {would} \
+                 calls; 0 would have waited"
+            ),
         ]
     );
 }
@@ -640,6 +646,24 @@ fn a_retry_shadow_reports_exactly_the_retries_its_settings_make_when_promoted() 
     assert!(
         text.contains("resil_shadow_retry_retries_total{name=\"quote\"} 4"),
         "{text}"
+    );
+    let snapshot = registry.snapshot();
+    let told: Vec<&str> = snapshot
+        .instance(Kind::Retry, "quote")
+        .unwrap()
+        .history
+        .iter()
+        .filter(|e| e.event_type == "SHADOW")
+        .map(|e| e.description.as_str())
+        .collect();
+    assert_eq!(
+        told,
+        [
+            "shadow trial of config version 2: staged by alice",
+            "shadow trial of config version 2: would have retried for the first time",
+            "shadow trial of config version 2: would have given up on a call for the first time",
+        ],
+        "the first of each, then only counts"
     );
 
     // Promoted: a new retry with two attempts, on the same outcomes,

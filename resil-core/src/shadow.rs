@@ -26,7 +26,9 @@
 //! instance, already in cache) and a branch; no allocation either way. The
 //! shadow's side of a call runs out of line.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::OnceLock;
 
 use parking_lot::RwLock;
 
@@ -96,6 +98,23 @@ pub trait Shadowed: Clone + Sized {
     /// Whether this instance is itself a shadow.
     fn is_shadow(&self) -> bool;
 
+    /// A shadow's first-divergence news, for kinds that tell it (a
+    /// breaker's news is its transitions: `None`).
+    #[doc(hidden)]
+    fn shadow_news(&self) -> Option<&ShadowNews> {
+        None
+    }
+
+    /// For a shadow: calls `tap` the first time it would have done each
+    /// [`Divergence`] (refused a call, waited, retried, …), on the thread of
+    /// the call that made it (keep it short); later ones are only counted.
+    /// One tap per shadow: `false` if it had one already, or if the kind
+    /// tells no such news (a breaker: tap its transitions instead).
+    fn on_first_divergence(&self, tap: impl Fn(Divergence) + Send + Sync + 'static) -> bool {
+        self.shadow_news()
+            .is_some_and(|news| news.tap.set(Box::new(tap)).is_ok())
+    }
+
     /// Attaches a shadow running `config` beside this instance (replacing
     /// any shadow it had) and returns it.
     fn start_shadow(&self, config: Self::Config) -> Self {
@@ -120,6 +139,83 @@ pub trait Shadowed: Clone + Sized {
     fn move_shadow_to(&self, next: &Self) {
         if let Some(shadow) = self.stop_shadow() {
             next.shadow_slot().replace(Some(shadow));
+        }
+    }
+}
+
+/// Something a shadow would have done that its live instance did not, as
+/// [`Shadowed::on_first_divergence`] tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Divergence {
+    /// It would have refused a call (a rate limiter's acquisition, a
+    /// bulkhead's slot).
+    Refused = 0,
+    /// It would have made a call wait (a later period's permits, a full
+    /// bulkhead with a wait).
+    Waited = 1,
+    /// It would have retried an attempt.
+    Retried = 2,
+    /// It would have run out of attempts.
+    GaveUp = 3,
+    /// A call's outcome under it is unknown (the live instance refused it,
+    /// or ended it where it would have gone on).
+    Unobserved = 4,
+}
+
+impl Divergence {
+    /// A stable label: `would_refuse`, `would_wait`, `would_retry`,
+    /// `would_give_up`, `unobserved`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Divergence::Refused => "would_refuse",
+            Divergence::Waited => "would_wait",
+            Divergence::Retried => "would_retry",
+            Divergence::GaveUp => "would_give_up",
+            Divergence::Unobserved => "unobserved",
+        }
+    }
+}
+
+impl fmt::Display for Divergence {
+    /// `would have refused a call for the first time`, …
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Divergence::Refused => "would have refused a call for the first time",
+            Divergence::Waited => "would have made a call wait for the first time",
+            Divergence::Retried => "would have retried for the first time",
+            Divergence::GaveUp => "would have given up on a call for the first time",
+            Divergence::Unobserved => "saw the first call whose outcome it cannot know",
+        })
+    }
+}
+
+/// A shadow's side of [`Shadowed::on_first_divergence`]: which divergences
+/// it told already, and to whom.
+#[derive(Default)]
+pub struct ShadowNews {
+    told: AtomicU8,
+    tap: OnceLock<Box<dyn Fn(Divergence) + Send + Sync>>,
+}
+
+impl ShadowNews {
+    /// Notes that the shadow would have done `what`: told the first time.
+    #[inline]
+    pub(crate) fn note(&self, what: Divergence) {
+        let bit = 1 << what as u8;
+        if self.told.load(Ordering::Relaxed) & bit == 0 {
+            self.first(what, bit);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn first(&self, what: Divergence, bit: u8) {
+        if self.told.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
+            if let Some(tap) = self.tap.get() {
+                // A tap's panic must not reach the live call it runs on.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tap(what)));
+            }
         }
     }
 }

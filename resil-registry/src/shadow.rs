@@ -243,9 +243,31 @@ impl Trial {
 pub(crate) trait ShadowKind:
     Primitive + Shadowed<Config = <Self as Primitive>::Config>
 {
-    /// Taps the news of a shadow just started (the breaker's transitions
-    /// go to `run`'s report and the instance's history).
-    fn tap(_live: &Handle<Self>, _shadow: &Self, _run: &Tap) {}
+    /// Taps the news of a shadow just started: by default, the first time
+    /// it would have done each thing differently (a refusal, a wait, a
+    /// retry, …) is a `SHADOW` event in the instance's history (the
+    /// breaker's transitions go to the report and the history instead).
+    fn tap(live: &Handle<Self>, shadow: &Self, tap: &Tap) {
+        let registry = tap.registry.clone();
+        let version = tap.version;
+        let name = Arc::clone(&tap.name);
+        // Weak, and no map look-up in the tap, as for the breaker's.
+        let slot = Arc::downgrade(live.slot());
+        shadow.on_first_divergence(move |what| {
+            let Some(inner) = registry.upgrade() else {
+                return;
+            };
+            let slot = slot.upgrade();
+            Registry { inner }.publish_shadow(
+                Self::KIND,
+                &name,
+                version,
+                what.as_str(),
+                what.to_string(),
+                slot.as_ref().map(|s| &s.history),
+            );
+        });
+    }
 
     /// Fills in what the shadow would have done so far, beside the live
     /// instance.
@@ -727,11 +749,12 @@ impl Registry {
         self.log_trial_end(&trial, &report, &format!("version {applied}"), "ended");
     }
 
-    /// The audit line and events of a trial's end: what each shadow
-    /// would have done, in the log; the event says how the trial ended.
+    /// The audit line and events of a trial's end: how it ended and what
+    /// each shadow would have done.
     fn log_trial_end(&self, trial: &Trial, report: &ShadowTrial, who: &str, how: &'static str) {
         let version = report.version;
         for (run, i) in trial.runs.iter().zip(&report.instances) {
+            let summary = run.summary(i);
             tracing::warn!(
                 target: "resil::shadow",
                 version,
@@ -744,12 +767,11 @@ impl Registry {
                 would_have_retried = i.would_have_retried,
                 would_have_given_up = i.would_have_given_up,
                 unobserved = i.unobserved,
-                "shadow trial of config version {version} {how} by {who}: {} '{}' {}",
+                "shadow trial of config version {version} {how} by {who}: {} '{}' {summary}",
                 run.kind().label(),
                 i.name,
-                run.summary(i),
             );
-            run.announce(self, version, how, format!("{how} by {who}"));
+            run.announce(self, version, how, format!("{how} by {who}: {summary}"));
         }
     }
 

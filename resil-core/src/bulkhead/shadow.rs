@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use super::{Bulkhead, Inner};
 use crate::criticality::Criticality;
-use crate::shadow::{ShadowSlot, Shadowed};
+use crate::shadow::{Divergence, ShadowNews, ShadowSlot, Shadowed};
 
 /// What only a shadow bulkhead counts (zero on a live one).
 #[derive(Default)]
@@ -33,6 +33,7 @@ pub(super) struct ShadowCounts {
     waited: AtomicU64,
     /// Calls the live bulkhead refused that it had room for.
     unobserved: AtomicU64,
+    news: ShadowNews,
 }
 
 /// A slot held in a shadow's count by a live call; given back on drop.
@@ -79,8 +80,10 @@ impl Inner {
         if !took {
             if self.max_wait_nanos.load(Ordering::Relaxed) == 0 {
                 self.rejected[Criticality::current().index()].fetch_add(1, Ordering::Relaxed);
+                self.shadow_counts.news.note(Divergence::Refused);
             } else {
                 self.shadow_counts.waited.fetch_add(1, Ordering::Relaxed);
+                self.shadow_counts.news.note(Divergence::Waited);
             }
             return false;
         }
@@ -92,6 +95,7 @@ impl Inner {
             self.shadow_counts
                 .unobserved
                 .fetch_add(1, Ordering::Relaxed);
+            self.shadow_counts.news.note(Divergence::Unobserved);
             false
         }
     }
@@ -143,5 +147,9 @@ impl Shadowed for Bulkhead {
 
     fn is_shadow(&self) -> bool {
         self.inner.is_shadow
+    }
+
+    fn shadow_news(&self) -> Option<&ShadowNews> {
+        Some(&self.inner.shadow_counts.news)
     }
 }

@@ -25,7 +25,7 @@ use crate::deadline;
 use crate::error::{DeadlineExceeded, Error, RequestNotPermitted, SharedName};
 use crate::event::{EventPublisher, EventStream};
 use crate::guarded::{Acquire, Guarded};
-use crate::shadow::{ShadowSlot, Shadowed};
+use crate::shadow::{Divergence, ShadowNews, ShadowSlot, Shadowed};
 use crate::striped::Striped;
 
 /// The shortest refresh period [`RateLimiter::new`](super::RateLimiter::new)
@@ -186,6 +186,7 @@ struct LimiterShadowCounts {
     unobserved: AtomicU64,
     /// Outcomes its drain predicate panicked on.
     panicked: AtomicU64,
+    news: ShadowNews,
 }
 
 impl<A: Algorithm> Limiter<A> {
@@ -818,11 +819,16 @@ impl<A: Algorithm> Inner<A> {
         };
         self.publish(wait.is_some(), permits, may_wait);
         let counts = &self.shadow_counts;
+        if wait.is_none() {
+            counts.news.note(Divergence::Refused);
+        }
         if wait.is_some_and(|w| w > 0) {
             counts.waited.fetch_add(1, Ordering::Relaxed);
+            counts.news.note(Divergence::Waited);
         }
         if wait.is_some() && !live_granted {
             counts.unobserved.fetch_add(1, Ordering::Relaxed);
+            counts.news.note(Divergence::Unobserved);
         }
     }
 
@@ -912,5 +918,9 @@ impl<A: Algorithm> Shadowed for Limiter<A> {
 
     fn is_shadow(&self) -> bool {
         self.inner.is_shadow
+    }
+
+    fn shadow_news(&self) -> Option<&ShadowNews> {
+        Some(&self.inner.shadow_counts.news)
     }
 }

@@ -38,7 +38,7 @@ use std::sync::Arc;
 use super::context::{Class, Context, Verdict};
 use super::metrics::{Outcome, Refusal};
 use super::{Inner, Retry, RetryConfig};
-use crate::shadow::{ShadowSlot, Shadowed};
+use crate::shadow::{Divergence, ShadowNews, ShadowSlot, Shadowed};
 
 /// What only a shadow retry counts (zero on a live one).
 #[derive(Default)]
@@ -47,11 +47,13 @@ pub(super) struct ShadowCounts {
     gave_up: AtomicU64,
     unobserved: AtomicU64,
     panicked: AtomicU64,
+    news: ShadowNews,
 }
 
 impl ShadowCounts {
     pub(super) fn gave_up(&self) {
         self.gave_up.fetch_add(1, Ordering::Relaxed);
+        self.news.note(Divergence::GaveUp);
     }
 }
 
@@ -98,8 +100,10 @@ impl ShadowCall {
         match judged {
             Ok(Verdict::Wait(_)) => {
                 counts.retried.fetch_add(1, Ordering::Relaxed);
+                counts.news.note(Divergence::Retried);
                 if !matches!(live, Verdict::Wait(_)) {
                     counts.unobserved.fetch_add(1, Ordering::Relaxed);
+                    counts.news.note(Divergence::Unobserved);
                     self.done = true;
                 }
             }
@@ -182,5 +186,9 @@ impl Shadowed for Retry {
 
     fn is_shadow(&self) -> bool {
         self.inner.is_shadow
+    }
+
+    fn shadow_news(&self) -> Option<&ShadowNews> {
+        Some(&self.inner.shadow_counts.news)
     }
 }
