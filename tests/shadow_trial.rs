@@ -3,6 +3,10 @@
 //! promoted (recorded call sequence, manual clock); staging is validated
 //! like a reload and recorded as a version; one trial at a time; a reload
 //! ends it, a `configure_*` rebuild keeps it; promotion and discarding.
+//! The rate limiter's, bulkhead's and retry's shadows report exactly the
+//! refusals and retries their settings make once promoted on a recorded
+//! sequence, and match a reference instance over random ones; a shadowed
+//! bulkhead leaks no slot to panics, cancellation or threads.
 
 use std::future::Future;
 use std::time::Duration;
@@ -809,4 +813,166 @@ fn a_shadowed_bulkhead_s_counts_add_up_exactly_under_concurrent_calls() {
     assert_eq!(s.concurrent_calls(), 0, "every shadow slot came back");
     assert_eq!(shadow.available_concurrent_calls(), 2);
     assert_eq!(live.available_concurrent_calls(), 8);
+}
+
+mod properties {
+    //! The shadows of a rate limiter, a bulkhead and a retry against a
+    //! reference: an instance with the staged settings deciding the same
+    //! calls (manual clock, random sequences).
+
+    use std::time::Duration;
+
+    use proptest::prelude::*;
+    use resil::bulkhead::{Bulkhead, BulkheadConfig};
+    use resil::clock::ManualClock;
+    use resil::rate_limiter::{RateLimiter, RateLimiterConfig};
+    use resil::retry::{Retry, RetryConfig};
+    use resil::shadow::Shadowed;
+
+    use super::Down;
+
+    fn limits(limit: u32, period_ms: u64, timeout_ms: u64) -> RateLimiterConfig {
+        RateLimiterConfig::builder()
+            .limit_for_period(limit)
+            .limit_refresh_period(Duration::from_millis(period_ms))
+            .timeout_duration(Duration::from_millis(timeout_ms))
+            .build()
+            .unwrap()
+    }
+
+    fn sizes(max: u32) -> BulkheadConfig {
+        BulkheadConfig::builder()
+            .max_concurrent_calls(max)
+            .max_wait_duration(Duration::ZERO)
+            .build()
+            .unwrap()
+    }
+
+    fn attempts(max: u32) -> RetryConfig {
+        RetryConfig::builder()
+            .max_attempts(max)
+            .wait_duration(Duration::from_millis(10))
+            .build()
+            .unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// A limiter's shadow takes every acquisition as a limiter with
+        /// its settings, made when the shadow was attached, takes it.
+        #[test]
+        fn a_limiter_shadow_grants_waits_and_refuses_as_the_staged_limiter_does(
+            live in (1u32..6, prop_oneof![Just(500u64), Just(1000)], prop_oneof![Just(0u64), Just(1500)]),
+            staged in (1u32..6, prop_oneof![Just(500u64), Just(1000)], prop_oneof![Just(0u64), Just(1200)]),
+            ops in proptest::collection::vec(prop_oneof![
+                3 => (1u32..4).prop_map(Ok),
+                1 => (0u64..700).prop_map(Err),
+            ], 0..60),
+        ) {
+            let clock = ManualClock::new();
+            clock.advance(Duration::from_millis(123));
+            let limiter = RateLimiter::with_clock("p", limits(live.0, live.1, live.2), clock.clone());
+            let shadow = limiter.start_shadow(limits(staged.0, staged.1, staged.2));
+            let reference = RateLimiter::with_clock("r", limits(staged.0, staged.1, staged.2), clock.clone());
+            let (mut waited, mut unobserved) = (0, 0);
+            for op in ops {
+                match op {
+                    Err(ms) => clock.advance(Duration::from_millis(ms)),
+                    Ok(n) => {
+                        let live_granted = limiter.reserve_permission(n).is_ok();
+                        if let Ok(wait) = reference.reserve_permission(n) {
+                            waited += u64::from(!wait.is_zero());
+                            unobserved += u64::from(!live_granted);
+                        }
+                    }
+                }
+            }
+            let (s, r) = (shadow.metrics(), reference.metrics());
+            prop_assert_eq!(s.successful_acquisitions(), r.successful_acquisitions());
+            prop_assert_eq!(s.failed_acquisitions(), r.failed_acquisitions());
+            prop_assert_eq!(shadow.shadow_waited_acquisitions(), waited);
+            prop_assert_eq!(shadow.unobserved_calls(), unobserved);
+        }
+
+        /// A bulkhead's shadow refuses what a bulkhead with its limit
+        /// refuses, while no call is unobserved; every slot comes back.
+        #[test]
+        fn a_bulkhead_shadow_refuses_as_the_staged_bulkhead_does(
+            live in 1u32..8,
+            staged in 1u32..8,
+            ops in proptest::collection::vec(prop_oneof![
+                Just(None),
+                (0usize..8).prop_map(Some),
+            ], 0..80),
+        ) {
+            let bulkhead = Bulkhead::new("p", sizes(live));
+            let shadow = bulkhead.start_shadow(sizes(staged));
+            let reference = Bulkhead::new("r", sizes(staged));
+            let mut held = Vec::new();
+            let mut calls = 0u64;
+            for op in ops {
+                match op {
+                    None => {
+                        calls += 1;
+                        let theirs = reference.try_acquire_permission().ok();
+                        if let Ok(ours) = bulkhead.try_acquire_permission() {
+                            held.push((ours, theirs));
+                        }
+                    }
+                    Some(k) if !held.is_empty() => {
+                        let k = k % held.len();
+                        drop(held.swap_remove(k));
+                    }
+                    Some(_) => {}
+                }
+            }
+            let s = shadow.metrics();
+            prop_assert_eq!(s.permitted_calls() + s.rejected_calls() + shadow.unobserved_calls(), calls);
+            if shadow.unobserved_calls() == 0 {
+                prop_assert_eq!(s.rejected_calls(), reference.metrics().rejected_calls());
+                prop_assert_eq!(s.concurrent_calls(), reference.metrics().concurrent_calls());
+            }
+            drop(held);
+            prop_assert_eq!(shadow.available_concurrent_calls(), staged);
+        }
+
+        /// A retry's shadow counts what a retry with its settings counts on
+        /// the same attempt outcomes, while no call is unobserved (always,
+        /// when it makes no more attempts than the live retry).
+        #[test]
+        fn a_retry_shadow_counts_as_the_staged_retry_does(
+            live in 1u32..6,
+            staged in 1u32..6,
+            scripts in proptest::collection::vec(
+                proptest::collection::vec(any::<bool>(), 6), 0..30),
+        ) {
+            let clock = ManualClock::new();
+            let retry = Retry::with_clock("p", attempts(live), clock.clone());
+            let shadow = retry.start_shadow(attempts(staged));
+            let reference = Retry::with_clock("r", attempts(staged), clock.clone());
+            for script in &scripts {
+                for instance in [&retry, &reference] {
+                    let mut next = script.iter();
+                    let _ = instance.call(|| match next.next() {
+                        Some(true) => Ok(()),
+                        _ => Err(Down),
+                    });
+                }
+            }
+            if staged <= live {
+                prop_assert_eq!(shadow.unobserved_calls(), 0);
+            }
+            if shadow.unobserved_calls() == 0 {
+                prop_assert_eq!(shadow.metrics(), reference.metrics());
+                prop_assert_eq!(shadow.shadow_retries(), reference.metrics().retry_attempts());
+                // Every error is retried: every failed call ran out of attempts.
+                let m = reference.metrics();
+                prop_assert_eq!(
+                    shadow.shadow_give_ups(),
+                    m.failed_calls_with_retry() + m.failed_calls_without_retry()
+                );
+            }
+        }
+    }
 }
