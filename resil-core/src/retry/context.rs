@@ -53,8 +53,10 @@ pub(crate) enum Verdict {
 /// [`finish`](Context::finish) (a dropped future, a panicking closure), it
 /// counts the call as cancelled with the attempts it made.
 pub(crate) struct Context<'a> {
-    pub(super) retry: &'a Inner,
-    pub(super) attempts: u32,
+    retry: &'a Inner,
+    attempts: u32,
+    /// Set once the call is counted (a shadow's side sets it too: its
+    /// call is never a cancelled one).
     pub(super) finished: bool,
     /// The shadow's side of this call, when the retry has a shadow.
     shadow: Option<ShadowCall>,
