@@ -497,6 +497,40 @@ fn a_rate_limiter_shadow_reports_exactly_the_refusals_its_settings_make_when_pro
     );
 }
 
+#[test]
+fn a_rate_limiter_shadow_of_a_new_limit_keeps_the_live_periods_and_is_exact_when_promoted_in_place()
+{
+    let clock = ManualClock::new();
+    let registry = Registry::builder().clock(clock.clone()).build();
+    registry
+        .reload(FileConfig::from_yaml_str(LIMITS_LIVE).unwrap())
+        .unwrap();
+    let live = registry.rate_limiter("search");
+    // Staged 700 ms into a period: the shadow counts the live periods.
+    clock.advance(Duration::from_millis(700));
+    let same_period = LIMITS_LIVE.replace("limit-for-period: 20", "limit-for-period: 3");
+    registry
+        .stage_shadow(FileConfig::from_yaml_str(&same_period).unwrap(), "alice")
+        .unwrap();
+    clock.advance(Duration::from_millis(300));
+    assert_eq!(search(&registry, &clock), 0, "the trial decides nothing");
+    let would = registry.shadow_trial().unwrap().instances[0].would_have_refused;
+    assert!(would > 0);
+
+    // Promoted in place (the same instance, a new limit from the next
+    // period on); replayed from a period's start, the same refusals.
+    registry.promote_shadow("bob").unwrap();
+    let promoted = registry.rate_limiter("search");
+    assert_eq!(promoted.config().limit_for_period(), 3);
+    assert_eq!(
+        live.metrics().successful_acquisitions(),
+        13,
+        "the same instance, its counts kept"
+    );
+    clock.advance(Duration::from_millis(400));
+    assert_eq!(search(&registry, &clock), would);
+}
+
 /// Calls entering (`Ok(id)`) and leaving (`Err(id)`) a bulkhead.
 const REPORTS: &[Result<usize, usize>] = &[
     Ok(0),

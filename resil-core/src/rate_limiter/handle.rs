@@ -67,6 +67,9 @@ pub(crate) mod sealed {
         /// The state at clock reading `origin`.
         fn build(config: &Self::Config, origin: u64) -> Self;
 
+        /// The clock reading its periods (or refills) are counted from.
+        fn origin(&self) -> u64;
+
         /// The time between refills that picks the clock: the coarse one at
         /// [`COARSE_PERIOD`](super::COARSE_PERIOD) or more.
         fn refill_period(config: &Self::Config) -> Duration;
@@ -213,11 +216,18 @@ impl<A: Algorithm> Limiter<A> {
     /// Sync waits sleep through [`Clock::sleep`], async waits await
     /// [`Clock::sleep_async`].
     pub fn with_clock(name: impl Into<Arc<str>>, config: A::Config, clock: impl Clock) -> Self {
-        Self::build(name.into(), config, SharedClock::new(clock), false)
+        let clock = SharedClock::new(clock);
+        let origin = clock.now_nanos();
+        Self::build(name.into(), config, clock, origin, false)
     }
 
-    fn build(name: Arc<str>, config: A::Config, clock: SharedClock, is_shadow: bool) -> Self {
-        let origin = clock.now_nanos();
+    fn build(
+        name: Arc<str>,
+        config: A::Config,
+        clock: SharedClock,
+        origin: u64,
+        is_shadow: bool,
+    ) -> Self {
         Limiter {
             inner: Arc::new(Inner {
                 state: A::build(&config, origin),
@@ -883,7 +893,10 @@ impl<A: Algorithm> Limiter<A> {
 /// [`metrics`](Limiter::metrics) count what it would have granted and
 /// refused. It never sleeps; an acquisition it would have granted only after
 /// a wait is counted in [`shadow_waited_acquisitions`](Limiter::shadow_waited_acquisitions).
-/// Its cycles start when it is attached, as a rebuilt limiter's would.
+/// With the live limiter's refresh period, its periods are the live one's
+/// (as for a limiter updated in place; only the period it is attached in
+/// starts with all its permits); with another, they start when it is
+/// attached, as a rebuilt limiter's would.
 ///
 /// ```
 /// use std::time::Duration;
@@ -913,7 +926,18 @@ impl<A: Algorithm> Shadowed for Limiter<A> {
 
     fn shadowed_by(&self, config: A::Config) -> Self {
         let inner = &*self.inner;
-        Self::build(Arc::clone(&inner.name), config, inner.clock.clone(), true)
+        let origin = if A::refill_period(&config) == A::refill_period(&inner.config) {
+            inner.state.origin()
+        } else {
+            inner.clock.now_nanos()
+        };
+        Self::build(
+            Arc::clone(&inner.name),
+            config,
+            inner.clock.clone(),
+            origin,
+            true,
+        )
     }
 
     fn is_shadow(&self) -> bool {
