@@ -77,8 +77,8 @@ pub use resil_registry::config;
 
 pub use resil_core::{
     bulkhead, circuit_breaker, clock, criticality, deadline, error, event, interval, keyed,
-    rate_limiter, retry, thread_pool_bulkhead, time_limiter, trace, ConfigError, Criticality,
-    Error, ErrorKind, IntervalFunction, Rejection,
+    rate_limiter, retry, shadow, thread_pool_bulkhead, time_limiter, trace, ConfigError,
+    Criticality, Error, ErrorKind, IntervalFunction, Rejection,
 };
 
 /// Primitives beyond Resilience4j's (issue 20): hedging, the adaptive

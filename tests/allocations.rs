@@ -290,6 +290,77 @@ fn a_retry_whose_first_attempt_succeeds_allocates_nothing() {
 }
 
 #[test]
+fn a_rate_limiter_a_bulkhead_and_a_retry_with_shadows_allocate_nothing_per_call() {
+    use resil::shadow::Shadowed;
+
+    // Each live instance with a shadow of stricter settings (issue 32): the
+    // shadow refuses, takes and gives back slots, or judges retries, on
+    // every call.
+    let limits = |n| {
+        RateLimiterConfig::builder()
+            .limit_for_period(n)
+            .limit_refresh_period(Duration::from_secs(1))
+            .timeout_duration(Duration::ZERO)
+            .build()
+            .unwrap()
+    };
+    let limiter = RateLimiter::with_clock("rl", limits(1_000_000_000), ManualClock::new());
+    let limiter_shadow = limiter.start_shadow(limits(100));
+    assert_eq!(
+        allocations_in(|i| {
+            let _ = limiter.call(|| mixed(i));
+            let _ = ready(limiter.call_async(async move { mixed(i) }));
+        }),
+        0,
+        "rate limiter"
+    );
+    assert!(limiter_shadow.metrics().failed_acquisitions() > 0);
+
+    let sizes = |n| {
+        BulkheadConfig::builder()
+            .max_concurrent_calls(n)
+            .build()
+            .unwrap()
+    };
+    let bulkhead = Bulkhead::new("bh", sizes(4));
+    let bulkhead_shadow = bulkhead.start_shadow(sizes(1));
+    assert_eq!(
+        allocations_in(|i| {
+            let held = bulkhead.try_acquire_permission().unwrap();
+            let _ = bulkhead.call(|| mixed(i));
+            let _ = ready(bulkhead.call_async(async move { mixed(i) }));
+            drop(held);
+        }),
+        0,
+        "bulkhead"
+    );
+    assert!(bulkhead_shadow.metrics().rejected_calls() > 0);
+    assert_eq!(bulkhead_shadow.available_concurrent_calls(), 1);
+
+    let attempts = |n| RetryConfig::builder().max_attempts(n).build().unwrap();
+    let retry = Retry::with_clock("retry", attempts(3), ManualClock::new());
+    let retry_shadow = retry.start_shadow(attempts(2));
+    assert_eq!(
+        allocations_in(|i| {
+            let mut first = true;
+            let _ = retry.call(|| {
+                let fail = std::mem::take(&mut first) && i % 3 == 0;
+                if fail {
+                    Err(503_u32)
+                } else {
+                    Ok(i)
+                }
+            });
+            // (An async backoff allocates its timer, shadow or not.)
+            let _ = ready(retry.call_async(|| async move { Ok::<_, u32>(i) }));
+        }),
+        0,
+        "retry"
+    );
+    assert!(retry_shadow.shadow_retries() > 0);
+}
+
+#[test]
 fn a_time_limiter_and_the_five_aspect_stack_allocate_nothing_per_call() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()

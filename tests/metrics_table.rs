@@ -30,11 +30,15 @@ fn exposition() -> String {
     let _ = registry.throttler("inventory");
     let _ = registry.layer_counts("inventory-api");
     let _ = registry.keyed_rate_limiter("inventory").get("tenant-1");
-    // A shadow trial of the breaker (its `resil_shadow_*` families).
+    // A shadow trial of every kind that has shadows (their `resil_shadow_*`
+    // families).
     registry
         .stage_shadow(
             FileConfig::from_yaml_str(
-                "resilience4j.circuitbreaker.instances.inventory.failure-rate-threshold: 40\n",
+                "resilience4j.circuitbreaker.instances.inventory.failure-rate-threshold: 40\n\
+                 resilience4j.retry.instances.inventory.max-attempts: 2\n\
+                 resilience4j.bulkhead.instances.inventory.max-concurrent-calls: 2\n\
+                 resilience4j.ratelimiter.instances.inventory.limit-for-period: 2\n",
             )
             .unwrap(),
             "metrics-table",

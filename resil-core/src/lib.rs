@@ -38,6 +38,7 @@ pub mod log;
 pub mod rate_limiter;
 pub mod rejection;
 pub mod retry;
+pub mod shadow;
 mod striped;
 pub mod thread_pool_bulkhead;
 pub mod throttler;

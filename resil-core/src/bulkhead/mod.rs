@@ -106,6 +106,7 @@ mod metrics;
 mod permit;
 mod sample_window;
 mod semaphore;
+mod shadow;
 mod vegas;
 
 use std::fmt;
@@ -134,6 +135,7 @@ use crate::criticality::{share_from_percent, Criticality, Share, FULL_SHARE};
 use crate::error::{BulkheadFull, ConfigError, DeadlineExceeded, Error, SharedName};
 use crate::event::{EventPublisher, EventStream};
 use crate::guarded::{Acquire, Guarded};
+use crate::shadow::ShadowSlot;
 use crate::striped::Striped;
 
 /// A semaphore bulkhead: at most `max_concurrent_calls` calls at once, others
@@ -180,6 +182,11 @@ pub(crate) struct Inner {
     events: EventPublisher<BulkheadEvent>,
     /// Rejections since the last aggregated log line (see [`crate::log`]).
     refusals_logged: crate::log::RefusalLog,
+    /// The shadow attached to this bulkhead (see [`crate::shadow`]).
+    shadow: ShadowSlot<Bulkhead>,
+    /// Whether this bulkhead is itself a shadow, and what only a shadow counts.
+    is_shadow: bool,
+    shadow_counts: shadow::ShadowCounts,
 }
 
 impl Inner {
@@ -194,7 +201,12 @@ impl Inner {
         self.permitted.increment();
         self.events
             .publish_with(|| BulkheadEvent::of(&self.name, BulkheadEventKind::CallPermitted));
-        BulkheadPermit::new(self)
+        let shadow = if self.shadow.is_set() {
+            self.shadow_admit()
+        } else {
+            None
+        };
+        BulkheadPermit::new(self, shadow)
     }
 
     /// A held slot ends (the permit's `Drop`).
@@ -219,6 +231,9 @@ impl Inner {
     /// No free slot and no wait: count it, tell subscribers.
     #[cold]
     fn rejected_full(&self) -> BulkheadFull {
+        if self.shadow.is_set() {
+            self.shadow_refused();
+        }
         self.count_rejection();
         BulkheadFull::by(&self.refusal_name)
     }
@@ -305,7 +320,10 @@ impl Bulkhead {
         config: BulkheadConfig,
         clock: impl Clock,
     ) -> Self {
-        let name = name.into();
+        Self::build(name.into(), config, SharedClock::new(clock), false)
+    }
+
+    fn build(name: Arc<str>, config: BulkheadConfig, clock: SharedClock, is_shadow: bool) -> Self {
         let bulkhead = Bulkhead {
             inner: Arc::new(Inner {
                 sem: Semaphore::new(
@@ -319,9 +337,12 @@ impl Bulkhead {
                 class_shares: Default::default(),
                 permitted: Striped::default(),
                 config: Mutex::new(config),
-                clock: SharedClock::new(clock),
+                clock,
                 events: EventPublisher::default(),
                 refusals_logged: crate::log::RefusalLog::new(),
+                shadow: ShadowSlot::default(),
+                is_shadow,
+                shadow_counts: shadow::ShadowCounts::default(),
             }),
         };
         bulkhead.inner.set_shares(&config);

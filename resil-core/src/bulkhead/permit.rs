@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use super::shadow::ShadowHold;
 use super::Inner;
 use crate::error::{BulkheadFull, DeadlineExceeded, Error};
 
@@ -25,13 +26,20 @@ use crate::error::{BulkheadFull, DeadlineExceeded, Error};
 #[must_use = "the slot is released as soon as the permit is dropped"]
 pub struct BulkheadPermit<'a> {
     inner: &'a Inner,
+    /// The slot the call holds in the shadow's count, if a shadow admitted
+    /// it: released by its own `Drop`, right after the live slot.
+    _shadow: Option<ShadowHold>,
 }
 
 impl<'a> BulkheadPermit<'a> {
-    /// Wraps a slot already taken from `inner`'s semaphore.
+    /// Wraps a slot already taken from `inner`'s semaphore (and one of its
+    /// shadow's).
     #[inline]
-    pub(crate) fn new(inner: &'a Inner) -> Self {
-        BulkheadPermit { inner }
+    pub(crate) fn new(inner: &'a Inner, shadow: Option<ShadowHold>) -> Self {
+        BulkheadPermit {
+            inner,
+            _shadow: shadow,
+        }
     }
 
     /// The name of the bulkhead this slot belongs to.

@@ -17,7 +17,7 @@ use super::config::{
 use super::event::{CircuitBreakerEvent, CircuitBreakerEventKind};
 use super::metrics::Metrics;
 use super::permit::{OwnedPermit, Permit};
-use super::shadow::{ShadowCounts, ShadowSlot};
+use super::shadow::ShadowCounts;
 use super::state::Word;
 use super::window::{Aggregate, Change, CountWindow, Measurement, TimeWindow, Window};
 use super::{IllegalTransition, State};
@@ -26,6 +26,7 @@ use crate::error::{CallNotPermitted, Error, SharedName};
 use crate::event::{EventPublisher, EventStream};
 use crate::guarded::{Acquire, Guarded};
 use crate::log::RefusalLog;
+use crate::shadow::ShadowSlot;
 
 /// A circuit breaker: stops calling a dependency whose recent calls mostly failed
 /// or were slow, and probes it carefully before trusting it again.
@@ -108,7 +109,7 @@ pub(crate) struct Inner {
     failure_cursor: AtomicU64,
     core: Mutex<Core>,
     /// The shadow attached to this breaker (see [`super::shadow`]).
-    pub(crate) shadow: ShadowSlot,
+    pub(crate) shadow: ShadowSlot<CircuitBreaker>,
     /// Whether this breaker is itself a shadow: it logs what it would have
     /// done, and its refusals are not logged as refusals.
     pub(crate) is_shadow: bool,
@@ -297,7 +298,7 @@ impl CircuitBreaker {
                 thresholds_reported: false,
                 timer: None,
             }),
-            shadow: ShadowSlot::new(),
+            shadow: ShadowSlot::default(),
             is_shadow,
             shadow_counts: ShadowCounts::default(),
         });

@@ -44,49 +44,13 @@
 //! notices.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-use parking_lot::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::breaker::Inner;
 use super::config::{Outcome, ResultTransition};
 use super::CircuitBreaker;
 use crate::clock::Clock;
-
-/// The live breaker's side: the shadow attached to it, if any.
-pub(crate) struct ShadowSlot {
-    /// Whether a shadow is attached: the one load a call pays without one.
-    set: AtomicBool,
-    breaker: RwLock<Option<CircuitBreaker>>,
-}
-
-impl ShadowSlot {
-    pub(crate) fn new() -> Self {
-        ShadowSlot {
-            set: AtomicBool::new(false),
-            breaker: RwLock::new(None),
-        }
-    }
-
-    /// Whether a shadow is attached (relaxed: a call racing an attachment
-    /// may or may not be seen by the new shadow).
-    #[inline(always)]
-    pub(crate) fn is_set(&self) -> bool {
-        self.set.load(Ordering::Relaxed)
-    }
-
-    /// Attaches `shadow` (or detaches with `None`); the previous one.
-    pub(crate) fn replace(&self, shadow: Option<CircuitBreaker>) -> Option<CircuitBreaker> {
-        let mut slot = self.breaker.write();
-        self.set.store(shadow.is_some(), Ordering::Relaxed);
-        std::mem::replace(&mut *slot, shadow)
-    }
-
-    /// The attached shadow.
-    pub(crate) fn get(&self) -> Option<CircuitBreaker> {
-        self.breaker.read().clone()
-    }
-}
+use crate::shadow::Shadowed;
 
 /// The shadow's side: what only a shadow counts.
 #[derive(Default)]
@@ -108,20 +72,18 @@ impl Inner {
         start: u64,
         judge: &dyn Fn(&Inner) -> (Outcome, ResultTransition),
     ) {
-        let slot = self.shadow.breaker.read();
-        let Some(shadow) = slot.as_ref() else {
-            return;
-        };
-        let s = &*shadow.inner;
-        let observed = catch_unwind(AssertUnwindSafe(|| {
-            if let Ok(permit) = s.admit_at(start) {
-                let (outcome, transition) = judge(s);
-                permit.record_with(outcome, transition);
+        self.shadow.with(|shadow| {
+            let s = &*shadow.inner;
+            let observed = catch_unwind(AssertUnwindSafe(|| {
+                if let Ok(permit) = s.admit_at(start) {
+                    let (outcome, transition) = judge(s);
+                    permit.record_with(outcome, transition);
+                }
+            }));
+            if observed.is_err() {
+                s.shadow_counts.panicked.fetch_add(1, Ordering::Relaxed);
             }
-        }));
-        if observed.is_err() {
-            s.shadow_counts.panicked.fetch_add(1, Ordering::Relaxed);
-        }
+        });
     }
 
     /// Tells the shadow the live breaker refused a call now: it would have
@@ -130,16 +92,14 @@ impl Inner {
     #[cold]
     #[inline(never)]
     pub(crate) fn feed_shadow_refused(&self) {
-        let slot = self.shadow.breaker.read();
-        let Some(shadow) = slot.as_ref() else {
-            return;
-        };
-        let s = &*shadow.inner;
-        // A permit is dropped unrecorded: a HALF_OPEN probe slot goes back.
-        let permitted = s.admit_at(self.clock.now_nanos()).is_ok();
-        if permitted {
-            s.shadow_counts.unobserved.fetch_add(1, Ordering::Relaxed);
-        }
+        self.shadow.with(|shadow| {
+            let s = &*shadow.inner;
+            // A permit is dropped unrecorded: a HALF_OPEN probe slot goes back.
+            let permitted = s.admit_at(self.clock.now_nanos()).is_ok();
+            if permitted {
+                s.shadow_counts.unobserved.fetch_add(1, Ordering::Relaxed);
+            }
+        });
     }
 
     /// Offers a result to the shadow, classified by its own predicates.
@@ -194,28 +154,24 @@ impl CircuitBreaker {
     /// assert_eq!(shadow.call_totals().not_permitted(), 1, "but counts what it would have refused");
     /// ```
     pub fn start_shadow(&self, config: super::CircuitBreakerConfig) -> CircuitBreaker {
-        let shadow = self.shadowed_by(config);
-        self.inner.shadow.replace(Some(shadow.clone()));
-        shadow
+        Shadowed::start_shadow(self, config)
     }
 
     /// Detaches this breaker's shadow, which is returned (and sees no more
     /// calls).
     pub fn stop_shadow(&self) -> Option<CircuitBreaker> {
-        self.inner.shadow.replace(None)
+        Shadowed::stop_shadow(self)
     }
 
     /// The shadow attached to this breaker.
     pub fn shadow(&self) -> Option<CircuitBreaker> {
-        self.inner.shadow.get()
+        Shadowed::shadow(self)
     }
 
     /// Moves this breaker's shadow to `next`, the breaker that replaces it
     /// (a registry rebuilding an instance keeps a running trial this way).
     pub fn move_shadow_to(&self, next: &CircuitBreaker) {
-        if let Some(shadow) = self.stop_shadow() {
-            next.inner.shadow.replace(Some(shadow));
-        }
+        Shadowed::move_shadow_to(self, next)
     }
 
     /// Whether this breaker is a shadow ([`start_shadow`](Self::start_shadow)).
@@ -235,5 +191,21 @@ impl CircuitBreaker {
     /// predicates panicked (the call and the live breaker were not affected).
     pub fn shadow_panics(&self) -> u64 {
         self.inner.shadow_counts.panicked.load(Ordering::Relaxed)
+    }
+}
+
+impl Shadowed for CircuitBreaker {
+    type Config = super::CircuitBreakerConfig;
+
+    fn shadow_slot(&self) -> &crate::shadow::ShadowSlot<Self> {
+        &self.inner.shadow
+    }
+
+    fn shadowed_by(&self, config: Self::Config) -> Self {
+        CircuitBreaker::shadowed_by(self, config)
+    }
+
+    fn is_shadow(&self) -> bool {
+        self.inner.is_shadow
     }
 }

@@ -443,6 +443,11 @@ impl Cycles {
         self.schedule.read().limit
     }
 
+    /// The clock reading its cycles are counted from.
+    pub(crate) fn origin(&self) -> u64 {
+        self.origin
+    }
+
     /// Nanoseconds since creation.
     #[inline]
     fn elapsed(&self, now: u64) -> u64 {

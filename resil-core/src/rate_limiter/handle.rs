@@ -25,6 +25,7 @@ use crate::deadline;
 use crate::error::{DeadlineExceeded, Error, RequestNotPermitted, SharedName};
 use crate::event::{EventPublisher, EventStream};
 use crate::guarded::{Acquire, Guarded};
+use crate::shadow::{Divergence, ShadowNews, ShadowSlot, Shadowed};
 use crate::striped::Striped;
 
 /// The shortest refresh period [`RateLimiter::new`](super::RateLimiter::new)
@@ -65,6 +66,9 @@ pub(crate) mod sealed {
 
         /// The state at clock reading `origin`.
         fn build(config: &Self::Config, origin: u64) -> Self;
+
+        /// The clock reading its periods (or refills) are counted from.
+        fn origin(&self) -> u64;
 
         /// The time between refills that picks the clock: the coarse one at
         /// [`COARSE_PERIOD`](super::COARSE_PERIOD) or more.
@@ -169,6 +173,23 @@ pub(super) struct Inner<A: Algorithm> {
     refusals_logged: crate::log::RefusalLog,
     /// Set once a call's types met a drain predicate written for others.
     warned_foreign: AtomicBool,
+    /// The shadow attached to this limiter (see [`crate::shadow`]).
+    shadow: ShadowSlot<Limiter<A>>,
+    /// Whether this limiter is itself a shadow, and what only a shadow counts.
+    is_shadow: bool,
+    shadow_counts: LimiterShadowCounts,
+}
+
+/// What only a shadow limiter counts (zero on a live one).
+#[derive(Default)]
+struct LimiterShadowCounts {
+    /// Acquisitions it would have granted only after a wait.
+    waited: AtomicU64,
+    /// Acquisitions the live limiter refused that it would have granted.
+    unobserved: AtomicU64,
+    /// Outcomes its drain predicate panicked on.
+    panicked: AtomicU64,
+    news: ShadowNews,
 }
 
 impl<A: Algorithm> Limiter<A> {
@@ -197,7 +218,16 @@ impl<A: Algorithm> Limiter<A> {
     pub fn with_clock(name: impl Into<Arc<str>>, config: A::Config, clock: impl Clock) -> Self {
         let clock = SharedClock::new(clock);
         let origin = clock.now_nanos();
-        let name = name.into();
+        Self::build(name.into(), config, clock, origin, false)
+    }
+
+    fn build(
+        name: Arc<str>,
+        config: A::Config,
+        clock: SharedClock,
+        origin: u64,
+        is_shadow: bool,
+    ) -> Self {
         Limiter {
             inner: Arc::new(Inner {
                 state: A::build(&config, origin),
@@ -212,6 +242,9 @@ impl<A: Algorithm> Limiter<A> {
                 events: EventPublisher::default(),
                 refusals_logged: crate::log::RefusalLog::new(),
                 warned_foreign: AtomicBool::new(false),
+                shadow: ShadowSlot::default(),
+                is_shadow,
+                shadow_counts: LimiterShadowCounts::default(),
             }),
         }
     }
@@ -440,7 +473,7 @@ impl<A: Algorithm> Limiter<A> {
         if let Some(share) = self.inner.class_share() {
             return self
                 .inner
-                .take_within(permits, share)
+                .take_within(permits, share, true)
                 .map(|()| Acquire::Now(()));
         }
         // The common case returns without building a `Grant`: the result
@@ -469,14 +502,14 @@ impl<A: Algorithm> Limiter<A> {
     pub fn try_acquire_permission(&self, permits: u32) -> bool {
         let inner = &*self.inner;
         if let Some(share) = inner.class_share() {
-            return inner.take_within(permits, share).is_ok();
+            return inner.take_within(permits, share, false).is_ok();
         }
         let granted = inner.state.acquire_fast(permits, || inner.now())
             || inner
                 .state
                 .acquire_at(permits, inner.precise_now(), || 0)
                 .is_ok();
-        inner.publish(granted, permits);
+        inner.publish(granted, permits, false);
         granted
     }
 
@@ -546,6 +579,9 @@ impl<A: Algorithm> Inner<A> {
         if A::drains(&self.config, result, &self.name, &self.warned_foreign) {
             self.drain();
         }
+        if self.shadow.is_set() {
+            self.shadow_result(result);
+        }
     }
 
     #[cold]
@@ -586,11 +622,11 @@ impl<A: Algorithm> Inner<A> {
     /// Takes `permits` within `share` of the current period, or refuses at
     /// once (no reservation).
     #[cold]
-    fn take_within(&self, permits: u32, share: Share) -> Result<(), AcquireError> {
+    fn take_within(&self, permits: u32, share: Share, may_wait: bool) -> Result<(), AcquireError> {
         let granted = self
             .state
             .acquire_within(permits, share, self.precise_now());
-        self.publish(granted, permits);
+        self.publish(granted, permits, may_wait);
         if granted {
             Ok(())
         } else {
@@ -602,8 +638,13 @@ impl<A: Algorithm> Inner<A> {
         }
     }
 
+    /// Counts an acquisition decided (`may_wait`: one that could have
+    /// waited for a reservation) and tells subscribers and the shadow.
     #[inline]
-    fn publish(&self, granted: bool, permits: u32) {
+    fn publish(&self, granted: bool, permits: u32, may_wait: bool) {
+        if self.shadow.is_set() {
+            self.feed_shadow(granted, permits, may_wait);
+        }
         if granted {
             self.granted.increment();
         } else {
@@ -624,7 +665,7 @@ impl<A: Algorithm> Inner<A> {
     #[inline]
     fn reserve(&self, permits: u32) -> Result<Grant, AcquireError> {
         if let Some(share) = self.class_share() {
-            return self.take_within(permits, share).map(|()| Grant::NOW);
+            return self.take_within(permits, share, true).map(|()| Grant::NOW);
         }
         if self.take_now(permits) {
             Ok(Grant::NOW)
@@ -638,7 +679,7 @@ impl<A: Algorithm> Inner<A> {
     #[inline]
     fn take_now(&self, permits: u32) -> bool {
         if self.state.acquire_fast(permits, || self.now()) {
-            self.publish(true, permits);
+            self.publish(true, permits, true);
             true
         } else {
             false
@@ -655,7 +696,7 @@ impl<A: Algorithm> Inner<A> {
         let outcome = self.state.acquire_at(permits, self.precise_now(), || {
             wait_allowed(&self.timeout, &mut limits)
         });
-        self.publish(outcome.is_ok(), permits);
+        self.publish(outcome.is_ok(), permits, true);
         outcome.map_err(|refusal| self.refused(permits, refusal, limits))
     }
 
@@ -751,5 +792,159 @@ impl<A: Algorithm> Drop for Reserved<'_, A> {
         if !self.used {
             self.inner.state.give_back(&self.grant);
         }
+    }
+}
+
+impl<A: Algorithm> Inner<A> {
+    /// Offers an acquisition the live limiter decided to its shadow.
+    /// Cold: a limiter without a shadow never gets here.
+    #[cold]
+    #[inline(never)]
+    fn feed_shadow(&self, live_granted: bool, permits: u32, may_wait: bool) {
+        self.shadow
+            .with(|shadow| shadow.inner.observe(live_granted, permits, may_wait));
+    }
+
+    /// On a shadow: decides the acquisition as this limiter would, taking
+    /// (or reserving) from its own permits and never waiting, and counts it.
+    fn observe(&self, live_granted: bool, permits: u32, may_wait: bool) {
+        let wait = if let Some(share) = self.class_share() {
+            self.state
+                .acquire_within(permits, share, self.precise_now())
+                .then_some(0)
+        } else if self.state.acquire_fast(permits, || self.now()) {
+            Some(0)
+        } else {
+            let mut limits = None;
+            self.state
+                .acquire_at(permits, self.precise_now(), || {
+                    if may_wait {
+                        wait_allowed(&self.timeout, &mut limits)
+                    } else {
+                        0
+                    }
+                })
+                .ok()
+                .map(|grant| grant.wait)
+        };
+        self.publish(wait.is_some(), permits, may_wait);
+        let counts = &self.shadow_counts;
+        if wait.is_none() {
+            counts.news.note(Divergence::Refused);
+        }
+        if wait.is_some_and(|w| w > 0) {
+            counts.waited.fetch_add(1, Ordering::Relaxed);
+            counts.news.note(Divergence::Waited);
+        }
+        if wait.is_some() && !live_granted {
+            counts.unobserved.fetch_add(1, Ordering::Relaxed);
+            counts.news.note(Divergence::Unobserved);
+        }
+    }
+
+    /// Offers a call's result to the shadow's drain predicate.
+    #[cold]
+    #[inline(never)]
+    fn shadow_result<T: 'static, E: 'static>(&self, result: &Result<T, E>) {
+        self.shadow.with(|shadow| {
+            let s = &*shadow.inner;
+            let drains = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                A::drains(&s.config, result, &s.name, &s.warned_foreign)
+            }));
+            match drains {
+                Ok(true) => {
+                    s.state.drain(s.precise_now());
+                }
+                Ok(false) => {}
+                Err(_) => {
+                    s.shadow_counts.panicked.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+    }
+}
+
+impl<A: Algorithm> Limiter<A> {
+    /// For a shadow ([`Shadowed::start_shadow`]): acquisitions it would have
+    /// granted only after waiting for a later period's permits (the live
+    /// limiter's caller may not have waited).
+    pub fn shadow_waited_acquisitions(&self) -> u64 {
+        self.inner.shadow_counts.waited.load(Ordering::Relaxed)
+    }
+
+    /// For a shadow: acquisitions its live limiter refused that it would
+    /// have granted. Those calls never ran; under the shadow's settings they
+    /// would have, and would have taken their permits, which the shadow did.
+    pub fn unobserved_calls(&self) -> u64 {
+        self.inner.shadow_counts.unobserved.load(Ordering::Relaxed)
+    }
+
+    /// For a shadow: results its drain predicate panicked on (the call and
+    /// the live limiter were not affected).
+    pub fn shadow_panics(&self) -> u64 {
+        self.inner.shadow_counts.panicked.load(Ordering::Relaxed)
+    }
+}
+
+/// A limiter's shadow takes, from permits of its own on the live limiter's
+/// clock, what every acquisition of the live one asks for (the same count,
+/// at the same instant, allowed the same wait or none), as a limiter with
+/// its settings in the live one's place would: its
+/// [`metrics`](Limiter::metrics) count what it would have granted and
+/// refused. It never sleeps; an acquisition it would have granted only after
+/// a wait is counted in [`shadow_waited_acquisitions`](Limiter::shadow_waited_acquisitions).
+/// With the live limiter's refresh period, its periods are the live one's
+/// (as for a limiter updated in place; only the period it is attached in
+/// starts with all its permits); with another, they start when it is
+/// attached, as a rebuilt limiter's would.
+///
+/// ```
+/// use std::time::Duration;
+/// use resil_core::clock::ManualClock;
+/// use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig};
+/// use resil_core::shadow::Shadowed;
+///
+/// let config = |limit| RateLimiterConfig::builder()
+///     .limit_for_period(limit)
+///     .limit_refresh_period(Duration::from_secs(1))
+///     .timeout_duration(Duration::ZERO)
+///     .build()
+///     .unwrap();
+/// let live = RateLimiter::with_clock("search", config(3), ManualClock::new());
+/// let shadow = live.start_shadow(config(2));
+/// for _ in 0..3 {
+///     assert!(live.call(|| Ok::<_, ()>(())).is_ok(), "the shadow refuses nothing");
+/// }
+/// assert_eq!(shadow.metrics().failed_acquisitions(), 1, "but counts what it would have refused");
+/// ```
+impl<A: Algorithm> Shadowed for Limiter<A> {
+    type Config = A::Config;
+
+    fn shadow_slot(&self) -> &ShadowSlot<Self> {
+        &self.inner.shadow
+    }
+
+    fn shadowed_by(&self, config: A::Config) -> Self {
+        let inner = &*self.inner;
+        let origin = if A::refill_period(&config) == A::refill_period(&inner.config) {
+            inner.state.origin()
+        } else {
+            inner.clock.now_nanos()
+        };
+        Self::build(
+            Arc::clone(&inner.name),
+            config,
+            inner.clock.clone(),
+            origin,
+            true,
+        )
+    }
+
+    fn is_shadow(&self) -> bool {
+        self.inner.is_shadow
+    }
+
+    fn shadow_news(&self) -> Option<&ShadowNews> {
+        Some(&self.inner.shadow_counts.news)
     }
 }

@@ -96,6 +96,10 @@ impl Machinery for Cycles {
         .warming_up(clock::nanos(config.warm_up_period()), config.cold_factor())
     }
 
+    fn origin(&self) -> u64 {
+        Cycles::origin(self)
+    }
+
     fn refill_period(config: &RateLimiterConfig) -> Duration {
         config.limit_refresh_period()
     }

@@ -66,6 +66,11 @@ impl Bucket {
         }
     }
 
+    /// The clock reading its refills are counted from.
+    pub(crate) fn origin(&self) -> u64 {
+        self.origin
+    }
+
     /// Nanoseconds since creation.
     #[inline]
     fn elapsed(&self, now: u64) -> u64 {

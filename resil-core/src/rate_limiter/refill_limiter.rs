@@ -76,6 +76,10 @@ impl Machinery for Bucket {
         )
     }
 
+    fn origin(&self) -> u64 {
+        Bucket::origin(self)
+    }
+
     fn refill_period(config: &RefillRateLimiterConfig) -> Duration {
         config.nanos_per_permit()
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::config::{Attempted, ErrorClass};
 use super::event::{RetryCause, RetryEvent, RetryEventKind};
 use super::metrics::{Outcome, Refusal};
+use super::shadow::ShadowCall;
 use super::{Inner, ResultVerdict, RetryBudget};
 use crate::deadline;
 use crate::error::{DeadlineExceeded, Error, ErrorKind, MaxRetriesExceeded, RetryBudgetExhausted};
@@ -57,7 +58,11 @@ pub(crate) struct Context<'a> {
     /// retry's own, or a key's ([`Retry::with_budget`](super::Retry::with_budget)).
     budget: Option<&'a RetryBudget>,
     attempts: u32,
-    finished: bool,
+    /// Set once the call is counted (a shadow's side sets it too: its
+    /// call is never a cancelled one).
+    pub(super) finished: bool,
+    /// The shadow's side of this call, when the retry has a shadow.
+    shadow: Option<ShadowCall>,
 }
 
 impl<'a> Context<'a> {
@@ -68,6 +73,23 @@ impl<'a> Context<'a> {
             budget,
             attempts: 0,
             finished: false,
+            shadow: if retry.shadow.is_set() {
+                ShadowCall::start(retry)
+            } else {
+                None
+            },
+        }
+    }
+
+    /// A context judging on `retry`'s behalf attempts that another retry's
+    /// call made (a shadow's, see [`super::shadow`]).
+    pub(super) fn observing(retry: &'a Inner, attempts: u32) -> Self {
+        Context {
+            retry,
+            budget: None,
+            attempts,
+            finished: false,
+            shadow: None,
         }
     }
 
@@ -95,6 +117,9 @@ impl<'a> Context<'a> {
 
     #[cold]
     fn deadline_spent(&mut self) -> Refusal {
+        if let Some(shadow) = &mut self.shadow {
+            shadow.deadline_spent(self.attempts);
+        }
         self.retry.events.publish_with(|| {
             RetryEvent::new(
                 self.retry.name.clone(),
@@ -114,6 +139,21 @@ impl<'a> Context<'a> {
     /// [`by_predicates`](super::by_predicates) everywhere else).
     #[inline(always)]
     pub(crate) fn judge<T: 'static, R>(
+        &mut self,
+        outcome: &Result<T, R>,
+        class: impl Fn(&R) -> Class<'_> + Copy,
+        result: impl Fn(&T) -> ResultVerdict + Copy,
+    ) -> Verdict {
+        let verdict = self.decide(outcome, class, result);
+        if let Some(shadow) = &mut self.shadow {
+            shadow.observe(self.attempts, outcome, class, result, verdict);
+        }
+        verdict
+    }
+
+    /// What this retry does after the attempt just made.
+    #[inline(always)]
+    pub(super) fn decide<T: 'static, R>(
         &mut self,
         outcome: &Result<T, R>,
         class: impl FnOnce(&R) -> Class<'_>,
@@ -257,7 +297,8 @@ impl<'a> Context<'a> {
             self.finish(Outcome::Failure, Some(Refusal::Deadline));
             return Verdict::Refuse(Refusal::Deadline);
         }
-        if let Some(budget) = self.budget {
+        // A shadow never draws on a budget: it shares the live retry's.
+        if let Some(budget) = self.budget.filter(|_| !retry.is_shadow) {
             if !budget.withdraw() {
                 retry.events.publish_with(|| {
                     RetryEvent::new(
@@ -304,6 +345,9 @@ impl<'a> Context<'a> {
     /// call fails with the last attempt's outcome, or, for a retried value
     /// under `fail_after_max_attempts`, with `MaxRetriesExceeded`.
     fn give_up(&mut self, cause: RetryCause) -> Verdict {
+        if self.retry.is_shadow {
+            self.retry.shadow_counts.gave_up();
+        }
         self.retry.events.publish_with(|| {
             RetryEvent::new(
                 self.retry.name.clone(),
@@ -348,7 +392,7 @@ impl<'a> Context<'a> {
     }
 
     #[inline(always)]
-    fn finish(&mut self, outcome: Outcome, refusal: Option<Refusal>) {
+    pub(super) fn finish(&mut self, outcome: Outcome, refusal: Option<Refusal>) {
         debug_assert!(!self.finished, "a call is counted once");
         self.finished = true;
         self.retry.counters.record(outcome, self.attempts, refusal);

@@ -63,6 +63,7 @@ mod config;
 mod context;
 mod event;
 mod metrics;
+pub mod shadow;
 
 use std::fmt;
 use std::future::Future;
@@ -90,6 +91,7 @@ use self::metrics::Refusal;
 use crate::clock::{Clock, SharedClock, SystemClock};
 use crate::error::{Error, SharedName};
 use crate::event::{EventPublisher, EventStream};
+use crate::shadow::ShadowSlot;
 use crate::trace;
 
 /// A named retry policy with its metrics and events; a cheap `Clone` handle.
@@ -112,6 +114,11 @@ pub(crate) struct Inner {
     events: EventPublisher<RetryEvent>,
     /// Set once an error met predicates all written for other types (traced once).
     warned_foreign: AtomicBool,
+    /// The shadow attached to this retry (see [`shadow`]).
+    shadow: ShadowSlot<Retry>,
+    /// Whether this retry is itself a shadow, and what only a shadow counts.
+    is_shadow: bool,
+    shadow_counts: shadow::ShadowCounts,
 }
 
 impl Retry {
@@ -124,16 +131,22 @@ impl Retry {
     /// [`ManualClock`](crate::clock::ManualClock) advances instead of sleeping,
     /// a [`TokioClock`](crate::clock::TokioClock) follows paused tokio time.
     pub fn with_clock(name: impl Into<Arc<str>>, config: RetryConfig, clock: impl Clock) -> Self {
-        let name = name.into();
+        Self::build(name.into(), config, SharedClock::new(clock), false)
+    }
+
+    fn build(name: Arc<str>, config: RetryConfig, clock: SharedClock, is_shadow: bool) -> Self {
         Retry {
             inner: Arc::new(Inner {
                 refusal_name: SharedName::new(Arc::clone(&name)),
                 name,
                 config,
-                clock: SharedClock::new(clock),
+                clock,
                 counters: Counters::default(),
                 events: EventPublisher::default(),
                 warned_foreign: AtomicBool::new(false),
+                shadow: ShadowSlot::default(),
+                is_shadow,
+                shadow_counts: shadow::ShadowCounts::default(),
             }),
         }
     }

@@ -18,6 +18,15 @@ impl Hooks for Bulkhead {
     type Settings = BulkheadConfigBuilder;
     type Twins = NoTwins;
 
+    /// Bulkheads have shadows: the staged limit counts the same calls in flight.
+    fn start_shadow(
+        handle: &crate::handle::Handle<Self>,
+        config: &BulkheadConfig,
+        trial: &crate::shadow::TrialContext,
+    ) -> Option<Box<dyn crate::shadow::ShadowRun>> {
+        Some(crate::shadow::Run::start(handle, config, trial))
+    }
+
     /// Every bulkhead setting has a run-time setter.
     fn update_in_place(&self, config: &BulkheadConfig) -> bool {
         self.change_config(*config);

@@ -78,7 +78,7 @@ impl Hooks for CircuitBreaker {
         config: &CircuitBreakerConfig,
         trial: &TrialContext,
     ) -> Option<Box<dyn ShadowRun>> {
-        Some(crate::shadow::BreakerRun::start(handle, config, trial))
+        Some(crate::shadow::Run::start(handle, config, trial))
     }
 
     /// The call timers keep a histogram when asked. Rebuilt breakers share

@@ -74,6 +74,26 @@ impl Hooks for RateLimiter {
     type Settings = RateLimiterConfigBuilder;
     type Twins = RateTwins;
 
+    /// Rate limiters have shadows: the staged settings take the same permits.
+    fn start_shadow(
+        handle: &crate::handle::Handle<Self>,
+        config: &RateLimiterConfig,
+        trial: &crate::shadow::TrialContext,
+    ) -> Option<Box<dyn crate::shadow::ShadowRun>> {
+        Some(crate::shadow::Run::start(handle, config, trial))
+    }
+
+    /// A running shadow trial goes on beside the rebuilt instance.
+    fn before_install(
+        _overrides: &crate::overrides::Overrides,
+        _name: &str,
+        previous: &Self,
+        next: &Self,
+        _carried: bool,
+    ) {
+        resil_core::shadow::Shadowed::move_shadow_to(previous, next);
+    }
+
     /// The limit and the timeout have run-time setters; a new refresh
     /// period needs a new instance.
     fn update_in_place(&self, next: &RateLimiterConfig) -> bool {

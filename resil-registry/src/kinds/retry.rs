@@ -22,6 +22,26 @@ impl Hooks for Retry {
     type Settings = RetryConfigBuilder;
     type Twins = NoTwins;
 
+    /// Retries have shadows: the staged settings judge the same attempts.
+    fn start_shadow(
+        handle: &crate::handle::Handle<Self>,
+        config: &RetryConfig,
+        trial: &crate::shadow::TrialContext,
+    ) -> Option<Box<dyn crate::shadow::ShadowRun>> {
+        Some(crate::shadow::Run::start(handle, config, trial))
+    }
+
+    /// A running shadow trial goes on beside the rebuilt instance.
+    fn before_install(
+        _overrides: &crate::overrides::Overrides,
+        _name: &str,
+        previous: &Self,
+        next: &Self,
+        _carried: bool,
+    ) {
+        resil_core::shadow::Shadowed::move_shadow_to(previous, next);
+    }
+
     fn error_lists(entry: &Resolved<RetryConfig>) -> Vec<(ErrorNames<'_>, ErrorList)> {
         let mut lists = Vec::new();
         if let Some(names) = entry.retry_errors() {

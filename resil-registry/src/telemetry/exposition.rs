@@ -20,7 +20,7 @@ use crate::store::{for_each_kind, KindVisitor};
 
 /// One metric with its labels.
 #[derive(Debug, Clone)]
-pub(crate) struct Sample {
+pub struct Sample {
     /// `(key, value)`, `name` first.
     pub(crate) labels: Vec<(&'static str, String)>,
     pub(crate) metric: Metric,
@@ -40,36 +40,6 @@ const CONFIG_RELOADS: Family = Family::new(
     "resil_config_reloads",
     "Config reloads attempted (a file, its watcher, a push source, a rollback), by result: applied, or refused with nothing changed",
 );
-
-const SHADOW_STATE: Family = Family::new(
-    "resil_shadow_circuitbreaker_state",
-    "The state a shadow trial's staged settings would have the circuit breaker in: 1 for that state, 0 for the others",
-);
-
-const SHADOW_TRANSITIONS: Family = Family::new(
-    "resil_shadow_circuitbreaker_transitions",
-    "Transitions a shadow trial's staged settings would have made",
-);
-
-const SHADOW_NOT_PERMITTED: Family = Family::new(
-    "resil_shadow_circuitbreaker_not_permitted_calls",
-    "Calls a shadow trial's staged settings would have refused (the live breaker let them through)",
-);
-
-const SHADOW_UNOBSERVED: Family = Family::new(
-    "resil_shadow_circuitbreaker_unobserved_calls",
-    "Calls the live breaker refused that a shadow trial's staged settings would have let through (their outcome is unknown)",
-);
-
-/// The breaker's `state` label values, as its own state gauge writes them.
-const SHADOW_STATES: [(&str, &str); 6] = [
-    ("CLOSED", "closed"),
-    ("OPEN", "open"),
-    ("HALF_OPEN", "half_open"),
-    ("FORCED_OPEN", "forced_open"),
-    ("DISABLED", "disabled"),
-    ("METRICS_ONLY", "metrics_only"),
-];
 
 const REFUSED_INSTANCES: Family = Family::new(
     "resil_registry_refused_instances",
@@ -129,36 +99,7 @@ pub(crate) fn samples(registry: &Registry) -> Vec<Sample> {
             metric: Metric::counter(CONFIG_RELOADS, None, n),
         });
     }
-    for shadow in registry
-        .shadow_trial()
-        .map(|t| t.instances)
-        .unwrap_or_default()
-    {
-        let labels = vec![("name", shadow.name.clone())];
-        for (family, n) in [
-            (SHADOW_TRANSITIONS, shadow.transition_count),
-            (SHADOW_NOT_PERMITTED, shadow.would_have_refused),
-            (SHADOW_UNOBSERVED, shadow.unobserved),
-        ] {
-            out.push(Sample {
-                labels: labels.clone(),
-                metric: Metric::counter(family, None, n),
-            });
-        }
-        for (state, label) in SHADOW_STATES {
-            let on = if state == shadow.shadow_state {
-                1.0
-            } else {
-                0.0
-            };
-            let mut labels = labels.clone();
-            labels.push(("state", label.to_owned()));
-            out.push(Sample {
-                labels,
-                metric: Metric::gauge(SHADOW_STATE, None, on),
-            });
-        }
-    }
+    registry.shadow_samples(&mut out);
     for kind in Kind::ALL {
         out.push(Sample {
             labels: vec![("kind", kind.as_str().to_owned())],

@@ -31,7 +31,7 @@
 //! | `GET /actuator/prometheus` (feature `prometheus`) | the Prometheus text format with Resilience4j's names, counters ending in `_total` |
 //! | `POST /actuator/circuitbreakers/{name}`, `/actuator/ratelimiters/{name}`, `/actuator/bulkheads/{name}` | management, only when [`ActuatorBuilder::management`] enabled it |
 //! | `GET /actuator/configversions`, `GET /actuator/configversions/diff?from=1&to=2`, `POST /actuator/configversions/{id}/rollback` | config versions (id, hash, time, source, APPLIED or REFUSED with the problems), the key-level diff of two, a rollback (`{"by": "alice"}`); behind the management authorization, only when it is enabled |
-//! | `GET /actuator/shadow`, `POST /actuator/shadow`, `POST /actuator/shadow/promote`, `POST /actuator/shadow/discard` | the shadow trial running (what each staged breaker would have done: transitions, refusals, unobserved calls), staging a config (`{"config": "…", "format": "yaml", "by": "alice"}`) or a kept version (`{"version": 3}`) as a trial, promoting it as a new version, discarding it; behind the management authorization, only when it is enabled |
+//! | `GET /actuator/shadow`, `POST /actuator/shadow`, `POST /actuator/shadow/promote`, `POST /actuator/shadow/discard` | the shadow trial running (what each staged breaker, rate limiter, bulkhead and retry would have done: transitions, refusals, waits, retries, unobserved calls), staging a config (`{"config": "…", "format": "yaml", "by": "alice"}`) or a kept version (`{"version": 3}`) as a trial, promoting it as a new version, discarding it; behind the management authorization, only when it is enabled |
 //!
 //! # Liveness is not readiness
 //!

@@ -49,9 +49,11 @@ fn by(fields: &Map<String, Value>) -> Result<String, String> {
 /// `GET /actuator/shadow`: `{"trial": {"version", "by", "started",
 /// "instances": [{"kind", "name", "live_state", "shadow_state",
 /// "transitions": [{"from", "to", "at"}], "transition_count",
-/// "would_have_refused", "unobserved", "predicate_panics", "failure_rate",
-/// "slow_call_rate", "buffered_calls"}], "not_trialled"}}`, `null` when no
-/// trial runs.
+/// "would_have_refused", "would_have_waited", "would_have_retried",
+/// "would_have_given_up", "unobserved", "predicate_panics", "failure_rate",
+/// "slow_call_rate", "buffered_calls"}], "not_trialled"}}` (the states and
+/// rates are a breaker's, `null` for the other kinds), `null` when no trial
+/// runs.
 pub(crate) async fn report(State(ctx): Shared, request: Request) -> Response {
     if let Err(r) = authorized(&ctx, request).await {
         return r;
