@@ -152,8 +152,10 @@ impl InboundGuardMetrics {
 /// reading, plain loads of the thresholds and the CPU reading, and one
 /// `fetch_add` to the window's bucket, found through a hint (no division);
 /// the window is summed only when a rate, an average or the BBR check needs
-/// it. The permit's drop is a clock reading, two `fetch_add`s to the bucket
-/// (the minimum is written only when it falls) and a `fetch_sub`. Nothing
+/// it. The permit's drop is a clock reading, one `fetch_add` to the bucket
+/// (its completions and summed response times share a word, summed to the
+/// microsecond; the minimum is written only when it falls) and a
+/// `fetch_sub`. Nothing
 /// is allocated; the permit holds one `Arc` (as tower's `ConcurrencyLimit`'s
 /// `OwnedSemaphorePermit` does), or nothing counted for a
 /// [`process_wide`](Self::process_wide) guard. The clock readings are one
