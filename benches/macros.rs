@@ -227,55 +227,15 @@ fn async_five(c: &mut Criterion) {
         ("annotated", Box::new(|x| ready(annotated_five(x)).unwrap())),
     ];
     bench_group(c, "macros: five attributes, async", &contenders);
-    interleaved_ratio(
-        "macros: five attributes, async",
-        &contenders[1],
-        &contenders[3],
-    );
-    interleaved_ratio(
-        "macros: five attributes, async",
-        &contenders[2],
-        &contenders[3],
-    );
-}
-
-/// The ratio of `b`'s time to `a`'s, robust to a busy machine: rounds of a
-/// few thousand calls of each, alternating, so both see the same load; the
-/// median of the per-round ratios is printed next to criterion's figures.
-fn interleaved_ratio(group: &str, a: &Contender<'_>, b: &Contender<'_>) {
-    if !support::measuring() {
-        return;
+    let group = "macros: five attributes, async";
+    let annotated = &contenders[3];
+    for hand in &contenders[1..3] {
+        support::interleaved_ratio(
+            group,
+            (hand.0, &mut |x| (hand.1)(x)),
+            (annotated.0, &mut |x| (annotated.1)(x)),
+        );
     }
-    const ROUNDS: usize = 301;
-    const CALLS: u64 = 4_000;
-    let time = |f: &(dyn Fn(u64) -> u64 + Sync)| {
-        let start = std::time::Instant::now();
-        for x in 0..CALLS {
-            black_box(f(black_box(x)));
-        }
-        start.elapsed().as_secs_f64()
-    };
-    let mut ratios: Vec<f64> = (0..ROUNDS)
-        .map(|round| {
-            // Alternate which goes first, so neither always runs warm.
-            if round % 2 == 0 {
-                let ta = time(&*a.1);
-                time(&*b.1) / ta
-            } else {
-                let tb = time(&*b.1);
-                tb / time(&*a.1)
-            }
-        })
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    println!(
-        "{group}: {} / {}, interleaved: median {:.3}x (quartiles {:.3}x-{:.3}x)",
-        b.0,
-        a.0,
-        ratios[ROUNDS / 2],
-        ratios[ROUNDS / 4],
-        ratios[3 * ROUNDS / 4]
-    );
 }
 
 criterion_group! {

@@ -12,11 +12,12 @@
 //! `ConcurrencyLimit` takes and gives back a tokio semaphore permit.
 //!
 //! The variants: `defaults` is `InboundGuard::new` (a reference-counted
-//! guard timing requests on the TSC); `process_wide` is the guard a process
-//! makes once (`InboundGuard::process_wide`: no reference count per
-//! permit); `CoarseClock` times requests at Sentinel's 1 ms resolution (one
-//! relaxed load per reading instead of a TSC read, which costs ~14 ns on a
-//! virtual machine — two per request are most of the default's cost).
+//! guard timing requests on the `CoarseClock`, at Sentinel's 1 ms
+//! resolution: one relaxed load per reading); `SystemClock` times them on
+//! the TSC instead (~14 ns a read on a virtual machine — two per request
+//! were most of the cost when it was the default); `process_wide` is the
+//! guard a process makes once (`InboundGuard::process_wide`: no reference
+//! count per permit).
 //! (Refusals and the BBR check are tested in `tests/inbound_guard.rs`.)
 //!
 //! # What is measured
@@ -28,8 +29,11 @@
 //! # What distorts it
 //!
 //! The counting allocator adds a relaxed atomic per allocation (none
-//! happen); the machine is shared: compare ratios over several runs, run
-//! interleaved (one filter at a time, rotating), and take medians.
+//! happen); the machine is shared: under `cargo bench` each guard is also
+//! timed against its peer in alternating rounds of a few thousand requests,
+//! and the median of the rounds' ratios is printed (`interleaved: median
+//! …x`), which holds up under load far better than two criterion figures
+//! taken a minute apart.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -84,7 +88,7 @@ fn inner() -> impl Service<
 fn decision(crit: &mut Criterion) {
     let guard = InboundGuard::new(InboundGuardConfig::default());
     let with_rps = InboundGuard::new(InboundGuardConfig::builder().max_rps(1e12).build().unwrap());
-    let coarse = InboundGuard::with_clock(InboundGuardConfig::default(), CoarseClock);
+    let exact = InboundGuard::with_clock(InboundGuardConfig::default(), SystemClock);
     let process = InboundGuard::process_wide(InboundGuardConfig::default(), SystemClock);
     let process_coarse = InboundGuard::process_wide(InboundGuardConfig::default(), CoarseClock);
     let semaphore = std::sync::Arc::new(tokio::sync::Semaphore::new(1000));
@@ -93,16 +97,18 @@ fn decision(crit: &mut Criterion) {
         support::allocations_per_call(10_000, || drop(guard.try_enter())),
     );
     let mut g = crit.benchmark_group("overload/decision");
-    g.bench_function("resil InboundGuard try_enter + drop (defaults)", |b| {
-        b.iter(|| guard.try_enter().is_ok())
-    });
     g.bench_function(
-        "resil InboundGuard try_enter + drop (CoarseClock: Sentinel's 1 ms timing)",
-        |b| b.iter(|| coarse.try_enter().is_ok()),
+        "resil InboundGuard try_enter + drop (defaults: CoarseClock, Sentinel's 1 ms timing)",
+        |b| b.iter(|| guard.try_enter().is_ok()),
     );
-    g.bench_function("resil InboundGuard try_enter + drop (process_wide)", |b| {
-        b.iter(|| process.try_enter().is_ok())
-    });
+    g.bench_function(
+        "resil InboundGuard try_enter + drop (SystemClock: nanosecond timing)",
+        |b| b.iter(|| exact.try_enter().is_ok()),
+    );
+    g.bench_function(
+        "resil InboundGuard try_enter + drop (process_wide, SystemClock)",
+        |b| b.iter(|| process.try_enter().is_ok()),
+    );
     g.bench_function(
         "resil InboundGuard try_enter + drop (process_wide, CoarseClock)",
         |b| b.iter(|| process_coarse.try_enter().is_ok()),
@@ -122,12 +128,29 @@ fn decision(crit: &mut Criterion) {
         },
     );
     g.finish();
+    let permit = || {
+        u64::from(
+            std::sync::Arc::clone(&semaphore)
+                .try_acquire_owned()
+                .is_ok(),
+        )
+    };
+    for (name, guard) in [
+        ("InboundGuard (defaults: CoarseClock)", &guard),
+        ("InboundGuard (process_wide, CoarseClock)", &process_coarse),
+    ] {
+        support::interleaved_ratio(
+            "overload/decision",
+            ("tokio Semaphore permit", &mut |_| permit()),
+            (name, &mut |_| u64::from(guard.try_enter().is_ok())),
+        );
+    }
 }
 
 fn layer(crit: &mut Criterion) {
     let guard = InboundGuard::new(InboundGuardConfig::default());
     let mut guarded = InboundGuardLayer::new(guard).layer(inner());
-    let mut process = InboundGuardLayer::new(InboundGuard::process_wide(
+    let mut exact = InboundGuardLayer::new(InboundGuard::with_clock(
         InboundGuardConfig::default(),
         SystemClock,
     ))
@@ -151,12 +174,13 @@ fn layer(crit: &mut Criterion) {
         }),
     );
     let mut g = crit.benchmark_group("overload/layer");
-    g.bench_function("resil InboundGuardLayer poll_ready + call", |b| {
-        b.iter(|| call(&mut guarded))
-    });
     g.bench_function(
-        "resil InboundGuardLayer poll_ready + call (process_wide)",
-        |b| b.iter(|| call(&mut process)),
+        "resil InboundGuardLayer poll_ready + call (defaults: CoarseClock)",
+        |b| b.iter(|| call(&mut guarded)),
+    );
+    g.bench_function(
+        "resil InboundGuardLayer poll_ready + call (SystemClock)",
+        |b| b.iter(|| call(&mut exact)),
     );
     g.bench_function(
         "resil InboundGuardLayer poll_ready + call (process_wide, CoarseClock)",
@@ -166,6 +190,19 @@ fn layer(crit: &mut Criterion) {
         b.iter(|| call(&mut limited))
     });
     g.finish();
+    // The target is a ratio on a shared machine: measured interleaved.
+    let tower = "tower ConcurrencyLimit";
+    for (name, guard) in [
+        ("InboundGuardLayer (defaults: CoarseClock)", &mut guarded),
+        ("InboundGuardLayer (SystemClock)", &mut exact),
+        ("InboundGuardLayer (process_wide, CoarseClock)", &mut coarse),
+    ] {
+        support::interleaved_ratio(
+            "overload/layer",
+            (tower, &mut |_| u64::from(call(&mut limited))),
+            (name, &mut |_| u64::from(call(guard))),
+        );
+    }
 }
 
 criterion_group! {

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use resil::error::{CallNotPermitted, Timeout};
+use resil::error::{CallNotPermitted, RequestNotPermitted, Throttled, Timeout};
 use resil::{fallback, registry, Error, ErrorKind, Rejection};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -318,4 +318,75 @@ fn a_refusal_not_listed_in_on_reaches_the_caller_as_the_fn_s_error() {
     }
     let m = fallback::metrics(concat!(module_path!(), "::catalog_item_sync"));
     assert_eq!((m.degraded_total(), m.failed()), (1, 0));
+}
+
+static SEARCHES: AtomicU32 = AtomicU32::new(0);
+
+// A throttler around a rate limiter: a fallback typed for the throttler's
+// refusal and one typed for the rate limiter's each take only their own.
+#[resil::throttler(
+    name = "macros-fallback-search",
+    fallback = [search_on_throttled, search_on_rate_limited]
+)]
+#[resil::rate_limiter(name = "macros-fallback-search")]
+fn search(fail: bool) -> Result<&'static str, PriceError> {
+    SEARCHES.fetch_add(1, Ordering::SeqCst);
+    if fail {
+        Err(PriceError::Unavailable)
+    } else {
+        Ok("live")
+    }
+}
+
+fn search_on_throttled(_fail: bool, why: Throttled) -> Result<&'static str, PriceError> {
+    assert_eq!(why.name(), "macros-fallback-search");
+    assert!(why.probability() > 0.0 && why.probability() <= 1.0);
+    Ok("throttled")
+}
+
+fn search_on_rate_limited(
+    _fail: bool,
+    why: RequestNotPermitted,
+) -> Result<&'static str, PriceError> {
+    assert_eq!(why.name(), "macros-fallback-search");
+    Ok("rate limited")
+}
+
+#[test]
+fn a_throttler_s_refusal_goes_to_the_throttled_fallback_and_a_rate_limit_to_its_own() {
+    // The throttler draws from this thread's generator: seeded, the run is
+    // the same every time.
+    fastrand::seed(30);
+    registry()
+        .configure_rate_limiter("macros-fallback-search", |b| {
+            b.limit_for_period(100)
+                .limit_refresh_period(std::time::Duration::from_secs(3_600))
+                .timeout_duration(std::time::Duration::ZERO)
+        })
+        .unwrap();
+    // A downstream refusing everything: the throttler soon sheds locally.
+    let (mut throttled, mut refused) = (0u64, 0u32);
+    for _ in 0..60 {
+        match search(true) {
+            Ok("throttled") => throttled += 1,
+            Err(PriceError::Unavailable) => refused += 1,
+            other => {
+                panic!("expected the downstream's error or the throttled fallback, got {other:?}")
+            }
+        }
+    }
+    assert!(throttled > 0, "the throttler shed nothing");
+    assert_eq!(SEARCHES.load(Ordering::SeqCst), refused);
+    let throttler = registry().throttler("macros-fallback-search");
+    assert_eq!(throttler.metrics().not_permitted_calls(), throttled);
+
+    // The rate limiter's own refusal, with the throttler quiet again: the
+    // other fallback, never the throttler's.
+    throttler.reset();
+    let limiter = registry().rate_limiter("macros-fallback-search");
+    while limiter.try_acquire_permission(1) {}
+    assert_eq!(search(false), Ok("rate limited"));
+    let m = fallback::metrics(concat!(module_path!(), "::search"));
+    assert_eq!(m.degraded(ErrorKind::Throttled), throttled);
+    assert_eq!(m.degraded(ErrorKind::RequestNotPermitted), 1);
 }

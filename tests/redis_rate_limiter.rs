@@ -924,3 +924,136 @@ fn a_wait_that_cannot_end_before_the_tasks_deadline_is_refused_as_deadline_excee
         assert_eq!(err.kind(), ErrorKind::DeadlineExceeded);
     });
 }
+
+// ---------------------------------------------------------------------------
+// Request classes: a class below its threshold is admitted only while the
+// shared quota holds less than its share (50 % SHEDDABLE, 75 %
+// SHEDDABLE_PLUS by default), checked by the same one script call.
+
+use resil::Criticality::{self, Critical, CriticalPlus, Sheddable, SheddablePlus};
+
+/// Asks once as `class`: granted by whom, or refused.
+async fn as_class(limiter: &DistributedRateLimiter, class: Criticality) -> Option<DecidedBy> {
+    match class.scope(limiter.acquire_async()).await {
+        Ok(grant) => Some(grant.decided_by()),
+        Err(AcquireError::NotPermitted(_)) => None,
+        Err(other) => panic!("{}: {other:?}", limiter.name()),
+    }
+}
+
+/// Asks `n` times as `class` and returns how many were granted, each by `by`.
+async fn granted(
+    limiter: &DistributedRateLimiter,
+    class: Criticality,
+    n: usize,
+    by: DecidedBy,
+) -> usize {
+    let mut granted = 0;
+    for _ in 0..n {
+        if let Some(decided_by) = as_class(limiter, class).await {
+            assert_eq!(decided_by, by, "{class}");
+            granted += 1;
+        }
+    }
+    granted
+}
+
+fn refusals_by_class(limiter: &DistributedRateLimiter) -> [u64; 4] {
+    let m = limiter.metrics();
+    Criticality::ALL.map(|c| m.failed_acquires_of(c))
+}
+
+#[test]
+fn a_shared_quota_admits_by_class_with_either_script_in_one_round_trip_each() {
+    let server = RedisServer::start();
+    run(async {
+        for algorithm in [Algorithm::SlidingWindow, Algorithm::Gcra] {
+            // 8 permits an hour (GCRA: a burst of 8, one permit per 450 s):
+            // nothing comes back while the test runs.
+            let limiter = limiter(
+                &format!("classes-{}", algorithm.as_str()),
+                config(&server)
+                    .algorithm(algorithm)
+                    .limit_for_period(8)
+                    .limit_refresh_period(Duration::from_secs(3_600)),
+            );
+            let redis = DecidedBy::Redis;
+            // SHEDDABLE: while fewer than 4 (50 % of 8) are taken.
+            assert_eq!(
+                granted(&limiter, Sheddable, 6, redis).await,
+                4,
+                "{algorithm:?}"
+            );
+            // SHEDDABLE_PLUS: up to 6 (75 %).
+            assert_eq!(granted(&limiter, SheddablePlus, 4, redis).await, 2);
+            assert_eq!(granted(&limiter, Sheddable, 1, redis).await, 0);
+            // CRITICAL takes the rest; then every class is refused.
+            assert_eq!(granted(&limiter, Critical, 3, redis).await, 2);
+            assert_eq!(granted(&limiter, CriticalPlus, 1, redis).await, 0);
+            let m = limiter.metrics();
+            assert_eq!(refusals_by_class(&limiter), [3, 2, 1, 1]);
+            assert_eq!(m.failed_acquires(), 7);
+            assert_eq!((m.successful_acquires(), m.script_calls()), (8, 15));
+        }
+    });
+}
+
+#[test]
+fn a_class_below_its_threshold_never_takes_nor_uses_a_local_lease() {
+    let server = RedisServer::start();
+    run(async {
+        let limiter = limiter(
+            "classes-leased",
+            config(&server)
+                .limit_for_period(8)
+                .limit_refresh_period(Duration::from_secs(3_600))
+                .lease_size(4),
+        );
+        // A CRITICAL acquire leases 4 from Redis (4 of 8 taken there).
+        assert_eq!(as_class(&limiter, Critical).await, Some(DecidedBy::Lease));
+        assert_eq!(limiter.leased_permits(), 3);
+        // The quota holds 4: SHEDDABLE is refused although this process
+        // still holds 3 leased permits; SHEDDABLE_PLUS asks Redis itself.
+        assert_eq!(as_class(&limiter, Sheddable).await, None);
+        assert_eq!(
+            granted(&limiter, SheddablePlus, 3, DecidedBy::Redis).await,
+            2
+        );
+        assert_eq!(limiter.leased_permits(), 3, "the lease is untouched");
+        // CRITICAL spends the lease without a round trip.
+        assert_eq!(granted(&limiter, Critical, 3, DecidedBy::Lease).await, 3);
+        let m = limiter.metrics();
+        assert_eq!((m.leases(), m.lease_grants()), (1, 4));
+        assert_eq!(m.script_calls(), 1 + 1 + 3);
+        assert_eq!(refusals_by_class(&limiter), [1, 1, 0, 0]);
+    });
+}
+
+#[test]
+fn the_local_fallback_applies_each_class_s_share_to_its_own_window() {
+    let mut server = RedisServer::start();
+    run(async {
+        let limiter = limiter(
+            "classes-fallback",
+            config(&server)
+                .limit_for_period(8)
+                .limit_refresh_period(Duration::from_secs(3_600))
+                .redis_timeout(Duration::from_secs(1))
+                .failure_policy(FailurePolicy::LocalFallback {
+                    expected_instances: 1,
+                }),
+        );
+        assert_eq!(limiter.local_fallback_limit(), Some(8));
+        let _ = from_redis(&limiter).await;
+        server.kill();
+        // The local window holds nothing yet: SHEDDABLE gets 4 of its 8.
+        let local = DecidedBy::LocalFallback;
+        assert_eq!(granted(&limiter, Sheddable, 5, local).await, 4);
+        assert_eq!(granted(&limiter, SheddablePlus, 3, local).await, 2);
+        assert_eq!(granted(&limiter, Critical, 3, local).await, 2);
+        assert_eq!(granted(&limiter, CriticalPlus, 1, local).await, 0);
+        let m = limiter.metrics();
+        assert_eq!((m.fallback_grants(), m.fallback_refusals()), (8, 4));
+        assert_eq!(refusals_by_class(&limiter), [1, 1, 1, 1]);
+    });
+}

@@ -105,6 +105,29 @@ fn code_settings_for_the_rate_limiter_reach_the_distributed_quota() {
 }
 
 #[test]
+fn the_class_thresholds_of_a_redis_backed_entry_are_the_rate_limiter_s_keys() {
+    use resil::Criticality::{Critical, Sheddable, SheddablePlus};
+    let registry = Registry::from_toml_str(&format!(
+        "{FILE}\n[resilience4j.ratelimiter.instances.prefetch]\nbase-config = \"shared\"\n\
+         sheddable-threshold = 30\nsheddable-plus-threshold = 60\n"
+    ))
+    .unwrap();
+    let c = registry
+        .distributed_rate_limiter("prefetch")
+        .unwrap()
+        .config()
+        .clone();
+    assert_eq!(
+        [Sheddable, SheddablePlus, Critical].map(|class| c.threshold(class)),
+        [30.0, 60.0, 100.0]
+    );
+    // Unset: the local limiter's defaults, 50 and 75.
+    let shared = registry.distributed_rate_limiter("shared").unwrap();
+    assert_eq!(shared.config().threshold(Sheddable), 50.0);
+    assert_eq!(shared.config().threshold(SheddablePlus), 75.0);
+}
+
+#[test]
 fn a_local_backend_is_refused_naming_the_key_to_set() {
     let registry = Registry::from_toml_str(FILE).unwrap();
     let err = registry.distributed_rate_limiter("search").unwrap_err();

@@ -78,8 +78,15 @@ fn the_rejection_probability_follows_the_formula_and_the_draw_decides() {
     assert!((t.metrics().rejection_probability() - p).abs() < 1e-12);
     draw.store((p - 1e-9).to_bits(), Ordering::Relaxed);
     let rejected = accept(&t).unwrap_err();
-    assert_eq!(rejected.kind(), ErrorKind::RequestNotPermitted);
+    // Its own kind, not a rate limiter's: a fallback or an HTTP layer can
+    // tell an overloaded downstream from a spent quota.
+    assert_eq!(rejected.kind(), ErrorKind::Throttled);
     assert_eq!(rejected.name(), Some("search"));
+    match &rejected {
+        // p ≈ 0.488: the refusal carries it to the nearest percent.
+        Error::Throttled(refusal) => assert_eq!(refusal.probability(), 0.49),
+        other => panic!("expected Throttled, got {other:?}"),
+    }
     // The local rejection counts as a request.
     let m = t.metrics();
     assert_eq!(
@@ -246,7 +253,12 @@ proptest! {
             let out = if ok { accept(&t) } else { refuse(&t) };
             requests += 1;
             if d < p {
-                prop_assert!(matches!(out, Err(Error::RequestNotPermitted(_))));
+                match out {
+                    Err(Error::Throttled(refusal)) => {
+                        prop_assert_eq!(refusal.probability(), (p * 100.0).round() / 100.0);
+                    }
+                    other => prop_assert!(false, "expected Throttled, got {:?}", other),
+                }
             } else if ok {
                 prop_assert_eq!(out, Ok(1));
                 accepts += 1;

@@ -102,3 +102,45 @@ pub fn on_threads(threads: usize, iters: u64, per_thread: impl Fn(u64) + Sync) -
             .unwrap_or_default()
     })
 }
+
+/// The ratio of `b`'s time to `a`'s, robust to a busy machine: rounds of a
+/// few thousand calls of each, alternating (and alternating which goes
+/// first, so neither always runs warm), so both see the same load; the
+/// median of the per-round ratios is printed next to criterion's figures,
+/// with its quartiles. Only when measuring (see [`measuring`]).
+pub fn interleaved_ratio(
+    group: &str,
+    (a_name, a): (&str, &mut dyn FnMut(u64) -> u64),
+    (b_name, b): (&str, &mut dyn FnMut(u64) -> u64),
+) {
+    if !measuring() {
+        return;
+    }
+    const ROUNDS: usize = 301;
+    const CALLS: u64 = 4_000;
+    let time = |f: &mut dyn FnMut(u64) -> u64| {
+        let start = std::time::Instant::now();
+        for x in 0..CALLS {
+            std::hint::black_box(f(std::hint::black_box(x)));
+        }
+        start.elapsed().as_secs_f64()
+    };
+    let mut ratios: Vec<f64> = (0..ROUNDS)
+        .map(|round| {
+            if round % 2 == 0 {
+                let ta = time(a);
+                time(b) / ta
+            } else {
+                let tb = time(b);
+                tb / time(a)
+            }
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "{group}: {b_name} / {a_name}, interleaved: median {:.3}x (quartiles {:.3}x-{:.3}x)",
+        ratios[ROUNDS / 2],
+        ratios[ROUNDS / 4],
+        ratios[3 * ROUNDS / 4]
+    );
+}

@@ -54,6 +54,10 @@ pub enum Error<E> {
     /// The task's end-to-end deadline (see [`crate::deadline`]) left no time for
     /// the work, so it was not started or stopped waiting.
     DeadlineExceeded(DeadlineExceeded),
+    /// An adaptive client-side throttler (see [`crate::throttler`]) shed the
+    /// call locally because its downstream keeps refusing: not a rate
+    /// limit, an overloaded downstream.
+    Throttled(Throttled),
 }
 
 /// A short, stable label for each [`Error`] variant, for logs, metrics tags and
@@ -77,12 +81,14 @@ pub enum ErrorKind {
     MaxRetriesExceeded,
     /// `"deadline_exceeded"`: the end-to-end deadline was spent.
     DeadlineExceeded,
+    /// `"throttled"`: an adaptive throttler shed the call locally.
+    Throttled,
 }
 
 impl ErrorKind {
     /// Every kind: the call's own error first, then the refusals in the
     /// order of [`Rejection`](crate::Rejection)'s variants.
-    pub const ALL: [ErrorKind; 8] = [
+    pub const ALL: [ErrorKind; 9] = [
         ErrorKind::Call,
         ErrorKind::CallNotPermitted,
         ErrorKind::BulkheadFull,
@@ -91,11 +97,12 @@ impl ErrorKind {
         ErrorKind::RetryBudgetExhausted,
         ErrorKind::MaxRetriesExceeded,
         ErrorKind::DeadlineExceeded,
+        ErrorKind::Throttled,
     ];
 
     /// The refusals: every kind but [`Call`](ErrorKind::Call).
-    pub const REJECTIONS: [ErrorKind; 7] = {
-        let mut out = [ErrorKind::Call; 7];
+    pub const REJECTIONS: [ErrorKind; 8] = {
+        let mut out = [ErrorKind::Call; 8];
         let mut i = 0;
         while i < out.len() {
             out[i] = ErrorKind::ALL[i + 1];
@@ -116,6 +123,7 @@ impl ErrorKind {
             ErrorKind::RetryBudgetExhausted => "retry_budget_exhausted",
             ErrorKind::MaxRetriesExceeded => "max_retries_exceeded",
             ErrorKind::DeadlineExceeded => "deadline_exceeded",
+            ErrorKind::Throttled => "throttled",
         }
     }
 
@@ -157,6 +165,7 @@ impl<E> Error<E> {
             Error::RetryBudgetExhausted(_) => ErrorKind::RetryBudgetExhausted,
             Error::MaxRetriesExceeded(_) => ErrorKind::MaxRetriesExceeded,
             Error::DeadlineExceeded(_) => ErrorKind::DeadlineExceeded,
+            Error::Throttled(_) => ErrorKind::Throttled,
         }
     }
 
@@ -172,6 +181,7 @@ impl<E> Error<E> {
             Error::RetryBudgetExhausted(r) => Some(r.name()),
             Error::MaxRetriesExceeded(r) => Some(r.name()),
             Error::DeadlineExceeded(r) => r.name(),
+            Error::Throttled(r) => Some(r.name()),
         }
     }
 
@@ -212,6 +222,7 @@ impl<E> Error<E> {
             Error::RetryBudgetExhausted(r) => Error::RetryBudgetExhausted(r),
             Error::MaxRetriesExceeded(r) => Error::MaxRetriesExceeded(r),
             Error::DeadlineExceeded(r) => Error::DeadlineExceeded(r),
+            Error::Throttled(r) => Error::Throttled(r),
         }
     }
 }
@@ -230,6 +241,7 @@ impl<E: 'static> Error<E> {
             Error::RetryBudgetExhausted(r) => (r, true),
             Error::MaxRetriesExceeded(r) => (r, true),
             Error::DeadlineExceeded(r) => (r, true),
+            Error::Throttled(r) => (r, true),
             // A rejection added without an arm here is still a rejection (a
             // failure by default); its predicates see the whole `Error<E>`.
             #[allow(unreachable_patterns)]
@@ -249,6 +261,7 @@ impl<E: 'static> Error<E> {
             Error::RetryBudgetExhausted(_) => std::any::type_name::<RetryBudgetExhausted>(),
             Error::MaxRetriesExceeded(_) => std::any::type_name::<MaxRetriesExceeded>(),
             Error::DeadlineExceeded(_) => std::any::type_name::<DeadlineExceeded>(),
+            Error::Throttled(_) => std::any::type_name::<Throttled>(),
             #[allow(unreachable_patterns)]
             _ => std::any::type_name::<Self>(),
         }
@@ -322,6 +335,7 @@ impl<E> Error<Error<E>> {
             Error::RetryBudgetExhausted(r) => Error::RetryBudgetExhausted(r),
             Error::MaxRetriesExceeded(r) => Error::MaxRetriesExceeded(r),
             Error::DeadlineExceeded(r) => Error::DeadlineExceeded(r),
+            Error::Throttled(r) => Error::Throttled(r),
         }
     }
 }
@@ -337,6 +351,7 @@ impl<E: fmt::Display> fmt::Display for Error<E> {
             Error::RetryBudgetExhausted(r) => fmt::Display::fmt(r, f),
             Error::MaxRetriesExceeded(r) => fmt::Display::fmt(r, f),
             Error::DeadlineExceeded(r) => fmt::Display::fmt(r, f),
+            Error::Throttled(r) => fmt::Display::fmt(r, f),
         }
     }
 }
@@ -354,6 +369,7 @@ impl<E: fmt::Debug> fmt::Debug for Error<E> {
             }
             Error::MaxRetriesExceeded(r) => f.debug_tuple("MaxRetriesExceeded").field(r).finish(),
             Error::DeadlineExceeded(r) => f.debug_tuple("DeadlineExceeded").field(r).finish(),
+            Error::Throttled(r) => f.debug_tuple("Throttled").field(r).finish(),
         }
     }
 }
@@ -688,6 +704,96 @@ impl fmt::Debug for DeadlineExceeded {
 
 rejection!(DeadlineExceeded => DeadlineExceeded);
 
+/// An adaptive client-side throttler shed the call locally: its downstream
+/// has been refusing calls (the SRE book's client-side throttling), so the
+/// call was refused with the probability the throttler's window gave,
+/// before it left the process.
+///
+/// Unlike [`RequestNotPermitted`] (a rate limiter's own quota is spent), this
+/// says the *downstream* is overloaded: a fallback or an HTTP layer can tell
+/// the two apart. [`probability`](Self::probability) is the rejection
+/// probability the decision used, to the nearest percent (a throttler builds
+/// one refusal per percent, lazily, so refusing never allocates).
+///
+/// ```
+/// use resil_core::error::Throttled;
+/// use resil_core::{Error, ErrorKind};
+///
+/// let err: Error<std::io::Error> = Throttled::new("search", 0.734).into();
+/// assert_eq!(err.kind(), ErrorKind::Throttled);
+/// assert_eq!(err.name(), Some("search"));
+/// assert_eq!(
+///     err.to_string(),
+///     "throttler 'search' shed the call locally (rejection probability 73 %): its downstream keeps refusing"
+/// );
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct Throttled {
+    /// Built once per throttler and percent, so a refusal clones a pointer
+    /// and stays thin (see [`SharedName`]).
+    inner: Arc<(SharedName, u8)>,
+}
+
+impl Throttled {
+    /// A refusal by throttler `name` that used rejection `probability`
+    /// (clamped to `[0, 1]` and kept to the nearest percent; NaN is 0).
+    pub fn new(name: impl Into<Arc<str>>, probability: f64) -> Self {
+        Self::by(&SharedName::new(name), Self::percent_of(probability))
+    }
+
+    /// `probability` as a whole percent in `0..=100` (NaN is 0).
+    #[inline]
+    pub(crate) fn percent_of(probability: f64) -> u8 {
+        if probability.is_nan() {
+            return 0;
+        }
+        (probability.clamp(0.0, 1.0) * 100.0).round() as u8
+    }
+
+    /// The refusal a throttler whose shared name is `name` hands out at
+    /// `percent`: built once, cloned per refusal.
+    pub(crate) fn by(name: &SharedName, percent: u8) -> Self {
+        Throttled {
+            inner: Arc::new((name.clone(), percent.min(100))),
+        }
+    }
+
+    /// The throttler's name.
+    #[inline]
+    pub fn name(&self) -> &str {
+        self.inner.0.as_str()
+    }
+
+    /// The rejection probability the decision used, in `[0, 1]`, to the
+    /// nearest percent.
+    #[inline]
+    pub fn probability(&self) -> f64 {
+        f64::from(self.inner.1) / 100.0
+    }
+}
+
+impl fmt::Display for Throttled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "throttler '{}' shed the call locally (rejection probability {} %): its downstream keeps refusing",
+            self.name(),
+            self.inner.1
+        )
+    }
+}
+
+impl fmt::Debug for Throttled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Throttled")
+            .field("name", &self.name())
+            .field("probability", &self.probability())
+            .finish()
+    }
+}
+
+rejection!(Throttled => Throttled);
+
 /// An invalid configuration value, naming the field, the value given and what is
 /// allowed.
 ///
@@ -860,6 +966,11 @@ mod tests {
                 "deadline_exceeded",
                 "deadline exceeded: 'inventory' cannot finish within the remaining end-to-end budget",
             ),
+            (
+                Throttled::new("search", 0.5).into(),
+                "throttled",
+                "throttler 'search' shed the call locally (rejection probability 50 %): its downstream keeps refusing",
+            ),
         ];
         for (err, kind, display) in cases {
             assert_eq!(err.kind(), kind);
@@ -893,6 +1004,22 @@ mod tests {
             format!("{err:?}"),
             "BulkheadFull(BulkheadFull { name: \"b\" })"
         );
+        let err: Error<Boom> = Throttled::new("t", 0.254).into();
+        assert_eq!(
+            format!("{err:?}"),
+            "Throttled(Throttled { name: \"t\", probability: 0.25 })"
+        );
+    }
+
+    #[test]
+    fn a_throttled_refusal_keeps_its_probability_to_the_percent_and_clamps_nonsense() {
+        assert_eq!(Throttled::new("t", 0.734).probability(), 0.73);
+        assert_eq!(Throttled::new("t", 0.736).probability(), 0.74);
+        assert_eq!(Throttled::new("t", 7.0).probability(), 1.0);
+        assert_eq!(Throttled::new("t", -1.0).probability(), 0.0);
+        assert_eq!(Throttled::new("t", f64::NAN).probability(), 0.0);
+        let err: Error<()> = Throttled::new("t", 0.5).into();
+        assert_ne!(err.kind(), ErrorKind::RequestNotPermitted);
     }
 
     #[test]

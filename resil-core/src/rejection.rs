@@ -11,7 +11,7 @@ use std::fmt;
 
 use crate::error::{
     BulkheadFull, CallNotPermitted, DeadlineExceeded, Error, MaxRetriesExceeded,
-    RequestNotPermitted, RetryBudgetExhausted, Timeout,
+    RequestNotPermitted, RetryBudgetExhausted, Throttled, Timeout,
 };
 use crate::ErrorKind;
 
@@ -46,6 +46,8 @@ pub enum Rejection {
     MaxRetriesExceeded(MaxRetriesExceeded),
     /// The end-to-end deadline was spent.
     DeadlineExceeded(DeadlineExceeded),
+    /// An adaptive throttler shed the call locally.
+    Throttled(Throttled),
 }
 
 impl Rejection {
@@ -65,6 +67,7 @@ impl Rejection {
             Rejection::RetryBudgetExhausted(r) => Some(r.name()),
             Rejection::MaxRetriesExceeded(r) => Some(r.name()),
             Rejection::DeadlineExceeded(r) => r.name(),
+            Rejection::Throttled(r) => Some(r.name()),
         }
     }
 
@@ -83,6 +86,7 @@ impl<E> From<Rejection> for Error<E> {
             Rejection::RetryBudgetExhausted(r) => Error::RetryBudgetExhausted(r),
             Rejection::MaxRetriesExceeded(r) => Error::MaxRetriesExceeded(r),
             Rejection::DeadlineExceeded(r) => Error::DeadlineExceeded(r),
+            Rejection::Throttled(r) => Error::Throttled(r),
         }
     }
 }
@@ -99,6 +103,7 @@ impl<E> Error<E> {
             Error::RetryBudgetExhausted(r) => Ok(Rejection::RetryBudgetExhausted(r)),
             Error::MaxRetriesExceeded(r) => Ok(Rejection::MaxRetriesExceeded(r)),
             Error::DeadlineExceeded(r) => Ok(Rejection::DeadlineExceeded(r)),
+            Error::Throttled(r) => Ok(Rejection::Throttled(r)),
         }
     }
 }
@@ -151,6 +156,7 @@ impl fmt::Display for Rejection {
             Rejection::RetryBudgetExhausted(r) => fmt::Display::fmt(r, f),
             Rejection::MaxRetriesExceeded(r) => fmt::Display::fmt(r, f),
             Rejection::DeadlineExceeded(r) => fmt::Display::fmt(r, f),
+            Rejection::Throttled(r) => fmt::Display::fmt(r, f),
         }
     }
 }
@@ -165,6 +171,7 @@ impl fmt::Debug for Rejection {
             Rejection::RetryBudgetExhausted(r) => fmt::Debug::fmt(r, f),
             Rejection::MaxRetriesExceeded(r) => fmt::Debug::fmt(r, f),
             Rejection::DeadlineExceeded(r) => fmt::Debug::fmt(r, f),
+            Rejection::Throttled(r) => fmt::Debug::fmt(r, f),
         }
     }
 }

@@ -15,7 +15,7 @@
 //! |---|---|---|
 //! | `resil.attempt` (span; one per retry attempt) | INFO | `retry.name`, `retry.attempt` (1-based), `error.type` when the attempt failed |
 //! | `resil.attempt` (span; one per hedged attempt) | INFO | `hedging.name`, `hedging.attempt` (1 = the primary), `hedging.primary`, `error.type` when the attempt failed |
-//! | refusal (event in the current span) | DEBUG | `error.type`, and the refusing instance: `circuitbreaker.name` + `circuitbreaker.state`, `bulkhead.name`, `ratelimiter.name` + `ratelimiter.result = "rejected"`, `timelimiter.name` + `timeout.occurred = true`, `retry.name` |
+//! | refusal (event in the current span) | DEBUG | `error.type`, and the refusing instance: `circuitbreaker.name` + `circuitbreaker.state`, `bulkhead.name`, `ratelimiter.name` + `ratelimiter.result = "rejected"`, `timelimiter.name` + `timeout.occurred = true`, `retry.name`, `throttler.name` |
 //!
 //! The `resil.call` span around a whole protected call is made by the
 //! attribute macros' expansion (the `resil` facade) and the tower layer
@@ -28,7 +28,8 @@
 //!
 //! * a refusal: the [`ErrorKind`] label (`call_not_permitted`,
 //!   `bulkhead_full`, `request_not_permitted`, `timeout`,
-//!   `retry_budget_exhausted`, `max_retries_exceeded`, `deadline_exceeded`);
+//!   `retry_budget_exhausted`, `max_retries_exceeded`, `deadline_exceeded`,
+//!   `throttled`);
 //! * the call's own error, by its type: the name an error type registered
 //!   with [`register_error_type`] gives the value (resil-web registers its
 //!   `HttpError`: the status code such as `503`, or `connect` / `timeout` /
@@ -49,7 +50,7 @@ use tracing::Span;
 use crate::circuit_breaker::State;
 use crate::error::{
     BulkheadFull, CallNotPermitted, DeadlineExceeded, Error, ErrorKind, MaxRetriesExceeded,
-    RequestNotPermitted, RetryBudgetExhausted, Timeout,
+    RequestNotPermitted, RetryBudgetExhausted, Throttled, Timeout,
 };
 
 /// The `tracing` target of every span and event resil makes: filter it as
@@ -165,6 +166,7 @@ pub fn refused<E>(error: &Error<E>) {
         Error::DeadlineExceeded(r) => {
             Refusal::new(ErrorKind::DeadlineExceeded, r.name().unwrap_or(""))
         }
+        Error::Throttled(r) => Refusal::new(ErrorKind::Throttled, r.name()),
     };
     fields.emit();
 }
@@ -195,6 +197,8 @@ pub(crate) fn refused_as(kind: ErrorKind, rejection: &dyn Any) {
         Refusal::new(kind, r.name())
     } else if let Some(r) = rejection.downcast_ref::<DeadlineExceeded>() {
         Refusal::new(kind, r.name().unwrap_or(""))
+    } else if let Some(r) = rejection.downcast_ref::<Throttled>() {
+        Refusal::new(kind, r.name())
     } else {
         Refusal::new(kind, "")
     };
@@ -248,6 +252,7 @@ impl<'a> Refusal<'a> {
             "timelimiter.name" = of(ErrorKind::Timeout),
             "timeout.occurred" = timed_out.then_some(true),
             "retry.name" = retry.then_some(self.name),
+            "throttler.name" = of(ErrorKind::Throttled),
             },
             "{}",
             message(self.kind)
@@ -265,6 +270,7 @@ fn message(kind: ErrorKind) -> &'static str {
         ErrorKind::RetryBudgetExhausted => "retry budget exhausted",
         ErrorKind::MaxRetriesExceeded => "max retries exceeded",
         ErrorKind::DeadlineExceeded => "deadline exceeded",
+        ErrorKind::Throttled => "throttled",
         ErrorKind::Call => "call failed",
     }
 }
@@ -503,6 +509,8 @@ fn rejection_kind(error: &dyn Any) -> Option<ErrorKind> {
         ErrorKind::MaxRetriesExceeded
     } else if error.is::<DeadlineExceeded>() {
         ErrorKind::DeadlineExceeded
+    } else if error.is::<Throttled>() {
+        ErrorKind::Throttled
     } else {
         return None;
     })

@@ -437,8 +437,10 @@ pub fn chaos(args: TokenStream, item: TokenStream) -> TokenStream {
 /// `Retry( Hedge( Throttler( CircuitBreaker( … ))))`, so every attempt is a
 /// request, a local refusal costs nothing inside, and an inner aspect's own
 /// refusal (a breaker's, a bulkhead's) is not counted as the downstream's.
-/// Its refusal is `resil::Error::RequestNotPermitted`, named after the
-/// throttler.
+/// Its refusal is `resil::Error::Throttled` (kind `throttled`), named after
+/// the throttler and carrying the rejection probability it used: a fallback
+/// taking `resil::error::Throttled` handles it, one taking
+/// `RequestNotPermitted` (a rate limiter's) does not.
 ///
 /// ```
 /// # #[derive(Debug, PartialEq)]

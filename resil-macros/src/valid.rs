@@ -41,7 +41,7 @@ pub(crate) struct OnClass {
 
 /// What `on = [...]` may name besides the error type's own classes:
 /// `rejected` (every refusal) and each refusal's `resil::ErrorKind` label.
-pub(crate) const REFUSAL_CLASSES: [&str; 8] = [
+pub(crate) const REFUSAL_CLASSES: [&str; 9] = [
     "rejected",
     "call_not_permitted",
     "bulkhead_full",
@@ -50,6 +50,7 @@ pub(crate) const REFUSAL_CLASSES: [&str; 8] = [
     "retry_budget_exhausted",
     "max_retries_exceeded",
     "deadline_exceeded",
+    "throttled",
 ];
 
 /// One primitive around the call.

@@ -123,7 +123,7 @@ pub fn java_simple_names(name: &str) -> Vec<String> {
 }
 
 /// The names `resil::Error` kinds answer to in error lists.
-pub const ERROR_KIND_NAMES: [(&str, ErrorKind); 7] = [
+pub const ERROR_KIND_NAMES: [(&str, ErrorKind); 8] = [
     ("call_not_permitted", ErrorKind::CallNotPermitted),
     ("bulkhead_full", ErrorKind::BulkheadFull),
     ("request_not_permitted", ErrorKind::RequestNotPermitted),
@@ -131,6 +131,7 @@ pub const ERROR_KIND_NAMES: [(&str, ErrorKind); 7] = [
     ("retry_budget_exhausted", ErrorKind::RetryBudgetExhausted),
     ("max_retries_exceeded", ErrorKind::MaxRetriesExceeded),
     ("deadline_exceeded", ErrorKind::DeadlineExceeded),
+    ("throttled", ErrorKind::Throttled),
 ];
 
 /// Adds, for each `resil::Error` kind named in `names`, a predicate on that
@@ -160,6 +161,7 @@ fn breaker_kinds(
     kind!("retry_budget_exhausted", e::RetryBudgetExhausted);
     kind!("max_retries_exceeded", e::MaxRetriesExceeded);
     kind!("deadline_exceeded", e::DeadlineExceeded);
+    kind!("throttled", e::Throttled);
     b
 }
 

@@ -16,7 +16,7 @@ use std::sync::{Mutex, Once};
 use resil_core::{Error, ErrorKind};
 
 /// The causes counted, in this order.
-const CAUSES: [ErrorKind; 8] = ErrorKind::ALL;
+const CAUSES: [ErrorKind; 9] = ErrorKind::ALL;
 
 /// Every call site whose fallback ran at least once.
 static SITES: Mutex<Vec<&'static FallbackSite>> = Mutex::new(Vec::new());

@@ -66,7 +66,9 @@ impl Registry {
             .0
             .get_or_init(|| {
                 let config = config_of(&self.file());
-                let clock = self.inner.clock.clone().unwrap_or_else(SharedClock::system);
+                // Sentinel's 1 ms timing, one relaxed load per reading
+                // (see `InboundGuard::new`), unless the registry has a clock.
+                let clock = self.inner.clock.clone().unwrap_or_else(SharedClock::coarse);
                 if crate::global::is_global(self) {
                     InboundGuard::process_wide(config, clock)
                 } else {

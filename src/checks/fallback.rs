@@ -20,7 +20,7 @@ use std::marker::PhantomData;
 
 use resil_core::error::{
     BulkheadFull, CallNotPermitted, DeadlineExceeded, MaxRetriesExceeded, RequestNotPermitted,
-    RetryBudgetExhausted, Timeout,
+    RetryBudgetExhausted, Throttled, Timeout,
 };
 use resil_core::{Error, Rejection};
 
@@ -78,7 +78,8 @@ rejection_params! {
     Timeout => IdTimeout,
     RetryBudgetExhausted => IdRetryBudgetExhausted,
     MaxRetriesExceeded => IdMaxRetriesExceeded,
-    DeadlineExceeded => IdDeadlineExceeded
+    DeadlineExceeded => IdDeadlineExceeded,
+    Throttled => IdThrottled
 }
 
 #[doc(hidden)]
@@ -340,16 +341,17 @@ macro_rules! distinct {
         impl<A, B, X> DistinctFallbacks<A, B, X> for ($a, $b) {}
     )*};
 }
-distinct!(IdEverything: IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
-distinct!(IdCall: IdEverything, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
-distinct!(IdAnyRejection: IdEverything, IdCall, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
-distinct!(IdCallNotPermitted: IdEverything, IdCall, IdAnyRejection, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
-distinct!(IdBulkheadFull: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
-distinct!(IdRequestNotPermitted: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
-distinct!(IdTimeout: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
-distinct!(IdRetryBudgetExhausted: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdMaxRetriesExceeded, IdDeadlineExceeded);
-distinct!(IdMaxRetriesExceeded: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdDeadlineExceeded);
-distinct!(IdDeadlineExceeded: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded);
+distinct!(IdEverything: IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded, IdThrottled);
+distinct!(IdCall: IdEverything, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded, IdThrottled);
+distinct!(IdAnyRejection: IdEverything, IdCall, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded, IdThrottled);
+distinct!(IdCallNotPermitted: IdEverything, IdCall, IdAnyRejection, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded, IdThrottled);
+distinct!(IdBulkheadFull: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded, IdThrottled);
+distinct!(IdRequestNotPermitted: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded, IdThrottled);
+distinct!(IdTimeout: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded, IdThrottled);
+distinct!(IdRetryBudgetExhausted: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdMaxRetriesExceeded, IdDeadlineExceeded, IdThrottled);
+distinct!(IdMaxRetriesExceeded: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdDeadlineExceeded, IdThrottled);
+distinct!(IdDeadlineExceeded: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdThrottled);
+distinct!(IdThrottled: IdEverything, IdCall, IdAnyRejection, IdCallNotPermitted, IdBulkheadFull, IdRequestNotPermitted, IdTimeout, IdRetryBudgetExhausted, IdMaxRetriesExceeded, IdDeadlineExceeded);
 
 /// Compile-time check that fallbacks `a` and `b` handle different types
 /// (`NA` and `NB`: types named after them, for the message).

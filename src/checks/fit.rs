@@ -19,7 +19,7 @@ use std::marker::PhantomData;
 
 use resil_core::error::{
     BulkheadFull, CallNotPermitted, DeadlineExceeded, MaxRetriesExceeded, RequestNotPermitted,
-    RetryBudgetExhausted, Timeout,
+    RetryBudgetExhausted, Throttled, Timeout,
 };
 use resil_core::{Error, Rejection};
 
@@ -259,6 +259,7 @@ error_param!(Timeout, TakesRefusal);
 error_param!(RetryBudgetExhausted, TakesRefusal);
 error_param!(MaxRetriesExceeded, TakesRefusal);
 error_param!(DeadlineExceeded, TakesRefusal);
+error_param!(Throttled, TakesRefusal);
 
 /// A sync fn's fallback returns (`R`) what the protected fn returns (`Ret`).
 #[diagnostic::on_unimplemented(

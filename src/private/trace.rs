@@ -259,6 +259,7 @@ fn ended<E>(
             ErrorKind::BulkheadFull => (trace.bulkhead, None),
             ErrorKind::RequestNotPermitted => (trace.rate_limiter, None),
             ErrorKind::Timeout => (trace.time_limiter, None),
+            ErrorKind::Throttled => (trace.throttler, None),
             _ => (trace.retry.or(trace.hedging), None),
         };
         span.in_scope(|| refused_by(kind, name.unwrap_or(trace.instance), state));

@@ -5,6 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::criticality::{
+    check_classes, share_from_percent, share_of, Criticality, Thresholds, INVALID,
+};
 use crate::error::ConfigError;
 
 /// The shortest `limit_refresh_period`: one millisecond (key TTLs are whole
@@ -175,6 +178,8 @@ pub struct DistributedRateLimiterConfig {
     failure_policy: FailurePolicy,
     lease_size: u32,
     lease_ttl: Option<Duration>,
+    /// Per class ([`Criticality::index`]), in percent.
+    thresholds: Thresholds,
 }
 
 impl DistributedRateLimiterConfig {
@@ -182,6 +187,7 @@ impl DistributedRateLimiterConfig {
     pub fn builder() -> DistributedRateLimiterConfigBuilder {
         DistributedRateLimiterConfigBuilder {
             config: DistributedRateLimiterConfig::default(),
+            invalid: [None; 4],
         }
     }
 
@@ -189,6 +195,7 @@ impl DistributedRateLimiterConfig {
     pub fn to_builder(&self) -> DistributedRateLimiterConfigBuilder {
         DistributedRateLimiterConfigBuilder {
             config: self.clone(),
+            invalid: [None; 4],
         }
     }
 
@@ -292,6 +299,31 @@ impl DistributedRateLimiterConfig {
             Algorithm::SlidingWindow => self.limit_for_period,
             Algorithm::Gcra => self.burst(),
         }
+    }
+
+    /// The threshold of `class`, in percent of the quota: a request of that
+    /// class is admitted only while the quota holds fewer than
+    /// `ceil(threshold × capacity / 100)` permits taken, counting its own,
+    /// where the capacity is `limit_for_period` (sliding window) or `burst`
+    /// (GCRA: permits taken are how far the theoretical arrival time runs
+    /// ahead of now). Defaults 50, 75, 100, 100 from `SHEDDABLE` to
+    /// `CRITICAL_PLUS`, the local limiter's, from the same file keys
+    /// (`sheddable-threshold`, …). A class below 100 asks Redis itself with
+    /// its ceiling, in the same one script call: it never waits, never
+    /// reserves and never takes from or makes a local lease (a lease's
+    /// permits were taken while the quota had room for the whole batch, so
+    /// they cannot tell which class's ceiling they were under); the local
+    /// fallback applies the same share to its own window.
+    #[inline]
+    pub fn threshold(&self, class: Criticality) -> f32 {
+        self.thresholds.get(class.index())
+    }
+
+    /// The permits a request of `class` may bring the quota to, when its
+    /// threshold is below 100 (see [`threshold`](Self::threshold)).
+    pub(crate) fn class_ceiling(&self, class: Criticality) -> Option<u32> {
+        let threshold = self.threshold(class);
+        (threshold < 100.0).then(|| share_of(self.max_permits(), share_from_percent(threshold)))
     }
 
     /// `limit_refresh_period` in whole microseconds (the scripts' unit).
@@ -480,6 +512,7 @@ impl Default for DistributedRateLimiterConfig {
             failure_policy: FailurePolicy::FailClosed,
             lease_size: 0,
             lease_ttl: None,
+            thresholds: Thresholds::defaults(),
         }
     }
 }
@@ -502,6 +535,7 @@ impl fmt::Debug for DistributedRateLimiterConfig {
             .field("failure_policy", &self.failure_policy)
             .field("lease_size", &self.lease_size)
             .field("lease_ttl", &self.lease_ttl())
+            .field("thresholds", &self.thresholds)
             .finish()
     }
 }
@@ -613,6 +647,8 @@ pub(crate) fn redacted(url: &str) -> String {
 #[must_use = "a builder does nothing until `build()` is called"]
 pub struct DistributedRateLimiterConfigBuilder {
     config: DistributedRateLimiterConfig,
+    /// A threshold given outside `0..=100`, as given, for the error.
+    invalid: [Option<f32>; 4],
 }
 
 impl DistributedRateLimiterConfigBuilder {
@@ -704,8 +740,41 @@ impl DistributedRateLimiterConfigBuilder {
         self
     }
 
+    /// The threshold of `class`, in percent of the quota: `(0, 100]`, and no
+    /// class's above a more critical one's (see
+    /// [`DistributedRateLimiterConfig::threshold`]).
+    pub fn threshold(mut self, class: Criticality, percent: f32) -> Self {
+        self.config.thresholds.0[class.index()] = Thresholds::encode(percent);
+        self.invalid[class.index()] = (Thresholds::encode(percent) == INVALID).then_some(percent);
+        self
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE`.
+    pub fn sheddable_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::Sheddable, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `SHEDDABLE_PLUS`.
+    pub fn sheddable_plus_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::SheddablePlus, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL`.
+    pub fn critical_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::Critical, percent)
+    }
+
+    /// [`threshold`](Self::threshold) of `CRITICAL_PLUS`.
+    pub fn critical_plus_threshold(self, percent: f32) -> Self {
+        self.threshold(Criticality::CriticalPlus, percent)
+    }
+
     /// The configuration, or the first invalid value with its field name.
     pub fn build(self) -> Result<DistributedRateLimiterConfig, ConfigError> {
+        let given: [f32; 4] = std::array::from_fn(|i| {
+            self.invalid[i].unwrap_or_else(|| self.config.thresholds.get(i))
+        });
+        check_classes(&given, &[0.0; 4])?;
         self.config.validate()?;
         Ok(self.config)
     }
@@ -731,6 +800,45 @@ mod tests {
         assert_eq!(c.max_permits(), 50);
         assert_eq!(c.failure_policy(), FailurePolicy::FailClosed);
         assert_eq!(c.algorithm(), Algorithm::SlidingWindow);
+    }
+
+    #[test]
+    fn a_class_ceiling_is_its_threshold_s_share_of_the_limit_or_the_burst_rounded_up() {
+        let c = DistributedRateLimiterConfig::builder()
+            .limit_for_period(7)
+            .build()
+            .unwrap();
+        // 50 % and 75 % of 7, rounded up; CRITICAL and CRITICAL_PLUS: none.
+        assert_eq!(
+            Criticality::ALL.map(|class| c.class_ceiling(class)),
+            [Some(4), Some(6), None, None]
+        );
+        let gcra = c
+            .to_builder()
+            .algorithm(Algorithm::Gcra)
+            .burst(2)
+            .sheddable_threshold(10.0)
+            .build()
+            .unwrap();
+        assert_eq!(gcra.class_ceiling(Criticality::Sheddable), Some(1));
+        assert_eq!(gcra.class_ceiling(Criticality::SheddablePlus), Some(2));
+    }
+
+    #[test]
+    fn class_thresholds_out_of_range_or_out_of_order_are_rejected_naming_the_field() {
+        let b = DistributedRateLimiterConfig::builder;
+        let err = b().sheddable_threshold(0.0).build().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid `sheddable_threshold`: got 0, expected a percentage in (0, 100]"
+        );
+        let err = b().critical_threshold(140.0).build().unwrap_err();
+        assert_eq!((err.field(), err.got()), ("critical_threshold", "140"));
+        let err = b().sheddable_threshold(80.0).build().unwrap_err();
+        assert_eq!(err.field(), "sheddable_plus_threshold");
+        assert!(err
+            .expected()
+            .contains("never refused before a less critical one"));
     }
 
     #[test]

@@ -20,6 +20,10 @@
 --                     once anything was granted after the lease, moving the
 --                     TAT back could undo an idle spell's reset and admit
 --                     beyond the bound, so those permits expire instead
+-- ARGV[8]  ceiling    0, or a request class's ceiling below the burst (its
+--                     threshold's share of it): granted only now, and only
+--                     if with its permits the TAT runs at most `ceiling`
+--                     emissions ahead of now; never reserved, never leased
 --
 -- Returns {granted (1|0), permits that could still be granted at once
 -- (negative while reservations queue), microseconds until the grant (0: now;
@@ -34,6 +38,7 @@ local max_wait = tonumber(ARGV[4])
 local lease = tonumber(ARGV[5]) or 0
 local back_tat = tonumber(ARGV[6]) or 0
 local back = tonumber(ARGV[7]) or 0
+local ceiling = tonumber(ARGV[8]) or 0
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -55,6 +60,23 @@ end
 local tat = now
 if stored then
   tat = math.max(tonumber(stored), now)
+end
+
+if ceiling > 0 then
+  -- Permits taken are how far the TAT runs ahead of now; a class below its
+  -- threshold is admitted only while that stays within its ceiling.
+  local class_at = tat + math.max(permits, 1) * emission - ceiling * emission
+  if class_at > now then
+    return { 0, math.max(0, math.floor((tolerance - (tat - now)) / emission)), class_at - now,
+      now, 0, 0, returned }
+  end
+  local new_tat = tat + permits * emission
+  if permits > 0 then
+    redis.call('SET', KEYS[1], string.format('%.0f', new_tat),
+      'PX', string.format('%.0f', math.ceil((new_tat - now) / 1000) + 1))
+  end
+  return { 1, math.floor((now - (new_tat - tolerance)) / emission), 0, now, permits, new_tat,
+    returned }
 end
 
 local allow_at = tat + math.max(permits, 1) * emission - tolerance

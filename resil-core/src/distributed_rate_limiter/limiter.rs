@@ -17,6 +17,7 @@ use super::metrics::{Counters, DistributedRateLimiterMetrics, Waiting};
 use super::policy::Policy;
 use super::script::{Ask, Quota, Verdict};
 use crate::clock::{self, Clock, SharedClock, SystemClock};
+use crate::criticality::Criticality;
 use crate::deadline;
 use crate::error::{ConfigError, DeadlineExceeded, Error, RequestNotPermitted, SharedName};
 use crate::event::{EventPublisher, EventStream};
@@ -370,6 +371,9 @@ impl Inner {
             )));
         }
         let start = self.clock.now_nanos();
+        if let Some(ceiling) = self.config.class_ceiling(Criticality::current()) {
+            return self.acquire_within(slot, permits, ceiling).await;
+        }
         let timeout = self.config.timeout_duration();
         // A wait that ends at the deadline leaves no time for the call.
         let budget = deadline::remaining().map(|left| left.saturating_sub(Duration::from_nanos(1)));
@@ -398,6 +402,28 @@ impl Inner {
             }
         };
         self.conclude(permits, verdict, budget).await
+    }
+
+    /// An acquire by a class below its threshold: one script call with the
+    /// class's `ceiling`, granted now or refused (never a reservation, never
+    /// a lease: see [`threshold`](DistributedRateLimiterConfig::threshold));
+    /// without a verdict, the failure policy decides at once, its local
+    /// window applying the class's share.
+    #[cold]
+    async fn acquire_within(
+        &self,
+        slot: &Slot,
+        permits: u32,
+        ceiling: u32,
+    ) -> Result<Grant, AcquireError> {
+        match self.ask(&slot.quota, Ask::within(permits, ceiling)).await {
+            Ok(verdict) if verdict.granted => Ok(self.granted(permits, verdict)),
+            Ok(_) => Err(self.not_permitted(permits)),
+            Err(_) => {
+                let decision = slot.policy.decide_now(permits);
+                self.decided(permits, decision)
+            }
+        }
     }
 
     /// Redis's verdict on an acquire of `permits` that is not a lease: a
@@ -475,6 +501,7 @@ impl Inner {
             max_wait,
             lease: leases.size,
             back,
+            ceiling: 0,
         };
         // In a task of its own: dropping this acquire does not cancel a
         // round trip that may take permits, and the lease it brings is
@@ -668,8 +695,9 @@ impl Inner {
 
     #[cold]
     pub(crate) fn cannot_block(&self, slot: &Slot, permits: u32) -> Result<Grant, AcquireError> {
-        // A lease in hand needs no round trip.
-        let own = std::ptr::eq(slot, &self.own);
+        // A lease in hand needs no round trip (for a class that may use one).
+        let own = std::ptr::eq(slot, &self.own)
+            && self.config.class_ceiling(Criticality::current()).is_none();
         if let Some(leases) = self.leases.as_ref().filter(|l| own && permits <= l.size) {
             if let Ok(_turn) = leases.turn.try_lock() {
                 if let Some(out) = leases.take(self.clock.now_nanos(), permits, None) {

@@ -63,13 +63,25 @@ impl LocalWindow {
     /// Takes `permits` at `now`, or reserves them at most `max_wait` ahead:
     /// the wait until they are the caller's (0: now), or `None` when they
     /// cannot be had within `max_wait` (or exceed the share). Zero permits
-    /// ask for room for one and take none.
-    pub(crate) fn take(&self, now: u64, permits: u32, max_wait: u64) -> Option<u64> {
+    /// ask for room for one and take none. With a `ceiling` (a request
+    /// class below its threshold), they are taken only now, only while the
+    /// window holds at most `ceiling` with them and nobody reserved ahead.
+    pub(crate) fn take(
+        &self,
+        now: u64,
+        permits: u32,
+        max_wait: u64,
+        ceiling: Option<u64>,
+    ) -> Option<u64> {
         let need = u64::from(permits.max(1));
         let share = self.share.load(Ordering::Relaxed);
         if need > share {
             return None;
         }
+        let (cap, max_wait) = match ceiling {
+            Some(c) => (c.min(share), 0),
+            None => (share, max_wait),
+        };
         let mut state = self.state.lock();
         // A bucket counts while its end is after `t - interval` for a grant
         // at t; grants are never before `now`.
@@ -82,6 +94,9 @@ impl LocalWindow {
             state.buckets.pop_front();
         }
         let used: u64 = state.buckets.iter().map(|&(_, n)| n).sum();
+        if ceiling.is_some() && (state.latest > now || used + need > cap) {
+            return None;
+        }
         let from = now.max(state.latest);
         let mut at = from;
         if used + need > share {
@@ -139,7 +154,7 @@ mod tests {
                 // A mix of instant and waiting acquires of 1 or 2 permits.
                 let permits = 1 + u32::from(now % (7 * ms) == 0 && share > 1);
                 let max_wait = if now % (3 * ms) == 0 { 400 * ms } else { 0 };
-                if let Some(wait) = w.take(now, permits, max_wait) {
+                if let Some(wait) = w.take(now, permits, max_wait, None) {
                     assert!(wait <= max_wait);
                     let at = now + wait;
                     assert!(at >= last, "in order");
@@ -160,9 +175,28 @@ mod tests {
     #[test]
     fn zero_permits_need_room_for_one_and_take_none() {
         let w = LocalWindow::new(2, Duration::from_secs(1), 10);
-        assert_eq!(w.take(0, 0, 0), Some(0));
-        assert_eq!(w.take(0, 2, 0), Some(0));
-        assert_eq!(w.take(1, 0, 0), None);
-        assert_eq!(w.take(1, 3, u64::MAX), None, "beyond the share");
+        assert_eq!(w.take(0, 0, 0, None), Some(0));
+        assert_eq!(w.take(0, 2, 0, None), Some(0));
+        assert_eq!(w.take(1, 0, 0, None), None);
+        assert_eq!(w.take(1, 3, u64::MAX, None), None, "beyond the share");
+    }
+
+    #[test]
+    fn a_class_ceiling_admits_only_now_and_only_up_to_it() {
+        let ms = 1_000_000;
+        let w = LocalWindow::new(4, Duration::from_secs(1), 10);
+        // A ceiling of 2: two grants, then refused, even with time to wait.
+        assert_eq!(w.take(0, 1, 0, Some(2)), Some(0));
+        assert_eq!(w.take(0, 1, u64::MAX, Some(2)), Some(0));
+        assert_eq!(w.take(0, 1, u64::MAX, Some(2)), None);
+        // The whole share for a class without one.
+        assert_eq!(w.take(0, 2, 0, None), Some(0));
+        assert_eq!(w.take(0, 1, 0, None), None);
+        // A reservation ahead refuses the class, even once room is back.
+        assert_eq!(w.take(10 * ms, 1, 2_000 * ms, None), Some(1_090 * ms));
+        assert_eq!(w.take(1_050 * ms, 1, u64::MAX, Some(4)), None);
+        assert_eq!(w.take(1_050 * ms, 1, 100 * ms, None), Some(50 * ms));
+        // Past the reservations, with room again: admitted.
+        assert_eq!(w.take(1_500 * ms, 1, 0, Some(3)), Some(0));
     }
 }

@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use super::backend::BackendFailure;
+use crate::criticality::Criticality;
 
 /// A snapshot of a [`DistributedRateLimiter`](super::DistributedRateLimiter)'s
 /// counters since it was created, taken by
@@ -30,6 +31,7 @@ pub struct DistributedRateLimiterMetrics {
     pub(crate) backend_failing: bool,
     pub(crate) last_remaining: Option<i64>,
     pub(crate) server_may_evict: Option<bool>,
+    pub(crate) refused_by_class: [u64; 4],
 }
 
 impl DistributedRateLimiterMetrics {
@@ -149,6 +151,15 @@ impl DistributedRateLimiterMetrics {
     pub fn number_of_waiting_tasks(&self) -> u32 {
         self.number_of_waiting_tasks
     }
+
+    /// Acquisitions refused for requests of `class` (the task's
+    /// [`Criticality`] when it asked), whoever refused: Redis, or the
+    /// failure policy while Redis gave no verdict. They add up to
+    /// [`failed_acquires`](Self::failed_acquires) +
+    /// [`fallback_refusals`](Self::fallback_refusals).
+    pub fn failed_acquires_of(&self, class: Criticality) -> u64 {
+        self.refused_by_class[class.index()]
+    }
 }
 
 #[derive(Debug)]
@@ -171,6 +182,8 @@ pub(crate) struct Counters {
     failing: AtomicBool,
     /// `i64::MIN` until the first verdict.
     remaining: AtomicI64,
+    /// Refusals (Redis's and the failure policy's) by the task's class.
+    refused_by_class: [AtomicU64; 4],
 }
 
 impl Default for Counters {
@@ -193,6 +206,7 @@ impl Default for Counters {
             waiting: AtomicU32::new(0),
             failing: AtomicBool::new(false),
             remaining: AtomicI64::new(i64::MIN),
+            refused_by_class: Default::default(),
         }
     }
 }
@@ -203,11 +217,17 @@ fn bump(counter: &AtomicU64) {
 
 impl Counters {
     pub(crate) fn acquired(&self, granted: bool) {
-        bump(if granted {
-            &self.successful
+        if granted {
+            bump(&self.successful);
         } else {
-            &self.failed
-        });
+            bump(&self.failed);
+            self.refused_by_class();
+        }
+    }
+
+    /// One refusal of the task's class.
+    fn refused_by_class(&self) {
+        bump(&self.refused_by_class[Criticality::current().index()]);
     }
 
     pub(crate) fn script_call(&self) {
@@ -253,11 +273,12 @@ impl Counters {
     }
 
     pub(crate) fn fallback(&self, granted: bool) {
-        bump(if granted {
-            &self.fallback_grants
+        if granted {
+            bump(&self.fallback_grants);
         } else {
-            &self.fallback_refusals
-        });
+            bump(&self.fallback_refusals);
+            self.refused_by_class();
+        }
     }
 
     pub(crate) fn snapshot(&self) -> DistributedRateLimiterMetrics {
@@ -284,6 +305,7 @@ impl Counters {
                 n => Some(n),
             },
             server_may_evict: None,
+            refused_by_class: self.refused_by_class.each_ref().map(load),
         }
     }
 }

@@ -7,6 +7,7 @@ use super::config::{DistributedRateLimiterConfig, FailurePolicy};
 use super::grant::{DecidedBy, Grant};
 use super::local::LocalWindow;
 use crate::clock::{self, Clock, SharedClock};
+use crate::criticality::{share_from_percent, share_of, Criticality};
 use crate::error::{RequestNotPermitted, SharedName};
 use crate::rate_limiter::AcquireError;
 
@@ -16,6 +17,10 @@ pub(crate) struct Policy {
     /// The name every refusal carries (built once; see [`SharedName`]).
     name: SharedName,
     local: Option<LocalWindow>,
+    /// The local window's ceiling per class ([`Criticality::index`]), for
+    /// the classes whose threshold is below 100: the same share of the
+    /// local quota as of the shared one.
+    ceilings: [Option<u64>; 4],
     clock: SharedClock,
 }
 
@@ -34,10 +39,16 @@ impl Policy {
             )),
             _ => None,
         };
+        let ceilings = std::array::from_fn(|i| {
+            let threshold = config.threshold(Criticality::ALL[i]);
+            let share = local.as_ref()?.share();
+            (threshold < 100.0).then(|| u64::from(share_of(share, share_from_percent(threshold))))
+        });
         Policy {
             policy,
             name: SharedName::new(Arc::clone(name)),
             local,
+            ceilings,
             clock,
         }
     }
@@ -75,7 +86,7 @@ impl Policy {
         match &self.local {
             Some(local) => {
                 let now = self.clock.now_nanos();
-                match local.take(now, permits, clock::nanos(max_wait)) {
+                match local.take(now, permits, clock::nanos(max_wait), self.ceiling()) {
                     Some(0) => Ok(granted(DecidedBy::LocalFallback)),
                     Some(wait) => {
                         self.clock.sleep_async(Duration::from_nanos(wait)).await;
@@ -92,12 +103,22 @@ impl Policy {
     /// permits free right now.
     pub(crate) fn decide_now(&self, permits: u32) -> Result<Grant, AcquireError> {
         match (&self.local, self.policy) {
-            (Some(local), _) if local.take(self.clock.now_nanos(), permits, 0).is_some() => {
+            (Some(local), _)
+                if local
+                    .take(self.clock.now_nanos(), permits, 0, self.ceiling())
+                    .is_some() =>
+            {
                 Ok(granted(DecidedBy::LocalFallback))
             }
             (None, FailurePolicy::FailOpen) => Ok(granted(DecidedBy::FailOpen)),
             _ => Err(self.refusal()),
         }
+    }
+
+    /// The ceiling of the task's class in the local window, if it has one.
+    #[inline]
+    fn ceiling(&self) -> Option<u64> {
+        self.ceilings[Criticality::current().index()]
     }
 
     fn refusal(&self) -> AcquireError {

@@ -117,8 +117,9 @@ impl Quota {
         ask: Ask,
     ) -> RedisResult<Verdict> {
         let mut invocation = self.script.key(&self.key);
-        // Sliding: limit, interval, width, permits, max wait, lease, back.
-        // GCRA: emission, tolerance, permits, max wait, lease, back.
+        // Sliding: limit, interval, width, permits, max wait, lease, back,
+        // ceiling. GCRA: emission, tolerance, permits, max wait, lease,
+        // back, ceiling.
         let max_wait = u64::try_from(ask.max_wait.as_micros()).unwrap_or(u64::MAX);
         let (fixed, n) = *self.args.read();
         invocation
@@ -127,7 +128,8 @@ impl Quota {
             .arg(max_wait.min(1 << 52))
             .arg(ask.lease)
             .arg(ask.back.token)
-            .arg(ask.back.permits);
+            .arg(ask.back.permits)
+            .arg(ask.ceiling);
         let (granted, remaining, wait, now, taken, token, returned): (
             i64,
             i64,
@@ -157,6 +159,11 @@ pub(crate) struct Ask {
     /// 0, or the lease size to take when the permits are free now.
     pub(crate) lease: u32,
     pub(crate) back: GiveBack,
+    /// 0, or the class's ceiling: the permits a request of a class below
+    /// its threshold may bring the quota to (see
+    /// [`threshold`](super::DistributedRateLimiterConfig::threshold)),
+    /// checked now, never reserved.
+    pub(crate) ceiling: u32,
 }
 
 impl Ask {
@@ -167,6 +174,16 @@ impl Ask {
             max_wait,
             lease: 0,
             back: GiveBack::default(),
+            ceiling: 0,
+        }
+    }
+
+    /// An acquire of `permits` by a class whose `ceiling` is below the
+    /// quota's capacity: granted now or refused, never reserved or leased.
+    pub(crate) fn within(permits: u32, ceiling: u32) -> Self {
+        Ask {
+            ceiling: ceiling.max(1),
+            ..Ask::plain(permits, Duration::ZERO)
         }
     }
 }

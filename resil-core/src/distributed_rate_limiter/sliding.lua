@@ -20,6 +20,10 @@
 -- ARGV[7]  back_end   the bucket end a previous lease was counted in (0: none)
 -- ARGV[8]  back       permits of that lease never handed out, given back first
 --                     (taken off that bucket while it still exists)
+-- ARGV[9]  ceiling    0, or a request class's ceiling below the limit (its
+--                     threshold's share of it): granted only now, only while
+--                     the window holds at most `ceiling` with its permits and
+--                     nobody reserved ahead; never reserved, never leased
 --
 -- A grant at time g lands in the bucket [s, e) holding g and counts while
 -- e > t - interval for any later grant at t, so every earlier grant that
@@ -47,6 +51,7 @@ local max_wait = tonumber(ARGV[5])
 local lease = tonumber(ARGV[6]) or 0
 local back_end = tonumber(ARGV[7]) or 0
 local back = tonumber(ARGV[8]) or 0
+local ceiling = tonumber(ARGV[9]) or 0
 local key = KEYS[1]
 
 local t = redis.call('TIME')
@@ -108,6 +113,11 @@ if oldest and oldest <= horizon then
 end
 
 local need = math.max(permits, 1)
+if ceiling > 0 and (latest > now or used + need > ceiling) then
+  -- A class below its threshold: refused now (its room comes back within a
+  -- period at most).
+  return { 0, limit - used, interval, now, 0, 0, returned }
+end
 -- Nobody is granted before an earlier reservation.
 local from = math.max(now, latest)
 local at = from

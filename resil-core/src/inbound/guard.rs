@@ -152,14 +152,17 @@ impl InboundGuardMetrics {
 /// reading, plain loads of the thresholds and the CPU reading, and one
 /// `fetch_add` to the window's bucket, found through a hint (no division);
 /// the window is summed only when a rate, an average or the BBR check needs
-/// it. The permit's drop is a clock reading, two `fetch_add`s to the bucket
-/// (the minimum is written only when it falls) and a `fetch_sub`. Nothing
+/// it. The permit's drop is a clock reading, one `fetch_add` to the bucket
+/// (its completions and summed response times share a word, summed to the
+/// microsecond; the minimum is written only when it falls) and a
+/// `fetch_sub`. Nothing
 /// is allocated; the permit holds one `Arc` (as tower's `ConcurrencyLimit`'s
 /// `OwnedSemaphorePermit` does), or nothing counted for a
-/// [`process_wide`](Self::process_wide) guard. The clock readings are most
-/// of the rest: on the [`CoarseClock`](crate::clock::CoarseClock) each is
-/// one relaxed load (with Sentinel's 1 ms resolution; see
-/// `benches/overload.rs` for the figures).
+/// [`process_wide`](Self::process_wide) guard. The clock readings are one
+/// relaxed load each on the [`CoarseClock`](crate::clock::CoarseClock)
+/// that [`new`](Self::new) and the registry's guard time requests on (with
+/// Sentinel's 1 ms resolution; a TSC read of the system clock costs about
+/// 14 ns on a virtual machine; see `benches/overload.rs` for the figures).
 #[derive(Clone)]
 pub struct InboundGuard {
     inner: Shared,
@@ -268,9 +271,16 @@ fn milli(v: f64) -> u32 {
 }
 
 impl InboundGuard {
-    /// A guard timing requests on the system clock.
+    /// A guard timing requests on the [`CoarseClock`](crate::clock::CoarseClock):
+    /// Sentinel's own 1 ms resolution, one relaxed load per reading instead
+    /// of a TSC read (two of which were most of a decision's cost on a
+    /// virtual machine). A request shorter than a tick reads as 0 ms, so
+    /// BBR's smallest response time is floored at one tick, as Sentinel
+    /// floors its minimum at 1 ms. For nanosecond timing pass
+    /// [`SystemClock`](crate::clock::SystemClock) to
+    /// [`with_clock`](Self::with_clock).
     pub fn new(config: InboundGuardConfig) -> Self {
-        Self::with_clock(config, SharedClock::system())
+        Self::with_clock(config, SharedClock::coarse())
     }
 
     /// A guard timing requests on `clock` (a
@@ -559,6 +569,19 @@ impl fmt::Debug for InboundPermit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn new_times_requests_on_the_coarse_clock_and_with_clock_on_the_one_given() {
+        // One relaxed load per reading instead of a TSC read: the default
+        // guard's two readings per request were most of its cost.
+        let guard = InboundGuard::new(InboundGuardConfig::default());
+        assert!(guard.inner.clock.is_coarse());
+        assert_eq!(guard.inner.rt_floor, clock::nanos(clock::COARSE_TICK));
+        let exact =
+            InboundGuard::with_clock(InboundGuardConfig::default(), crate::clock::SystemClock);
+        assert!(!exact.inner.clock.is_coarse());
+        assert_eq!(exact.inner.rt_floor, 0);
+    }
 
     #[test]
     fn on_the_coarse_clock_bbr_floors_the_smallest_response_time_at_one_tick() {

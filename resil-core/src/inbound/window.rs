@@ -6,8 +6,9 @@
 //! A request finds its bucket through a hint (the bucket the newest reading
 //! used) and one range check of that bucket's start: no division on the
 //! path a request takes, only when a new stretch of time begins. A
-//! completion is two `fetch_add`s and a load (the minimum is written only
-//! when it falls).
+//! completion is one `fetch_add` and a load (the minimum is written only
+//! when it falls): a bucket keeps its completions and their summed response
+//! time in one word (see [`RT_BITS`]).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -16,6 +17,21 @@ use parking_lot::Mutex;
 /// A bucket's start before any stretch took it.
 const EMPTY: u64 = u64::MAX;
 
+/// A bucket's `done` word: its completions in the high 24 bits, their
+/// summed response times in whole microseconds in the low 40, so that a
+/// completion is one `fetch_add` (two were a sixth of a request's cost).
+/// A field past half full is drained into the bucket's spill counters (a
+/// cold path, at most once per 2^23 completions or 2^39 µs, about 6 days),
+/// so no add carries out of it.
+const RT_BITS: u32 = 40;
+const RT_MASK: u64 = (1 << RT_BITS) - 1;
+const ONE_COMPLETION: u64 = 1 << RT_BITS;
+const DRAIN_COUNT: u64 = 1 << (63 - RT_BITS);
+const DRAIN_RT: u64 = 1 << (RT_BITS - 1);
+/// The most one completion adds (2^38 µs, about 3 days): a longer request
+/// counts as this long, so that one add never carries out of a field.
+const MAX_RT_MICROS: u64 = 1 << (RT_BITS - 2);
+
 /// One bucket: what happened in one `bucket`-long stretch of time.
 #[derive(Debug)]
 struct Bucket {
@@ -23,8 +39,11 @@ struct Bucket {
     /// bucket's length, in the clock's nanoseconds), `EMPTY` before any.
     start: AtomicU64,
     passed: AtomicU64,
-    completed: AtomicU64,
-    rt_sum: AtomicU64,
+    /// Completions and their response times (see [`RT_BITS`]).
+    done: AtomicU64,
+    /// What was drained out of `done`: completions, and microseconds.
+    spilled_completed: AtomicU64,
+    spilled_rt: AtomicU64,
     min_rt: AtomicU64,
 }
 
@@ -33,10 +52,21 @@ impl Bucket {
         Bucket {
             start: AtomicU64::new(EMPTY),
             passed: AtomicU64::new(0),
-            completed: AtomicU64::new(0),
-            rt_sum: AtomicU64::new(0),
+            done: AtomicU64::new(0),
+            spilled_completed: AtomicU64::new(0),
+            spilled_rt: AtomicU64::new(0),
             min_rt: AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// Completions, and their summed response times in nanoseconds (to the
+    /// microsecond).
+    fn completions(&self) -> (u64, u64) {
+        let done = self.done.load(Ordering::Relaxed);
+        (
+            (done >> RT_BITS) + self.spilled_completed.load(Ordering::Relaxed),
+            ((done & RT_MASK) + self.spilled_rt.load(Ordering::Relaxed)).saturating_mul(1000),
+        )
     }
 
     /// Whether reading `now` falls in this bucket's stretch.
@@ -127,8 +157,9 @@ impl Window {
         // `swap`, so that a pass racing with the reset is counted once:
         // in the retired total or in the new stretch.
         retired.passed += b.passed.swap(0, Ordering::Relaxed);
-        b.completed.store(0, Ordering::Relaxed);
-        b.rt_sum.store(0, Ordering::Relaxed);
+        b.done.store(0, Ordering::Relaxed);
+        b.spilled_completed.store(0, Ordering::Relaxed);
+        b.spilled_rt.store(0, Ordering::Relaxed);
         b.min_rt.store(u64::MAX, Ordering::Relaxed);
         b.start.store(start, Ordering::Release);
     }
@@ -139,15 +170,32 @@ impl Window {
         self.current(now).passed.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A request completed at `now` after `rt` nanoseconds.
+    /// A request completed at `now` after `rt` nanoseconds (summed to the
+    /// microsecond, at most [`MAX_RT_MICROS`]; the minimum keeps
+    /// nanoseconds).
     #[inline]
     pub(crate) fn complete(&self, now: u64, rt: u64) {
         let b = self.current(now);
-        b.completed.fetch_add(1, Ordering::Relaxed);
-        b.rt_sum.fetch_add(rt, Ordering::Relaxed);
+        let add = ONE_COMPLETION | (rt / 1000).min(MAX_RT_MICROS);
+        let done = b.done.fetch_add(add, Ordering::Relaxed).wrapping_add(add);
+        if done >= DRAIN_COUNT << RT_BITS || done & RT_MASK >= DRAIN_RT {
+            self.drain(b);
+        }
         if rt < b.min_rt.load(Ordering::Relaxed) {
             b.min_rt.fetch_min(rt, Ordering::Relaxed);
         }
+    }
+
+    /// Moves what `b`'s `done` word holds to its spill counters (under the
+    /// reset lock, so a rotation does not interleave).
+    #[cold]
+    #[inline(never)]
+    fn drain(&self, b: &Bucket) {
+        let _held = self.reset.lock();
+        let done = b.done.swap(0, Ordering::Relaxed);
+        b.spilled_completed
+            .fetch_add(done >> RT_BITS, Ordering::Relaxed);
+        b.spilled_rt.fetch_add(done & RT_MASK, Ordering::Relaxed);
     }
 
     /// Every pass counted since the window was made (the retired buckets'
@@ -175,10 +223,10 @@ impl Window {
             if s == EMPTY || s > current || current - s >= span {
                 continue;
             }
-            let completed = b.completed.load(Ordering::Relaxed);
+            let (completed, rt_sum) = b.completions();
             t.passed += b.passed.load(Ordering::Relaxed);
             t.completed += completed;
-            t.rt_sum += b.rt_sum.load(Ordering::Relaxed);
+            t.rt_sum += rt_sum;
             t.min_rt = t.min_rt.min(b.min_rt.load(Ordering::Relaxed));
             t.max_completed = t.max_completed.max(completed);
         }
@@ -227,5 +275,27 @@ mod tests {
                 ..Totals::default()
             }
         );
+    }
+
+    #[test]
+    fn completions_and_their_times_stay_exact_past_what_one_word_holds() {
+        let w = Window::new(1, 1_000 * MS);
+        // Five response times of 2^38 µs (~3 days) sum past the word's 40
+        // bits of microseconds; a longer one counts as 2^38 µs.
+        for _ in 0..5 {
+            w.complete(0, MAX_RT_MICROS * 1000);
+        }
+        w.complete(0, u64::MAX);
+        let t = w.totals(0);
+        assert_eq!((t.completed, t.rt_sum), (6, 6 * MAX_RT_MICROS * 1000));
+        // Past 2^23 completions in one bucket (the count's half), and on.
+        let w = Window::new(1, 1_000 * MS);
+        let n = DRAIN_COUNT * 2 + 5;
+        for _ in 0..n {
+            w.complete(0, 1_500);
+        }
+        let t = w.totals(0);
+        assert_eq!((t.completed, t.rt_sum, t.max_completed), (n, n * 1_000, n));
+        assert_eq!(t.min_rt, 1_500, "the minimum keeps nanoseconds");
     }
 }

@@ -346,7 +346,8 @@ fn predicate<X: 'static>(f: impl Fn(&X) -> bool + Send + Sync + 'static) -> Pred
 /// The default for rejections from primitives inside the retry: a time limiter's
 /// timeout is a failed attempt like any other and is retried; every other refusal
 /// (an open breaker, a full bulkhead, a rate limiter, an inner retry budget, a
-/// spent deadline) would only be refused again at once, so it is returned as is.
+/// spent deadline, a throttler shedding for an overloaded downstream) would
+/// only be refused again at once, so it is returned as is.
 fn default_retries_rejection(kind: ErrorKind) -> bool {
     kind == ErrorKind::Timeout
 }
@@ -653,6 +654,7 @@ mod tests {
             ErrorKind::RequestNotPermitted,
             ErrorKind::RetryBudgetExhausted,
             ErrorKind::DeadlineExceeded,
+            ErrorKind::Throttled,
         ] {
             assert!(!config.retries_rejection(kind, &()), "{kind}");
         }

@@ -26,11 +26,20 @@
 //!
 //! # The refusal
 //!
-//! A local rejection is [`Error::RequestNotPermitted`](crate::Error), named
-//! after the throttler: it *is* a client-side rate limit, so an HTTP layer
-//! answers it with 429 and a fallback written for `RequestNotPermitted`
-//! covers it. It is counted (`not_permitted_calls`) and published as a
-//! `NOT_PERMITTED` event.
+//! A local rejection is [`Error::Throttled`](crate::Error::Throttled), its
+//! own kind (`throttled`), named after the throttler and carrying the
+//! rejection probability the decision used (to the nearest percent). It is
+//! not a rate limiter's [`RequestNotPermitted`](crate::error::RequestNotPermitted):
+//! the throttler refuses because the *downstream* keeps refusing, so a
+//! fallback typed for [`Throttled`] serves a cached answer for an
+//! overloaded dependency, and an HTTP layer answers 503 with `Retry-After`
+//! (the dependency is unavailable; the client did nothing wrong) where a
+//! rate limiter's refusal is a 429. It is counted (`not_permitted_calls`)
+//! and published as a `NOT_PERMITTED` event.
+//!
+//! A refusal never allocates: the throttler builds one refusal per percent
+//! of probability the first time it refuses at that percent (at most 101,
+//! after the first refusal of its life), and clones it after.
 //!
 //! # Cost
 //!
@@ -65,14 +74,14 @@ use std::any::Any;
 use std::fmt;
 use std::future::{Future, Pending};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub use self::config::{ThrottlerConfig, ThrottlerConfigBuilder, MAX_WINDOW_SECONDS};
 pub use self::event::{ThrottlerEvent, ThrottlerEventKind, ThrottlerMetrics};
 
 use self::window::{Counts, Window, ACCEPT, REQUEST};
 use crate::clock::{Clock, SharedClock};
-use crate::error::{Error, RequestNotPermitted, SharedName};
+use crate::error::{Error, SharedName, Throttled};
 use crate::event::{EventPublisher, EventStream};
 use crate::guarded::{Acquire, Guarded};
 use crate::log::RefusalLog;
@@ -89,7 +98,7 @@ pub struct Throttler {
 
 struct Inner {
     name: Arc<str>,
-    refusal: RequestNotPermitted,
+    refusals: Refusals,
     config: ThrottlerConfig,
     clock: SharedClock,
     window: Window,
@@ -217,7 +226,7 @@ impl Throttler {
         let window = Window::new(config.window_seconds(), clock.now_nanos());
         Throttler {
             inner: Arc::new(Inner {
-                refusal: RequestNotPermitted::by(&SharedName::new(Arc::clone(&name))),
+                refusals: Refusals::new(SharedName::new(Arc::clone(&name))),
                 name,
                 inspects_values: config.inspects_values(),
                 config,
@@ -244,7 +253,7 @@ impl Throttler {
     /// Asks for permission to make one call: refused with the current
     /// rejection probability (see the module docs), counted and published.
     #[inline]
-    pub fn try_acquire_permission(&self) -> Result<Permit<'_>, RequestNotPermitted> {
+    pub fn try_acquire_permission(&self) -> Result<Permit<'_>, Throttled> {
         let inner = &*self.inner;
         let now = inner.clock.now_nanos();
         let p = inner.probability(inner.window.totals(now));
@@ -261,9 +270,7 @@ impl Throttler {
         &self,
         f: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, Error<E>> {
-        let permit = self
-            .try_acquire_permission()
-            .map_err(Error::RequestNotPermitted)?;
+        let permit = self.try_acquire_permission().map_err(Error::Throttled)?;
         let result = f();
         permit.on_result(&result);
         result.map_err(Error::Call)
@@ -284,9 +291,7 @@ impl Throttler {
         &self,
         f: impl FnOnce() -> Result<T, Error<E>>,
     ) -> Result<T, Error<E>> {
-        let permit = self
-            .try_acquire_permission()
-            .map_err(Error::RequestNotPermitted)?;
+        let permit = self.try_acquire_permission().map_err(Error::Throttled)?;
         let result = f();
         permit.on_nested_result(&result);
         result
@@ -367,7 +372,9 @@ impl Throttler {
 
     /// Bytes this throttler occupies (its window's buckets included).
     pub fn memory_footprint(&self) -> usize {
-        std::mem::size_of::<Inner>() + self.inner.window.heap_bytes()
+        std::mem::size_of::<Inner>()
+            + self.inner.window.heap_bytes()
+            + self.inner.refusals.heap_bytes()
     }
 }
 
@@ -392,7 +399,7 @@ impl Inner {
 
     #[cold]
     #[inline(never)]
-    fn reject(&self, now: u64, probability: f64) -> RequestNotPermitted {
+    fn reject(&self, now: u64, probability: f64) -> Throttled {
         self.window.record(now, REQUEST);
         self.not_permitted.fetch_add(1, Ordering::Relaxed);
         self.refusals_logged.refused(
@@ -404,7 +411,7 @@ impl Inner {
         self.events.publish_with(|| {
             ThrottlerEvent::of(&self.name, ThrottlerEventKind::NotPermitted { probability })
         });
-        self.refusal.clone()
+        self.refusals.at(probability)
     }
 
     /// Whether the downstream accepted `result` (user predicates may panic:
@@ -437,6 +444,42 @@ impl Inner {
                 },
             )
         });
+    }
+}
+
+/// The refusals a throttler hands out, one per percent of rejection
+/// probability, each built the first time it is needed: a refusal clones
+/// one and never allocates, and a throttler that never refuses holds none.
+struct Refusals {
+    name: SharedName,
+    by_percent: OnceLock<Box<[OnceLock<Throttled>; 101]>>,
+}
+
+impl Refusals {
+    fn new(name: SharedName) -> Self {
+        Refusals {
+            name,
+            by_percent: OnceLock::new(),
+        }
+    }
+
+    /// The refusal for `probability`, to the nearest percent.
+    fn at(&self, probability: f64) -> Throttled {
+        let percent = Throttled::percent_of(probability);
+        let table = self
+            .by_percent
+            .get_or_init(|| Box::new(std::array::from_fn(|_| OnceLock::new())));
+        table[usize::from(percent)]
+            .get_or_init(|| Throttled::by(&self.name, percent))
+            .clone()
+    }
+
+    /// Bytes of the table, once built (the refusals in it are counted as
+    /// their pointers: each is one small allocation of its own).
+    fn heap_bytes(&self) -> usize {
+        self.by_percent
+            .get()
+            .map_or(0, |_| std::mem::size_of::<[OnceLock<Throttled>; 101]>())
     }
 }
 

@@ -155,7 +155,7 @@ const CALLS: Family = Family::new(
     "Acquisitions the rate limiter granted or refused (kind)",
 );
 
-const REFUSED_BY_CLASS: Family = Family::new(
+pub(crate) const REFUSED_BY_CLASS: Family = Family::new(
     "ratelimiter_refused_calls",
     "Acquisitions the rate limiter refused, by the request's criticality",
 );

@@ -21,7 +21,7 @@ use super::exposition::Sample;
 use crate::registry::Registry;
 
 /// The refusal kinds a layer counts, in the order of [`Rejection`]'s variants.
-const REFUSALS: [ErrorKind; 7] = ErrorKind::REJECTIONS;
+const REFUSALS: [ErrorKind; 8] = ErrorKind::REJECTIONS;
 
 const REQUESTS: Family = Family::new(
     "resil_layer_requests",

@@ -635,6 +635,10 @@ fn record_response<Res: 'static, E: 'static>(
     }
 }
 
+/// The `Retry-After` of a throttler's refusal: its window moves in
+/// one-second steps, so its rejection probability cannot fall sooner.
+const THROTTLED_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 #[inline(always)]
 fn finish<Res, E, C: 'static, R: Respond<Res, E>>(
     shared: &'static Shared<C, R>,
@@ -655,6 +659,7 @@ fn finish<Res, E, C: 'static, R: Respond<Res, E>>(
                     Rj::RequestNotPermitted(_) => {
                         shared.limiter.as_ref().map(|l| l.time_to_next_permit())
                     }
+                    Rj::Throttled(_) => Some(THROTTLED_RETRY_AFTER),
                     _ => None,
                 };
                 let quota = match (&rejection, &shared.limiter) {

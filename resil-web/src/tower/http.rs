@@ -17,13 +17,18 @@ use crate::http::{retry_after_header_value, HttpClassifier, RateLimitQuota};
 /// remaining open wait) for an open breaker, 429 with `Retry-After` (the
 /// time to the next permit) and the IETF `RateLimit-Policy`/`RateLimit`
 /// fields (the limiter's quota, window, permits left and reset) for a rate
-/// limit, 503 for a full bulkhead, 504
+/// limit, 503 for a full bulkhead, 503 with `Retry-After: 1` for a
+/// throttler's local refusal (the downstream it protects keeps refusing:
+/// the service is unavailable for now, the client did nothing wrong, so it
+/// is not a 429; the throttler's window moves in one-second steps), 504
 /// for a timeout or a spent deadline; a short `text/plain` body naming the
 /// instance.
 pub fn default_refusal_response<B: From<String>>(refusal: &Refusal) -> Response<B> {
     let status = match refusal.rejection() {
         Rejection::RequestNotPermitted(_) => StatusCode::TOO_MANY_REQUESTS,
         Rejection::Timeout(_) | Rejection::DeadlineExceeded(_) => StatusCode::GATEWAY_TIMEOUT,
+        // An overloaded downstream shed locally, not the client's quota.
+        Rejection::Throttled(_) => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::SERVICE_UNAVAILABLE,
     };
     let mut response = Response::new(B::from(refusal.rejection().to_string()));

@@ -117,12 +117,7 @@ where
             Some(throttler) => match throttler.get().try_acquire_permission() {
                 Ok(permit) => Some(permit),
                 Err(refused) => {
-                    return ResponseFuture::refused(
-                        shared,
-                        span,
-                        None,
-                        Error::RequestNotPermitted(refused),
-                    )
+                    return ResponseFuture::refused(shared, span, None, Error::Throttled(refused))
                 }
             },
             None => None,

@@ -21,7 +21,7 @@ use resil_core::distributed_rate_limiter::{
 use resil_core::rate_limiter::{RateLimiter, RateLimiterConfig, RateLimiterConfigBuilder};
 use resil_core::ConfigError;
 
-use super::{RateChange, AVAILABLE, WAITING};
+use super::{RateChange, AVAILABLE, REFUSED_BY_CLASS, WAITING};
 use crate::classes::ErrorClasses;
 use crate::config::duration::format_duration as d;
 use crate::config::resolved::Resolved;
@@ -453,6 +453,11 @@ fn limiter_config(
         .limit_for_period(quota.limit_for_period())
         .limit_refresh_period(quota.limit_refresh_period())
         .timeout_duration(quota.timeout_duration());
+    // The classes' thresholds, from the same keys as the local limiter's
+    // (`sheddable-threshold`, …), already checked there.
+    for class in resil_core::Criticality::ALL {
+        b = b.threshold(class, quota.threshold(class));
+    }
     if let Some(Val::Text(url)) = entry.value("redis-url") {
         b = b.redis_url(url.as_str());
     }
@@ -627,6 +632,10 @@ impl Telemetry for DistributedRateLimiter {
         if let Some(left) = m.last_remaining() {
             values.push(Metric::gauge(AVAILABLE, None, left as f64));
         }
+        values.extend(resil_core::Criticality::ALL.map(|c| {
+            Metric::counter(REFUSED_BY_CLASS, Some(c.as_str()), m.failed_acquires_of(c))
+                .keyed("criticality")
+        }));
         values
     }
 
