@@ -395,3 +395,57 @@ async fn a_tier_changes_the_local_share_of_a_key_held_while_redis_is_down() {
     assert!(err.contains("overrides.tiny"), "{err}");
     assert_eq!(api.tiers().overrides().count(), 1);
 }
+
+/// How many of `n` acquires of `key` as `class` are granted, each by `by`.
+async fn granted_as(
+    family: &KeyedDistributedRateLimiter,
+    key: &str,
+    class: resil::Criticality,
+    n: u32,
+    by: DecidedBy,
+) -> u32 {
+    let mut granted = 0;
+    for _ in 0..n {
+        if let Ok(g) = class.scope(family.get(key).acquire_async()).await {
+            assert_eq!(g.decided_by(), by, "{key} as {class}");
+            granted += 1;
+        }
+    }
+    granted
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_class_takes_its_share_of_its_keys_own_limit_from_redis_and_from_the_fallback() {
+    use resil::Criticality::Sheddable;
+    let mut server = RedisServer::start();
+    let policy = FailurePolicy::LocalFallback {
+        expected_instances: 2,
+    };
+    let api = family(&server.url(), policy);
+    api.set_tiers(resil::keyed::Tiers::new(10).with_override("big", 20))
+        .unwrap();
+    // SHEDDABLE (50 %) fills half of each key's own limit in Redis: 10 of
+    // `big`'s 20, 5 of the default 10.
+    assert_eq!(
+        granted_as(&api, "big", Sheddable, 12, DecidedBy::Redis).await,
+        10
+    );
+    assert_eq!(
+        granted_as(&api, "small", Sheddable, 12, DecidedBy::Redis).await,
+        5
+    );
+    // Raised while held: the share follows the new limit (15 of 30).
+    api.set_tiers(resil::keyed::Tiers::new(10).with_override("big", 30))
+        .unwrap();
+    assert_eq!(
+        granted_as(&api, "big", Sheddable, 12, DecidedBy::Redis).await,
+        5
+    );
+    // While Redis is down the local share (⌊30 / 2⌋ = 15 for `big`) is
+    // halved the same way, as a tier left it: 8 (rounded up) of it.
+    server.kill();
+    assert_eq!(
+        granted_as(&api, "big", Sheddable, 12, DecidedBy::LocalFallback).await,
+        8
+    );
+}

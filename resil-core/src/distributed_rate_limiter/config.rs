@@ -319,11 +319,13 @@ impl DistributedRateLimiterConfig {
         self.thresholds.get(class.index())
     }
 
-    /// The permits a request of `class` may bring the quota to, when its
-    /// threshold is below 100 (see [`threshold`](Self::threshold)).
-    pub(crate) fn class_ceiling(&self, class: Criticality) -> Option<u32> {
+    /// The permits a request of `class` may bring a quota of `capacity`
+    /// (the limit or the burst: [`max_permits`](Self::max_permits), or a
+    /// keyed family's key's own) to, when its threshold is below 100 (see
+    /// [`threshold`](Self::threshold)).
+    pub(crate) fn class_ceiling(&self, class: Criticality, capacity: u32) -> Option<u32> {
         let threshold = self.threshold(class);
-        (threshold < 100.0).then(|| share_of(self.max_permits(), share_from_percent(threshold)))
+        (threshold < 100.0).then(|| share_of(capacity, share_from_percent(threshold)))
     }
 
     /// `limit_refresh_period` in whole microseconds (the scripts' unit).
@@ -810,7 +812,7 @@ mod tests {
             .unwrap();
         // 50 % and 75 % of 7, rounded up; CRITICAL and CRITICAL_PLUS: none.
         assert_eq!(
-            Criticality::ALL.map(|class| c.class_ceiling(class)),
+            Criticality::ALL.map(|class| c.class_ceiling(class, c.max_permits())),
             [Some(4), Some(6), None, None]
         );
         let gcra = c
@@ -820,8 +822,14 @@ mod tests {
             .sheddable_threshold(10.0)
             .build()
             .unwrap();
-        assert_eq!(gcra.class_ceiling(Criticality::Sheddable), Some(1));
-        assert_eq!(gcra.class_ceiling(Criticality::SheddablePlus), Some(2));
+        assert_eq!(
+            gcra.class_ceiling(Criticality::Sheddable, gcra.max_permits()),
+            Some(1)
+        );
+        assert_eq!(
+            gcra.class_ceiling(Criticality::SheddablePlus, gcra.max_permits()),
+            Some(2)
+        );
     }
 
     #[test]

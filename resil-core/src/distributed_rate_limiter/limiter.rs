@@ -371,7 +371,7 @@ impl Inner {
             )));
         }
         let start = self.clock.now_nanos();
-        if let Some(ceiling) = self.config.class_ceiling(Criticality::current()) {
+        if let Some(ceiling) = self.config.class_ceiling(Criticality::current(), max) {
             return self.acquire_within(slot, permits, ceiling).await;
         }
         let timeout = self.config.timeout_duration();
@@ -696,8 +696,8 @@ impl Inner {
     #[cold]
     pub(crate) fn cannot_block(&self, slot: &Slot, permits: u32) -> Result<Grant, AcquireError> {
         // A lease in hand needs no round trip (for a class that may use one).
-        let own = std::ptr::eq(slot, &self.own)
-            && self.config.class_ceiling(Criticality::current()).is_none();
+        let own =
+            std::ptr::eq(slot, &self.own) && self.config.threshold(Criticality::current()) >= 100.0;
         if let Some(leases) = self.leases.as_ref().filter(|l| own && permits <= l.size) {
             if let Ok(_turn) = leases.turn.try_lock() {
                 if let Some(out) = leases.take(self.clock.now_nanos(), permits, None) {

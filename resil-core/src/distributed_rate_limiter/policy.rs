@@ -7,7 +7,7 @@ use super::config::{DistributedRateLimiterConfig, FailurePolicy};
 use super::grant::{DecidedBy, Grant};
 use super::local::LocalWindow;
 use crate::clock::{self, Clock, SharedClock};
-use crate::criticality::{share_from_percent, share_of, Criticality};
+use crate::criticality::{share_from_percent, share_of, Criticality, Share};
 use crate::error::{RequestNotPermitted, SharedName};
 use crate::rate_limiter::AcquireError;
 
@@ -17,10 +17,12 @@ pub(crate) struct Policy {
     /// The name every refusal carries (built once; see [`SharedName`]).
     name: SharedName,
     local: Option<LocalWindow>,
-    /// The local window's ceiling per class ([`Criticality::index`]), for
-    /// the classes whose threshold is below 100: the same share of the
-    /// local quota as of the shared one.
-    ceilings: [Option<u64>; 4],
+    /// The share of the local window a class may fill
+    /// ([`Criticality::index`]), for the classes whose threshold is below
+    /// 100: the same share of the local quota as of the shared one (taken
+    /// of the window's share at each decision, which a keyed family's tier
+    /// may change).
+    class_shares: [Option<Share>; 4],
     clock: SharedClock,
 }
 
@@ -39,16 +41,15 @@ impl Policy {
             )),
             _ => None,
         };
-        let ceilings = std::array::from_fn(|i| {
+        let class_shares = std::array::from_fn(|i| {
             let threshold = config.threshold(Criticality::ALL[i]);
-            let share = local.as_ref()?.share();
-            (threshold < 100.0).then(|| u64::from(share_of(share, share_from_percent(threshold))))
+            (threshold < 100.0).then(|| share_from_percent(threshold))
         });
         Policy {
             policy,
             name: SharedName::new(Arc::clone(name)),
             local,
-            ceilings,
+            class_shares,
             clock,
         }
     }
@@ -118,7 +119,8 @@ impl Policy {
     /// The ceiling of the task's class in the local window, if it has one.
     #[inline]
     fn ceiling(&self) -> Option<u64> {
-        self.ceilings[Criticality::current().index()]
+        let share = self.class_shares[Criticality::current().index()]?;
+        Some(u64::from(share_of(self.local.as_ref()?.share(), share)))
     }
 
     fn refusal(&self) -> AcquireError {
