@@ -179,7 +179,7 @@ async fn reqwests_own_retry_is_judged_by_the_classifiers_statuses_and_resils_rep
 async fn the_standard_pipeline_in_the_chain_gives_up_on_a_hung_downstream_at_its_total_timeout() {
     use resil::ErrorKind;
 
-    let app = Router::new().route("/hang", any(|| std::future::pending::<&'static str>()));
+    let app = Router::new().route("/hang", any(std::future::pending::<&'static str>));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/hang", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
