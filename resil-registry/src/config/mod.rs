@@ -702,13 +702,15 @@ impl FileConfig {
     /// resil's own `resil.http-client.instances`: client layers' replay
     /// rules and deadline header, checked by the loader (see
     /// [`HttpClientEntry`]; a later document's keys replace an earlier
-    /// one's).
+    /// one's). An entry is named after the instances the layer applies, so
+    /// the file must configure one of that name under `resilience4j`.
     ///
     /// ```
     /// # #[cfg(feature = "yaml")] {
     /// use resil_registry::config::FileConfig;
     ///
     /// let file = FileConfig::from_yaml_str("
+    /// resilience4j.retry.instances.prices: {}
     /// resil.http-client.instances.prices:
     ///   max-replay-body: 16KiB
     ///   replay-methods: safe
