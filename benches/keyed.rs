@@ -12,7 +12,7 @@
 //!
 //! Two resil forms: `get(&str).try_acquire(1)` takes a handle (an `Arc`
 //! count, what a call that holds the key across an await needs), and
-//! `try_acquire(&str, 1)` decides pinned to the epoch with no count (the
+//! `try_acquire(&str, 1)` decides inside an announced look-up with no count (the
 //! form the keyed tower layer uses).
 //!
 //! Under `cargo bench` the ratios are also taken in interleaved rounds

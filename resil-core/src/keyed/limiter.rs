@@ -134,7 +134,8 @@ impl KeyedRateLimiter {
     /// is full of keys that may not be evicted, the handle refuses every
     /// acquire ([`is_refused`](LimiterHandle::is_refused)).
     ///
-    /// An existing key costs one hash, one epoch pin and one reference
+    /// An existing key costs one hash, two plain stores announcing the
+    /// look-up and one reference
     /// count: no lock, no allocation.
     #[inline]
     pub fn get<Q: Key + ?Sized>(&self, key: &Q) -> LimiterHandle<'_> {
@@ -155,7 +156,8 @@ impl KeyedRateLimiter {
     /// read lock, with no reference count and one clock reading; a new key
     /// is created as [`get`](Self::get) creates it.
     ///
-    /// An existing key costs one hash, one epoch pin and the acquire's
+    /// An existing key costs one hash, two plain stores announcing the
+    /// look-up and the acquire's
     /// compare-and-swap: no lock, no reference count, no allocation.
     #[inline]
     pub fn try_acquire<Q: Key + ?Sized>(

@@ -3,15 +3,15 @@
 //!
 //! * A look-up of an existing key hashes it (foldhash's quality hasher with a
 //!   per-family random seed, so keys cannot be chosen offline to land in one
-//!   bucket), pins the epoch (crossbeam-epoch: one thread-local compare and
-//!   swap, where a shard's read lock took two read-modify-writes on a line
-//!   every thread shares), probes its shard's open-addressed table of entry
+//!   bucket), announces itself in its thread's slot (two plain stores, see
+//!   [`reclaim`], where a shard's read lock took two read-modify-writes on
+//!   a line every thread shares), probes its shard's open-addressed table of entry
 //!   pointers with plain loads, clones the entry's `Arc` (or runs the
 //!   caller's closure on it, [`Map::with`]) and marks it used: no
 //!   allocation, no lock.
 //! * Writers (a new key, an eviction, a table growing) take their shard's
-//!   mutex. A removed entry and an outgrown table are freed through the
-//!   epoch, once no look-up that may have seen them is running. Deletion
+//!   mutex. A removed entry and an outgrown table are retired, freed once
+//!   no look-up that may have seen them is running. Deletion
 //!   shifts the entries behind the hole back (no tombstones), so a look-up
 //!   racing with it may miss its key: a miss is confirmed under the mutex
 //!   before a key is created.
@@ -30,8 +30,8 @@
 //!   no state that matters. At most [`SCAN`] entries are looked at; when none
 //!   of them may go, the new key is refused (counted), never an entry with
 //!   state dropped. So is a new key of a full family while more than
-//!   `max_keys / 128` evicted entries wait for the epoch to free them (a
-//!   look-up's thread descheduled while pinned holds them all back), which
+//!   `max_keys / 128` evicted entries wait to be freed (a look-up's thread
+//!   descheduled mid-look-up holds them all back), which
 //!   keeps a key flood within the family's memory bound.
 //! * An entry is evictable only when nobody holds it (its `Arc` is held by
 //!   the map and the queue alone: no handle, no permit, no waiting call) and
@@ -46,19 +46,16 @@ use std::marker::PhantomData;
 use std::sync::atomic::{self, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned};
 use foldhash::quality::RandomState;
 use parking_lot::Mutex;
 
+use super::reclaim::{self, Retired};
 use super::sketch::Sketch;
 use super::{Key, KeyedConfig, StoredKey};
 
 /// How many queue entries one replacement looks at before it refuses the new
 /// key.
 pub(crate) const SCAN: usize = 64;
-
-/// Evicted entries freed together (see `Map::retire`).
-const RETIRE_BATCH: usize = 16;
 
 /// Shards of the look-up table (a power of two).
 const SHARDS: usize = 16;
@@ -116,10 +113,12 @@ impl<S> Entry<S> {
 
 /// One shard: an open-addressed table (linear probing, at most half full)
 /// of entry pointers, each holding one count of its entry's `Arc`; look-ups
-/// read it pinned to the epoch, writers hold `write`.
+/// read it announced ([`reclaim::read`]), writers hold `write`.
 #[repr(align(128))]
 struct Shard<S> {
-    table: Atomic<Table<S>>,
+    /// A leaked `Box` (null before the first key); an outgrown one is
+    /// retired.
+    table: AtomicPtr<Table<S>>,
     /// Serialises the shard's writers; the entries in the table.
     write: Mutex<usize>,
     _entries: PhantomData<Arc<Entry<S>>>,
@@ -152,9 +151,9 @@ impl<S> Table<S> {
             if p.is_null() {
                 return None;
             }
-            // SAFETY: an entry leaves the table before its count is given
-            // back, through the epoch, after every pinned look-up that may
-            // have read the pointer (the caller is pinned or holds `write`).
+            // SAFETY: an entry leaves the table before its count is retired,
+            // given back after every look-up that may have read the pointer
+            // (the caller is inside `reclaim::read` or holds `write`).
             let entry = unsafe { &*p };
             if entry.hash == hash && key.matches(&entry.key) {
                 return Some(entry);
@@ -222,32 +221,31 @@ impl<S> Table<S> {
 }
 
 impl<S> Shard<S> {
-    /// The shard's table as a pinned look-up or a writer sees it.
+    /// The shard's table, for a look-up (inside [`reclaim::read`]) or a
+    /// writer (holding `write`).
     #[inline]
-    fn table<'g>(&self, guard: &'g Guard) -> Option<&'g Table<S>> {
-        // SAFETY: an outgrown table is freed through the epoch, after every
-        // guard that may have loaded it.
-        unsafe { self.table.load(Ordering::Acquire, guard).as_ref() }
+    fn table(&self) -> Option<&Table<S>> {
+        // SAFETY: an outgrown table is retired, freed after every look-up
+        // that may have loaded it; writers replace it under `write`.
+        unsafe { self.table.load(Ordering::Acquire).as_ref() }
     }
 
     /// Makes room for one more entry, keeping the table at most half full
-    /// (under `write`, which holds `len`). The old table goes through the
-    /// epoch: look-ups still reading it find what it held.
-    fn reserve_cell<'g>(&self, len: usize, guard: &'g Guard) -> &'g Table<S> {
-        let old = self.table.load(Ordering::Relaxed, guard);
-        // SAFETY: as in `table`.
-        let cells = unsafe { old.as_ref() }.map_or(0, |t| t.mask + 1);
+    /// (under `write`, which holds `len`); the outgrown table, which
+    /// look-ups under way may still read, for the caller to retire.
+    fn reserve_cell(&self, len: usize) -> (&Table<S>, Option<Box<Table<S>>>) {
+        let cells = self.table().map_or(0, |t| t.mask + 1);
         if (len + 1) * 2 <= cells {
-            // SAFETY: as in `table`.
-            return unsafe { old.deref() };
+            if let Some(table) = self.table() {
+                return (table, None);
+            }
         }
         let mut size = cells.max(8);
         while (len + 1) * 2 > size {
             size *= 2;
         }
         let table = Table::new(size);
-        // SAFETY: as in `table`.
-        if let Some(old) = unsafe { old.as_ref() } {
+        if let Some(old) = self.table() {
             for cell in old.cells.iter() {
                 let p = cell.load(Ordering::Relaxed);
                 if !p.is_null() {
@@ -255,44 +253,46 @@ impl<S> Shard<S> {
                 }
             }
         }
-        let new = self.table.swap(Owned::new(table), Ordering::AcqRel, guard);
-        if !new.is_null() {
-            // SAFETY: unreachable from the shard now; its cells' counts moved
-            // to the new table, so freeing it frees no entry.
-            unsafe { guard.defer_destroy(new) };
-            // Handed to the global queue now: in this thread's own list it
-            // would wait for 63 more deferred frees (a family growing to
-            // its size would hold every table it outgrew).
-            guard.flush();
-        }
+        let old = self
+            .table
+            .swap(Box::into_raw(Box::new(table)), Ordering::AcqRel);
+        // SAFETY: the old table was a leaked `Box`, now unreachable from the
+        // shard (its cells' counts moved to the new table).
+        let old = (!old.is_null()).then(|| unsafe { Box::from_raw(old) });
         // SAFETY: just stored, and only writers under `write` replace it.
-        unsafe { self.table.load(Ordering::Relaxed, guard).deref() }
+        (unsafe { &*self.table.load(Ordering::Relaxed) }, old)
     }
 }
 
 impl<S> Drop for Shard<S> {
     fn drop(&mut self) {
-        // SAFETY: dropping, the shard has no look-up left.
-        unsafe {
-            let guard = epoch::unprotected();
-            let table = self.table.load(Ordering::Relaxed, guard);
-            if let Some(t) = table.as_ref() {
-                for cell in t.cells.iter() {
-                    let p = cell.load(Ordering::Relaxed);
-                    if !p.is_null() {
-                        drop(Arc::from_raw(p));
-                    }
-                }
-                drop(table.into_owned());
+        let table = *self.table.get_mut();
+        if table.is_null() {
+            return;
+        }
+        // SAFETY: dropping, the shard has no look-up left; the table is a
+        // leaked `Box` whose cells each hold a count of their entry.
+        let table = unsafe { Box::from_raw(table) };
+        for cell in table.cells.iter() {
+            let p = cell.load(Ordering::Relaxed);
+            if !p.is_null() {
+                // SAFETY: as above.
+                drop(unsafe { Arc::from_raw(p) });
             }
         }
     }
 }
 
+/// What a map retires: an evicted entry's table count, an outgrown table.
+enum Garbage<S> {
+    Entry(#[allow(dead_code)] Arc<Entry<S>>),
+    Table(#[allow(dead_code)] Box<Table<S>>),
+}
+
 /// A full fence after an `Arc`'s count was raised: its read-modify-write is
 /// a `lock`ed instruction on x86-64, a full barrier already, so only the
 /// compiler must be kept from moving the next load above it (the hack
-/// crossbeam-epoch's own pin uses); elsewhere, a fence.
+/// crossbeam-epoch's pin uses); elsewhere, a fence.
 #[inline(always)]
 fn fence_after_count() {
     if cfg!(target_arch = "x86_64") {
@@ -328,11 +328,9 @@ pub(crate) struct Map<S> {
     pub(crate) counts: Counts,
     /// The counts of evicted keys (see [`Evicted`]).
     evicted: Mutex<Evicted>,
-    /// Evicted entries not freed yet: a look-up pinned before their
-    /// eviction may still read them (see [`Map::may_evict`]).
-    retired: Arc<AtomicUsize>,
-    /// Evicted entries waiting for a full batch (see [`Map::retire`]).
-    pending: Mutex<Vec<Arc<Entry<S>>>>,
+    /// Evicted entries and outgrown tables not freed yet: a look-up under
+    /// way may still read them (see [`Map::may_evict`]). A leaf lock.
+    retired: Mutex<Retired<Garbage<S>>>,
 }
 
 /// How many evicted keys each summary of a family keeps.
@@ -350,10 +348,11 @@ impl<S: Send + Sync + 'static> Map<S> {
     pub(crate) fn new(bounds: KeyedConfig) -> Self {
         let (max_keys, idle_ttl_nanos) =
             (bounds.max_keys(), crate::clock::nanos(bounds.idle_ttl()));
+        reclaim::init();
         Map {
             shards: (0..SHARDS)
                 .map(|_| Shard {
-                    table: Atomic::null(),
+                    table: AtomicPtr::new(std::ptr::null_mut()),
                     write: Mutex::new(0),
                     _entries: PhantomData,
                 })
@@ -370,8 +369,7 @@ impl<S: Send + Sync + 'static> Map<S> {
                 calls: Sketch::new(SKETCHED_KEYS),
                 refusals: Sketch::new(SKETCHED_KEYS),
             }),
-            retired: Arc::new(AtomicUsize::new(0)),
-            pending: Mutex::new(Vec::new()),
+            retired: Mutex::new(Retired::new()),
         }
     }
 
@@ -419,27 +417,29 @@ impl<S: Send + Sync + 'static> Map<S> {
     #[inline]
     pub(crate) fn find<Q: Key + ?Sized>(&self, key: &Q, now: u64) -> Option<Arc<Entry<S>>> {
         let hash = self.hasher.hash_one(key);
-        let guard = epoch::pin();
-        let entry = self.shard(hash).table(&guard)?.probe(hash, key)?;
-        // SAFETY: pinned, the entry is alive (its table count is given back
-        // through the epoch), so its count may be raised.
-        let held = unsafe {
-            Arc::increment_strong_count(entry);
-            Arc::from_raw(entry)
-        };
-        // Dekker with `unlink`: it lowers `linked`, fences, then reads the
-        // count; this raised the count, fences, then reads `linked`.
-        fence_after_count();
-        if !entry.linked.load(Ordering::Relaxed) {
-            // Being evicted: the caller asks again under the mutex.
-            return None;
-        }
-        entry.touch(now);
-        Some(held)
+        reclaim::read(|| {
+            let entry = self.shard(hash).table()?.probe(hash, key)?;
+            // SAFETY: inside `read`, the entry is alive (its table count is
+            // retired, not given back, while this reads), so its count may
+            // be raised.
+            let held = unsafe {
+                Arc::increment_strong_count(entry);
+                Arc::from_raw(entry)
+            };
+            // Dekker with `unlink`: it lowers `linked`, fences, then reads
+            // the count; this raised the count, fences, then reads `linked`.
+            fence_after_count();
+            if !entry.linked.load(Ordering::Relaxed) {
+                // Being evicted: the caller asks again under the mutex.
+                return None;
+            }
+            entry.touch(now);
+            Some(held)
+        })
     }
 
-    /// Runs `f` on the entry of `key` pinned to the epoch, if the family
-    /// holds it (marked used at `now`): no reference count, nothing held
+    /// Runs `f` on the entry of `key` inside [`reclaim::read`], if the
+    /// family holds it (marked used at `now`): no reference count, nothing held
     /// after. The entry may be being evicted meanwhile: `f` answers `None`
     /// when it finds its state retired (see [`CanGo`]), and so does this,
     /// as for a key the family does not hold.
@@ -451,10 +451,11 @@ impl<S: Send + Sync + 'static> Map<S> {
         f: impl FnOnce(&Entry<S>) -> Option<R>,
     ) -> Option<R> {
         let hash = self.hasher.hash_one(key);
-        let guard = epoch::pin();
-        let entry = self.shard(hash).table(&guard)?.probe(hash, key)?;
-        entry.touch(now);
-        f(entry)
+        reclaim::read(|| {
+            let entry = self.shard(hash).table()?.probe(hash, key)?;
+            entry.touch(now);
+            f(entry)
+        })
     }
 
     /// The entry of `key`, created with `make` if the family does not hold
@@ -481,9 +482,8 @@ impl<S: Send + Sync + 'static> Map<S> {
         hash: u64,
         key: &Q,
         now: u64,
-        guard: &Guard,
     ) -> Option<Arc<Entry<S>>> {
-        let entry = shard.table(guard)?.probe(hash, key)?;
+        let entry = shard.table()?.probe(hash, key)?;
         entry.touch(now);
         // SAFETY: under `write`, the table's count keeps it alive.
         Some(unsafe {
@@ -505,8 +505,7 @@ impl<S: Send + Sync + 'static> Map<S> {
         let shard = self.shard(hash);
         {
             let _write = shard.write.lock();
-            let guard = epoch::pin();
-            if let Some(entry) = self.find_locked(shard, hash, key, now, &guard) {
+            if let Some(entry) = self.find_locked(shard, hash, key, now) {
                 // The look-up missed it racing a writer.
                 return Some(entry);
             }
@@ -520,8 +519,7 @@ impl<S: Send + Sync + 'static> Map<S> {
         }
         let stored = key.store();
         let mut len = shard.write.lock();
-        let guard = epoch::pin();
-        if let Some(entry) = self.find_locked(shard, hash, key, now, &guard) {
+        if let Some(entry) = self.find_locked(shard, hash, key, now) {
             // Another thread created it meanwhile.
             self.len.fetch_sub(1, Ordering::Relaxed);
             return Some(entry);
@@ -540,11 +538,17 @@ impl<S: Send + Sync + 'static> Map<S> {
         // At most half full, grown by doubling and never shrunk: a key
         // flood's churn (no tombstones) never grows a table past twice the
         // most keys it held.
-        let table = shard.reserve_cell(*len, &guard);
+        let (table, outgrown) = shard.reserve_cell(*len);
         table.place(Arc::into_raw(Arc::clone(&entry)).cast_mut());
         *len += 1;
-        drop(guard);
         drop(len);
+        if let Some(old) = outgrown {
+            // Sealed at once: a family growing to its size would otherwise
+            // hold the tables it outgrew until a batch fills.
+            let mut retired = self.retired.lock();
+            retired.push(Garbage::Table(old));
+            retired.flush();
+        }
         // Locks are taken queue → shard (replacement), never the other way:
         // the entry is queued once the shard is unlocked. Until then no
         // replacement sees it, which only spares it.
@@ -576,43 +580,20 @@ impl<S: Send + Sync + 'static> Map<S> {
         }
     }
 
-    /// Frees an evicted entry's table count once no pinned look-up may
-    /// still read it: in batches of [`RETIRE_BATCH`], each handed to the
-    /// epoch's global queue at once (a batch left in a thread's own
-    /// deferred list would wait for that thread to defer 63 more things).
-    fn retire(&self, counted: Arc<Entry<S>>, guard: &Guard) {
-        self.retired.fetch_add(1, Ordering::Relaxed);
-        let mut pending = self.pending.lock();
-        pending.push(counted);
-        if pending.len() < RETIRE_BATCH {
-            return;
-        }
-        let batch = std::mem::replace(&mut *pending, Vec::with_capacity(RETIRE_BATCH));
-        drop(pending);
-        let retired = Arc::clone(&self.retired);
-        guard.defer(move || {
-            let n = batch.len();
-            drop(batch);
-            retired.fetch_sub(n, Ordering::Relaxed);
-        });
-        guard.flush();
-    }
-
     /// Whether evicted entries waiting to be freed leave room for one more:
-    /// at most `max_keys / 128` (at least 4 batches) of them, so a look-up that
-    /// stays pinned (its thread descheduled mid-look-up on a loaded machine)
+    /// at most `max_keys / 128` (at least 64) of them, so a look-up that
+    /// stays announced (its thread descheduled mid-look-up on a loaded machine)
     /// cannot let a key flood's evictions pile up past the family's memory
-    /// bound; new keys are refused meanwhile. Past the limit, the epoch is
-    /// nudged (collected where no look-up still pins) before the answer.
+    /// bound; new keys are refused meanwhile. Past the limit, what is
+    /// pending is sealed and what may go is freed before the answer.
     fn may_evict(&self) -> bool {
-        let limit = (self.max_keys() / 128).max(4 * RETIRE_BATCH);
-        for _ in 0..3 {
-            if self.retired.load(Ordering::Relaxed) < limit {
-                return true;
-            }
-            epoch::pin().flush();
+        let limit = (self.max_keys() / 128).max(64);
+        let mut retired = self.retired.lock();
+        if retired.len() < limit {
+            return true;
         }
-        self.retired.load(Ordering::Relaxed) < limit
+        retired.flush();
+        retired.len() < limit
     }
 
     /// Turns the replacement clock until one entry is evicted (its budget
@@ -641,8 +622,7 @@ impl<S: Send + Sync + 'static> Map<S> {
     fn unlink(&self, entry: &Arc<Entry<S>>, now: u64, can_go: impl CanGo<S>) -> bool {
         let shard = self.shard(entry.hash);
         let mut len = shard.write.lock();
-        let guard = epoch::pin();
-        let Some(table) = shard.table(&guard) else {
+        let Some(table) = shard.table() else {
             return false;
         };
         let Some(cell) = table.position(Arc::as_ptr(entry)) else {
@@ -663,7 +643,7 @@ impl<S: Send + Sync + 'static> Map<S> {
         *len -= 1;
         // SAFETY: the table's count, now unreachable from the table.
         let counted = unsafe { Arc::from_raw(Arc::as_ptr(entry)) };
-        self.retire(counted, &guard);
+        self.retired.lock().push(Garbage::Entry(counted));
         if let Some(key) = entry.key.as_str() {
             let mut evicted = self.evicted.lock();
             evicted.calls.add(key, entry.calls.load(Ordering::Relaxed));

@@ -26,8 +26,8 @@
 //! A key is any `Hash + Eq + Clone + Send + Sync + 'static` value or a `str`
 //! ([`Key`]); look-ups are hashed with a per-family random seed (foldhash's
 //! quality hasher), so keys cannot be chosen offline to collide. A look-up
-//! of an existing key costs a hash, an epoch pin (no lock) and a reference
-//! count (none with [`KeyedRateLimiter::try_acquire`]), and allocates
+//! of an existing key costs a hash, two plain stores announcing the
+//! look-up (no lock) and a reference count (none with [`KeyedRateLimiter::try_acquire`]), and allocates
 //! nothing.
 //!
 //! Per-key settings come in [`Tiers`]: a default and overrides by exact key
@@ -39,6 +39,7 @@ mod config;
 mod key;
 mod limiter;
 pub(crate) mod map;
+mod reclaim;
 mod sketch;
 mod tiers;
 
