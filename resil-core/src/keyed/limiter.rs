@@ -84,6 +84,10 @@ struct Family {
     clock: SharedClock,
     origin: u64,
     period: Divider,
+    /// The cycle some recent acquire was in: spares most acquires the
+    /// division of the time by the period (checked on every use, as the
+    /// unkeyed limiter's hint).
+    hint: AtomicU64,
     timeout: AtomicU64,
     config: RwLock<RateLimiterConfig>,
     tiers: RwLock<Tiers<u32>>,
@@ -117,6 +121,7 @@ impl KeyedRateLimiter {
                 origin: clock.now_nanos(),
                 clock,
                 period: Divider::new(clock::nanos(config.limit_refresh_period()).max(1)),
+                hint: AtomicU64::new(0),
                 timeout: AtomicU64::new(clock::nanos(config.timeout_duration())),
                 tiers: RwLock::new(Tiers::new(config.limit_for_period())),
                 config: RwLock::new(config),
@@ -314,7 +319,21 @@ impl Family {
 
     #[inline]
     fn cycle(&self, now: u64) -> u64 {
-        self.period.div(now.saturating_sub(self.origin))
+        let hint = self.hint.load(Ordering::Relaxed);
+        let period = self.period.divisor();
+        let start = self.origin.wrapping_add(hint.wrapping_mul(period));
+        if now.wrapping_sub(start) < period {
+            return hint;
+        }
+        self.cycle_of(now)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn cycle_of(&self, now: u64) -> u64 {
+        let cycle = self.period.div(now.saturating_sub(self.origin));
+        self.hint.store(cycle, Ordering::Relaxed);
+        cycle
     }
 
     /// Retires the key's permits if none of the current cycle is taken and

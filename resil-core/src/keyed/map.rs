@@ -41,7 +41,6 @@
 //!   or when asked ([`Map::evict_idle`]).
 
 use std::collections::VecDeque;
-use std::hash::BuildHasher;
 use std::marker::PhantomData;
 use std::sync::atomic::{self, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -416,7 +415,7 @@ impl<S: Send + Sync + 'static> Map<S> {
     /// [`get_or_insert`]: Self::get_or_insert
     #[inline]
     pub(crate) fn find<Q: Key + ?Sized>(&self, key: &Q, now: u64) -> Option<Arc<Entry<S>>> {
-        let hash = self.hasher.hash_one(key);
+        let hash = key.hash_by(&self.hasher);
         reclaim::read(|| {
             let entry = self.shard(hash).table()?.probe(hash, key)?;
             // SAFETY: inside `read`, the entry is alive (its table count is
@@ -450,7 +449,7 @@ impl<S: Send + Sync + 'static> Map<S> {
         now: u64,
         f: impl FnOnce(&Entry<S>) -> Option<R>,
     ) -> Option<R> {
-        let hash = self.hasher.hash_one(key);
+        let hash = key.hash_by(&self.hasher);
         reclaim::read(|| {
             let entry = self.shard(hash).table()?.probe(hash, key)?;
             entry.touch(now);
@@ -501,7 +500,7 @@ impl<S: Send + Sync + 'static> Map<S> {
         make: impl FnOnce(&StoredKey) -> S,
         can_go: impl CanGo<S>,
     ) -> Option<Arc<Entry<S>>> {
-        let hash = self.hasher.hash_one(key);
+        let hash = key.hash_by(&self.hasher);
         let shard = self.shard(hash);
         {
             let _write = shard.write.lock();
