@@ -28,8 +28,9 @@
 //! # What distorts it
 //!
 //! The counting allocator adds a relaxed atomic per allocation (none
-//! happen); the machine is shared: compare ratios over several runs, run
-//! interleaved (one filter at a time, rotating), and take medians.
+//! happen); the machine is shared: under `cargo bench` each guard layer
+//! is also timed against `ConcurrencyLimit` in interleaved rounds
+//! (`overload/layer: … / ConcurrencyLimit, interleaved: …`); report those.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -166,6 +167,28 @@ fn layer(crit: &mut Criterion) {
         b.iter(|| call(&mut limited))
     });
     g.finish();
+
+    // Each guard layer against `ConcurrencyLimit` in interleaved rounds.
+    let report = "overload/layer";
+    let mut limited_ = limited.clone();
+    support::interleaved_ratio(
+        report,
+        ("ConcurrencyLimit", || call(&mut limited_)),
+        ("InboundGuardLayer (defaults)", || call(&mut guarded)),
+    );
+    let mut limited_ = limited.clone();
+    support::interleaved_ratio(
+        report,
+        ("ConcurrencyLimit", || call(&mut limited_)),
+        ("InboundGuardLayer (process_wide)", || call(&mut process)),
+    );
+    support::interleaved_ratio(
+        report,
+        ("ConcurrencyLimit", || call(&mut limited)),
+        ("InboundGuardLayer (process_wide, CoarseClock)", || {
+            call(&mut coarse)
+        }),
+    );
 }
 
 criterion_group! {

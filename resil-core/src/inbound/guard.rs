@@ -99,7 +99,8 @@ pub struct InboundGuardMetrics {
     /// The smallest response time in the window (BBR's round-trip
     /// propagation time), `None` before a completion.
     pub min_rt: Option<Duration>,
-    /// The average response time over the window.
+    /// The average response time over the window (each response time
+    /// summed in whole microseconds).
     pub average_rt: Option<Duration>,
     /// BBR's estimate of what the service holds without queueing:
     /// `max_completed_rps × min_rt` (the smallest response time floored as
@@ -152,8 +153,9 @@ impl InboundGuardMetrics {
 /// reading, plain loads of the thresholds and the CPU reading, and one
 /// `fetch_add` to the window's bucket, found through a hint (no division);
 /// the window is summed only when a rate, an average or the BBR check needs
-/// it. The permit's drop is a clock reading, two `fetch_add`s to the bucket
-/// (the minimum is written only when it falls) and a `fetch_sub`. Nothing
+/// it. The permit's drop is a clock reading, one `fetch_add` to the bucket
+/// (the completion and its response time share a word; the minimum is
+/// written only when it falls) and a `fetch_sub`. Nothing
 /// is allocated; the permit holds one `Arc` (as tower's `ConcurrencyLimit`'s
 /// `OwnedSemaphorePermit` does), or nothing counted for a
 /// [`process_wide`](Self::process_wide) guard. The clock readings are most

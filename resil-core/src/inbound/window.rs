@@ -6,8 +6,9 @@
 //! A request finds its bucket through a hint (the bucket the newest reading
 //! used) and one range check of that bucket's start: no division on the
 //! path a request takes, only when a new stretch of time begins. A
-//! completion is two `fetch_add`s and a load (the minimum is written only
-//! when it falls).
+//! completion is one `fetch_add` (its count and its response time packed
+//! in one word, see [`DONE_RT_BITS`]) and a load (the minimum is written
+//! only when it falls).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -16,6 +17,16 @@ use parking_lot::Mutex;
 /// A bucket's start before any stretch took it.
 const EMPTY: u64 = u64::MAX;
 
+/// A bucket's completions and their response times share one word, so a
+/// completion is one `fetch_add`: the count in the high 24 bits (16.7
+/// million completions per bucket), the sum of response times in whole
+/// microseconds in the low 40 (12.7 days of response time per bucket; a
+/// single response time is capped at a tenth of that, so no sum a bucket
+/// can hold carries into the count).
+const DONE_RT_BITS: u32 = 40;
+const DONE_RT_MASK: u64 = (1 << DONE_RT_BITS) - 1;
+const MAX_RT_MICROS: u64 = DONE_RT_MASK / 10;
+
 /// One bucket: what happened in one `bucket`-long stretch of time.
 #[derive(Debug)]
 struct Bucket {
@@ -23,8 +34,8 @@ struct Bucket {
     /// bucket's length, in the clock's nanoseconds), `EMPTY` before any.
     start: AtomicU64,
     passed: AtomicU64,
-    completed: AtomicU64,
-    rt_sum: AtomicU64,
+    /// Completions and their response times (see [`DONE_RT_BITS`]).
+    done: AtomicU64,
     min_rt: AtomicU64,
 }
 
@@ -33,8 +44,7 @@ impl Bucket {
         Bucket {
             start: AtomicU64::new(EMPTY),
             passed: AtomicU64::new(0),
-            completed: AtomicU64::new(0),
-            rt_sum: AtomicU64::new(0),
+            done: AtomicU64::new(0),
             min_rt: AtomicU64::new(u64::MAX),
         }
     }
@@ -52,6 +62,8 @@ impl Bucket {
 pub(crate) struct Totals {
     pub(crate) passed: u64,
     pub(crate) completed: u64,
+    /// The sum of response times, in nanoseconds, each counted in whole
+    /// microseconds.
     pub(crate) rt_sum: u64,
     /// The smallest response time, `u64::MAX` when nothing completed.
     pub(crate) min_rt: u64,
@@ -127,8 +139,7 @@ impl Window {
         // `swap`, so that a pass racing with the reset is counted once:
         // in the retired total or in the new stretch.
         retired.passed += b.passed.swap(0, Ordering::Relaxed);
-        b.completed.store(0, Ordering::Relaxed);
-        b.rt_sum.store(0, Ordering::Relaxed);
+        b.done.store(0, Ordering::Relaxed);
         b.min_rt.store(u64::MAX, Ordering::Relaxed);
         b.start.store(start, Ordering::Release);
     }
@@ -143,8 +154,9 @@ impl Window {
     #[inline]
     pub(crate) fn complete(&self, now: u64, rt: u64) {
         let b = self.current(now);
-        b.completed.fetch_add(1, Ordering::Relaxed);
-        b.rt_sum.fetch_add(rt, Ordering::Relaxed);
+        let micros = (rt / 1_000).min(MAX_RT_MICROS);
+        b.done
+            .fetch_add(1 << DONE_RT_BITS | micros, Ordering::Relaxed);
         if rt < b.min_rt.load(Ordering::Relaxed) {
             b.min_rt.fetch_min(rt, Ordering::Relaxed);
         }
@@ -175,10 +187,11 @@ impl Window {
             if s == EMPTY || s > current || current - s >= span {
                 continue;
             }
-            let completed = b.completed.load(Ordering::Relaxed);
+            let done = b.done.load(Ordering::Relaxed);
+            let completed = done >> DONE_RT_BITS;
             t.passed += b.passed.load(Ordering::Relaxed);
             t.completed += completed;
-            t.rt_sum += b.rt_sum.load(Ordering::Relaxed);
+            t.rt_sum += (done & DONE_RT_MASK) * 1_000;
             t.min_rt = t.min_rt.min(b.min_rt.load(Ordering::Relaxed));
             t.max_completed = t.max_completed.max(completed);
         }
@@ -227,5 +240,21 @@ mod tests {
                 ..Totals::default()
             }
         );
+    }
+
+    #[test]
+    fn a_completion_counts_once_and_its_response_time_in_whole_microseconds() {
+        let w = Window::new(10, 100 * MS);
+        w.complete(MS, 1_500);
+        w.complete(MS, 2_999);
+        let t = w.totals(MS);
+        assert_eq!((t.completed, t.rt_sum, t.min_rt), (2, 3_000, 1_500));
+        // A response time past what a bucket's sum can hold is capped: it
+        // never carries into the count.
+        w.complete(MS, u64::MAX);
+        w.complete(MS, u64::MAX);
+        let t = w.totals(MS);
+        assert_eq!(t.completed, 4);
+        assert_eq!(t.rt_sum, (3 + 2 * MAX_RT_MICROS) * 1_000);
     }
 }
