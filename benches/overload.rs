@@ -11,12 +11,12 @@
 //! `max-rps` variant also sums the window on every decision.
 //! `ConcurrencyLimit` takes and gives back a tokio semaphore permit.
 //!
-//! The variants: `defaults` is `InboundGuard::new` (a reference-counted
-//! guard timing requests on the TSC); `process_wide` is the guard a process
-//! makes once (`InboundGuard::process_wide`: no reference count per
-//! permit); `CoarseClock` times requests at Sentinel's 1 ms resolution (one
-//! relaxed load per reading instead of a TSC read, which costs ~14 ns on a
-//! virtual machine — two per request are most of the default's cost).
+//! The variants: `defaults` is `InboundGuard::new` (timing requests on the
+//! TSC); `process_wide` is the guard a process makes once
+//! (`InboundGuard::process_wide`: never freed; a request costs the same,
+//! since no permit holds a reference count); `CoarseClock` times requests
+//! at Sentinel's 1 ms resolution (one relaxed load per reading instead of a
+//! TSC read, which costs ~5-14 ns on a virtual machine).
 //! (Refusals and the BBR check are tested in `tests/inbound_guard.rs`.)
 //!
 //! # What is measured
