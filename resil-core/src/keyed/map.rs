@@ -5,16 +5,16 @@
 //!   per-family random seed, so keys cannot be chosen offline to land in one
 //!   bucket), announces itself in its thread's slot (two plain stores, see
 //!   [`reclaim`], where a shard's read lock took two read-modify-writes on
-//!   a line every thread shares), probes its shard's open-addressed table of entry
-//!   pointers with plain loads, clones the entry's `Arc` (or runs the
-//!   caller's closure on it, [`Map::with`]) and marks it used: no
+//!   a line every thread shares), probes its shard's open-addressed table
+//!   of entry pointers with plain loads, clones the entry's `Arc` (or runs
+//!   the caller's closure on it, [`Map::with`]) and marks it used: no
 //!   allocation, no lock.
 //! * Writers (a new key, an eviction, a table growing) take their shard's
 //!   mutex. A removed entry and an outgrown table are retired, freed once
-//!   no look-up that may have seen them is running. Deletion
-//!   shifts the entries behind the hole back (no tombstones), so a look-up
-//!   racing with it may miss its key: a miss is confirmed under the mutex
-//!   before a key is created.
+//!   no look-up that may have seen them is running. Deletion shifts the
+//!   entries behind the hole back (no tombstones), so a look-up racing
+//!   with it may miss its key: a miss is confirmed under the mutex before
+//!   a key is created.
 //! * Eviction never races a look-up into a wrong answer. A look-up that
 //!   clones the `Arc` and the eviction's check of the reference count are a
 //!   Dekker pair (the entry's `linked` flag, each side fenced): either the
@@ -31,8 +31,8 @@
 //!   of them may go, the new key is refused (counted), never an entry with
 //!   state dropped. So is a new key of a full family while more than
 //!   `max_keys / 128` evicted entries wait to be freed (a look-up's thread
-//!   descheduled mid-look-up holds them all back), which
-//!   keeps a key flood within the family's memory bound.
+//!   descheduled mid-look-up holds them all back), which keeps a key flood
+//!   within the family's memory bound.
 //! * An entry is evictable only when nobody holds it (its `Arc` is held by
 //!   the map and the queue alone: no handle, no permit, no waiting call) and
 //!   its state says so (the family's `can_go`).
