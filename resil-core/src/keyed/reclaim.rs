@@ -240,3 +240,70 @@ mod membarrier {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// Counts its drops.
+    struct Counted(Arc<AtomicUsize>);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Flushes until everything retired is freed: look-ups of other tests
+    /// in this process may be under way too, and each ends soon.
+    fn drain<T>(retired: &mut Retired<T>) {
+        for _ in 0..10_000_000 {
+            retired.flush();
+            if retired.len() == 0 {
+                return;
+            }
+            std::thread::yield_now();
+        }
+        panic!("retired things were never freed");
+    }
+
+    #[test]
+    fn a_retired_batch_waits_for_the_look_ups_that_were_under_way() {
+        init();
+        let freed = Arc::new(AtomicUsize::new(0));
+        let mut retired = Retired::new();
+        let (inside, is_inside) = mpsc::channel();
+        let (leave, may_leave) = mpsc::channel::<()>();
+        let reader = std::thread::spawn(move || {
+            read(|| {
+                inside.send(()).unwrap();
+                may_leave.recv().unwrap();
+            })
+        });
+        is_inside.recv().unwrap();
+        for _ in 0..BATCH + 1 {
+            retired.push(Counted(Arc::clone(&freed)));
+        }
+        for _ in 0..100 {
+            retired.flush();
+        }
+        assert_eq!(freed.load(Ordering::Relaxed), 0, "a look-up is under way");
+        assert_eq!(retired.len(), BATCH + 1);
+        leave.send(()).unwrap();
+        reader.join().unwrap();
+        drain(&mut retired);
+        assert_eq!(freed.load(Ordering::Relaxed), BATCH + 1);
+    }
+
+    #[test]
+    fn a_look_up_that_panics_or_nests_still_ends() {
+        init();
+        let ended = || SLOT.with(|r| r.0.seq.load(Ordering::Relaxed) % 2 == 0);
+        let caught = std::panic::catch_unwind(|| read(|| read(|| panic!("user code"))));
+        assert!(caught.is_err());
+        assert!(ended(), "the panicking look-up ended");
+        read(|| read(|| assert!(!ended())));
+        assert!(ended(), "the nested look-ups ended");
+    }
+}
