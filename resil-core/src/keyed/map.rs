@@ -142,7 +142,7 @@ impl<S> Table<S> {
 
     /// The entry of `key`. Racing a writer it may miss (a cell shifted
     /// behind it), never return another key's entry.
-    #[inline]
+    #[inline(always)]
     fn probe<Q: Key + ?Sized>(&self, hash: u64, key: &Q) -> Option<&Entry<S>> {
         let mut i = hash as usize & self.mask;
         for _ in 0..=self.mask {

@@ -17,6 +17,7 @@
 //! `membarrier` is not available (another OS, a seccomp filter), each
 //! look-up fences itself.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{self, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
@@ -57,12 +58,19 @@ impl Registered {
 
 impl Drop for Registered {
     fn drop(&mut self) {
+        // `try_with`: a const thread-local without a destructor is there
+        // until the thread ends.
+        let _ = CACHED.try_with(|c| c.set(std::ptr::null()));
         SLOTS.lock().retain(|s| !Arc::ptr_eq(s, &self.0));
     }
 }
 
 thread_local! {
     static SLOT: Registered = Registered::new();
+    /// This thread's slot, once registered (null before, and after its
+    /// `Registered` is dropped): one load where `SLOT` checks its lazy
+    /// state.
+    static CACHED: Cell<*const Slot> = const { Cell::new(std::ptr::null()) };
 }
 
 /// Registers the process for `membarrier` once; called by every map's
@@ -75,10 +83,27 @@ pub(crate) fn init() {
 /// returns (or panics).
 #[inline]
 pub(crate) fn read<R>(f: impl FnOnce() -> R) -> R {
+    let cached = CACHED.with(Cell::get);
+    if !cached.is_null() {
+        // SAFETY: set from this thread's `Registered`, which holds the slot
+        // and clears it before letting go.
+        return read_in(unsafe { &*cached }, f);
+    }
+    read_registering(f)
+}
+
+/// [`read`] on a thread whose slot is not cached: registered now, or gone
+/// (the thread's locals being destroyed).
+#[cold]
+#[inline(never)]
+fn read_registering<R>(f: impl FnOnce() -> R) -> R {
     match SLOT.try_with(|r| Arc::as_ptr(&r.0)) {
-        // SAFETY: this thread's slot lives until its thread-locals are
-        // destroyed, which cannot happen while this runs.
-        Ok(slot) => read_in(unsafe { &*slot }, f),
+        Ok(slot) => {
+            let _ = CACHED.try_with(|c| c.set(slot));
+            // SAFETY: this thread's slot lives until its thread-locals are
+            // destroyed, which cannot happen while this runs.
+            read_in(unsafe { &*slot }, f)
+        }
         Err(_) => {
             UNSLOTTED.fetch_add(1, Ordering::SeqCst);
             let _done = Done(|| {
