@@ -12,8 +12,13 @@
 //!
 //! Two resil forms: `get(&str).try_acquire(1)` takes a handle (an `Arc`
 //! count, what a call that holds the key across an await needs), and
-//! `try_acquire(&str, 1)` decides under the shard's read lock with no
-//! count (the form the keyed tower layer uses).
+//! `try_acquire(&str, 1)` decides inside an announced look-up with no count (the
+//! form the keyed tower layer uses).
+//!
+//! Under `cargo bench` the ratios are also taken in interleaved rounds
+//! (`keyed/hot key: … / …, interleaved: …`): keyed / unkeyed and keyed /
+//! governor, each pair alternating, so both see the same load on a shared
+//! machine. Report those, not criterion's sequential figures.
 //!
 //! What distorts it: governor hashes the key with SipHash (std's
 //! `RandomState`, its DashMap default), resil with foldhash's quality hasher
@@ -83,6 +88,32 @@ fn hot_key(c: &mut Criterion) {
         b.iter(|| black_box(unkeyed.try_acquire_permission(black_box(1))))
     });
     group.finish();
+
+    let unkeyed_call = || unkeyed.try_acquire_permission(black_box(1));
+    let keyed_call = || keyed.try_acquire(black_box(hot.as_str()), 1).is_ok();
+    let handle_call = || keyed.get(black_box(hot.as_str())).try_acquire(1).is_ok();
+    let governor_call = || governor.check_key(black_box(&hot)).is_ok();
+    let report = "keyed/hot key";
+    support::interleaved_ratio(
+        report,
+        ("unkeyed", unkeyed_call),
+        ("keyed try_acquire", keyed_call),
+    );
+    support::interleaved_ratio(
+        report,
+        ("unkeyed", unkeyed_call),
+        ("keyed get().try_acquire", handle_call),
+    );
+    support::interleaved_ratio(
+        report,
+        ("governor", governor_call),
+        ("keyed try_acquire", keyed_call),
+    );
+    support::interleaved_ratio(
+        report,
+        ("governor", governor_call),
+        ("keyed get().try_acquire", handle_call),
+    );
 }
 
 fn retry_budget(c: &mut Criterion) {
@@ -119,5 +150,9 @@ fn retry_budget(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, hot_key, retry_budget);
+criterion_group! {
+    name = benches;
+    config = support::criterion();
+    targets = hot_key, retry_budget
+}
 criterion_main!(benches);

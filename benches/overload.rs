@@ -141,8 +141,8 @@ fn decision(crit: &mut Criterion) {
     ] {
         support::interleaved_ratio(
             "overload/decision",
-            ("tokio Semaphore permit", &mut |_| permit()),
-            (name, &mut |_| u64::from(guard.try_enter().is_ok())),
+            ("tokio Semaphore permit", permit),
+            (name, || guard.try_enter().is_ok()),
         );
     }
 }
@@ -199,8 +199,8 @@ fn layer(crit: &mut Criterion) {
     ] {
         support::interleaved_ratio(
             "overload/layer",
-            (tower, &mut |_| u64::from(call(&mut limited))),
-            (name, &mut |_| u64::from(call(guard))),
+            (tower, || call(&mut limited)),
+            (name, || call(guard)),
         );
     }
 }

@@ -103,44 +103,48 @@ pub fn on_threads(threads: usize, iters: u64, per_thread: impl Fn(u64) + Sync) -
     })
 }
 
-/// The ratio of `b`'s time to `a`'s, robust to a busy machine: rounds of a
-/// few thousand calls of each, alternating (and alternating which goes
-/// first, so neither always runs warm), so both see the same load; the
-/// median of the per-round ratios is printed next to criterion's figures,
-/// with its quartiles. Only when measuring (see [`measuring`]).
-pub fn interleaved_ratio(
+/// Times `b` against `a` in alternating rounds of a few thousand calls each
+/// (which one goes first alternates too), so both see the same load on a
+/// shared machine, and prints the medians of their times per call and of
+/// the per-round ratio `b / a` with its quartiles, as
+/// `<group>: <b> / <a>, interleaved: …`. Only when measuring ([`measuring`]).
+pub fn interleaved_ratio<RA, RB>(
     group: &str,
-    (a_name, a): (&str, &mut dyn FnMut(u64) -> u64),
-    (b_name, b): (&str, &mut dyn FnMut(u64) -> u64),
+    (a_name, mut a): (&str, impl FnMut() -> RA),
+    (b_name, mut b): (&str, impl FnMut() -> RB),
 ) {
     if !measuring() {
         return;
     }
     const ROUNDS: usize = 301;
-    const CALLS: u64 = 4_000;
-    let time = |f: &mut dyn FnMut(u64) -> u64| {
+    const CALLS: u32 = 4_000;
+    fn time<R>(f: &mut impl FnMut() -> R) -> f64 {
         let start = std::time::Instant::now();
-        for x in 0..CALLS {
-            std::hint::black_box(f(std::hint::black_box(x)));
+        for _ in 0..CALLS {
+            std::hint::black_box(f());
         }
-        start.elapsed().as_secs_f64()
-    };
-    let mut ratios: Vec<f64> = (0..ROUNDS)
+        start.elapsed().as_secs_f64() * 1e9 / f64::from(CALLS)
+    }
+    let mut rounds: Vec<(f64, f64)> = (0..ROUNDS)
         .map(|round| {
             if round % 2 == 0 {
-                let ta = time(a);
-                time(b) / ta
+                let ta = time(&mut a);
+                (ta, time(&mut b))
             } else {
-                let tb = time(b);
-                tb / time(a)
+                let tb = time(&mut b);
+                (time(&mut a), tb)
             }
         })
         .collect();
-    ratios.sort_by(f64::total_cmp);
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[ROUNDS / 4], v[ROUNDS / 2], v[3 * ROUNDS / 4])
+    };
+    let (_, ta, _) = median(&mut rounds.iter().map(|r| r.0).collect());
+    let (_, tb, _) = median(&mut rounds.iter().map(|r| r.1).collect());
+    let (q1, ratio, q3) = median(&mut rounds.iter_mut().map(|r| r.1 / r.0).collect());
     println!(
-        "{group}: {b_name} / {a_name}, interleaved: median {:.3}x (quartiles {:.3}x-{:.3}x)",
-        ratios[ROUNDS / 2],
-        ratios[ROUNDS / 4],
-        ratios[3 * ROUNDS / 4]
+        "{group}: {b_name} / {a_name}, interleaved: median {ratio:.3}x (quartiles {q1:.3}x-{q3:.3}x); \
+         {tb:.1} ns vs {ta:.1} ns a call"
     );
 }

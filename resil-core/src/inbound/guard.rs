@@ -1,8 +1,8 @@
 //! The guard: admit or refuse one inbound request.
 
 use std::fmt;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::config::InboundGuardConfig;
@@ -99,7 +99,8 @@ pub struct InboundGuardMetrics {
     /// The smallest response time in the window (BBR's round-trip
     /// propagation time), `None` before a completion.
     pub min_rt: Option<Duration>,
-    /// The average response time over the window.
+    /// The average response time over the window (each response time
+    /// summed in whole microseconds).
     pub average_rt: Option<Duration>,
     /// BBR's estimate of what the service holds without queueing:
     /// `max_completed_rps × min_rt` (the smallest response time floored as
@@ -155,26 +156,52 @@ impl InboundGuardMetrics {
 /// it. The permit's drop is a clock reading, one `fetch_add` to the bucket
 /// (its completions and summed response times share a word, summed to the
 /// microsecond; the minimum is written only when it falls) and a
-/// `fetch_sub`. Nothing
-/// is allocated; the permit holds one `Arc` (as tower's `ConcurrencyLimit`'s
-/// `OwnedSemaphorePermit` does), or nothing counted for a
-/// [`process_wide`](Self::process_wide) guard. The clock readings are one
-/// relaxed load each on the [`CoarseClock`](crate::clock::CoarseClock)
-/// that [`new`](Self::new) and the registry's guard time requests on (with
-/// Sentinel's 1 ms resolution; a TSC read of the system clock costs about
-/// 14 ns on a virtual machine; see `benches/overload.rs` for the figures).
+/// `fetch_sub`. Nothing is allocated, and the permit holds no reference
+/// count of its own (where tower's `ConcurrencyLimit`'s
+/// `OwnedSemaphorePermit` holds an `Arc`): the in-flight count keeps the
+/// guard's state alive. The clock readings are one relaxed load each on the
+/// [`CoarseClock`](crate::clock::CoarseClock) that [`new`](Self::new) and
+/// the registry's guard time requests on (with Sentinel's 1 ms resolution;
+/// a TSC read of the system clock costs about 14 ns on a virtual machine;
+/// see `benches/overload.rs` for the figures).
 #[derive(Clone)]
 pub struct InboundGuard {
     inner: Shared,
 }
 
-/// The guard's state: shared by reference count, or, for the one guard of
-/// a process ([`InboundGuard::process_wide`]), never freed, so that a
-/// permit holds it without touching a count.
-#[derive(Clone)]
-enum Shared {
-    Counted(Arc<Inner>),
-    Static(&'static Inner),
+/// A guard's state and its count: handles (the guard and its clones, a
+/// system sampler's) in the high 32 bits of [`Inner::refs`], requests in
+/// flight (each holding an [`InboundPermit`]) in the low 32. Admitting a
+/// request is the one `fetch_add` that counts it in flight, so a permit
+/// costs no reference count of its own; whoever lets go last (a handle or
+/// a permit) frees the state.
+struct Shared(NonNull<Inner>);
+
+/// One handle in [`Inner::refs`].
+const HANDLE: u64 = 1 << 32;
+
+// SAFETY: a `Shared` is a counted shared reference to an `Inner`, which is
+// `Send + Sync` (asserted below).
+unsafe impl Send for Shared {}
+// SAFETY: as above.
+unsafe impl Sync for Shared {}
+
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Inner>();
+};
+
+impl Shared {
+    /// The state's first handle.
+    fn new(inner: Inner) -> Self {
+        inner.refs.store(HANDLE, Ordering::Relaxed);
+        Shared(NonNull::from(Box::leak(Box::new(inner))))
+    }
+
+    /// Handles held now (this one included).
+    fn handles(&self) -> u64 {
+        self.refs.load(Ordering::Acquire) >> 32
+    }
 }
 
 impl std::ops::Deref for Shared {
@@ -182,11 +209,33 @@ impl std::ops::Deref for Shared {
 
     #[inline]
     fn deref(&self) -> &Inner {
-        match self {
-            Shared::Counted(inner) => inner,
-            Shared::Static(inner) => inner,
+        // SAFETY: this handle keeps the state alive.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Clone for Shared {
+    fn clone(&self) -> Self {
+        self.refs.fetch_add(HANDLE, Ordering::Relaxed);
+        Shared(self.0)
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if self.refs.fetch_sub(HANDLE, Ordering::Release) == HANDLE {
+            // The last handle, and no permit out.
+            release(self.0);
         }
     }
+}
+
+/// Frees the state (its last handle or permit let go).
+#[cold]
+fn release(inner: NonNull<Inner>) {
+    std::sync::atomic::fence(Ordering::Acquire);
+    // SAFETY: made by `Shared::new` from a `Box`; nothing counts it any more.
+    drop(unsafe { Box::from_raw(inner.as_ptr()) });
 }
 
 struct Inner {
@@ -194,7 +243,8 @@ struct Inner {
     /// `rules`).
     config: parking_lot::Mutex<InboundGuardConfig>,
     clock: SharedClock,
-    in_flight: AtomicU32,
+    /// Handles and requests in flight (see [`Shared`]).
+    refs: AtomicU64,
     window: Window,
     /// The last CPU usage in thousandths of a percent (`u32::MAX`: none).
     cpu: AtomicU32,
@@ -287,23 +337,22 @@ impl InboundGuard {
     /// [`ManualClock`](crate::clock::ManualClock) in tests).
     pub fn with_clock(config: InboundGuardConfig, clock: impl Clock) -> Self {
         InboundGuard {
-            inner: Shared::Counted(Arc::new(Inner::new(config, SharedClock::new(clock)))),
+            inner: Shared::new(Inner::new(config, SharedClock::new(clock))),
         }
     }
 
     /// The guard of the whole process, on `clock`: its state is never freed
-    /// (it lives as long as the process, like a `static`), so its permits
-    /// hold it without a reference count — two atomic operations fewer per
-    /// request than [`with_clock`](Self::with_clock)'s guard. Make it once
-    /// (each call leaks one guard's state, a few hundred bytes) and clone
-    /// it; its [system sampler](Self::spawn_system_sampler) runs until the
-    /// runtime ends.
+    /// (it lives as long as the process, like a `static`). A request costs
+    /// what it costs on [`with_clock`](Self::with_clock)'s guard (a permit
+    /// holds no reference count of either); the difference is that this
+    /// one's [system sampler](Self::spawn_system_sampler) runs until the
+    /// runtime ends. Make it once (each call leaks one guard's state, a few
+    /// hundred bytes) and clone it.
     pub fn process_wide(config: InboundGuardConfig, clock: impl Clock) -> Self {
-        let inner: &'static Inner =
-            Box::leak(Box::new(Inner::new(config, SharedClock::new(clock))));
-        InboundGuard {
-            inner: Shared::Static(inner),
-        }
+        let inner = Shared::new(Inner::new(config, SharedClock::new(clock)));
+        // A handle never dropped: the state is never freed.
+        std::mem::forget(inner.clone());
+        InboundGuard { inner }
     }
 
     /// The configuration in force.
@@ -339,30 +388,19 @@ impl InboundGuard {
     }
 
     /// Samples the CPU usage and load every `every` on a tokio task (cgroup
-    /// v2 aware, see [`SystemSampler`]); the task ends when the guard's last
-    /// handle is dropped.
+    /// v2 aware, see [`SystemSampler`]); the task ends at its first tick
+    /// after the guard's last other handle is dropped.
     pub fn spawn_system_sampler(&self, every: Duration) -> tokio::task::JoinHandle<()> {
-        enum Held {
-            Weak(std::sync::Weak<Inner>),
-            Static(&'static Inner),
-        }
-        let held = match &self.inner {
-            Shared::Counted(inner) => Held::Weak(Arc::downgrade(inner)),
-            Shared::Static(inner) => Held::Static(inner),
-        };
+        let guard = self.clone();
         let mut sampler = SystemSampler::new();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             loop {
                 tick.tick().await;
-                let inner = match &held {
-                    Held::Weak(weak) => match weak.upgrade() {
-                        Some(inner) => Shared::Counted(inner),
-                        None => return,
-                    },
-                    Held::Static(inner) => Shared::Static(inner),
-                };
-                let guard = InboundGuard { inner };
+                if guard.inner.handles() == 1 {
+                    // Nobody else holds the guard (nor can get it back).
+                    return;
+                }
                 let reading = sampler.sample(guard.inner.clock.now_nanos());
                 guard.record_system(reading.cpu_usage, reading.load);
             }
@@ -374,15 +412,17 @@ impl InboundGuard {
     #[inline]
     pub fn try_enter(&self) -> Result<InboundPermit, Overloaded> {
         let i = &*self.inner;
-        let before = i.in_flight.fetch_add(1, Ordering::Acquire);
+        // In flight, and a count of the state for the permit (see `Shared`).
+        let before = i.refs.fetch_add(1, Ordering::Acquire) as u32;
         let now = i.clock.now_nanos();
         if let Err(reason) = i.check(before, now) {
-            i.in_flight.fetch_sub(1, Ordering::Release);
+            // Never the last count: this guard is a handle.
+            i.refs.fetch_sub(1, Ordering::Release);
             return Err(i.refuse(reason));
         }
         i.window.pass(now);
         Ok(InboundPermit {
-            inner: self.inner.clone(),
+            inner: self.inner.0,
             start: now,
             sample: true,
         })
@@ -393,8 +433,7 @@ impl InboundGuard {
     /// sheds.
     pub fn would_refuse(&self) -> Option<Overload> {
         let i = &*self.inner;
-        i.check(i.in_flight.load(Ordering::Relaxed), i.clock.now_nanos())
-            .err()
+        i.check(i.in_flight(), i.clock.now_nanos()).err()
     }
 
     /// A snapshot of what the guard measures.
@@ -404,7 +443,7 @@ impl InboundGuard {
         let t = i.window.totals(now);
         let reading = |v: u32| (v != NONE).then(|| f64::from(v) / 1000.0);
         InboundGuardMetrics {
-            in_flight: i.in_flight.load(Ordering::Relaxed),
+            in_flight: i.in_flight(),
             admitted_rps: t.passed as f64 / i.window.seconds(),
             completed_rps: t.completed as f64 / i.window.seconds(),
             max_completed_rps: t.max_completed as f64 / i.window.bucket_seconds(),
@@ -429,7 +468,7 @@ impl Inner {
                 0
             },
             clock,
-            in_flight: AtomicU32::new(0),
+            refs: AtomicU64::new(0),
             window: Window::new(config.window_buckets(), bucket),
             cpu: AtomicU32::new(NONE),
             load: AtomicU32::new(NONE),
@@ -437,6 +476,11 @@ impl Inner {
             refused: Default::default(),
             config: parking_lot::Mutex::new(config),
         }
+    }
+
+    /// Requests in flight now.
+    fn in_flight(&self) -> u32 {
+        self.refs.load(Ordering::Relaxed) as u32
     }
 
     /// Every rule, in Sentinel's order; `in_flight` excludes this request.
@@ -518,7 +562,7 @@ impl fmt::Debug for InboundGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InboundGuard")
             .field("config", &*self.inner.config.lock())
-            .field("in_flight", &self.inner.in_flight.load(Ordering::Relaxed))
+            .field("in_flight", &self.inner.in_flight())
             .finish()
     }
 }
@@ -529,10 +573,17 @@ impl fmt::Debug for InboundGuard {
 /// was refused further in.
 #[must_use = "the request leaves the in-flight count as soon as the permit is dropped"]
 pub struct InboundPermit {
-    inner: Shared,
+    /// The guard's state, counted in flight (see `Shared`).
+    inner: NonNull<Inner>,
     start: u64,
     sample: bool,
 }
+
+// SAFETY: a permit is a counted shared reference to an `Inner`, which is
+// `Send + Sync`.
+unsafe impl Send for InboundPermit {}
+// SAFETY: as above.
+unsafe impl Sync for InboundPermit {}
 
 impl InboundPermit {
     /// The request was refused further in (a bulkhead, a rate limiter: a
@@ -549,12 +600,16 @@ impl InboundPermit {
 impl Drop for InboundPermit {
     #[inline]
     fn drop(&mut self) {
-        let i = &*self.inner;
+        // SAFETY: this permit's count in flight keeps the state alive.
+        let i = unsafe { self.inner.as_ref() };
         if self.sample {
             let now = i.clock.now_nanos();
             i.window.complete(now, now.saturating_sub(self.start));
         }
-        i.in_flight.fetch_sub(1, Ordering::Release);
+        if i.refs.fetch_sub(1, Ordering::Release) == 1 {
+            // The last permit, and no handle left.
+            release(self.inner);
+        }
     }
 }
 
@@ -603,5 +658,66 @@ mod tests {
         assert!(coarse.bbr(30, 5_000_000));
         assert!(!coarse.bbr(31, 5_000_000));
         assert!(!exact.bbr(2, 5_000_000));
+    }
+
+    /// A clock whose drop can be seen: it lives in the guard's state.
+    #[derive(Debug)]
+    struct Watched(#[allow(dead_code)] std::sync::Arc<()>);
+
+    impl Clock for Watched {
+        fn now_nanos(&self) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn the_guards_state_is_freed_by_whoever_lets_go_last_a_handle_or_a_permit() {
+        let alive = std::sync::Arc::new(());
+        let guard = InboundGuard::with_clock(
+            InboundGuardConfig::default(),
+            Watched(std::sync::Arc::clone(&alive)),
+        );
+        let copy = guard.clone();
+        let permit = guard.try_enter().unwrap();
+        drop(guard);
+        drop(copy);
+        // The permit outlived every handle: the state waits for it.
+        assert_eq!(std::sync::Arc::strong_count(&alive), 2);
+        drop(permit);
+        assert_eq!(std::sync::Arc::strong_count(&alive), 1);
+
+        let guard = InboundGuard::with_clock(
+            InboundGuardConfig::default(),
+            Watched(std::sync::Arc::clone(&alive)),
+        );
+        drop(guard.try_enter().unwrap());
+        assert_eq!(std::sync::Arc::strong_count(&alive), 2);
+        drop(guard);
+        assert_eq!(std::sync::Arc::strong_count(&alive), 1);
+
+        // A process-wide guard's state is never freed.
+        let guard = InboundGuard::process_wide(
+            InboundGuardConfig::default(),
+            Watched(std::sync::Arc::clone(&alive)),
+        );
+        drop(guard.try_enter().unwrap());
+        drop(guard);
+        assert_eq!(std::sync::Arc::strong_count(&alive), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_system_sampler_ends_at_its_first_tick_after_the_last_other_handle_goes() {
+        let guard = InboundGuard::with_clock(
+            InboundGuardConfig::default(),
+            crate::clock::TokioClock::new(),
+        );
+        let sampler = guard.spawn_system_sampler(Duration::from_millis(10));
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        assert!(!sampler.is_finished(), "the guard is still held");
+        drop(guard);
+        tokio::time::timeout(Duration::from_millis(15), sampler)
+            .await
+            .expect("the sampler ended at its next tick")
+            .unwrap();
     }
 }

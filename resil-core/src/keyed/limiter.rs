@@ -17,8 +17,8 @@ use crate::rate_limiter::cycle::Divider;
 use crate::rate_limiter::{RateLimiterConfig, COARSE_PERIOD};
 
 /// One key's permits: the cycle limiter's cursor (the number of the next
-/// permit to hand out; cycle `c` owns permits `[c × limit, (c + 1) × limit)`)
-/// and the key's limit per cycle.
+/// permit to hand out; cycle `c` owns permits `[c × limit, (c + 1) × limit)`;
+/// [`RETIRED`] once evicted) and the key's limit per cycle.
 pub(crate) struct Permits {
     cursor: AtomicU64,
     limit: AtomicU32,
@@ -64,12 +64,30 @@ pub struct KeyedRateLimiter {
     inner: Arc<Family>,
 }
 
+/// The cursor of an evicted key: an acquire that reached it without a
+/// reference ([`KeyedRateLimiter::try_acquire`]) finds it gone and asks
+/// again, so a key's permits are never handed out twice.
+const RETIRED: u64 = u64::MAX;
+
+/// What an acquire on a key's permits did.
+enum Taken {
+    /// Taken, usable after this many nanoseconds.
+    Granted(u64),
+    Refused,
+    /// The key was evicted meanwhile (its cursor is [`RETIRED`]).
+    Gone,
+}
+
 struct Family {
     name: Arc<str>,
     refusal: SharedName,
     clock: SharedClock,
     origin: u64,
     period: Divider,
+    /// The cycle some recent acquire was in: spares most acquires the
+    /// division of the time by the period (checked on every use, as the
+    /// unkeyed limiter's hint).
+    hint: AtomicU64,
     timeout: AtomicU64,
     config: RwLock<RateLimiterConfig>,
     tiers: RwLock<Tiers<u32>>,
@@ -103,6 +121,7 @@ impl KeyedRateLimiter {
                 origin: clock.now_nanos(),
                 clock,
                 period: Divider::new(clock::nanos(config.limit_refresh_period()).max(1)),
+                hint: AtomicU64::new(0),
                 timeout: AtomicU64::new(clock::nanos(config.timeout_duration())),
                 tiers: RwLock::new(Tiers::new(config.limit_for_period())),
                 config: RwLock::new(config),
@@ -120,8 +139,9 @@ impl KeyedRateLimiter {
     /// is full of keys that may not be evicted, the handle refuses every
     /// acquire ([`is_refused`](LimiterHandle::is_refused)).
     ///
-    /// An existing key costs one hash, one shard read lock and one
-    /// reference count: no allocation.
+    /// An existing key costs one hash, two plain stores announcing the
+    /// look-up and one reference
+    /// count: no lock, no allocation.
     #[inline]
     pub fn get<Q: Key + ?Sized>(&self, key: &Q) -> LimiterHandle<'_> {
         let family = &*self.inner;
@@ -130,7 +150,7 @@ impl KeyedRateLimiter {
             key,
             now,
             |stored| family.make(stored),
-            |permits: &Permits, now| family.all_back(permits, now),
+            |permits: &Permits, now| family.retire(permits, now),
         );
         LimiterHandle { family, entry }
     }
@@ -140,6 +160,10 @@ impl KeyedRateLimiter {
     /// hot-path form: an existing key's permits are taken under its shard's
     /// read lock, with no reference count and one clock reading; a new key
     /// is created as [`get`](Self::get) creates it.
+    ///
+    /// An existing key costs one hash, two plain stores announcing the
+    /// look-up and the acquire's
+    /// compare-and-swap: no lock, no reference count, no allocation.
     #[inline]
     pub fn try_acquire<Q: Key + ?Sized>(
         &self,
@@ -172,11 +196,12 @@ impl KeyedRateLimiter {
         let now = family.clock.now_nanos();
         let held = family.map.with(key, now, |entry| {
             match family.acquire(&entry.state, permits, now, may_wait) {
-                Some(wait) => Ok(wait),
-                None => {
+                Taken::Granted(wait) => Some(Ok(wait)),
+                Taken::Refused => {
                     entry.refused();
-                    Err(RequestNotPermitted::by(&family.refusal))
+                    Some(Err(RequestNotPermitted::by(&family.refusal)))
                 }
+                Taken::Gone => None,
             }
         });
         match held {
@@ -185,7 +210,8 @@ impl KeyedRateLimiter {
         }
     }
 
-    /// A key the family does not hold yet: created (or refused) by `get`.
+    /// A key the family does not hold yet (or evicted while this looked it
+    /// up): created (or refused) by `get`.
     #[cold]
     #[inline(never)]
     fn decide_new<Q: Key + ?Sized>(
@@ -264,7 +290,7 @@ impl KeyedRateLimiter {
         let now = family.clock.now_nanos();
         family
             .map
-            .evict_idle(now, |p: &Permits, now| family.all_back(p, now))
+            .evict_idle(now, |p: &Permits, now| family.retire(p, now))
     }
 
     /// The `n` keys held with the most calls and the most refusals.
@@ -293,13 +319,36 @@ impl Family {
 
     #[inline]
     fn cycle(&self, now: u64) -> u64 {
-        self.period.div(now.saturating_sub(self.origin))
+        let hint = self.hint.load(Ordering::Relaxed);
+        let period = self.period.divisor();
+        let start = self.origin.wrapping_add(hint.wrapping_mul(period));
+        if now.wrapping_sub(start) < period {
+            return hint;
+        }
+        self.cycle_of(now)
     }
 
-    /// Whether no permit of the current cycle is taken and none reserved.
-    fn all_back(&self, permits: &Permits, now: u64) -> bool {
+    #[cold]
+    #[inline(never)]
+    fn cycle_of(&self, now: u64) -> u64 {
+        let cycle = self.period.div(now.saturating_sub(self.origin));
+        self.hint.store(cycle, Ordering::Relaxed);
+        cycle
+    }
+
+    /// Retires the key's permits if none of the current cycle is taken and
+    /// none reserved (the family's `can_go`: the key is evicted when this
+    /// answers `true`). One compare-and-swap decides between it and a
+    /// racing acquire: the acquire either took a permit first (the key
+    /// stays) or finds the cursor [`RETIRED`] (and asks again).
+    fn retire(&self, permits: &Permits, now: u64) -> bool {
         let limit = u64::from(permits.limit.load(Ordering::Relaxed));
-        permits.cursor.load(Ordering::Acquire) <= self.cycle(now).saturating_mul(limit)
+        let cursor = permits.cursor.load(Ordering::Acquire);
+        cursor <= self.cycle(now).saturating_mul(limit)
+            && permits
+                .cursor
+                .compare_exchange(cursor, RETIRED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
     }
 
     fn available(&self, permits: &Permits, now: u64) -> i64 {
@@ -332,23 +381,26 @@ impl Family {
     }
 
     /// Takes `n` permits at `now`, or reserves them if their cycle starts
-    /// within the timeout; the wait in nanoseconds.
+    /// within the timeout (and the wait in nanoseconds).
     #[inline]
-    fn acquire(&self, permits: &Permits, n: u32, now: u64, may_wait: bool) -> Option<u64> {
+    fn acquire(&self, permits: &Permits, n: u32, now: u64, may_wait: bool) -> Taken {
         let limit = u64::from(permits.limit.load(Ordering::Relaxed));
         let n = u64::from(n);
-        if n > limit {
-            return None;
-        }
         let cycle = self.cycle(now);
         let lo = cycle.saturating_mul(limit);
         let mut cursor = permits.cursor.load(Ordering::Acquire);
         loop {
+            if cursor == RETIRED {
+                return Taken::Gone;
+            }
+            if n > limit {
+                return Taken::Refused;
+            }
             let next = cursor.max(lo).saturating_add(n);
             let wait = if next <= lo.saturating_add(limit) {
                 0
             } else if !may_wait {
-                return None;
+                return Taken::Refused;
             } else {
                 let last_cycle = (next - 1) / limit;
                 let starts = self
@@ -356,7 +408,7 @@ impl Family {
                     .saturating_add(last_cycle.saturating_mul(self.period.divisor()));
                 let wait = starts.saturating_sub(now);
                 if wait > self.timeout.load(Ordering::Relaxed) {
-                    return None;
+                    return Taken::Refused;
                 }
                 wait
             };
@@ -366,7 +418,7 @@ impl Family {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Some(wait),
+                Ok(_) => return Taken::Granted(wait),
                 Err(actual) => cursor = actual,
             }
         }
@@ -438,12 +490,14 @@ impl LimiterHandle<'_> {
         let Some(entry) = &self.entry else {
             return Err(self.refused());
         };
+        // A handle's reference keeps its key from being evicted: never
+        // `Gone`, which would refuse as a full family does.
         match self
             .family
             .acquire(&entry.state, permits, self.family.clock.now_nanos(), false)
         {
-            Some(_) => Ok(()),
-            None => Err(self.refused()),
+            Taken::Granted(_) => Ok(()),
+            Taken::Refused | Taken::Gone => Err(self.refused()),
         }
     }
 
@@ -460,8 +514,8 @@ impl LimiterHandle<'_> {
             .family
             .acquire(&entry.state, permits, self.family.clock.now_nanos(), true)
         {
-            Some(wait) => Ok(Duration::from_nanos(wait)),
-            None => Err(self.refused()),
+            Taken::Granted(wait) => Ok(Duration::from_nanos(wait)),
+            Taken::Refused | Taken::Gone => Err(self.refused()),
         }
     }
 

@@ -26,8 +26,9 @@
 //! A key is any `Hash + Eq + Clone + Send + Sync + 'static` value or a `str`
 //! ([`Key`]); look-ups are hashed with a per-family random seed (foldhash's
 //! quality hasher), so keys cannot be chosen offline to collide. A look-up
-//! of an existing key costs a hash, a shard read lock and a reference count
-//! (none with [`KeyedRateLimiter::try_acquire`]), and allocates nothing.
+//! of an existing key costs a hash, two plain stores announcing the
+//! look-up (no lock) and a reference count (none with [`KeyedRateLimiter::try_acquire`]), and allocates
+//! nothing.
 //!
 //! Per-key settings come in [`Tiers`]: a default and overrides by exact key
 //! or `*` pattern, the most specific winning.
@@ -39,6 +40,7 @@ mod config;
 mod key;
 mod limiter;
 pub(crate) mod map;
+mod reclaim;
 mod sketch;
 mod tiers;
 
@@ -96,7 +98,7 @@ pub struct KeyedCounts {
 }
 
 impl KeyedCounts {
-    pub(crate) fn of<S>(map: &map::Map<S>) -> Self {
+    pub(crate) fn of<S: Send + Sync + 'static>(map: &map::Map<S>) -> Self {
         let c = &map.counts;
         KeyedCounts {
             in_use: map.len(),

@@ -331,6 +331,53 @@ fn concurrent_keys_never_exceed_their_limit_or_the_family_bound() {
 }
 
 #[test]
+fn handle_less_acquires_racing_evictions_never_exceed_a_keys_limit() {
+    // `try_acquire(&key, n)` holds no reference, so an eviction may pick
+    // the key while the acquire runs: the eviction retires the cursor in
+    // one CAS, and an acquire that finds it retired looks the key up again,
+    // so no permit is taken from an evicted key's state.
+    const LIMIT: u32 = 2;
+    const CYCLES: u64 = 2_000;
+    let clock = ManualClock::new();
+    let f = KeyedRateLimiter::with_clock(
+        "api",
+        limiter_config(LIMIT),
+        bounds(3, Duration::from_secs(3600)),
+        clock.clone(),
+    );
+    let granted: Vec<AtomicU64> = (0..6 * CYCLES).map(|_| AtomicU64::new(0)).collect();
+    for cycle in 0..CYCLES {
+        std::thread::scope(|s| {
+            for t in 0..2u64 {
+                let (f, granted) = (&f, &granted);
+                s.spawn(move || {
+                    for i in 0..12u64 {
+                        let key = (i * 5 + t) % 6;
+                        let ok = if i % 3 == 0 {
+                            f.get(&key).try_acquire(1).is_ok()
+                        } else {
+                            f.try_acquire(&key, 1).is_ok()
+                        };
+                        if ok {
+                            granted[(key * CYCLES + cycle) as usize]
+                                .fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        clock.advance(Duration::from_secs(1));
+    }
+    for n in &granted {
+        assert!(n.load(Ordering::Relaxed) <= u64::from(LIMIT));
+    }
+    let c = f.counts();
+    assert!(c.in_use <= 3);
+    assert_eq!(c.created, c.in_use as u64 + c.evicted());
+    assert!(c.evicted_full > 0, "keys were replaced: {c:?}");
+}
+
+#[test]
 fn the_noisy_tenant_tops_the_report() {
     let clock = ManualClock::new();
     let f = KeyedRateLimiter::with_clock(
