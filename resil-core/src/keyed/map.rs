@@ -596,10 +596,14 @@ impl<S: Send + Sync + 'static> Map<S> {
     }
 
     /// Turns the replacement clock until one entry is evicted (its budget
-    /// unit passes to the caller), at most [`SCAN`] steps.
+    /// unit passes to the caller), at most twice [`SCAN`] steps: two laps of
+    /// a family of up to [`SCAN`] keys, so that one whose keys were all used
+    /// since the clock last passed them (each spared once, its mark cleared)
+    /// still takes a new key in place of one that may go, rather than
+    /// refusing it.
     fn replace_one(&self, now: u64, can_go: impl CanGo<S>) -> bool {
         let mut queue = self.queue.lock();
-        for _ in 0..SCAN.min(queue.len()) {
+        for _ in 0..2 * SCAN.min(queue.len()) {
             let Some(entry) = queue.pop_front() else {
                 break;
             };

@@ -553,3 +553,88 @@ fn by_key_and_by_handle_together_grant_each_key_exactly_its_limit_per_cycle() {
         2 * CYCLES * 35
     );
 }
+
+/// The lock-free map against a model: whatever the sequence of look-ups,
+/// inserts, replacements when full and idle passes, a key is held at most
+/// once (a look-up finds the entry it was given, never a second copy), an
+/// entry that may not go is never evicted, the family never holds more
+/// than `max_keys`, and every key the map says it holds is found.
+mod map_model {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
+    use super::super::map::Map;
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// `get_or_insert` of key `k`.
+        Get(u8),
+        /// The clock moves `ms` on, then an idle pass runs.
+        Idle(u16),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (0u8..40).prop_map(Op::Get),
+            1 => (0u16..3_000).prop_map(Op::Idle),
+        ]
+    }
+
+    /// An entry made for the `n`th insert holds `n`; one whose `n` is a
+    /// multiple of 7 may never go (as an OPEN breaker in its wait).
+    fn can_go(id: &u64, _now: u64) -> bool {
+        id % 7 != 0
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn the_map_holds_each_key_once_and_keeps_what_may_not_go(
+            max_keys in 1usize..12,
+            ops in prop::collection::vec(op(), 1..200),
+        ) {
+            let ms = 1_000_000u64;
+            let map: Map<u64> = Map::new(bounds(max_keys, Duration::from_secs(1)));
+            // The model: the entry each key was given, while the map holds it.
+            let mut model: HashMap<u64, u64> = HashMap::new();
+            let mut made = 0u64;
+            let mut now = 0u64;
+            for op in ops {
+                match op {
+                    Op::Get(k) => {
+                        let k = u64::from(k);
+                        let got = map.get_or_insert(&k, now, |_| { made += 1; made }, can_go);
+                        match (got.map(|e| e.state), model.get(&k)) {
+                            (Some(id), Some(&held)) => prop_assert_eq!(id, held, "key {} held twice", k),
+                            (Some(id), None) => { model.insert(k, id); }
+                            (None, held) => {
+                                // Refused only while every key held may not go.
+                                prop_assert!(held.is_none());
+                                prop_assert!(model.values().all(|id| !can_go(id, now)));
+                            }
+                        }
+                    }
+                    Op::Idle(step) => {
+                        now += u64::from(step) * ms;
+                        map.evict_idle(now, can_go);
+                    }
+                }
+                // What the map still holds: the model's entries, or gone.
+                let before = model.clone();
+                model.retain(|k, id| match map.find(k, now) {
+                    Some(entry) => entry.state == *id,
+                    None => false,
+                });
+                for (k, id) in &before {
+                    if !can_go(id, now) {
+                        prop_assert!(model.contains_key(k), "key {} (may not go) was evicted", k);
+                    }
+                }
+                prop_assert!(model.len() <= max_keys.max(before.values().filter(|id| !can_go(id, now)).count()));
+                prop_assert_eq!(map.len(), model.len(), "every key held is found");
+            }
+        }
+    }
+}
