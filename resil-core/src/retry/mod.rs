@@ -672,13 +672,7 @@ impl<'a> OnBudget<'a> {
         T: 'static,
         E: 'static,
     {
-        self.retry.run_async::<true, _, _, _, _, _>(
-            self.budget,
-            f,
-            context::nested,
-            by_predicates,
-            |retry, exit| exit.unwrap_or_else(|refusal| Err(retry.refusal(refusal))),
-        )
+        self.call_async_nested_judged(f, by_predicates)
     }
 
     /// [`Retry::call_async_nested_judged`] on this budget.
