@@ -629,7 +629,7 @@ impl Registry {
     /// a version with status [`Shadow`](crate::VersionStatus::Shadow), and
     /// run beside the config in force on every circuit breaker, rate
     /// limiter, bulkhead and retry whose settings it changes, deciding
-    /// nothing (see the [module](self)).
+    /// nothing (see [`ShadowTrial`]).
     /// An authorization check belongs to the caller (the actuator's
     /// endpoint does it).
     pub fn stage_shadow(&self, file: FileConfig, who: &str) -> Result<ShadowTrial, ShadowError> {

@@ -1,6 +1,6 @@
 //! The client side for reqwest: [`ResilienceMiddleware`], a
 //! `reqwest_middleware::Middleware` running a
-//! [`ClientLayer`](crate::tower::client::ClientLayer)'s stack around each
+//! [`ClientLayer`]'s stack around each
 //! request of a `reqwest_middleware::ClientWithMiddleware`.
 //!
 //! The stack is the client layer's: the registry's instances called `name`,

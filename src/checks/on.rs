@@ -39,7 +39,7 @@ pub trait ErrorClassNames: ErrorClass {
     }
 }
 
-/// [`on_classes`] when `on` lists refusals only: no call error is taken.
+/// [`ErrorClassNames::on_classes`] when `on` lists refusals only: no call error is taken.
 #[inline]
 pub fn on_refusals<E>(err: &Error<E>, names: &[&str]) -> bool {
     err.is_rejection() && refusal_listed(err, names)

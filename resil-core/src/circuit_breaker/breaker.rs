@@ -427,7 +427,7 @@ impl CircuitBreaker {
     /// Keeps a percentile histogram of call durations from now on
     /// (Micrometer's buckets from 1 ms to 30 s, see
     /// [`histogram_bounds`](super::histogram_bounds)), shown by
-    /// [`CallTimer::buckets`]. Off by default: it costs a bucket search and
+    /// [`CallTimer::buckets`](super::CallTimer::buckets). Off by default: it costs a bucket search and
     /// a shared atomic add per call. Stays on for the breakers a reload
     /// builds from this one.
     pub fn enable_call_histogram(&self) {

@@ -33,7 +33,7 @@ impl Metrics {
     /// Failures in a row since the last success in CLOSED / METRICS_ONLY,
     /// what [`FailureModel::Consecutive`](super::FailureModel::Consecutive)
     /// compares with `consecutive_failure_threshold` (0 with
-    /// [`FailureModel::Rate`], which keeps no run).
+    /// [`FailureModel::Rate`](super::FailureModel::Rate), which keeps no run).
     pub fn consecutive_failures(&self) -> u32 {
         self.consecutive_failures
     }

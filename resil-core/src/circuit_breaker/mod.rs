@@ -32,7 +32,7 @@
 //!   records nothing, **METRICS_ONLY** permits and records everything and
 //!   publishes threshold events, but never opens.
 //!
-//! A [shadow](shadow) runs other settings beside a live breaker on the same
+//! A [shadow] runs other settings beside a live breaker on the same
 //! calls and records what they would have done, deciding nothing
 //! ([`CircuitBreaker::start_shadow`]): a trial before new thresholds act.
 //!

@@ -27,7 +27,7 @@ use crate::clock;
 /// [deadline](crate::deadline)) and sleeps or awaits until then; otherwise it
 /// is refused and consumes nothing. A cancelled async waiter gives its permits
 /// back if nobody reserved behind it. More permits than `permit_capacity` at
-/// once are refused outright ([`AcquireError::ExceedsLimit`]).
+/// once are refused outright ([`AcquireError::ExceedsLimit`](super::AcquireError::ExceedsLimit)).
 ///
 /// # Algorithm and cost
 ///

@@ -26,7 +26,7 @@
 //!
 //! # The refusal
 //!
-//! A local rejection is [`Error::Throttled`](crate::Error::Throttled), its
+//! A local rejection is [`Error::Throttled`], its
 //! own kind (`throttled`), named after the throttler and carrying the
 //! rejection probability the decision used (to the nearest percent). It is
 //! not a rate limiter's [`RequestNotPermitted`](crate::error::RequestNotPermitted):

@@ -118,7 +118,7 @@ impl RegistryBuilder {
 
     /// Watches the config file this registry loads
     /// ([`Registry::reload_file`]) and reloads it when it changes
-    /// (feature `watch`; see [`Registry::watch_file`]). The file key
+    /// (feature `watch`; see `Registry::watch_file`). The file key
     /// `resil.config.watch: true` turns it on too.
     pub fn watch_config(mut self, on: bool) -> Self {
         self.watch_config = on;

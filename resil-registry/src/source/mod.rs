@@ -3,7 +3,7 @@
 //! each new config to its [`Feed`]; the registry applies it as a reload
 //! (a version, all or nothing) and keeps the last good config when one is
 //! refused or the source cannot be reached. The watched file
-//! ([`FileSource`], feature `watch`) and etcd v3 ([`EtcdSource`], feature
+//! (`FileSource`, feature `watch`) and etcd v3 (`EtcdSource`, feature
 //! `etcd`) are the two implementations.
 
 use std::path::Path;

@@ -56,7 +56,7 @@
 //! by the breaker's own predicates, exactly as `call_async` records them.
 //! [`HttpClassifier`](crate::http::HttpClassifier) classifies HTTP responses
 //! by status (and opens the breaker for a `Retry-After`), and
-//! [`GrpcClassifier`](crate::grpc::GrpcClassifier) by `grpc-status`.
+//! `GrpcClassifier` (feature `grpc`) by `grpc-status`.
 //!
 //! # Costs
 //!
